@@ -1,0 +1,121 @@
+//! The one contract every protocol engine implements: TCP and its variants, MPTCP/FUSO, CP, CloudBurst
+//! and DCQUIC alike.
+//!
+//! An engine is a sans-IO state machine for one end of one connection (or one messaging association).
+//! It never reads a clock, owns a socket or touches global randomness: its driver (the simulator, or a
+//! real runtime) hands it `now` on every call and a seeded RNG at construction.
+//!
+//! # Driving an engine
+//! Inputs are application commands ([`Engine::send_message`], [`Engine::expect_message`]), received
+//! packets ([`Engine::handle_packet`]) and timer expiries ([`Engine::handle_timeout`]). After any input
+//! the driver drains the outputs in this order:
+//! 1. [`Engine::poll_transmit`] until `None`: packets to put on the wire, in order;
+//! 2. [`Engine::poll_event`] until `None`: application events;
+//! 3. [`Engine::poll_timeout`]: the next deadline; the driver calls `handle_timeout` once `now` reaches
+//!    it (calling early or late is harmless: engines re-check their own timers).
+
+use crate::packet::Packet;
+use crate::time::Time;
+
+/// Application-level message identifier, unique within a run.
+pub type MsgId = u64;
+
+/// What an engine tells its application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppEvent {
+    /// The connection is established (after the handshake, if one is modelled).
+    Connected,
+    /// Receiver side: every byte of the message has been delivered in order to the application.
+    MessageReceived { msg: MsgId },
+    /// Sender side: every byte of the message has been acknowledged; its counters are final.
+    MessageAcked { msg: MsgId, stats: MessageStats },
+    /// Sender side: the engine gave up on the message (e.g. a transmission timeout).
+    MessageFailed { msg: MsgId, stats: MessageStats },
+}
+
+/// Loss-recovery counters attributed to one message (the sender knows which message each byte belongs
+/// to, so a retransmission is charged to the message whose bytes it carries; a timeout to the message
+/// holding the oldest unacknowledged byte).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MessageStats {
+    pub timeouts: u32,
+    pub fast_retransmits: u32,
+    /// Payload bytes sent again by loss recovery (timeouts, fast and SACK-based retransmissions).
+    pub retransmitted_bytes: u64,
+    /// Payload bytes sent in addition to the message and its retransmissions (proactive copies, coded
+    /// packets, replicas).
+    pub redundant_bytes: u64,
+    /// All payload bytes sent for the message, including the above.
+    pub sent_bytes: u64,
+}
+
+impl MessageStats {
+    pub fn add(&mut self, o: &MessageStats) {
+        self.timeouts += o.timeouts;
+        self.fast_retransmits += o.fast_retransmits;
+        self.retransmitted_bytes += o.retransmitted_bytes;
+        self.redundant_bytes += o.redundant_bytes;
+        self.sent_bytes += o.sent_bytes;
+    }
+}
+
+/// A sans-IO protocol engine. See the module documentation for the drain order.
+pub trait Engine {
+    /// Queue a message of `len_bytes` bytes for transmission to the peer.
+    fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64);
+
+    /// Tell the receiving side that the next `len_bytes` bytes of the stream form message `msg`. This is
+    /// the application's framing (a length prefix in a real RPC protocol); message-native engines may
+    /// ignore it.
+    fn expect_message(&mut self, msg: MsgId, len_bytes: u64);
+
+    /// A packet addressed to this engine arrived. `payload` holds its bytes when the driver carries
+    /// real bytes (QUIC, real sockets) and is empty in byte-less simulation.
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]);
+
+    /// A deadline previously returned by [`Engine::poll_timeout`] has been reached.
+    fn handle_timeout(&mut self, now: Time);
+
+    /// The next packet to send, if any. Engines that produce real bytes append them to `payload` (which
+    /// the driver hands in empty).
+    fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet>;
+
+    /// The earliest time at which the engine wants [`Engine::handle_timeout`] called.
+    fn poll_timeout(&self) -> Option<Time>;
+
+    /// The next application event, if any.
+    fn poll_event(&mut self) -> Option<AppEvent>;
+
+    /// Counters so far for a message this engine is sending and has not reported final (used for
+    /// messages still unfinished when a run ends).
+    fn message_stats(&self, msg: MsgId) -> Option<MessageStats>;
+}
+
+/// Whether a shim lets a packet through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Drop,
+}
+
+/// Where a shim injects a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    /// Out through the host's NIC.
+    ToNetwork,
+    /// Up to the host's own engines, as if it had arrived from the network.
+    ToHost,
+}
+
+/// A host shim between the engines and the NIC (e.g. T-RACKs in a hypervisor). It sees every packet in
+/// both directions, may rewrite or drop it, and may inject packets of its own. Same drain contract as
+/// [`Engine`]: after any input, drain [`Shim::poll_inject`], then read [`Shim::poll_timeout`].
+pub trait Shim {
+    /// A packet leaving an engine for the NIC.
+    fn on_egress(&mut self, now: Time, pkt: &mut Packet) -> Verdict;
+    /// A packet arriving from the NIC, before any engine sees it.
+    fn on_ingress(&mut self, now: Time, pkt: &mut Packet) -> Verdict;
+    fn handle_timeout(&mut self, now: Time);
+    fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)>;
+    fn poll_timeout(&self) -> Option<Time>;
+}

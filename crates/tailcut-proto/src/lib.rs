@@ -1,0 +1,22 @@
+//! Sans-IO protocol engines for tailcut.
+//!
+//! Every engine implements [`engine::Engine`]; host shims implement [`engine::Shim`]. Nothing here reads
+//! a clock, owns a socket or uses global randomness (enforced by clippy's `disallowed-methods`), so the
+//! same code runs in the simulator and, later, on real sockets.
+
+mod macros;
+
+pub mod engine;
+pub mod packet;
+pub mod rng;
+pub mod seq;
+pub mod tcp;
+pub mod time;
+pub mod units;
+
+pub use engine::{AppEvent, Direction, Engine, MessageStats, MsgId, Shim, Verdict};
+pub use packet::{
+    Addr, Ecn, FiveTuple, Header, Packet, Proto, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader,
+};
+pub use seq::Seq;
+pub use time::{Dur, Time};

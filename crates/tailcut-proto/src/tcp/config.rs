@@ -1,0 +1,90 @@
+//! TCP parameters. Every field is a named parameter with a documented default; the defaults follow
+//! Linux where an RFC leaves the choice open, and experiments override them (e.g. min RTO 5 ms).
+
+use crate::time::Dur;
+use serde::{Deserialize, Serialize};
+
+/// Congestion control run by the sender.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CongestionControl {
+    /// RFC 5681 slow start / congestion avoidance with RFC 6582 NewReno (SACK-based recovery per
+    /// RFC 6675 when SACK is on). Reacts to ECN-Echo like a loss, once per window (RFC 3168).
+    NewReno,
+    /// DCTCP (RFC 8257): alpha <- (1 - g) alpha + g F once per window of data; on ECN-Echo in a window,
+    /// cwnd <- cwnd (1 - alpha / 2). Loss handling as NewReno.
+    Dctcp {
+        /// EWMA gain g (RFC 8257 recommends 1/16).
+        #[serde(default = "default_dctcp_g")]
+        g: f64,
+    },
+}
+
+fn default_dctcp_g() -> f64 {
+    1.0 / 16.0
+}
+
+/// TCP endpoint configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpConfig {
+    /// Maximum segment size (payload bytes per segment).
+    pub mss_bytes: u32,
+    /// IP + TCP header bytes added to every segment on the wire (40 without options).
+    pub header_bytes: u32,
+    /// Initial congestion window in segments (RFC 6928: 10).
+    pub initial_cwnd_segments: u32,
+    /// Receive window the receiver advertises, in bytes.
+    pub rcv_window_bytes: u32,
+    /// Lower bound on the RTO (RFC 6298 (2.4) says 1 s; Linux uses 200 ms; datacenters 1-10 ms).
+    pub min_rto: Dur,
+    /// Upper bound on the RTO after back-off (RFC 6298 (2.5): at least 60 s).
+    pub max_rto: Dur,
+    /// RTO before the first RTT sample (RFC 6298 (2.1): 1 s).
+    pub initial_rto: Dur,
+    /// Selective acknowledgements (RFC 2018) and SACK-based loss recovery (RFC 6675).
+    pub sack: bool,
+    /// Duplicate-ACK threshold that starts fast retransmit (RFC 5681: 3). `u32::MAX` disables
+    /// dupACK-based loss detection (CP runs that way).
+    pub dupack_threshold: u32,
+    /// Limited transmit (RFC 3042): send new data on the first two duplicate ACKs.
+    pub limited_transmit: bool,
+    /// Early retransmit (RFC 5827): lower the dupACK threshold when fewer than 4 segments are
+    /// outstanding and no new data can be sent.
+    pub early_retransmit: bool,
+    /// Delayed ACKs (RFC 1122 / RFC 5681 4.2): ACK every second full segment or after this delay.
+    /// `None` acknowledges every segment at once.
+    pub delayed_ack: Option<Dur>,
+    /// Model the three-way handshake (SYN, SYN-ACK, ACK) before data; off means the connection starts
+    /// established, as most datacenter simulations do with persistent connections.
+    pub handshake: bool,
+    /// Restart from the initial window after an idle period longer than the RTO (RFC 5681 4.1 /
+    /// Linux `tcp_slow_start_after_idle`).
+    pub slow_start_after_idle: bool,
+    /// Mark data packets ECN-capable (ECT(0)) and echo CE marks (RFC 3168). DCTCP requires it.
+    pub ecn: bool,
+    pub congestion_control: CongestionControl,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss_bytes: 1460,
+            header_bytes: 40,
+            initial_cwnd_segments: 10,
+            rcv_window_bytes: 16 << 20,
+            min_rto: Dur::from_millis(200),
+            max_rto: Dur::from_millis(60_000),
+            initial_rto: Dur::from_millis(1_000),
+            sack: true,
+            dupack_threshold: 3,
+            limited_transmit: true,
+            early_retransmit: true,
+            delayed_ack: None,
+            handshake: false,
+            slow_start_after_idle: true,
+            ecn: false,
+            congestion_control: CongestionControl::NewReno,
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! tailcut simulator
