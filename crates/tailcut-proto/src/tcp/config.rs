@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 pub enum CongestionControl {
     /// RFC 5681 slow start / congestion avoidance with RFC 6582 NewReno (SACK-based recovery per
     /// RFC 6675 when SACK is on). Reacts to ECN-Echo like a loss, once per window (RFC 3168).
+    #[default]
     NewReno,
     /// DCTCP (RFC 8257): alpha <- (1 - g) alpha + g F once per window of data; on ECN-Echo in a window,
     /// cwnd <- cwnd (1 - alpha / 2). Loss handling as NewReno.
