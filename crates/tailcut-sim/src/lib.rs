@@ -1,1 +1,2 @@
 //! tailcut simulator
+pub mod workload;

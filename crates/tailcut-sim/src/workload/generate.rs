@@ -1,0 +1,572 @@
+//! From validated components to the sorted flow list.
+
+use super::cdf::FlowSizeCdf;
+use super::config::{Jitter, Pattern, WorkloadComponent};
+use super::draw;
+use super::{HostInfo, WorkloadError};
+use tailcut_proto::rng::{self, Rng, Stream};
+use tailcut_proto::{Dur, Time};
+
+/// A component may not produce more flows than this (a guard against a mistyped `until`).
+pub const MAX_FLOWS_PER_COMPONENT: u64 = 50_000_000;
+
+/// Flow sizes of one component.
+#[derive(Clone, Debug)]
+enum Sizes {
+    Cdf(FlowSizeCdf),
+    Fixed(u64),
+    Choices(Vec<u64>),
+}
+
+impl Sizes {
+    fn mean_bytes(&self) -> f64 {
+        match self {
+            Sizes::Cdf(c) => c.mean_bytes(),
+            Sizes::Fixed(b) => *b as f64,
+            Sizes::Choices(v) => v.iter().map(|&b| b as f64).sum::<f64>() / v.len() as f64,
+        }
+    }
+
+    fn sample(&self, rng: &mut Rng) -> u64 {
+        match self {
+            Sizes::Cdf(c) => c.sample_bytes(rng),
+            Sizes::Fixed(b) => *b,
+            Sizes::Choices(v) => v[draw::index(rng, v.len())],
+        }
+    }
+}
+
+/// The other end of a driving host's flows.
+#[derive(Clone, Debug)]
+enum Peer {
+    Fixed { src: u32, dst: u32 },
+    RandomDst { src: u32, dsts: Vec<u32> },
+    RandomSrc { dst: u32, srcs: Vec<u32> },
+}
+
+impl Peer {
+    fn draw(&self, rng: &mut Rng) -> (u32, u32) {
+        match self {
+            Peer::Fixed { src, dst } => (*src, *dst),
+            Peer::RandomDst { src, dsts } => (*src, dsts[draw::index(rng, dsts.len())]),
+            Peer::RandomSrc { dst, srcs } => (srcs[draw::index(rng, srcs.len())], *dst),
+        }
+    }
+}
+
+/// One arrival process: a driving host (whose NIC rate sets the load) and how it picks the other end.
+#[derive(Clone, Debug)]
+struct Unit {
+    driver: u32,
+    peer: Peer,
+}
+
+/// A flow before ids are assigned.
+pub(super) struct RawFlow {
+    pub start: Time,
+    pub src: u32,
+    pub dst: u32,
+    pub size_bytes: u64,
+}
+
+struct Ctx<'a> {
+    index: usize,
+    hosts: &'a HostInfo,
+}
+
+impl Ctx<'_> {
+    fn err(&self, field: &str, msg: impl Into<String>) -> WorkloadError {
+        let path = if field.is_empty() {
+            format!("workload[{}]", self.index)
+        } else {
+            format!("workload[{}].{field}", self.index)
+        };
+        WorkloadError::new(path, msg)
+    }
+
+    fn n_hosts(&self) -> usize {
+        self.hosts.rack.len()
+    }
+
+    /// Checks a host list: in range, no duplicates, non-empty.
+    fn host_list(&self, field: &str, list: &[u32]) -> Result<Vec<u32>, WorkloadError> {
+        if list.is_empty() {
+            return Err(self.err(field, "must not be empty"));
+        }
+        let mut seen = vec![false; self.n_hosts()];
+        for (k, &h) in list.iter().enumerate() {
+            self.host(&format!("{field}[{k}]"), h)?;
+            if std::mem::replace(&mut seen[h as usize], true) {
+                return Err(self.err(&format!("{field}[{k}]"), format!("host {h} is listed twice")));
+            }
+        }
+        Ok(list.to_vec())
+    }
+
+    fn host(&self, field: &str, h: u32) -> Result<u32, WorkloadError> {
+        if (h as usize) < self.n_hosts() {
+            Ok(h)
+        } else {
+            Err(self.err(
+                field,
+                format!(
+                    "host {h} is out of range (the topology has {} hosts, 0..{})",
+                    self.n_hosts(),
+                    self.n_hosts()
+                ),
+            ))
+        }
+    }
+
+    fn all_hosts(&self) -> Vec<u32> {
+        (0..self.n_hosts() as u32).collect()
+    }
+}
+
+fn intersect(a: &[u32], b: Option<&Vec<u32>>) -> Vec<u32> {
+    match b {
+        Some(b) => a.iter().copied().filter(|h| b.contains(h)).collect(),
+        None => a.to_vec(),
+    }
+}
+
+fn without(a: &[u32], h: u32) -> Vec<u32> {
+    a.iter().copied().filter(|&x| x != h).collect()
+}
+
+fn sizes(c: &WorkloadComponent, cx: &Ctx) -> Result<Sizes, WorkloadError> {
+    let given = [c.cdf.is_some(), c.fixed.is_some(), c.choices.is_some()]
+        .iter()
+        .filter(|&&b| b)
+        .count();
+    if given != 1 {
+        return Err(cx.err(
+            "",
+            format!("exactly one of cdf, fixed, choices must be given, got {given}"),
+        ));
+    }
+    if c.cdf.is_none() {
+        if c.min_size.is_some() {
+            return Err(cx.err("min_size", "only applies with cdf"));
+        }
+        if c.max_size.is_some() {
+            return Err(cx.err("max_size", "only applies with cdf"));
+        }
+    }
+    if let Some(name) = &c.cdf {
+        let cdf = FlowSizeCdf::load(name).map_err(|e| cx.err("cdf", e.to_string()))?;
+        if c.min_size.is_none() && c.max_size.is_none() {
+            return Ok(Sizes::Cdf(cdf));
+        }
+        let field = if c.max_size.is_some() {
+            "max_size"
+        } else {
+            "min_size"
+        };
+        let t = cdf
+            .truncated(c.min_size.map(|b| b.0), c.max_size.map(|b| b.0))
+            .map_err(|e| cx.err(field, e))?;
+        return Ok(Sizes::Cdf(t));
+    }
+    if let Some(b) = c.fixed {
+        if b.0 == 0 {
+            return Err(cx.err("fixed", "must be > 0 bytes"));
+        }
+        return Ok(Sizes::Fixed(b.0));
+    }
+    let choices = c.choices.as_deref().unwrap_or(&[]);
+    if choices.is_empty() {
+        return Err(cx.err("choices", "must not be empty"));
+    }
+    if let Some(k) = choices.iter().position(|b| b.0 == 0) {
+        return Err(cx.err(&format!("choices[{k}]"), "must be > 0 bytes"));
+    }
+    Ok(Sizes::Choices(choices.iter().map(|b| b.0).collect()))
+}
+
+/// Builds the arrival units of a pattern (not incast).
+fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Vec<Unit>, WorkloadError> {
+    let clients = match &c.client_hosts {
+        Some(l) => Some(cx.host_list("client_hosts", l)?),
+        None => None,
+    };
+    let servers = match &c.server_hosts {
+        Some(l) => Some(cx.host_list("server_hosts", l)?),
+        None => None,
+    };
+    let mut out = Vec::new();
+    match &c.pattern {
+        Pattern::AllToAll { hosts } => {
+            let hosts = match hosts {
+                Some(l) => cx.host_list("pattern.hosts", l)?,
+                None => cx.all_hosts(),
+            };
+            let senders = intersect(&hosts, servers.as_ref());
+            let receivers = intersect(&hosts, clients.as_ref());
+            for s in senders {
+                let dsts = without(&receivers, s);
+                if dsts.is_empty() {
+                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
+                }
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::RandomDst { src: s, dsts },
+                });
+            }
+        }
+        Pattern::OneToAll { clients: cl } => {
+            if c.client_hosts.is_some() {
+                return Err(cx.err(
+                    "client_hosts",
+                    "not used by one_to_all: list the clients in pattern.clients",
+                ));
+            }
+            let cl = cx.host_list("pattern.clients", cl)?;
+            let all = cx.all_hosts();
+            let pool = servers.unwrap_or(all);
+            for d in cl {
+                let srcs = without(&pool, d);
+                if srcs.is_empty() {
+                    return Err(cx.err(
+                        "pattern.clients",
+                        format!("client {d} has no server other than itself"),
+                    ));
+                }
+                out.push(Unit {
+                    driver: d,
+                    peer: Peer::RandomSrc { dst: d, srcs },
+                });
+            }
+        }
+        Pattern::RackToRack { src_rack, dst_rack } => {
+            let in_rack = |r: u32| -> Vec<u32> {
+                cx.all_hosts()
+                    .into_iter()
+                    .filter(|&h| cx.hosts.rack[h as usize] == r)
+                    .collect()
+            };
+            let (src_hosts, dst_hosts) = (in_rack(*src_rack), in_rack(*dst_rack));
+            if src_hosts.is_empty() {
+                return Err(cx.err("pattern.src_rack", format!("no host is in rack {src_rack}")));
+            }
+            if dst_hosts.is_empty() {
+                return Err(cx.err("pattern.dst_rack", format!("no host is in rack {dst_rack}")));
+            }
+            let senders = intersect(&src_hosts, servers.as_ref());
+            let receivers = intersect(&dst_hosts, clients.as_ref());
+            for s in senders {
+                let dsts = without(&receivers, s);
+                if dsts.is_empty() {
+                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
+                }
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::RandomDst { src: s, dsts },
+                });
+            }
+        }
+        Pattern::Pairs { pairs } => {
+            if pairs.is_empty() {
+                return Err(cx.err("pattern.pairs", "must not be empty"));
+            }
+            for (k, &[s, d]) in pairs.iter().enumerate() {
+                cx.host(&format!("pattern.pairs[{k}][0]"), s)?;
+                cx.host(&format!("pattern.pairs[{k}][1]"), d)?;
+                if s == d {
+                    return Err(cx.err(
+                        &format!("pattern.pairs[{k}]"),
+                        format!("host {s} sends to itself"),
+                    ));
+                }
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::Fixed { src: s, dst: d },
+                });
+            }
+        }
+        Pattern::Permutation { hosts } => {
+            let hosts = match hosts {
+                Some(l) => cx.host_list("pattern.hosts", l)?,
+                None => cx.all_hosts(),
+            };
+            if hosts.len() < 2 {
+                return Err(cx.err("pattern.hosts", "a permutation needs at least 2 hosts"));
+            }
+            let dsts = draw::derangement(rng, &hosts);
+            for (&s, d) in hosts.iter().zip(dsts) {
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::Fixed { src: s, dst: d },
+                });
+            }
+        }
+        Pattern::Incast { .. } => unreachable!("incast has no arrival units"),
+    }
+    if out.is_empty() {
+        return Err(cx.err("pattern", "no host can send: check server_hosts / client_hosts"));
+    }
+    Ok(out)
+}
+
+/// Arrival rate (flows/s) of each unit, or `None` if flows all start at `start`.
+fn rates(
+    c: &WorkloadComponent,
+    cx: &Ctx,
+    units: &[Unit],
+    sizes: &Sizes,
+) -> Result<Option<Vec<f64>>, WorkloadError> {
+    match (c.load, c.rate_per_host) {
+        (Some(_), Some(_)) => Err(cx.err("", "give load or rate_per_host, not both")),
+        (Some(load), None) => {
+            if !(load > 0.0 && load <= 1.0) {
+                return Err(cx.err("load", format!("must be in (0, 1], got {load}")));
+            }
+            let mean = sizes.mean_bytes();
+            if mean.is_nan() || mean <= 0.0 {
+                return Err(cx.err(
+                    "load",
+                    format!("needs a positive mean flow size, got {mean} bytes"),
+                ));
+            }
+            let mut r = Vec::with_capacity(units.len());
+            for u in units {
+                let bps = cx.hosts.nic_rate_bps[u.driver as usize];
+                if bps == 0 {
+                    return Err(cx.err("load", format!("host {} has a NIC rate of 0", u.driver)));
+                }
+                r.push(load * bps as f64 / (8.0 * mean));
+            }
+            Ok(Some(r))
+        }
+        (None, Some(rate)) => {
+            if !(rate > 0.0 && rate.is_finite()) {
+                return Err(cx.err(
+                    "rate_per_host",
+                    format!("must be a positive number of flows/s, got {rate}"),
+                ));
+            }
+            Ok(Some(vec![rate; units.len()]))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// Validates component `index` and generates its flows in time order.
+pub(super) fn component_flows(
+    index: usize,
+    c: &WorkloadComponent,
+    hosts: &HostInfo,
+    seed: u64,
+) -> Result<Vec<RawFlow>, WorkloadError> {
+    let cx = Ctx { index, hosts };
+    let mut rng = rng::stream(seed, Stream::Workload, index as u64);
+    let sizes = sizes(c, &cx)?;
+    if let Some(until) = c.until {
+        if until <= c.start {
+            return Err(cx.err(
+                "until",
+                format!("must be after start ({}), got {}", c.start, until),
+            ));
+        }
+    }
+    match (c.connection, c.connections_per_pair) {
+        (super::config::Connection::PerFlow, Some(_)) => {
+            return Err(cx.err(
+                "connections_per_pair",
+                "only applies with connection = \"persistent\"",
+            ))
+        }
+        (_, Some(0)) => return Err(cx.err("connections_per_pair", "must be at least 1")),
+        _ => {}
+    }
+    let cap = c.flows.unwrap_or(u64::MAX).min(MAX_FLOWS_PER_COMPONENT + 1);
+    let until = c.until.map(|d| Time(d.0)).unwrap_or(Time::MAX);
+    let start = Time(c.start.0);
+
+    let mut flows = if let Pattern::Incast { .. } = c.pattern {
+        incast(c, &cx, &mut rng, &sizes, start)?
+    } else {
+        let units = units(c, &cx, &mut rng)?;
+        match rates(c, &cx, &units, &sizes)? {
+            Some(rates) => {
+                if c.flows.is_none() && c.until.is_none() {
+                    return Err(cx.err("", "Poisson arrivals (load / rate_per_host) need flows or until"));
+                }
+                poisson(&units, &rates, &sizes, &mut rng, start, until, cap)
+            }
+            None => match c.pattern {
+                Pattern::Pairs { .. } | Pattern::Permutation { .. } => units
+                    .iter()
+                    .map(|u| {
+                        let (src, dst) = u.peer.draw(&mut rng);
+                        RawFlow {
+                            start,
+                            src,
+                            dst,
+                            size_bytes: sizes.sample(&mut rng),
+                        }
+                    })
+                    .collect(),
+                _ => {
+                    return Err(cx.err(
+                        "",
+                        "this pattern needs an arrival process: set load or rate_per_host",
+                    ))
+                }
+            },
+        }
+    };
+    // Stable: equal start times keep generation order.
+    flows.sort_by_key(|f| f.start);
+    flows.retain(|f| f.start < until);
+    flows.truncate(cap.min(usize::MAX as u64) as usize);
+    if flows.len() as u64 > MAX_FLOWS_PER_COMPONENT {
+        return Err(cx.err(
+            "",
+            format!("more than {MAX_FLOWS_PER_COMPONENT} flows; lower until or set flows"),
+        ));
+    }
+    Ok(flows)
+}
+
+/// Superposed Poisson processes: total rate = sum of the units' rates, each arrival assigned to a unit
+/// with probability proportional to its rate (equivalent to independent per-unit processes).
+fn poisson(
+    units: &[Unit],
+    rates: &[f64],
+    sizes: &Sizes,
+    rng: &mut Rng,
+    start: Time,
+    until: Time,
+    cap: u64,
+) -> Vec<RawFlow> {
+    let mut cumulative = Vec::with_capacity(rates.len());
+    let mut total = 0.0;
+    for r in rates {
+        total += r;
+        cumulative.push(total);
+    }
+    let mean_gap_ns = 1e9 / total;
+    let mut t_ns = start.0 as f64;
+    let mut out = Vec::new();
+    while (out.len() as u64) < cap {
+        t_ns += draw::exponential(rng, mean_gap_ns);
+        let at = Time(t_ns.round() as u64);
+        if at >= until || t_ns >= u64::MAX as f64 {
+            break;
+        }
+        let x = draw::unit_f64(rng) * total;
+        let k = cumulative.partition_point(|&c| c <= x).min(units.len() - 1);
+        let (src, dst) = units[k].peer.draw(rng);
+        out.push(RawFlow {
+            start: at,
+            src,
+            dst,
+            size_bytes: sizes.sample(rng),
+        });
+    }
+    out
+}
+
+fn incast(
+    c: &WorkloadComponent,
+    cx: &Ctx,
+    rng: &mut Rng,
+    sizes: &Sizes,
+    start: Time,
+) -> Result<Vec<RawFlow>, WorkloadError> {
+    let Pattern::Incast {
+        receiver,
+        senders,
+        fanout,
+        rounds,
+        round_interval,
+        jitter,
+    } = &c.pattern
+    else {
+        unreachable!()
+    };
+    if c.load.is_some() || c.rate_per_host.is_some() {
+        return Err(cx.err(
+            "",
+            "incast starts its flows in rounds: load / rate_per_host do not apply",
+        ));
+    }
+    if c.client_hosts.is_some() {
+        return Err(cx.err(
+            "client_hosts",
+            "not used by incast: the receiver is pattern.receiver",
+        ));
+    }
+    let receiver = cx.host("pattern.receiver", *receiver)?;
+    let senders = match (senders, fanout) {
+        (Some(l), None) => {
+            let l = cx.host_list("pattern.senders", l)?;
+            if l.contains(&receiver) {
+                return Err(cx.err("pattern.senders", format!("contains the receiver {receiver}")));
+            }
+            l
+        }
+        (None, Some(n)) => {
+            let pool = match &c.server_hosts {
+                Some(l) => cx.host_list("server_hosts", l)?,
+                None => cx.all_hosts(),
+            };
+            let mut pool = without(&pool, receiver);
+            if *n == 0 || *n as usize > pool.len() {
+                return Err(cx.err(
+                    "pattern.fanout",
+                    format!(
+                        "must be in 1..={} (hosts available besides the receiver), got {n}",
+                        pool.len()
+                    ),
+                ));
+            }
+            draw::shuffle(rng, &mut pool);
+            pool.truncate(*n as usize);
+            pool
+        }
+        _ => return Err(cx.err("pattern", "give exactly one of senders, fanout")),
+    };
+    if *rounds == 0 {
+        return Err(cx.err("pattern.rounds", "must be at least 1"));
+    }
+    let interval = match round_interval {
+        Some(d) if d.0 > 0 => *d,
+        Some(_) => return Err(cx.err("pattern.round_interval", "must be > 0")),
+        None if *rounds > 1 => return Err(cx.err("pattern.round_interval", "required when rounds > 1")),
+        None => Dur::ZERO,
+    };
+    match jitter {
+        Jitter::ExponentialGaps { mean } if mean.0 == 0 => {
+            return Err(cx.err("pattern.jitter.mean", "must be > 0"))
+        }
+        _ => {}
+    }
+    let mut out = Vec::with_capacity(senders.len() * *rounds as usize);
+    for r in 0..*rounds as u64 {
+        let round_start = start + interval.saturating_mul(r);
+        let mut order = senders.clone();
+        draw::shuffle(rng, &mut order);
+        let mut gap_ns = 0.0;
+        for (k, &s) in order.iter().enumerate() {
+            let offset = match jitter {
+                Jitter::None => Dur::ZERO,
+                Jitter::Uniform { max } => Dur((draw::unit_f64(rng) * max.0 as f64).round() as u64),
+                Jitter::ExponentialGaps { mean } => {
+                    if k > 0 {
+                        gap_ns += draw::exponential(rng, mean.0 as f64);
+                    }
+                    Dur(gap_ns.round() as u64)
+                }
+            };
+            out.push(RawFlow {
+                start: round_start + offset,
+                src: s,
+                dst: receiver,
+                size_bytes: sizes.sample(rng),
+            });
+        }
+    }
+    Ok(out)
+}
