@@ -184,6 +184,17 @@ fn sizes(c: &WorkloadComponent, cx: &Ctx) -> Result<Sizes, WorkloadError> {
     Ok(Sizes::Choices(choices.iter().map(|b| b.0).collect()))
 }
 
+/// Patterns with explicit hosts take no `client_hosts` / `server_hosts` (they would be silently ignored).
+fn reject_host_filters(c: &WorkloadComponent, cx: &Ctx, why: &str) -> Result<(), WorkloadError> {
+    if c.client_hosts.is_some() {
+        return Err(cx.err("client_hosts", format!("not used: {why}")));
+    }
+    if c.server_hosts.is_some() {
+        return Err(cx.err("server_hosts", format!("not used: {why}")));
+    }
+    Ok(())
+}
+
 /// Builds the arrival units of a pattern (not incast).
 fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Vec<Unit>, WorkloadError> {
     let clients = match &c.client_hosts {
@@ -266,6 +277,7 @@ fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Vec<Unit>, Wo
             }
         }
         Pattern::Pairs { pairs } => {
+            reject_host_filters(c, cx, "pairs lists its hosts")?;
             if pairs.is_empty() {
                 return Err(cx.err("pattern.pairs", "must not be empty"));
             }
@@ -285,6 +297,7 @@ fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Vec<Unit>, Wo
             }
         }
         Pattern::Permutation { hosts } => {
+            reject_host_filters(c, cx, "permutation takes pattern.hosts")?;
             let hosts = match hosts {
                 Some(l) => cx.host_list("pattern.hosts", l)?,
                 None => cx.all_hosts(),
@@ -501,6 +514,12 @@ fn incast(
     let receiver = cx.host("pattern.receiver", *receiver)?;
     let senders = match (senders, fanout) {
         (Some(l), None) => {
+            if c.server_hosts.is_some() {
+                return Err(cx.err(
+                    "server_hosts",
+                    "not used by incast with pattern.senders (only with fanout)",
+                ));
+            }
             let l = cx.host_list("pattern.senders", l)?;
             if l.contains(&receiver) {
                 return Err(cx.err("pattern.senders", format!("contains the receiver {receiver}")));

@@ -17,7 +17,7 @@ pub struct FlowSpec {
     pub size_bytes: u64,
     /// When the flow starts (for request/response: when `dst` issues the request).
     pub start: Time,
-    /// > 0: request/response. `dst` first sends a request of this many bytes to `src`, and `src` answers
+    /// If nonzero: request/response. `dst` first sends a request of this many bytes to `src`, and `src` answers
     /// with `size_bytes`. 0: `src` just sends `size_bytes`.
     pub request_bytes: u64,
 }

@@ -472,3 +472,49 @@ fn config_units_and_connection_parse() {
     assert_eq!(d.connection, Connection::PerFlow);
     assert_eq!(d.persistent_connections_per_pair(), None);
 }
+
+#[test]
+fn host_filters_that_would_be_ignored_are_errors() {
+    let e = gen_err("name = \"x\"\npattern = { kind = \"permutation\" }\nserver_hosts = [1, 2]\nfixed = 1");
+    assert!(e.starts_with("workload[1].server_hosts: not used"), "{e}");
+    let e = gen_err(
+        "name = \"x\"\npattern = { kind = \"pairs\", pairs = [[0, 1]] }\nclient_hosts = [1]\nfixed = 1",
+    );
+    assert!(e.starts_with("workload[1].client_hosts: not used"), "{e}");
+    let e = gen_err(
+        "name = \"x\"\npattern = { kind = \"incast\", receiver = 0, senders = [1, 2] }\nserver_hosts = [1]\nfixed = 1",
+    );
+    assert!(e.starts_with("workload[1].server_hosts: not used"), "{e}");
+}
+
+proptest::proptest! {
+    /// Inverse transform and CDF agree on any valid polyline, atoms included, and truncation keeps the
+    /// samples inside the range.
+    #[test]
+    fn quantile_inverts_the_cdf(
+        steps in proptest::collection::vec((0u32..1000, 0u32..1000), 1..12),
+        u in 0.0f64..1.0,
+        lo_q in 0.0f64..0.5,
+    ) {
+        let mut x = 0.0;
+        let mut p = 0.0;
+        let total: f64 = steps.iter().map(|&(_, dp)| dp as f64).sum::<f64>().max(1.0);
+        let mut text = String::from("0 0\n");
+        for &(dx, dp) in &steps {
+            x += dx as f64;
+            p += dp as f64 / total;
+            text.push_str(&format!("{x} {}\n", p.min(1.0)));
+        }
+        text.push_str(&format!("{} 1\n", x + 1.0));
+        let c = EmpiricalCdf::parse(&text, "prop").unwrap();
+        let q = c.quantile(u);
+        proptest::prop_assert!(q >= c.min_value() && q <= c.max_value());
+        proptest::prop_assert!(c.cdf(q) >= u - 1e-9, "F({}) = {} < {}", q, c.cdf(q), u);
+        proptest::prop_assert!(c.quantile(u / 2.0) <= q);
+        let lo = c.quantile(lo_q);
+        if let Ok(t) = c.truncated(Some(lo), None) {
+            proptest::prop_assert!(t.quantile(u) >= lo);
+            proptest::prop_assert!(t.mean() >= lo - 1e-9 && t.mean() <= c.max_value() + 1e-9);
+        }
+    }
+}
