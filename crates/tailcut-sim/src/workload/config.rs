@@ -143,8 +143,12 @@ pub enum Pattern {
         /// host).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         fanout: Option<u32>,
+        /// Flows each sender starts per round (CloudBurst Sec. V incast: 4 senders, N concurrent
+        /// flows). Default 1.
+        #[serde(default = "default_one")]
+        flows_per_sender: u32,
         /// Number of rounds. Default 1.
-        #[serde(default = "default_rounds")]
+        #[serde(default = "default_one")]
         rounds: u32,
         /// Time between round starts. Required when `rounds > 1`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,7 +165,7 @@ pub enum Pattern {
     },
 }
 
-fn default_rounds() -> u32 {
+fn default_one() -> u32 {
     1
 }
 

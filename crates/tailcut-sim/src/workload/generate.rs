@@ -492,6 +492,7 @@ fn incast(
         receiver,
         senders,
         fanout,
+        flows_per_sender,
         rounds,
         round_interval,
         jitter,
@@ -547,6 +548,9 @@ fn incast(
         }
         _ => return Err(cx.err("pattern", "give exactly one of senders, fanout")),
     };
+    if *flows_per_sender == 0 {
+        return Err(cx.err("pattern.flows_per_sender", "must be at least 1"));
+    }
     if *rounds == 0 {
         return Err(cx.err("pattern.rounds", "must be at least 1"));
     }
@@ -562,10 +566,13 @@ fn incast(
         }
         _ => {}
     }
-    let mut out = Vec::with_capacity(senders.len() * *rounds as usize);
+    let mut out = Vec::with_capacity(senders.len() * *flows_per_sender as usize * *rounds as usize);
     for r in 0..*rounds as u64 {
         let round_start = start + interval.saturating_mul(r);
-        let mut order = senders.clone();
+        let mut order: Vec<u32> = senders
+            .iter()
+            .flat_map(|&s| std::iter::repeat(s).take(*flows_per_sender as usize))
+            .collect();
         draw::shuffle(rng, &mut order);
         let mut gap_ns = 0.0;
         for (k, &s) in order.iter().enumerate() {

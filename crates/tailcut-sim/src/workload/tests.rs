@@ -518,3 +518,30 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn incast_with_several_flows_per_sender() {
+    // CloudBurst Sec. V incast: 4 senders, 90 KB messages, N concurrent flows (here 3 per sender).
+    let h = hosts(8, 4, 1_000_000_000);
+    let c = component(
+        "name = \"cb\"\nfixed = \"90KB\"\npattern = { kind = \"incast\", receiver = 0, senders = [4, 5, 6, 7], flows_per_sender = 3 }",
+    );
+    let flows = generate(&[c], &h, 1).unwrap();
+    assert_eq!(flows.len(), 12);
+    for s in 4..8 {
+        assert_eq!(flows.iter().filter(|f| f.src == s).count(), 3);
+    }
+}
+
+#[test]
+fn the_documented_example_parses_and_generates() {
+    let text = "[[workload]]\nname = \"query\"\npattern = { kind = \"one_to_all\", clients = [3, 4, 5] }\n\
+                server_hosts = [0, 1, 2]\ncdf = \"websearch\"\nmax_size = \"100KB\"\nload = 0.01\n\
+                request_bytes = \"100B\"\nuntil = \"10s\"\n";
+    let f = WorkloadFile::from_toml(text).unwrap();
+    let flows = generate(&f.workload, &hosts(6, 3, 1_000_000_000), 0).unwrap();
+    assert!(!flows.is_empty());
+    assert!(flows
+        .iter()
+        .all(|f| f.src < 3 && f.dst >= 3 && f.size_bytes <= 100_000 && f.request_bytes == 100));
+}
