@@ -569,10 +569,10 @@ fn incast(
     let mut out = Vec::with_capacity(senders.len() * *flows_per_sender as usize * *rounds as usize);
     for r in 0..*rounds as u64 {
         let round_start = start + interval.saturating_mul(r);
-        let mut order: Vec<u32> = senders
-            .iter()
-            .flat_map(|&s| std::iter::repeat(s).take(*flows_per_sender as usize))
-            .collect();
+        let mut order: Vec<u32> = Vec::with_capacity(senders.len() * *flows_per_sender as usize);
+        for _ in 0..*flows_per_sender {
+            order.extend_from_slice(&senders);
+        }
         draw::shuffle(rng, &mut order);
         let mut gap_ns = 0.0;
         for (k, &s) in order.iter().enumerate() {
