@@ -1,25 +1,27 @@
 //! From validated components to the sorted flow list.
 
 use super::cdf::FlowSizeCdf;
-use super::config::{Jitter, Pattern, WorkloadComponent};
+use super::config::{Pattern, WorkloadComponent};
 use super::draw;
+use super::incast::incast;
+use super::units::{units, Unit};
 use super::{HostInfo, WorkloadError};
 use tailcut_proto::rng::{self, Rng, Stream};
-use tailcut_proto::{Dur, Time};
+use tailcut_proto::Time;
 
 /// A component may not produce more flows than this (a guard against a mistyped `until`).
 pub const MAX_FLOWS_PER_COMPONENT: u64 = 50_000_000;
 
 /// Flow sizes of one component.
 #[derive(Clone, Debug)]
-enum Sizes {
+pub(super) enum Sizes {
     Cdf(FlowSizeCdf),
     Fixed(u64),
     Choices(Vec<u64>),
 }
 
 impl Sizes {
-    fn mean_bytes(&self) -> f64 {
+    pub(super) fn mean_bytes(&self) -> f64 {
         match self {
             Sizes::Cdf(c) => c.mean_bytes(),
             Sizes::Fixed(b) => *b as f64,
@@ -27,38 +29,13 @@ impl Sizes {
         }
     }
 
-    fn sample(&self, rng: &mut Rng) -> u64 {
+    pub(super) fn sample(&self, rng: &mut Rng) -> u64 {
         match self {
             Sizes::Cdf(c) => c.sample_bytes(rng),
             Sizes::Fixed(b) => *b,
             Sizes::Choices(v) => v[draw::index(rng, v.len())],
         }
     }
-}
-
-/// The other end of a driving host's flows.
-#[derive(Clone, Debug)]
-enum Peer {
-    Fixed { src: u32, dst: u32 },
-    RandomDst { src: u32, dsts: Vec<u32> },
-    RandomSrc { dst: u32, srcs: Vec<u32> },
-}
-
-impl Peer {
-    fn draw(&self, rng: &mut Rng) -> (u32, u32) {
-        match self {
-            Peer::Fixed { src, dst } => (*src, *dst),
-            Peer::RandomDst { src, dsts } => (*src, dsts[draw::index(rng, dsts.len())]),
-            Peer::RandomSrc { dst, srcs } => (srcs[draw::index(rng, srcs.len())], *dst),
-        }
-    }
-}
-
-/// One arrival process: a driving host (whose NIC rate sets the load) and how it picks the other end.
-#[derive(Clone, Debug)]
-struct Unit {
-    driver: u32,
-    peer: Peer,
 }
 
 /// A flow before ids are assigned.
@@ -69,13 +46,13 @@ pub(super) struct RawFlow {
     pub size_bytes: u64,
 }
 
-struct Ctx<'a> {
-    index: usize,
-    hosts: &'a HostInfo,
+pub(super) struct Ctx<'a> {
+    pub(super) index: usize,
+    pub(super) hosts: &'a HostInfo,
 }
 
 impl Ctx<'_> {
-    fn err(&self, field: &str, msg: impl Into<String>) -> WorkloadError {
+    pub(super) fn err(&self, field: &str, msg: impl Into<String>) -> WorkloadError {
         let path = if field.is_empty() {
             format!("workload[{}]", self.index)
         } else {
@@ -84,12 +61,12 @@ impl Ctx<'_> {
         WorkloadError::new(path, msg)
     }
 
-    fn n_hosts(&self) -> usize {
+    pub(super) fn n_hosts(&self) -> usize {
         self.hosts.rack.len()
     }
 
     /// Checks a host list: in range, no duplicates, non-empty.
-    fn host_list(&self, field: &str, list: &[u32]) -> Result<Vec<u32>, WorkloadError> {
+    pub(super) fn host_list(&self, field: &str, list: &[u32]) -> Result<Vec<u32>, WorkloadError> {
         if list.is_empty() {
             return Err(self.err(field, "must not be empty"));
         }
@@ -103,7 +80,7 @@ impl Ctx<'_> {
         Ok(list.to_vec())
     }
 
-    fn host(&self, field: &str, h: u32) -> Result<u32, WorkloadError> {
+    pub(super) fn host(&self, field: &str, h: u32) -> Result<u32, WorkloadError> {
         if (h as usize) < self.n_hosts() {
             Ok(h)
         } else {
@@ -118,19 +95,19 @@ impl Ctx<'_> {
         }
     }
 
-    fn all_hosts(&self) -> Vec<u32> {
+    pub(super) fn all_hosts(&self) -> Vec<u32> {
         (0..self.n_hosts() as u32).collect()
     }
 }
 
-fn intersect(a: &[u32], b: Option<&Vec<u32>>) -> Vec<u32> {
+pub(super) fn intersect(a: &[u32], b: Option<&Vec<u32>>) -> Vec<u32> {
     match b {
         Some(b) => a.iter().copied().filter(|h| b.contains(h)).collect(),
         None => a.to_vec(),
     }
 }
 
-fn without(a: &[u32], h: u32) -> Vec<u32> {
+pub(super) fn without(a: &[u32], h: u32) -> Vec<u32> {
     a.iter().copied().filter(|&x| x != h).collect()
 }
 
@@ -182,143 +159,6 @@ fn sizes(c: &WorkloadComponent, cx: &Ctx) -> Result<Sizes, WorkloadError> {
         return Err(cx.err(&format!("choices[{k}]"), "must be > 0 bytes"));
     }
     Ok(Sizes::Choices(choices.iter().map(|b| b.0).collect()))
-}
-
-/// Patterns with explicit hosts take no `client_hosts` / `server_hosts` (they would be silently ignored).
-fn reject_host_filters(c: &WorkloadComponent, cx: &Ctx, why: &str) -> Result<(), WorkloadError> {
-    if c.client_hosts.is_some() {
-        return Err(cx.err("client_hosts", format!("not used: {why}")));
-    }
-    if c.server_hosts.is_some() {
-        return Err(cx.err("server_hosts", format!("not used: {why}")));
-    }
-    Ok(())
-}
-
-/// Builds the arrival units of a pattern (not incast).
-fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Vec<Unit>, WorkloadError> {
-    let clients = match &c.client_hosts {
-        Some(l) => Some(cx.host_list("client_hosts", l)?),
-        None => None,
-    };
-    let servers = match &c.server_hosts {
-        Some(l) => Some(cx.host_list("server_hosts", l)?),
-        None => None,
-    };
-    let mut out = Vec::new();
-    match &c.pattern {
-        Pattern::AllToAll { hosts } => {
-            let hosts = match hosts {
-                Some(l) => cx.host_list("pattern.hosts", l)?,
-                None => cx.all_hosts(),
-            };
-            let senders = intersect(&hosts, servers.as_ref());
-            let receivers = intersect(&hosts, clients.as_ref());
-            for s in senders {
-                let dsts = without(&receivers, s);
-                if dsts.is_empty() {
-                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
-                }
-                out.push(Unit {
-                    driver: s,
-                    peer: Peer::RandomDst { src: s, dsts },
-                });
-            }
-        }
-        Pattern::OneToAll { clients: cl } => {
-            if c.client_hosts.is_some() {
-                return Err(cx.err(
-                    "client_hosts",
-                    "not used by one_to_all: list the clients in pattern.clients",
-                ));
-            }
-            let cl = cx.host_list("pattern.clients", cl)?;
-            let all = cx.all_hosts();
-            let pool = servers.unwrap_or(all);
-            for d in cl {
-                let srcs = without(&pool, d);
-                if srcs.is_empty() {
-                    return Err(cx.err(
-                        "pattern.clients",
-                        format!("client {d} has no server other than itself"),
-                    ));
-                }
-                out.push(Unit {
-                    driver: d,
-                    peer: Peer::RandomSrc { dst: d, srcs },
-                });
-            }
-        }
-        Pattern::RackToRack { src_rack, dst_rack } => {
-            let in_rack = |r: u32| -> Vec<u32> {
-                cx.all_hosts()
-                    .into_iter()
-                    .filter(|&h| cx.hosts.rack[h as usize] == r)
-                    .collect()
-            };
-            let (src_hosts, dst_hosts) = (in_rack(*src_rack), in_rack(*dst_rack));
-            if src_hosts.is_empty() {
-                return Err(cx.err("pattern.src_rack", format!("no host is in rack {src_rack}")));
-            }
-            if dst_hosts.is_empty() {
-                return Err(cx.err("pattern.dst_rack", format!("no host is in rack {dst_rack}")));
-            }
-            let senders = intersect(&src_hosts, servers.as_ref());
-            let receivers = intersect(&dst_hosts, clients.as_ref());
-            for s in senders {
-                let dsts = without(&receivers, s);
-                if dsts.is_empty() {
-                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
-                }
-                out.push(Unit {
-                    driver: s,
-                    peer: Peer::RandomDst { src: s, dsts },
-                });
-            }
-        }
-        Pattern::Pairs { pairs } => {
-            reject_host_filters(c, cx, "pairs lists its hosts")?;
-            if pairs.is_empty() {
-                return Err(cx.err("pattern.pairs", "must not be empty"));
-            }
-            for (k, &[s, d]) in pairs.iter().enumerate() {
-                cx.host(&format!("pattern.pairs[{k}][0]"), s)?;
-                cx.host(&format!("pattern.pairs[{k}][1]"), d)?;
-                if s == d {
-                    return Err(cx.err(
-                        &format!("pattern.pairs[{k}]"),
-                        format!("host {s} sends to itself"),
-                    ));
-                }
-                out.push(Unit {
-                    driver: s,
-                    peer: Peer::Fixed { src: s, dst: d },
-                });
-            }
-        }
-        Pattern::Permutation { hosts } => {
-            reject_host_filters(c, cx, "permutation takes pattern.hosts")?;
-            let hosts = match hosts {
-                Some(l) => cx.host_list("pattern.hosts", l)?,
-                None => cx.all_hosts(),
-            };
-            if hosts.len() < 2 {
-                return Err(cx.err("pattern.hosts", "a permutation needs at least 2 hosts"));
-            }
-            let dsts = draw::derangement(rng, &hosts);
-            for (&s, d) in hosts.iter().zip(dsts) {
-                out.push(Unit {
-                    driver: s,
-                    peer: Peer::Fixed { src: s, dst: d },
-                });
-            }
-        }
-        Pattern::Incast { .. } => unreachable!("incast has no arrival units"),
-    }
-    if out.is_empty() {
-        return Err(cx.err("pattern", "no host can send: check server_hosts / client_hosts"));
-    }
-    Ok(out)
 }
 
 /// Arrival rate (flows/s) of each unit, or `None` if flows all start at `start`.
@@ -479,120 +319,4 @@ fn poisson(
         });
     }
     out
-}
-
-fn incast(
-    c: &WorkloadComponent,
-    cx: &Ctx,
-    rng: &mut Rng,
-    sizes: &Sizes,
-    start: Time,
-) -> Result<Vec<RawFlow>, WorkloadError> {
-    let Pattern::Incast {
-        receiver,
-        senders,
-        fanout,
-        flows_per_sender,
-        rounds,
-        round_interval,
-        jitter,
-    } = &c.pattern
-    else {
-        unreachable!()
-    };
-    if c.load.is_some() || c.rate_per_host.is_some() {
-        return Err(cx.err(
-            "",
-            "incast starts its flows in rounds: load / rate_per_host do not apply",
-        ));
-    }
-    if c.client_hosts.is_some() {
-        return Err(cx.err(
-            "client_hosts",
-            "not used by incast: the receiver is pattern.receiver",
-        ));
-    }
-    let receiver = cx.host("pattern.receiver", *receiver)?;
-    let senders = match (senders, fanout) {
-        (Some(l), None) => {
-            if c.server_hosts.is_some() {
-                return Err(cx.err(
-                    "server_hosts",
-                    "not used by incast with pattern.senders (only with fanout)",
-                ));
-            }
-            let l = cx.host_list("pattern.senders", l)?;
-            if l.contains(&receiver) {
-                return Err(cx.err("pattern.senders", format!("contains the receiver {receiver}")));
-            }
-            l
-        }
-        (None, Some(n)) => {
-            let pool = match &c.server_hosts {
-                Some(l) => cx.host_list("server_hosts", l)?,
-                None => cx.all_hosts(),
-            };
-            let mut pool = without(&pool, receiver);
-            if *n == 0 || *n as usize > pool.len() {
-                return Err(cx.err(
-                    "pattern.fanout",
-                    format!(
-                        "must be in 1..={} (hosts available besides the receiver), got {n}",
-                        pool.len()
-                    ),
-                ));
-            }
-            draw::shuffle(rng, &mut pool);
-            pool.truncate(*n as usize);
-            pool
-        }
-        _ => return Err(cx.err("pattern", "give exactly one of senders, fanout")),
-    };
-    if *flows_per_sender == 0 {
-        return Err(cx.err("pattern.flows_per_sender", "must be at least 1"));
-    }
-    if *rounds == 0 {
-        return Err(cx.err("pattern.rounds", "must be at least 1"));
-    }
-    let interval = match round_interval {
-        Some(d) if d.0 > 0 => *d,
-        Some(_) => return Err(cx.err("pattern.round_interval", "must be > 0")),
-        None if *rounds > 1 => return Err(cx.err("pattern.round_interval", "required when rounds > 1")),
-        None => Dur::ZERO,
-    };
-    match jitter {
-        Jitter::ExponentialGaps { mean } if mean.0 == 0 => {
-            return Err(cx.err("pattern.jitter.mean", "must be > 0"))
-        }
-        _ => {}
-    }
-    let mut out = Vec::with_capacity(senders.len() * *flows_per_sender as usize * *rounds as usize);
-    for r in 0..*rounds as u64 {
-        let round_start = start + interval.saturating_mul(r);
-        let mut order: Vec<u32> = Vec::with_capacity(senders.len() * *flows_per_sender as usize);
-        for _ in 0..*flows_per_sender {
-            order.extend_from_slice(&senders);
-        }
-        draw::shuffle(rng, &mut order);
-        let mut gap_ns = 0.0;
-        for (k, &s) in order.iter().enumerate() {
-            let offset = match jitter {
-                Jitter::None => Dur::ZERO,
-                Jitter::Uniform { max } => Dur((draw::unit_f64(rng) * max.0 as f64).round() as u64),
-                Jitter::ExponentialGaps { mean } => {
-                    if k > 0 {
-                        gap_ns += draw::exponential(rng, mean.0 as f64);
-                    }
-                    Dur(gap_ns.round() as u64)
-                }
-            };
-            out.push(RawFlow {
-                start: round_start + offset,
-                src: s,
-                dst: receiver,
-                size_bytes: sizes.sample(rng),
-            });
-        }
-    }
-    Ok(out)
 }

@@ -2,16 +2,28 @@
 //! deterministic, sorted list of [`FlowSpec`]s before the simulation starts.
 //!
 //! Each component draws from its own RNG stream, `rng::stream(seed, Stream::Workload, component_index)`,
-//! so editing one component never changes another's flows. The output is sorted by (start, component,
-//! the component's generation order) and numbered densely.
+//! so editing, adding or removing one component never changes the flows of the components at other
+//! indices (moving a component to another index does change its own draws). The output is sorted by
+//! (start, component, the component's generation order) and numbered densely.
+//!
+//! A component ([`WorkloadComponent`]) is a pattern (who talks to whom), a size distribution (a
+//! piecewise-linear CDF, a fixed size or a uniform choice) and an arrival process:
+//! - Poisson (`load` or `rate_per_host`): one process per driving host, superposed. With `load`, a driving
+//!   host starts `load * nic_rate_bps / (8 * mean_size_bytes)` flows per second, so the bytes it sends (or,
+//!   for `one_to_all`, receives) per second average `load` times its NIC rate. Bounded by `flows` / `until`.
+//! - all at `start` (`pairs`, `permutation` without a rate), or in rounds (`incast`).
+//!
+//! `connection` / `connections_per_pair` are not used here: the simulator maps flows onto connections.
 
 mod cdf;
 mod config;
 mod draw;
 mod generate;
+mod incast;
 mod spec;
 #[cfg(test)]
 mod tests;
+mod units;
 
 pub use cdf::{CdfError, EmpiricalCdf, FlowSizeCdf, BUILTIN_FLOW_SIZE_CDFS, FUSO_LOSS_CDF};
 pub use config::{Connection, Jitter, Pattern, WorkloadComponent, WorkloadFile};
