@@ -3,7 +3,7 @@
 
 use super::config::{Jitter, Pattern, WorkloadComponent};
 use super::draw;
-use super::generate::{without, Ctx, RawFlow, Sizes};
+use super::generate::{without, Ctx, RawFlow, Sizes, MAX_FLOWS_PER_COMPONENT};
 use super::WorkloadError;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::{Dur, Time};
@@ -93,7 +93,14 @@ pub(super) fn incast(
         }
         _ => {}
     }
-    let mut out = Vec::with_capacity(senders.len() * *flows_per_sender as usize * *rounds as usize);
+    let total = senders.len() as u64 * *flows_per_sender as u64 * *rounds as u64;
+    if total > MAX_FLOWS_PER_COMPONENT {
+        return Err(cx.err(
+            "pattern",
+            format!("{total} flows is more than {MAX_FLOWS_PER_COMPONENT}"),
+        ));
+    }
+    let mut out = Vec::with_capacity(total as usize);
     for r in 0..*rounds as u64 {
         let round_start = start + interval.saturating_mul(r);
         let mut order: Vec<u32> = Vec::with_capacity(senders.len() * *flows_per_sender as usize);
