@@ -232,6 +232,9 @@ pub(super) fn component_flows(
         (_, Some(0)) => return Err(cx.err("connections_per_pair", "must be at least 1")),
         _ => {}
     }
+    if c.flows == Some(0) {
+        return Err(cx.err("flows", "must be at least 1 (omit it for no limit)"));
+    }
     let cap = c.flows.unwrap_or(u64::MAX).min(MAX_FLOWS_PER_COMPONENT + 1);
     let until = c.until.map(|d| Time(d.0)).unwrap_or(Time::MAX);
     let start = Time(c.start.0);
@@ -244,6 +247,22 @@ pub(super) fn component_flows(
             Some(rates) => {
                 if c.flows.is_none() && c.until.is_none() {
                     return Err(cx.err("", "Poisson arrivals (load / rate_per_host) need flows or until"));
+                }
+                // Refuse before generating: a mistyped `until` must not exhaust memory.
+                let total_per_s: f64 = rates.iter().sum();
+                let span_s = c
+                    .until
+                    .map(|u| (u - c.start).as_secs_f64())
+                    .unwrap_or(f64::INFINITY);
+                let expected = (total_per_s * span_s).min(c.flows.unwrap_or(u64::MAX) as f64);
+                if expected > MAX_FLOWS_PER_COMPONENT as f64 {
+                    return Err(cx.err(
+                        "",
+                        format!(
+                            "about {expected:.0} flows expected, more than {MAX_FLOWS_PER_COMPONENT}; \
+                             lower until or flows"
+                        ),
+                    ));
                 }
                 poisson(&units, &rates, &sizes, &mut rng, start, until, cap)
             }

@@ -440,6 +440,15 @@ fn errors_name_the_field_path() {
     let e =
         gen_err("name = \"x\"\npattern = { kind = \"permutation\" }\nfixed = 1\nconnections_per_pair = 2");
     assert!(e.starts_with("workload[1].connections_per_pair"), "{e}");
+    let e = gen_err(
+        "name = \"x\"\npattern = { kind = \"all_to_all\" }\nfixed = 1\nrate_per_host = 1e9\nuntil = \"100s\"",
+    );
+    assert!(
+        e.starts_with("workload[1]: about 800000000000 flows expected"),
+        "{e}"
+    );
+    let e = gen_err("name = \"x\"\npattern = { kind = \"permutation\" }\nfixed = 1\nflows = 0");
+    assert!(e.starts_with("workload[1].flows: must be at least 1"), "{e}");
 }
 
 #[test]
