@@ -142,6 +142,11 @@ impl EmpiricalCdf {
         EmpiricalCdf::parse(&text, &name)
     }
 
+    /// The loss rates of FUSO's lossy links ([`FUSO_LOSS_CDF`], values are fractions in [0.01, 0.60]).
+    pub fn fuso_loss_rates() -> EmpiricalCdf {
+        EmpiricalCdf::parse(FUSO_LOSS_CDF, "builtin 'fuso-loss'").expect("the shipped file is valid")
+    }
+
     /// The polyline's points (value, cumulative probability), starting at probability 0.
     pub fn points(&self) -> &[(f64, f64)] {
         &self.points

@@ -125,7 +125,7 @@ fn builtin_means_are_the_exact_piecewise_linear_means() {
 
 #[test]
 fn fuso_loss_distribution_matches_its_construction() {
-    let c = EmpiricalCdf::parse(FUSO_LOSS_CDF, "fuso-loss.cdf").unwrap();
+    let c = EmpiricalCdf::fuso_loss_rates();
     assert_eq!(c.min_value(), 0.01);
     assert_eq!(c.max_value(), 0.60);
     assert!((c.cdf(0.10) - 0.81).abs() < 1e-12);
