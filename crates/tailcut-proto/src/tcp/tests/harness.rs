@@ -16,7 +16,6 @@ pub const ISN: [Seq; 2] = [Seq(0xffff_f000), Seq(77)];
 /// What the fault script sees about a packet about to enter the wire.
 #[derive(Clone, Copy, Debug)]
 pub struct WireCtx {
-    pub time: Time,
     pub from: usize,
     /// Index among the data packets this side has sent (retransmissions included), 0-based.
     pub data_index: u64,
@@ -221,7 +220,6 @@ impl Harness {
             None => 0,
         };
         let ctx = WireCtx {
-            time: self.now,
             from,
             data_index: self.data_count[from],
             ctl_index: self.ctl_count[from],
@@ -311,6 +309,8 @@ impl Harness {
         });
         let before = (self.eps[0].cwnd_bytes(), self.eps[0].stats().ecn_reductions);
         self.eps[to].handle_packet(self.now, &pkt, &[]);
+        // Each byte is delivered once: the delivered count is exactly the in-order frontier.
+        assert_eq!(self.eps[to].stats().bytes_delivered, self.eps[to].rcv_nxt());
         if to == 0 {
             self.cwnd_log.push(CwndObs {
                 time: self.now,
