@@ -80,7 +80,7 @@ impl TcpEndpoint {
         };
         TcpEndpoint {
             sender: Sender::new(&cfg),
-            receiver: Receiver::new(cfg.rcv_window_bytes, cfg.delayed_ack, ecn),
+            receiver: Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn),
             cfg,
             tuple,
             class: 0,

@@ -49,8 +49,9 @@ pub(crate) struct Receiver {
     stamp: u64,
     window_bytes: u32,
     delayed_ack: Option<Dur>,
-    /// In-order segments received since the last ACK sent.
-    unacked_segments: u32,
+    mss_bytes: u64,
+    /// In-order bytes received since the last ACK sent.
+    unacked_bytes: u64,
     pub(crate) ack_deadline: Option<Time>,
     ack_now: bool,
     ecn: EcnEcho,
@@ -64,14 +65,15 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
-    pub(crate) fn new(window_bytes: u32, delayed_ack: Option<Dur>, ecn: EcnEcho) -> Self {
+    pub(crate) fn new(window_bytes: u32, mss_bytes: u32, delayed_ack: Option<Dur>, ecn: EcnEcho) -> Self {
         Receiver {
             rcv_nxt: 0,
             ooo: Vec::new(),
             stamp: 0,
             window_bytes,
             delayed_ack,
-            unacked_segments: 0,
+            mss_bytes: u64::from(mss_bytes.max(1)),
+            unacked_bytes: 0,
             ack_deadline: None,
             ack_now: false,
             ecn,
@@ -143,12 +145,12 @@ impl Receiver {
                 // RFC 8257 Sec. 3.2: on a CE-state change, acknowledge at once what arrived under the
                 // old state (with the old ECE) so the sender sees marks byte-exactly.
                 if ce != self.ce_state {
-                    if self.unacked_segments > 0 {
+                    if self.unacked_bytes > 0 {
                         out.flush = Some(FlushAck {
                             ack: self.rcv_nxt,
                             ece: self.ce_state,
                         });
-                        self.unacked_segments = 0;
+                        self.unacked_bytes = 0;
                         self.ack_deadline = None;
                     }
                     self.ce_state = ce;
@@ -183,11 +185,12 @@ impl Receiver {
                 // RFC 5681 Sec. 4.2: a segment that fills (part of) a hole is acknowledged at once.
                 self.ack_now = true;
             } else {
-                self.unacked_segments += 1;
+                self.unacked_bytes += out.delivered_bytes;
                 match self.delayed_ack {
-                    // RFC 1122 Sec. 4.2.3.2 / RFC 5681 Sec. 4.2: ACK at least every second segment,
-                    // and within the delay.
-                    Some(delay) if self.unacked_segments < 2 => {
+                    // RFC 1122 Sec. 4.2.3.2 / RFC 5681 Sec. 4.2: ACK at least every second
+                    // full-sized segment, and within the delay. As Linux (`__tcp_ack_snd_check`):
+                    // ACK once more than one MSS is unacknowledged.
+                    Some(delay) if self.unacked_bytes <= self.mss_bytes => {
                         if self.ack_deadline.is_none() {
                             self.ack_deadline = Some(now + delay);
                         }
@@ -249,7 +252,7 @@ impl Receiver {
     /// An ACK (pure or piggybacked) carrying `rcv_nxt` went out.
     pub(crate) fn on_ack_sent(&mut self) {
         self.ack_now = false;
-        self.unacked_segments = 0;
+        self.unacked_bytes = 0;
         self.ack_deadline = None;
     }
 
@@ -266,7 +269,7 @@ mod tests {
     #[test]
     fn ranges_merge_and_sack_order() {
         let mut ev = VecDeque::new();
-        let mut r = Receiver::new(1 << 20, None, EcnEcho::Off);
+        let mut r = Receiver::new(1 << 20, 10, None, EcnEcho::Off);
         r.on_data(Time(0), 0, 10, false, false, &mut ev);
         r.on_data(Time(0), 20, 10, false, false, &mut ev);
         r.on_data(Time(0), 40, 10, false, false, &mut ev);

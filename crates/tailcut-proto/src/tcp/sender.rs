@@ -185,6 +185,7 @@ impl Sender {
 
         let acked = ack.ack - self.snd_una;
         let mut ecn_reacted = false;
+        let mut is_dup = false;
         if acked > 0 {
             let info = self.scoreboard.ack_to(ack.ack);
             // RFC 6298 Sec. 3 (Karn): sample only from segments never retransmitted.
@@ -197,17 +198,19 @@ impl Sender {
             self.consecutive_timeouts = 0;
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
             self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
-        } else if self.snd_una < self.snd_nxt
-            && ack.pure
-            && if self.sack {
-                // RFC 6675 Sec. 2: a duplicate ACK carries SACK information that is new.
-                newly_sacked > 0
-            } else {
-                // RFC 5681 Sec. 2: same ack, no data, same window, data outstanding.
-                ack.window_bytes == prev_window
+        } else {
+            is_dup = self.snd_una < self.snd_nxt
+                && ack.pure
+                && if self.sack {
+                    // RFC 6675 Sec. 2: a duplicate ACK carries SACK information that is new.
+                    newly_sacked > 0
+                } else {
+                    // RFC 5681 Sec. 2: same ack, no data, same window, data outstanding.
+                    ack.window_bytes == prev_window
+                };
+            if is_dup {
+                self.dupacks += 1;
             }
-        {
-            self.dupacks += 1;
         }
 
         self.cc.dctcp_on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
@@ -256,7 +259,7 @@ impl Sender {
                         w += self.mss_bytes;
                     }
                     self.cc.set_cwnd_bytes(w);
-                } else if self.dupacks > 0 {
+                } else if is_dup {
                     // RFC 6582 Sec. 3.2 step 4: inflate by one SMSS per further duplicate ACK.
                     let w = self.cc.cwnd_bytes() + self.mss_bytes;
                     self.cc.set_cwnd_bytes(w);
