@@ -151,8 +151,8 @@ impl TcpEndpoint {
     }
 
     /// Retransmit the segment holding send-stream offset `offset` at the next `poll_transmit`,
-    /// regardless of cwnd (hook for precise loss notification).
-    #[allow(dead_code)]
+    /// regardless of cwnd (hook for precise loss notification; used by schemes built on TCP).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn retransmit_segment(&mut self, offset: u64) -> bool {
         self.sender.retransmit_segment(offset)
     }

@@ -478,3 +478,102 @@ fn lost_acks_are_covered_by_later_cumulative_acks() {
     assert_eq!((st.retransmits, st.timeouts), (0, 0));
     assert_eq!(h.eps[1].rcv_nxt(), 60 * MSS);
 }
+
+#[test]
+fn handshake_survives_syn_ack_and_final_ack_loss() {
+    let cfg = TcpConfig {
+        handshake: true,
+        ..test_cfg()
+    };
+    // First SYN-ACK lost.
+    let mut h = Harness::new(cfg.clone());
+    h.set_fault(|c| {
+        if c.from == 1 && c.ctl_index == 0 {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, 2 * MSS);
+    h.send(1, 2, 2 * MSS);
+    h.run();
+    let syn_acks = h
+        .sent
+        .iter()
+        .filter(|s| s.from == 1 && s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::SYN))
+        .count();
+    // The client's SYN timer (or the server's own) brings a second SYN-ACK.
+    assert_eq!(syn_acks, 2);
+    assert_eq!((h.eps[0].rcv_nxt(), h.eps[1].rcv_nxt()), (2 * MSS, 2 * MSS));
+
+    // The client's third-handshake ACK lost and the client has no data: the server's SYN-ACK
+    // retransmission makes the client acknowledge again.
+    let mut h = Harness::new(cfg.clone());
+    h.set_fault(|c| {
+        if c.from == 0 && c.ctl_index == 1 {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(1, 2, 3 * MSS);
+    h.run();
+    assert!(h.eps[1].is_established());
+    assert_eq!(h.eps[1].stats().syn_retransmits, 1);
+    assert_eq!(h.eps[0].rcv_nxt(), 3 * MSS);
+    assert!(h.events_of(1).contains(&AppEvent::MessageAcked {
+        msg: 2,
+        stats: MessageStats {
+            sent_bytes: 3 * MSS,
+            ..MessageStats::default()
+        }
+    }));
+}
+
+#[test]
+fn explicit_retransmit_request_goes_out_at_once() {
+    let mut h = Harness::new(test_cfg());
+    h.send(0, 1, 10 * MSS);
+    // All ten segments are in flight (cwnd full); the request bypasses cwnd.
+    assert!(h.eps[0].retransmit_segment(3 * MSS + 10));
+    let mut scratch = Vec::new();
+    let p = h.eps[0].poll_transmit(h.now, &mut scratch).unwrap();
+    let seq = p.tcp().unwrap().seq;
+    assert_eq!(seq.unwrap_near(super::harness::ISN[0], 0), Some(3 * MSS));
+    assert!(h.eps[0].poll_transmit(h.now, &mut scratch).is_none());
+    assert!(!h.eps[0].retransmit_segment(10 * MSS));
+    assert_eq!(h.eps[0].stats().retransmits, 1);
+}
+
+#[test]
+fn dctcp_receiver_acks_at_once_when_ce_state_changes() {
+    let cfg = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
+        delayed_ack: Some(Dur::from_millis(1)),
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg);
+    // Segment 0 unmarked, 1 marked, 2 and 3 unmarked.
+    h.set_fault(|c| {
+        if c.from == 0 && c.data_index == 1 {
+            Fate::Ce
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, 4 * MSS);
+    h.run();
+    let acks: Vec<(u64, bool)> = h
+        .sent
+        .iter()
+        .filter(|s| s.from == 1 && s.offset.is_none())
+        .map(|s| {
+            let ece = s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::ECE);
+            (s.ack.unwrap(), ece)
+        })
+        .collect();
+    // Segment 0 is acknowledged without ECE when the marked segment 1 arrives; segment 1 with ECE
+    // when the unmarked segment 2 arrives; 2 and 3 together (without ECE).
+    assert_eq!(acks, vec![(MSS, false), (2 * MSS, true), (4 * MSS, false)]);
+}
