@@ -318,19 +318,20 @@ impl Engine for TcpEndpoint {
                 ack,
                 window_bytes: u64::from(h.window),
                 ece: h.flags.contains(TcpFlags::ECE),
-                pure: pkt.payload_len() == 0,
+                // A cut (trimmed) data segment still counts as data: it is no duplicate ACK.
+                pure: h.payload_len == 0,
             };
             self.sender.on_ack(now, info, blocks, &mut self.events);
         }
+        let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
+            return;
+        };
+        // RFC 7323 Sec. 4.3: remember the timestamp of a segment that does not leave a hole.
+        if start <= self.receiver.rcv_nxt {
+            self.receiver.ts_recent = h.ts_val;
+        }
         let len = pkt.payload_len();
         if len > 0 {
-            let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
-                return;
-            };
-            // RFC 7323 Sec. 4.3: remember the timestamp of a segment that does not leave a hole.
-            if start <= self.receiver.rcv_nxt {
-                self.receiver.ts_recent = h.ts_val;
-            }
             let out = self.receiver.on_data(
                 now,
                 start,

@@ -577,3 +577,58 @@ fn dctcp_receiver_acks_at_once_when_ce_state_changes() {
     // when the unmarked segment 2 arrives; 2 and 3 together (without ECE).
     assert_eq!(acks, vec![(MSS, false), (2 * MSS, true), (4 * MSS, false)]);
 }
+
+#[test]
+fn advertised_window_limits_the_flight() {
+    let cfg = TcpConfig {
+        rcv_window_bytes: 3 * MSS as u32,
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg);
+    h.send(0, 1, 30 * MSS);
+    let mut max_flight = 0;
+    while h.step() {
+        max_flight = max_flight.max(h.eps[0].snd_nxt() - h.eps[0].snd_una());
+    }
+    assert_eq!(max_flight, 3 * MSS);
+    assert_eq!(h.eps[1].rcv_nxt(), 30 * MSS);
+}
+
+#[test]
+fn without_dupack_detection_only_the_timer_recovers() {
+    let cfg = TcpConfig {
+        dupack_threshold: u32::MAX,
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg.clone());
+    drop_first_copies(&mut h, &[2 * MSS]);
+    h.send(0, 1, 10 * MSS);
+    h.run();
+    let st = h.eps[0].stats();
+    assert_eq!((st.fast_retransmits, st.timeouts), (0, 1));
+    // SACK info is kept through the timeout (RFC 6675 Sec. 5.1): only the hole is resent.
+    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    assert_eq!(rtx, vec![2 * MSS]);
+    assert_eq!(h.eps[1].rcv_nxt(), 10 * MSS);
+}
+
+#[test]
+fn timeout_without_sack_goes_back_from_snd_una() {
+    let cfg = TcpConfig {
+        sack: false,
+        dupack_threshold: u32::MAX,
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg);
+    drop_first_copies(&mut h, &[2 * MSS]);
+    h.send(0, 1, 6 * MSS);
+    h.run();
+    let st = h.eps[0].stats();
+    assert_eq!(st.timeouts, 1);
+    // Without SACK the sender does not know what arrived: it goes back over the window, one
+    // slow-start step at a time, until the cumulative ACK jumps past what it resent.
+    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    assert_eq!(rtx[0], 2 * MSS);
+    assert_eq!(h.eps[1].rcv_nxt(), 6 * MSS);
+    assert!(h.eps[1].stats().duplicate_segments as usize == rtx.len() - 1);
+}
