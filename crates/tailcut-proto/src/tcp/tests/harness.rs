@@ -362,3 +362,29 @@ impl Harness {
         self.events.iter().filter(|e| e.1 == side).map(|e| e.2).collect()
     }
 }
+
+pub const MSS: u64 = 1000;
+
+/// Drop the first transmission of the segments starting at `offsets` (side 0's stream).
+pub fn drop_first_copies(h: &mut Harness, offsets: &'static [u64]) {
+    h.set_fault(move |c| {
+        if c.from == 0 && c.copy == 0 && c.offset.is_some_and(|o| offsets.contains(&o)) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+}
+
+/// The time the last ACK that advanced side 0's snd_una arrived before `t`.
+pub fn last_new_ack_before(h: &Harness, t: Time) -> Time {
+    let mut best = (0, Time::ZERO);
+    for a in h.arrivals.iter().filter(|a| a.to == 0 && a.time <= t) {
+        if let Some(ack) = a.ack {
+            if ack > best.0 {
+                best = (ack, a.time);
+            }
+        }
+    }
+    best.1
+}
