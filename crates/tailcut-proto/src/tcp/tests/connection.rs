@@ -246,3 +246,39 @@ fn advertised_window_limits_the_flight() {
     assert_eq!(max_flight, 3 * MSS);
     assert_eq!(h.eps[1].rcv_nxt(), 30 * MSS);
 }
+
+#[test]
+fn syn_retransmissions_back_off() {
+    let cfg = TcpConfig {
+        handshake: true,
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg.clone());
+    h.set_fault(|c| {
+        if c.from == 0 && c.ctl_index < 2 {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, MSS);
+    h.run();
+    let syn_times: Vec<Time> = h
+        .sent
+        .iter()
+        .filter(|s| s.from == 0 && s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::SYN))
+        .map(|s| s.time)
+        .collect();
+    let rto = cfg.initial_rto;
+    assert_eq!(
+        syn_times,
+        vec![
+            Time::ZERO,
+            Time::ZERO + rto,
+            Time::ZERO + rto + rto.saturating_mul(2)
+        ]
+    );
+    assert_eq!(h.eps[1].rcv_nxt(), MSS);
+    // The back-off of the handshake does not carry over to data (RFC 6298 Sec. 5.7).
+    assert!(h.eps[0].rto() <= cfg.min_rto.max(h.eps[0].srtt().unwrap().saturating_mul(3)));
+}
