@@ -54,7 +54,9 @@ pub struct TcpEndpoint {
 }
 
 impl TcpEndpoint {
-    /// `tuple` is local -> remote. Without `cfg.handshake` the connection starts established.
+    /// `tuple` is local -> remote; `isn` / `peer_isn` are the initial sequence numbers of the two
+    /// directions (with the handshake the server learns the peer's from its SYN). Without
+    /// `cfg.handshake` the connection starts established and `Connected` is the first event.
     pub fn new(
         cfg: TcpConfig,
         tuple: FiveTuple,
@@ -392,7 +394,7 @@ impl Engine for TcpEndpoint {
                 flags.insert(TcpFlags::CWR);
             }
             // RFC 3168 Sec. 6.1.1: data is sent ECN-capable. Retransmissions too, as Linux does and
-            // RFC 8311 Sec. 4.3 permits, so they are marked rather than dropped by AQM.
+            // RFC 8311 Sec. 4.4 permits, so they are marked rather than dropped by AQM.
             let ecn = if self.cfg.ecn { Ecn::Ect0 } else { Ecn::NotEct };
             let seq = Seq::from_offset(self.isn, tx.start);
             let p = self.packet(now, seq, flags, tx.len_bytes, ecn);

@@ -282,3 +282,22 @@ fn syn_retransmissions_back_off() {
     // The back-off of the handshake does not carry over to data (RFC 6298 Sec. 5.7).
     assert!(h.eps[0].rto() <= cfg.min_rto.max(h.eps[0].srtt().unwrap().saturating_mul(3)));
 }
+
+#[test]
+fn class_route_and_timestamps_are_stamped_on_every_packet() {
+    let mut h = Harness::new(test_cfg());
+    h.eps[0].set_class(3);
+    h.eps[0].set_route(crate::Route::Path(7));
+    h.send(0, 1, 4 * MSS);
+    h.run();
+    for s in h.sent.iter().filter(|s| s.from == 0) {
+        assert_eq!((s.pkt.class, s.pkt.route), (3, crate::Route::Path(7)));
+        assert_eq!(s.pkt.tcp().unwrap().ts_val, (s.time.as_nanos() / 1_000) as u32);
+        let want = 40 + s.pkt.payload_len();
+        assert_eq!(s.pkt.size_bytes, want);
+    }
+    // The last ACK echoes the timestamp of the last data segment.
+    let last_data = h.data_from(0).last().unwrap().pkt.tcp().unwrap().ts_val;
+    let last_ack = h.sent.iter().rfind(|s| s.from == 1).unwrap();
+    assert_eq!(last_ack.pkt.tcp().unwrap().ts_ecr, last_data);
+}
