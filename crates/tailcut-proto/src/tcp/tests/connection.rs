@@ -301,3 +301,26 @@ fn class_route_and_timestamps_are_stamped_on_every_packet() {
     let last_ack = h.sent.iter().rfind(|s| s.from == 1).unwrap();
     assert_eq!(last_ack.pkt.tcp().unwrap().ts_ecr, last_data);
 }
+
+#[test]
+fn loss_free_transfer_fills_the_link_after_slow_start() {
+    let mut h = Harness::new(test_cfg());
+    let total = 10_000 * MSS;
+    h.send(0, 1, total);
+    h.run();
+    let done = h
+        .events
+        .iter()
+        .find(|e| e.1 == 0 && matches!(e.2, AppEvent::MessageAcked { .. }))
+        .unwrap()
+        .0;
+    // Serialising 10,000 packets of 1040 bytes at 10 Gb/s takes 8.32 ms; slow start from 10
+    // segments over a ~22 us RTT reaches the bandwidth-delay product within a handful of RTTs.
+    let ideal = Dur::from_nanos(10_000 * 832);
+    assert!(done > Time::ZERO + ideal, "{done}");
+    assert!(done < Time::ZERO + ideal + Dur::from_micros(300), "{done}");
+    let st = h.eps[0].stats();
+    assert_eq!((st.retransmits, st.data_segments_sent), (0, 10_000));
+    // One ACK per segment without delayed ACKs.
+    assert_eq!(h.eps[1].stats().acks_sent, 10_000);
+}

@@ -89,6 +89,9 @@ pub struct Harness {
     pub cwnd_log: Vec<CwndObs>,
     pub steps: u64,
     pub step_limit: u64,
+    /// Call `handle_timeout` on both endpoints at every step, deadline due or not (engines must
+    /// ignore early calls).
+    pub early_timer_calls: bool,
     started: bool,
 }
 
@@ -153,6 +156,7 @@ impl Harness {
             cwnd_log: Vec::new(),
             steps: 0,
             step_limit: 1_000_000,
+            early_timer_calls: false,
             started: false,
         }
     }
@@ -288,11 +292,18 @@ impl Harness {
             if key.0 <= self.now {
                 let (to, pkt) = self.wire.remove(&key).expect("present");
                 self.deliver(to, pkt);
+                if self.early_timer_calls {
+                    for side in 0..2 {
+                        self.eps[side].handle_timeout(self.now);
+                        self.drain(side);
+                    }
+                }
                 return true;
             }
         }
         for side in 0..2 {
-            if self.eps[side].poll_timeout().is_some_and(|d| d <= self.now) {
+            let due = self.eps[side].poll_timeout().is_some_and(|d| d <= self.now);
+            if due || self.early_timer_calls {
                 self.eps[side].handle_timeout(self.now);
                 self.drain(side);
             }

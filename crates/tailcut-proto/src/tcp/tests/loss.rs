@@ -263,3 +263,27 @@ fn timeout_without_sack_goes_back_from_snd_una() {
     assert_eq!(h.eps[1].rcv_nxt(), 6 * MSS);
     assert!(h.eps[1].stats().duplicate_segments as usize == rtx.len() - 1);
 }
+
+#[test]
+fn early_timer_calls_change_nothing() {
+    let trace = |early: bool| {
+        let cfg = TcpConfig {
+            delayed_ack: Some(Dur::from_micros(50)),
+            ..test_cfg()
+        };
+        let mut h = Harness::new(cfg);
+        h.early_timer_calls = early;
+        h.set_fault(|c| {
+            if (c.from == 0 && c.data_index % 7 == 3) || (c.from == 1 && c.ctl_index % 5 == 2) {
+                Fate::Drop
+            } else {
+                Fate::Deliver
+            }
+        });
+        h.send(0, 1, 50 * MSS);
+        h.run();
+        assert_eq!(h.eps[1].rcv_nxt(), 50 * MSS);
+        h.sent
+    };
+    assert_eq!(trace(false), trace(true));
+}
