@@ -324,3 +324,19 @@ fn loss_free_transfer_fills_the_link_after_slow_start() {
     // One ACK per segment without delayed ACKs.
     assert_eq!(h.eps[1].stats().acks_sent, 10_000);
 }
+
+#[test]
+#[should_panic(expected = "step limit")]
+fn a_black_hole_hits_the_step_limit_instead_of_hanging() {
+    let mut h = Harness::new(test_cfg());
+    h.step_limit = 200;
+    h.set_fault(|c| {
+        if c.offset.is_some() {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, MSS);
+    h.run();
+}
