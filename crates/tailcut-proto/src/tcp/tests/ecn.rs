@@ -6,10 +6,58 @@ use crate::time::Dur;
 
 #[test]
 fn dctcp_alpha_tracks_the_marked_fraction_and_cuts_by_half_alpha() {
-    let k = 8u64;
+    dctcp_case(8, None);
+}
+
+#[test]
+fn dctcp_alpha_converges_with_delayed_acks() {
+    dctcp_case(20, Some(Dur::from_micros(100)));
+}
+
+#[test]
+fn dctcp_echo_is_byte_exact_with_delayed_acks() {
+    // RFC 8257 Sec. 3.2: the receiver's immediate ACK on each CE-state change keeps the echo exact:
+    // the bytes acknowledged by ACKs carrying ECE are exactly the bytes that arrived CE-marked.
     let cfg = TcpConfig {
         ecn: true,
         congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
+        delayed_ack: Some(Dur::from_micros(100)),
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg);
+    h.set_fault(|c| {
+        if c.from == 0 && c.offset.is_some() && c.data_index % 5 == 4 {
+            Fate::Ce
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, 500 * MSS);
+    h.run();
+    let marked: u64 = h
+        .data_from(0)
+        .filter(|s| s.fate == Fate::Ce)
+        .map(|s| u64::from(s.pkt.payload_len()))
+        .sum();
+    let (mut prev, mut echoed) = (0, 0);
+    for s in h.sent.iter().filter(|s| s.from == 1) {
+        let ack = s.ack.unwrap();
+        if s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::ECE) {
+            echoed += ack - prev;
+        }
+        prev = ack;
+    }
+    assert_eq!(marked, 100 * MSS);
+    assert_eq!(echoed, marked);
+    // Fewer ACKs than segments: the delayed ACKs are still in use.
+    assert!(h.eps[1].stats().acks_sent < 400);
+}
+
+fn dctcp_case(k: u64, delayed_ack: Option<Dur>) {
+    let cfg = TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
+        delayed_ack,
         ..test_cfg()
     };
     let mut h = Harness::new(cfg);
