@@ -23,14 +23,15 @@
 //! reuse `scoreboard.rs`'s per-segment records (with a free `tag`), the explicit
 //! `retransmit_segment` hook, and the RTT / congestion parts.
 
-mod cc;
+// The parts are crate-visible so schemes built on TCP (TLP, TCP-IR, CP, MPTCP subflows) can reuse them.
+pub(crate) mod cc;
 mod config;
 mod endpoint;
-mod ledger;
-mod receiver;
-mod rtt;
-mod scoreboard;
-mod sender;
+pub(crate) mod ledger;
+pub(crate) mod receiver;
+pub(crate) mod rtt;
+pub(crate) mod scoreboard;
+pub(crate) mod sender;
 mod stats;
 
 #[cfg(test)]
