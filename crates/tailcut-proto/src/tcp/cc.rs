@@ -22,8 +22,8 @@ impl Dctcp {
     fn new(g: f64) -> Self {
         Dctcp {
             g,
-            // RFC 8257 Sec. 3.3 leaves the initial value to the implementation; Linux
-            // (`dctcp_alpha_on_init`) starts at the maximum, 1, so the first marks cut hard.
+            // Start at the maximum, 1, as Linux does by default (`dctcp_alpha_on_init`): until
+            // the sender has measured the marking rate, a mark is answered like a classic halving.
             alpha: 1.0,
             bytes_acked: 0,
             bytes_marked: 0,

@@ -54,7 +54,9 @@ pub struct TcpEndpoint {
 }
 
 impl TcpEndpoint {
-    /// `tuple` is local -> remote. Without `cfg.handshake` the connection starts established.
+    /// `tuple` is local -> remote; `isn` / `peer_isn` are the initial sequence numbers of the two
+    /// directions (with the handshake the server learns the peer's from its SYN). Without
+    /// `cfg.handshake` the connection starts established and `Connected` is the first event.
     pub fn new(
         cfg: TcpConfig,
         tuple: FiveTuple,
@@ -151,8 +153,8 @@ impl TcpEndpoint {
     }
 
     /// Retransmit the segment holding send-stream offset `offset` at the next `poll_transmit`,
-    /// regardless of cwnd (hook for precise loss notification).
-    #[allow(dead_code)]
+    /// regardless of cwnd (hook for precise loss notification; used by schemes built on TCP).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn retransmit_segment(&mut self, offset: u64) -> bool {
         self.sender.retransmit_segment(offset)
     }
@@ -318,19 +320,20 @@ impl Engine for TcpEndpoint {
                 ack,
                 window_bytes: u64::from(h.window),
                 ece: h.flags.contains(TcpFlags::ECE),
-                pure: pkt.payload_len() == 0,
+                // A cut (trimmed) data segment still counts as data: it is no duplicate ACK.
+                pure: h.payload_len == 0,
             };
             self.sender.on_ack(now, info, blocks, &mut self.events);
         }
+        let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
+            return;
+        };
+        // RFC 7323 Sec. 4.3: remember the timestamp of a segment that does not leave a hole.
+        if start <= self.receiver.rcv_nxt {
+            self.receiver.ts_recent = h.ts_val;
+        }
         let len = pkt.payload_len();
         if len > 0 {
-            let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
-                return;
-            };
-            // RFC 7323 Sec. 4.3: remember the timestamp of a segment that does not leave a hole.
-            if start <= self.receiver.rcv_nxt {
-                self.receiver.ts_recent = h.ts_val;
-            }
             let out = self.receiver.on_data(
                 now,
                 start,
@@ -391,7 +394,7 @@ impl Engine for TcpEndpoint {
                 flags.insert(TcpFlags::CWR);
             }
             // RFC 3168 Sec. 6.1.1: data is sent ECN-capable. Retransmissions too, as Linux does and
-            // RFC 8311 Sec. 4.3 permits, so they are marked rather than dropped by AQM.
+            // RFC 8311 Sec. 4.4 permits, so they are marked rather than dropped by AQM.
             let ecn = if self.cfg.ecn { Ecn::Ect0 } else { Ecn::NotEct };
             let seq = Seq::from_offset(self.isn, tx.start);
             let p = self.packet(now, seq, flags, tx.len_bytes, ecn);

@@ -3,8 +3,9 @@
 //! One [`SegRecord`] per transmitted segment, in stream order, from `snd_una` to `snd_nxt`.
 //! Retransmissions reuse the original segment boundaries, so a segment is acknowledged, SACKed or lost
 //! as a whole. Byte counters (SACKed, lost, retransmitted-in-flight) are kept incrementally so that
-//! `pipe` (RFC 6675 Sec. 4) is O(1); only loss marking walks the records, and only above the highest
-//! offset already known lost, i.e. while a hole exists.
+//! `pipe` (RFC 6675 Sec. 4) is O(1). Loss marking walks forward from a frontier that only advances,
+//! so it costs amortised O(1) per segment. Applying a SACK block visits the segments it covers, which
+//! only happens while the receiver reports holes (i.e. around a loss), and is bounded by the window.
 
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -51,10 +52,10 @@ pub(crate) struct Scoreboard {
     lost_bytes: u64,
     /// Bytes retransmitted since presumed lost and not SACKed.
     rtx_bytes: u64,
-    /// Highest SACKed offset (exclusive end), RFC 6675 "HighACK"'s SACK counterpart.
-    highest_sacked_end: u64,
-    /// Every unSACKed segment ending at or below this offset is marked lost.
+    /// Every unSACKed segment ending at or below this offset is marked lost; it only advances.
     lost_frontier: u64,
+    /// SACKed bytes of the segments ending at or below `lost_frontier`.
+    sacked_below_frontier: u64,
     /// Lowest offset that may hold a lost segment not yet retransmitted.
     rtx_cursor: u64,
 }
@@ -132,6 +133,9 @@ impl Scoreboard {
     pub(crate) fn ack_to(&mut self, una: u64) -> AckedSegments {
         let mut out = AckedSegments::default();
         while let Some(front) = self.segs.front().copied() {
+            if front.sacked && front.end() <= self.lost_frontier {
+                self.sacked_below_frontier -= u64::from(front.len_bytes);
+            }
             if front.end() <= una {
                 self.uncount(0);
                 self.segs.pop_front();
@@ -147,11 +151,16 @@ impl Scoreboard {
                     f.start = una;
                     self.count(0);
                 }
+                let f = self.segs[0];
+                if f.sacked && f.end() <= self.lost_frontier {
+                    self.sacked_below_frontier += u64::from(f.len_bytes);
+                }
                 break;
             }
         }
-        if self.segs.is_empty() {
-            self.highest_sacked_end = una;
+        if una > self.lost_frontier {
+            self.lost_frontier = una;
+            self.sacked_below_frontier = 0;
         }
         self.rtx_cursor = self.rtx_cursor.max(una);
         out
@@ -169,7 +178,9 @@ impl Scoreboard {
                 self.segs[idx].sacked = true;
                 self.count(idx);
                 newly += u64::from(s.len_bytes);
-                self.highest_sacked_end = self.highest_sacked_end.max(s.end());
+                if s.end() <= self.lost_frontier {
+                    self.sacked_below_frontier += u64::from(s.len_bytes);
+                }
             }
             idx += 1;
         }
@@ -188,28 +199,25 @@ impl Scoreboard {
         true
     }
 
-    /// RFC 6675 Sec. 4 IsLost(): a segment is lost when more than `(DupThresh - 1) * SMSS` bytes
-    /// above it are SACKed. Walks down from the highest SACKed segment, stopping at the part already
-    /// marked, so each segment is visited a bounded number of times per recovery.
+    /// RFC 6675 Sec. 4 IsLost(): a segment is lost when more than `threshold_bytes`
+    /// (`(DupThresh - 1) * SMSS`) above it are SACKed. SACKed bytes above a segment are the total
+    /// minus those below it, so one forward walk from the frontier marks every lost segment; the
+    /// frontier moves past SACKed and newly lost segments and never back.
     pub(crate) fn mark_lost_by_sack(&mut self, threshold_bytes: u64) -> bool {
         let mut any = false;
-        let mut above = 0u64;
-        let mut idx = self.segs.partition_point(|s| s.end() <= self.highest_sacked_end);
-        let mut new_frontier = self.lost_frontier;
-        while idx > 0 {
-            idx -= 1;
+        let mut idx = self.segs.partition_point(|s| s.end() <= self.lost_frontier);
+        while idx < self.segs.len() {
             let s = self.segs[idx];
-            if s.end() <= self.lost_frontier {
+            if s.sacked {
+                self.sacked_below_frontier += u64::from(s.len_bytes);
+            } else if self.sacked_bytes - self.sacked_below_frontier > threshold_bytes {
+                any |= self.mark_lost_idx(idx);
+            } else {
                 break;
             }
-            if s.sacked {
-                above += u64::from(s.len_bytes);
-            } else if above > threshold_bytes {
-                new_frontier = new_frontier.max(s.end());
-                any |= self.mark_lost_idx(idx);
-            }
+            self.lost_frontier = s.end();
+            idx += 1;
         }
-        self.lost_frontier = new_frontier;
         any
     }
 
@@ -227,6 +235,7 @@ impl Scoreboard {
         }
         if let Some(back) = self.segs.back() {
             self.lost_frontier = back.end();
+            self.sacked_below_frontier = self.sacked_bytes;
         }
         if let Some(front) = self.segs.front() {
             self.rtx_cursor = front.start;
@@ -300,5 +309,108 @@ mod tests {
         b.mark_all_lost();
         assert_eq!(b.pipe_bytes(400), 0);
         assert_eq!(b.next_lost(), Some(0));
+    }
+
+    /// Recompute every incremental counter from the records and check the invariants.
+    fn check(b: &Scoreboard) {
+        let (mut sacked, mut lost, mut rtx, mut below) = (0, 0, 0, 0);
+        for s in &b.segs {
+            let n = u64::from(s.len_bytes);
+            assert!(!s.rtx_in_flight || s.lost || s.sacked, "{s:?}");
+            if s.sacked {
+                sacked += n;
+                if s.end() <= b.lost_frontier {
+                    below += n;
+                }
+            } else {
+                lost += if s.lost { n } else { 0 };
+                rtx += if s.rtx_in_flight { n } else { 0 };
+                assert!(
+                    s.end() > b.lost_frontier || s.lost,
+                    "unsacked below frontier: {s:?}"
+                );
+            }
+        }
+        assert_eq!(
+            (b.sacked_bytes, b.lost_bytes, b.rtx_bytes, b.sacked_below_frontier),
+            (sacked, lost, rtx, below)
+        );
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Push(u32),
+        Sack(u8, u8),
+        Ack(u8),
+        MarkLost(u8),
+        Timeout,
+        Retransmit,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (1u32..200).prop_map(Op::Push),
+            4 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Sack(a, b)),
+            2 => any::<u8>().prop_map(Op::Ack),
+            2 => (0u8..4).prop_map(Op::MarkLost),
+            1 => Just(Op::Timeout),
+            3 => Just(Op::Retransmit),
+        ]
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn counters_match_a_recount(ops in prop::collection::vec(op(), 1..80)) {
+            let mut b = Scoreboard::default();
+            let (mut una, mut nxt) = (0u64, 0u64);
+            for (i, o) in ops.into_iter().enumerate() {
+                let now = Time(i as u64);
+                match o {
+                    Op::Push(n) => {
+                        b.push(nxt, n, now, 0);
+                        nxt += u64::from(n);
+                    }
+                    Op::Sack(x, y) => {
+                        let span = nxt - una + 1;
+                        let l = una + u64::from(x) * span / 256;
+                        let r = (l + u64::from(y) * span / 128).min(nxt);
+                        if l < r {
+                            b.sack(l, r);
+                        }
+                    }
+                    Op::Ack(x) => {
+                        una += u64::from(x) * (nxt - una) / 255;
+                        b.ack_to(una);
+                    }
+                    Op::MarkLost(dt) => {
+                        let t = u64::from(dt) * 100;
+                        b.mark_lost_by_sack(t);
+                        // IsLost holds for every unSACKed segment with more than t SACKed above.
+                        let mut above = 0;
+                        for s in b.segs.iter().rev() {
+                            if s.sacked {
+                                above += u64::from(s.len_bytes);
+                            } else if above > t {
+                                prop_assert!(s.lost, "{s:?} has {above} SACKed above");
+                            }
+                        }
+                    }
+                    Op::Timeout => b.mark_all_lost(),
+                    Op::Retransmit => {
+                        match b.next_lost() {
+                            Some(idx) => b.on_retransmit(idx, now),
+                            None => prop_assert!(
+                                b.segs.iter().all(|s| !s.lost || s.sacked || s.rtx_in_flight),
+                                "a lost segment was skipped"
+                            ),
+                        }
+                    }
+                }
+                check(&b);
+                prop_assert!(b.pipe_bytes(nxt - una) <= nxt - una);
+            }
+        }
     }
 }

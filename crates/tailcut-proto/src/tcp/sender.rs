@@ -367,6 +367,11 @@ impl Sender {
 
     /// The next segment to put on the wire, if the windows allow one (RFC 6675 Sec. 5 step (C),
     /// NextSeg() rules 1 and 2; no Nagle).
+    ///
+    /// NextSeg() rules 3 and 4 (retransmitting segments not yet deemed lost, and the once-per-recovery
+    /// "rescue" retransmission) are left out on purpose: RFC 6675 leaves them to the implementer,
+    /// Linux does not use them, and tail-loss recovery is exactly what the schemes built on this
+    /// sender (TLP, TCP-IR, CP) are compared on, so the baseline must not hide a tail loss itself.
     pub(crate) fn next_transmission(&mut self, now: Time) -> Option<Transmission> {
         while let Some(off) = self.forced_rtx.pop_front() {
             if let Some(idx) = self.scoreboard.find(off) {

@@ -89,6 +89,9 @@ pub struct Harness {
     pub cwnd_log: Vec<CwndObs>,
     pub steps: u64,
     pub step_limit: u64,
+    /// Call `handle_timeout` on both endpoints at every step, deadline due or not (engines must
+    /// ignore early calls).
+    pub early_timer_calls: bool,
     started: bool,
 }
 
@@ -153,6 +156,7 @@ impl Harness {
             cwnd_log: Vec::new(),
             steps: 0,
             step_limit: 1_000_000,
+            early_timer_calls: false,
             started: false,
         }
     }
@@ -288,11 +292,18 @@ impl Harness {
             if key.0 <= self.now {
                 let (to, pkt) = self.wire.remove(&key).expect("present");
                 self.deliver(to, pkt);
+                if self.early_timer_calls {
+                    for side in 0..2 {
+                        self.eps[side].handle_timeout(self.now);
+                        self.drain(side);
+                    }
+                }
                 return true;
             }
         }
         for side in 0..2 {
-            if self.eps[side].poll_timeout().is_some_and(|d| d <= self.now) {
+            let due = self.eps[side].poll_timeout().is_some_and(|d| d <= self.now);
+            if due || self.early_timer_calls {
                 self.eps[side].handle_timeout(self.now);
                 self.drain(side);
             }
@@ -361,4 +372,30 @@ impl Harness {
     pub fn events_of(&self, side: usize) -> Vec<AppEvent> {
         self.events.iter().filter(|e| e.1 == side).map(|e| e.2).collect()
     }
+}
+
+pub const MSS: u64 = 1000;
+
+/// Drop the first transmission of the segments starting at `offsets` (side 0's stream).
+pub fn drop_first_copies(h: &mut Harness, offsets: &'static [u64]) {
+    h.set_fault(move |c| {
+        if c.from == 0 && c.copy == 0 && c.offset.is_some_and(|o| offsets.contains(&o)) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+}
+
+/// The time the last ACK that advanced side 0's snd_una arrived before `t`.
+pub fn last_new_ack_before(h: &Harness, t: Time) -> Time {
+    let mut best = (0, Time::ZERO);
+    for a in h.arrivals.iter().filter(|a| a.to == 0 && a.time <= t) {
+        if let Some(ack) = a.ack {
+            if ack > best.0 {
+                best = (ack, a.time);
+            }
+        }
+    }
+    best.1
 }

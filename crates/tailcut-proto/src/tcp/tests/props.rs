@@ -21,6 +21,10 @@ struct Scenario {
     delayed_ack: bool,
     handshake: bool,
     dctcp: bool,
+    limited_transmit: bool,
+    early_retransmit: bool,
+    /// Disable dupACK-based loss detection (timer-only recovery).
+    no_dupacks: bool,
     /// Message sizes sent by side 0 and by side 1.
     msgs: [Vec<u64>; 2],
 }
@@ -32,7 +36,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         0.0..0.25f64,
         0.0..0.3f64,
         0.0..0.1f64,
-        any::<[bool; 4]>(),
+        any::<[bool; 7]>(),
         prop::collection::vec(0u64..40_000, 1..6),
         prop::collection::vec(0u64..20_000, 0..4),
     )
@@ -47,6 +51,9 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 delayed_ack: flags[1],
                 handshake: flags[2],
                 dctcp: flags[3],
+                limited_transmit: flags[4],
+                early_retransmit: flags[5],
+                no_dupacks: flags[6] && flags[5],
                 msgs: [a, b],
             },
         )
@@ -57,6 +64,9 @@ fn run(sc: &Scenario) -> Harness {
         sack: sc.sack,
         delayed_ack: sc.delayed_ack.then_some(Dur::from_micros(200)),
         handshake: sc.handshake,
+        limited_transmit: sc.limited_transmit,
+        early_retransmit: sc.early_retransmit,
+        dupack_threshold: if sc.no_dupacks { u32::MAX } else { 3 },
         ecn: sc.dctcp,
         congestion_control: if sc.dctcp {
             CongestionControl::Dctcp { g: 1.0 / 16.0 }
@@ -144,6 +154,9 @@ fn heavy_loss_scenario_completes() {
         delayed_ack: true,
         handshake: true,
         dctcp: false,
+        limited_transmit: true,
+        early_retransmit: true,
+        no_dupacks: false,
         msgs: [vec![200_000, 0, 50_000], vec![30_000]],
     };
     let h = run(&sc);
