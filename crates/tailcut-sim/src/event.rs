@@ -2,9 +2,11 @@
 //! of its inputs; ties never depend on hashing or allocation order.
 //!
 //! Most events of a packet simulation fall a few microseconds ahead of `now` (a transmission, a
-//! propagation delay), so the list is a timing wheel: 4096 buckets of 1.024 us cover the next ~4.2 ms;
+//! propagation delay), so the list is a timing wheel: 4096 buckets of 32 ns cover the next ~131 us;
 //! events beyond it wait in a binary heap. The bucket being served is sorted once and drained from the
 //! end; a bitmap finds the next non-empty bucket. Push and pop are O(1) amortised for near events.
+//! Buckets are narrow because simulated time is dense: a 128-host 10 Gbps fabric has ~140 events per
+//! microsecond, and sorting wide buckets cost more than a heap.
 
 use crate::arena::PktId;
 use std::cmp::Reverse;
@@ -20,8 +22,8 @@ pub type EngineId = u32;
 pub enum Event {
     /// The port finished serialising a packet and others wait behind it.
     TxDone(PortId),
-    /// A packet reaches the far end of the link fed by `port`.
-    Arrive { port: PortId, pkt: PktId },
+    /// A packet reaches the far end of the link it is on (the arena records which).
+    Arrive(PktId),
     /// An engine's deadline (valid only if it still equals the engine's scheduled time).
     EngineTimer(EngineId),
     /// A host shim's deadline.
@@ -32,16 +34,16 @@ pub enum Event {
     Fault(u32),
 }
 
-/// Key (time, seq) packed for cheap comparison, payload beside it.
+/// Key (time, seq), payload beside it; 24 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    key: u128,
+    key: (u64, u64),
     event: Event,
 }
 
 impl Entry {
     fn time(&self) -> u64 {
-        (self.key >> 64) as u64
+        self.key.0
     }
 }
 
@@ -56,7 +58,7 @@ impl PartialOrd for Entry {
     }
 }
 
-const SHIFT: u32 = 10;
+const SHIFT: u32 = 5;
 const BUCKETS: usize = 4096;
 const WORDS: usize = BUCKETS / 64;
 
@@ -91,7 +93,7 @@ impl Default for EventQueue {
 impl EventQueue {
     pub fn push(&mut self, at: Time, event: Event) {
         let e = Entry {
-            key: ((at.0 as u128) << 64) | self.seq as u128,
+            key: (at.0, self.seq),
             event,
         };
         self.seq += 1;
@@ -200,7 +202,7 @@ impl EventQueue {
     /// Packets still travelling on wires (used by the conservation check).
     pub fn packets_on_wires(&self) -> usize {
         self.entries()
-            .filter(|e| matches!(e.event, Event::Arrive { .. }))
+            .filter(|e| matches!(e.event, Event::Arrive(_)))
             .count()
     }
 }
