@@ -3,6 +3,7 @@
 //!
 //! `cargo run --release -p tailcut-sim --bin tailcut-bench -- experiments/bench/*.toml`
 
+use std::io::Write;
 use std::process::ExitCode;
 use tailcut_sim::api;
 use tailcut_sim::run::{run, WallClock};
@@ -20,6 +21,8 @@ fn main() -> ExitCode {
         eprintln!("usage: tailcut-bench EXPERIMENT.toml...");
         return ExitCode::from(2);
     }
+    // A closed stdout (e.g. piped into `head`) ends the report quietly.
+    let mut out = std::io::stdout().lock();
     for path in paths {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -45,7 +48,8 @@ fn main() -> ExitCode {
         };
         let secs = wall.seconds();
         for r in &tables.runs {
-            println!(
+            let _ = writeln!(
+                out,
                 "{:<32} {:<8} events/s {:>6.2} M  packet-hops/s {:>6.2} M  events {:>11}  hops {:>11}  flows {}/{}  sim {:.3}s  wall {:.2}s",
                 exp.name,
                 r.scheme,
