@@ -332,15 +332,25 @@ impl<'a> Sim<'a> {
     // ---- hosts -------------------------------------------------------------------------------
 
     fn host_receive(&mut self, host: u32, mut pkt: Packet) {
-        if let Some(shim) = self.shims[host as usize].as_mut() {
-            let v = shim.on_ingress(self.now, &mut pkt);
-            self.drain_shim(host);
-            if v == Verdict::Drop {
-                self.cons.shim_dropped += 1;
-                return;
-            }
+        if self.shim_passes(host, &mut pkt, Direction::ToHost) {
+            self.deliver_local(pkt);
         }
-        self.deliver_local(pkt);
+    }
+
+    /// Offers a packet to the host's shim (if any) in the given direction; false if the shim drops it.
+    fn shim_passes(&mut self, host: u32, pkt: &mut Packet, dir: Direction) -> bool {
+        let Some(shim) = self.shims[host as usize].as_mut() else {
+            return true;
+        };
+        let v = match dir {
+            Direction::ToHost => shim.on_ingress(self.now, pkt),
+            Direction::ToNetwork => shim.on_egress(self.now, pkt),
+        };
+        self.drain_shim(host);
+        if v == Verdict::Drop {
+            self.cons.shim_dropped += 1;
+        }
+        v == Verdict::Pass
     }
 
     fn deliver_local(&mut self, pkt: Packet) {
@@ -358,15 +368,9 @@ impl<'a> Sim<'a> {
     }
 
     fn host_send(&mut self, host: u32, mut pkt: Packet, payload: &[u8]) {
-        if let Some(shim) = self.shims[host as usize].as_mut() {
-            let v = shim.on_egress(self.now, &mut pkt);
-            self.drain_shim(host);
-            if v == Verdict::Drop {
-                self.cons.shim_dropped += 1;
-                return;
-            }
+        if self.shim_passes(host, &mut pkt, Direction::ToNetwork) {
+            self.nic_send(host, pkt, payload);
         }
-        self.nic_send(host, pkt, payload);
     }
 
     fn nic_send(&mut self, host: u32, pkt: Packet, payload: &[u8]) {
