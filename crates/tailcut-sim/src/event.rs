@@ -202,7 +202,7 @@ impl EventQueue {
     }
 
     fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.active
+        self.active[self.head..]
             .iter()
             .chain(self.buckets.iter().flatten())
             .chain(self.overflow.iter().map(|Reverse(e)| e))
