@@ -9,14 +9,15 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use tailcut_sim::api;
 
+// Named `tailcut.X` so that the classes pickle (the package re-exports them), e.g. across a process pool.
 create_exception!(
-    _core,
+    tailcut,
     ConfigError,
     PyValueError,
     "The experiment config is invalid; the message names the offending field path."
 );
 create_exception!(
-    _core,
+    tailcut,
     SimulationError,
     PyRuntimeError,
     "A valid experiment failed while running (for example, packet conservation was violated)."
