@@ -78,7 +78,12 @@ def fct_cdf_figure(flows_by_label: Mapping[str, pd.DataFrame]) -> Figure:
 
 
 def bars_figure(
-    summaries: Mapping[str, pd.DataFrame], column: str, title: str, ylabel: str, scale: float = 1.0
+    summaries: Mapping[str, pd.DataFrame],
+    column: str,
+    title: str,
+    ylabel: str,
+    scale: float = 1.0,
+    log: bool = False,
 ) -> Figure:
     """Grouped bars: one group per size class, one bar per (folder, scheme)."""
     fig = Figure(figsize=(7, 4))
@@ -95,6 +100,8 @@ def bars_figure(
         heights = [float(values.get(cls, np.nan)) / scale for cls in SIZE_CLASSES]
         ax.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(heights), width, label=name)
     ax.set_xticks(x, list(SIZE_CLASSES))
+    if log and any(np.nansum(v.to_numpy(dtype=float)) > 0 for _, v in series):
+        ax.set_yscale("log")  # tails span orders of magnitude across size classes
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
@@ -119,7 +126,9 @@ def run_figures_html(results: Mapping[str, Result]) -> str:
     summaries = {label: r.summary for label, r in results.items()}
     parts = [
         _figure_html(TITLE_CDF, fct_cdf_figure({label: r.flows for label, r in results.items()})),
-        _figure_html(TITLE_P99, bars_figure(summaries, "p99_fct_ns", TITLE_P99, "p99 FCT (us)", 1e3)),
+        _figure_html(
+            TITLE_P99, bars_figure(summaries, "p99_fct_ns", TITLE_P99, "p99 FCT (us)", 1e3, log=True)
+        ),
         _figure_html(
             TITLE_TIMEOUTS, bars_figure(summaries, "timeout_fraction", TITLE_TIMEOUTS, "flows with timeouts")
         ),
@@ -142,11 +151,14 @@ def sweep_titles(first_key: str) -> tuple[str, str]:
     return f"p99 FCT of small flows vs {first_key}", f"Timeout fraction vs {first_key}"
 
 
-def _x_positions(values: Sequence[object]) -> tuple[list[float], list[str] | None]:
-    """Numeric grid values go on a numeric axis; anything else ("10Gbps") is categorical, in grid order."""
+def _x_axis(values: Sequence[object]) -> tuple[dict[object, float], bool]:
+    """Map grid values to x positions: numbers on a numeric axis, anything else ("10Gbps") by grid order.
+
+    Returns the mapping and whether the axis is categorical (then every value gets a labelled tick).
+    """
     if all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        return [float(v) for v in values], None
-    return list(range(len(values))), [str(v) for v in values]
+        return {v: float(v) for v in values}, False  # type: ignore[arg-type]
+    return {v: float(i) for i, v in enumerate(values)}, True
 
 
 def sweep_figure(
@@ -164,26 +176,22 @@ def sweep_figure(
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
     many = len(sweeps) > 1
-    ticks: list[str] | None = None
-    for label, (summary, grid_keys) in sweeps.items():
-        if not grid_keys or summary.empty:
-            continue
+    usable = {label: (s, keys) for label, (s, keys) in sweeps.items() if keys and not s.empty}
+    order = list(dict.fromkeys(v for s, keys in usable.values() for v in s[keys[0]]))
+    position, categorical = _x_axis(order)
+    for label, (summary, grid_keys) in usable.items():
         first, rest = grid_keys[0], list(grid_keys[1:])
         part = summary[summary["size_class"] == size_cls]
-        order = list(dict.fromkeys(part[first]))
         for key, group in part.groupby(["scheme", *rest], sort=True, dropna=False):
             key = key if isinstance(key, tuple) else (key,)
             means = group.groupby(first, sort=False)[column].mean()
-            xs = [v for v in order if v in means.index]
-            positions, labels = _x_positions(xs)
-            if labels is not None:
-                ticks = labels if ticks is None or len(labels) > len(ticks) else ticks
+            xs = sorted(means.index, key=lambda v: position[v])
             extra = ", ".join(f"{k}={v}" for k, v in zip(rest, key[1:], strict=True))
             name = _series_label(label, key[0], many) + (f" ({extra})" if extra else "")
-            ax.plot(positions, [means[v] / scale for v in xs], marker="o", label=name)
+            ax.plot([position[v] for v in xs], [means[v] / scale for v in xs], marker="o", label=name)
         ax.set_xlabel(first)
-    if ticks is not None:
-        ax.set_xticks(range(len(ticks)), ticks)
+    if categorical or all(isinstance(v, int) for v in order):
+        ax.set_xticks([position[v] for v in order], [str(v) for v in order])
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
