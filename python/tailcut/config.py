@@ -120,9 +120,11 @@ def load_config(source: ConfigSource) -> dict[str, Any]:
 
 
 def _json_default(value: Any) -> Any:
-    # TOML has dates and times, JSON does not; the Rust schema reads them as strings.
+    # TOML has dates and times and notebooks have numpy scalars; JSON has neither.
     if isinstance(value, _dt.date | _dt.time):
         return value.isoformat()
+    if hasattr(value, "item"):  # numpy scalars, e.g. a grid value taken from a DataFrame in a notebook
+        return value.item()
     raise TypeError(f"cannot convert {type(value).__name__} to JSON")
 
 

@@ -37,7 +37,7 @@ def _svg(fig: Figure) -> str:
     """Render a figure as an inline <svg> element; text stays text so titles are searchable."""
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tailcut"}):
-        fig.savefig(buffer, format="svg", bbox_inches="tight")
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})  # reproducible
     text = buffer.getvalue()
     return text[text.index("<svg") :]
 
