@@ -38,7 +38,12 @@ fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
 /// than `None`) or raises cancels the run, and its exception is re-raised here.
 #[pyfunction]
 #[pyo3(signature = (config_json, seed=None, progress=None))]
-fn run(py: Python<'_>, config_json: &str, seed: Option<u64>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+fn run(
+    py: Python<'_>,
+    config_json: &str,
+    seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
     validate(py, config_json)?;
     let (outcome, callback_error) = py.allow_threads(|| {
         let mut callback_error: Option<PyErr> = None;
