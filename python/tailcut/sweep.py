@@ -59,6 +59,7 @@ class SweepResult:
     flows: pd.DataFrame
     summary: pd.DataFrame
     grid: dict[str, list[Any]]
+    config: dict[str, Any] = field(default_factory=dict)
     outcomes: list[PointOutcome] = field(default_factory=list)
     path: Path | None = None
 
@@ -115,7 +116,9 @@ def _run_all(
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=ray_address)
+            # Without an address Ray starts on this machine; --jobs then caps its CPUs (1 means all of them).
+            # A remote cluster needs tailcut installed on its workers.
+            ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
         remote = ray.remote(run_point)
         return list(ray.get([remote.remote(config, p, str(points_dir)) for p in todo]))
     if executor != "local":
@@ -189,8 +192,10 @@ def sweep(
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
             result = _sweep_into(base, grid, all_points, Path(tmp), jobs, executor, ray_address)
             result.path = None
-            return result
-    return _sweep_into(base, grid, all_points, Path(out), jobs, executor, ray_address)
+    else:
+        result = _sweep_into(base, grid, all_points, Path(out), jobs, executor, ray_address)
+    result.config = resolved
+    return result
 
 
 def _sweep_into(

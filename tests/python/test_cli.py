@@ -170,3 +170,13 @@ def test_sweep_command_reports_failed_point(
     assert SWEEP_KEY in (bad / "error.txt").read_text()
     assert not (bad / "flows.parquet").exists()
     assert (good / "flows.parquet").exists()
+
+
+def test_report_command_mixes_runs_and_sweeps(cli, tiny: Path, tmp_path: Path) -> None:
+    assert cli("run", tiny, "--out", tmp_path / "one") == 0
+    grid = f"{SWEEP_KEY}={SWEEP_VALUES[0]},{SWEEP_VALUES[1]}"
+    assert cli("sweep", tiny, "--grid", grid, "--out", tmp_path / "sw") == 0
+    assert cli("report", tmp_path / "one", tmp_path / "sw", "--out", tmp_path / "r.html") == 0
+    text = (tmp_path / "r.html").read_text()
+    assert text.count("<svg") == 3 + 2
+    assert "Summary: one" in text and "Summary: sw" in text
