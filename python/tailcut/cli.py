@@ -33,18 +33,41 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+OVERRIDES_HELP = """\
+overrides (--set, and --grid values):
+  --set topology.leaves=4          nested tables by dotted path
+  --set schemes.0.name=dctcp       a list item by index ([[schemes]] entries); index = length appends
+  values are TOML when they parse as TOML (4, 0.5, true, "x", [1, 2]), else plain strings (10Gbps, 5ms)
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    parser = argparse.ArgumentParser(prog="tailcut", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tailcut",
+        description=__doc__.splitlines()[0],
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"tailcut {_core.version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("run", help="run one experiment")
+    p = sub.add_parser(
+        "run",
+        help="run one experiment",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_config_args(p)
     p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>)")
     p.add_argument("--seed", type=int, help="replace the config's seed")
 
-    p = sub.add_parser("sweep", help="run a grid of experiments in parallel")
+    p = sub.add_parser(
+        "sweep",
+        help="run a grid of experiments in parallel",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_config_args(p)
     p.add_argument(
         "--grid",
@@ -59,7 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>-sweep)")
 
-    p = sub.add_parser("validate", help="check an experiment file without running it")
+    p = sub.add_parser(
+        "validate",
+        help="check an experiment file without running it",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     _add_config_args(p)
 
     sub.add_parser("schemes", help="list the schemes and their parameters")

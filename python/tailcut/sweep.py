@@ -130,9 +130,14 @@ def _run_all(
 
 
 def _column_values(values: list[Any]) -> list[Any]:
-    # Parquet needs one type per column: mixed grid values (e.g. 1 and "2ms") become strings.
+    # Parquet needs one type per column: mixed grid values (1 and "2ms") and tables or lists become strings.
     kinds = {type(v) for v in values}
-    return values if len(kinds) <= 1 or kinds <= {int, float} else [str(v) for v in values]
+    plain = kinds <= {int, float, str, bool} and (len(kinds) <= 1 or kinds <= {int, float})
+    return values if plain else [str(v) for v in values]
+
+
+def _front(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return frame[columns + [c for c in frame.columns if c not in columns]]
 
 
 def combine(
@@ -158,8 +163,7 @@ def combine(
     for frame in (flows, summary):
         for key in grid:
             frame[key] = _column_values(list(frame[key]))
-    reorder = lambda f: f[front + [c for c in f.columns if c not in front]]  # noqa: E731
-    return reorder(flows), reorder(summary)
+    return _front(flows, front), _front(summary, front)
 
 
 def sweep(
