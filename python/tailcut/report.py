@@ -56,17 +56,16 @@ def fct_cdf_figure(flows_by_label: Mapping[str, pd.DataFrame]) -> Figure:
     ax = fig.add_subplot()
     many = len(flows_by_label) > 1
     for label, flows in flows_by_label.items():
-        small = flows[(flows["size_bytes"] < SMALL_MAX_BYTES) & flows["completed"].astype(bool)]
+        small = flows[flows["size_bytes"] < SMALL_MAX_BYTES]
         for scheme, group in small.groupby("scheme", sort=True):
-            fct_us = np.sort(group["fct_ns"].astype(float).dropna().to_numpy()) / 1e3
+            done = group["completed"].astype(bool)
+            fct_us = np.sort(group.loc[done, "fct_ns"].astype(float).dropna().to_numpy()) / 1e3
             if len(fct_us) == 0:
                 continue
-            ax.step(
-                fct_us,
-                np.arange(1, len(fct_us) + 1) / len(fct_us),
-                where="post",
-                label=_series_label(label, scheme, many),
-            )
+            # Normalised by all small flows, so unfinished ones keep the curve below 1 instead of vanishing.
+            unfinished = len(group) - len(fct_us)
+            name = _series_label(label, scheme, many) + (f" ({unfinished} unfinished)" if unfinished else "")
+            ax.step(fct_us, np.arange(1, len(fct_us) + 1) / len(group), where="post", label=name)
     ax.set_xscale("log")
     ax.set_xlabel("FCT (us)")
     ax.set_ylabel("CDF")
@@ -200,10 +199,10 @@ def sweep_figure(
     return fig
 
 
-def sweep_report_html(
+def sweep_figures_html(
     sweeps: Mapping[str, tuple[pd.DataFrame, list[str]]], errors: Mapping[str, str] | None = None
 ) -> str:
-    """A complete HTML page for one or several sweeps (summary tables with grid columns)."""
+    """The two sweep figures, failed points and summary tables, for one or several sweeps."""
     first_keys = {keys[0] for _, keys in sweeps.values() if keys}
     first = " / ".join(sorted(first_keys)) or "grid"
     title_p99, title_to = sweep_titles(first)
@@ -224,7 +223,14 @@ def sweep_report_html(
         parts.append(f"<h2>Failed points</h2><ul>{items}</ul>\n")
     for label, (summary, _) in sweeps.items():
         parts.append(f"<h2>Summary: {html.escape(label)}</h2>\n{_table_html(summary)}\n")
-    return _page("tailcut sweep report: " + ", ".join(sweeps), "".join(parts))
+    return "".join(parts)
+
+
+def sweep_report_html(
+    sweeps: Mapping[str, tuple[pd.DataFrame, list[str]]], errors: Mapping[str, str] | None = None
+) -> str:
+    """A complete HTML page for one or several sweeps."""
+    return _page("tailcut sweep report: " + ", ".join(sweeps), sweep_figures_html(sweeps, errors))
 
 
 # --- several folders ----------------------------------------------------------------------------------------
@@ -260,6 +266,5 @@ def report_dirs(dirs: Sequence[str | Path]) -> str:
     if runs:
         body += "<h2>Runs</h2>\n" + run_figures_html(runs)
     if sweeps:
-        inner = sweep_report_html(sweeps)
-        body += "<h2>Sweeps</h2>\n" + inner[inner.index("<body>") + 6 : inner.index("</body>")]
+        body += "<h2>Sweeps</h2>\n" + sweep_figures_html(sweeps)
     return _page("tailcut report: " + ", ".join([*runs, *sweeps]), body)
