@@ -180,3 +180,22 @@ def test_report_command_mixes_runs_and_sweeps(cli, tiny: Path, tmp_path: Path) -
     text = (tmp_path / "r.html").read_text()
     assert text.count("<svg") == 3 + 2
     assert "Summary: one" in text and "Summary: sw" in text
+
+
+def test_run_shows_progress_on_stderr(
+    cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli("run", tiny, "--out", tmp_path / "out") == 0
+    captured = capsys.readouterr()
+    assert "100%" in captured.err
+    assert "100%" not in captured.out
+
+
+def test_sweep_all_points_failing(
+    cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sw"
+    assert cli("sweep", tiny, "--grid", f"{SWEEP_KEY}={INVALID_VALUE}", "--out", out) == 1
+    assert "1 failed" in capsys.readouterr().out
+    assert pd.read_parquet(out / "flows.parquet").empty
+    assert "Failed points" in (out / "report.html").read_text()

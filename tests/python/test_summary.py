@@ -7,6 +7,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tailcut import summarize
 
@@ -84,3 +86,35 @@ def test_group_by_extra_columns(table: pd.DataFrame) -> None:
     s = summarize(t, by=["scheme", "seed"])
     assert set(s["seed"]) == {1, 2}
     assert len(s) == 3 * 4  # tcp x 2 seeds, dctcp (one flow) x 1 seed; 4 size classes each
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=20_000_000),
+            st.integers(min_value=0, max_value=10_000),
+            st.floats(min_value=1, max_value=1e9),
+            st.integers(min_value=0, max_value=3),
+            st.booleans(),
+        ),
+        max_size=60,
+    )
+)
+def test_summary_invariants(rows: list[tuple]) -> None:
+    table = flows(
+        [("tcp", s, s + extra, fct if done else math.nan, to, done) for s, extra, fct, to, done in rows]
+    )
+    s = summarize(table)
+    if table.empty:
+        assert s.empty
+        return
+    by_class = s.set_index("size_class")
+    assert by_class.loc["all", "count"] == len(table)
+    assert sum(by_class.loc[c, "count"] for c in ("small", "medium", "large")) == len(table)
+    assert (s["count"] == s["completed"] + s["unfinished"]).all()
+    for _, r in s[s["completed"] > 0].iterrows():
+        q = [r["p50_fct_ns"], r["p95_fct_ns"], r["p99_fct_ns"], r["p999_fct_ns"]]
+        assert q == sorted(q)
+        assert r["p999_fct_ns"] <= table["fct_ns"].max() + 1e-6
+    assert (s["extra_bytes_ratio"].dropna() >= 0).all()
+    assert s["timeout_fraction"].dropna().between(0, 1).all()
