@@ -182,22 +182,34 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tailcut.sweep import parse_grid_option, sweep
+    from tqdm import tqdm
+
+    from tailcut.sweep import PointOutcome, parse_grid_option, sweep
+    from tailcut.sweep import points as grid_points
 
     grid = dict(parse_grid_option(g) for g in args.grid)
     if not grid:
         raise ValueError("give at least one --grid key=v1,v2")
     config = _load(args)
     out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-sweep"
-    result = sweep(
-        config,
-        grid,
-        seeds=args.seeds,
-        jobs=args.jobs,
-        executor=args.executor,
-        out=out,
-        ray_address=args.ray_address,
-    )
+    total = len(grid_points(grid, range(args.seeds)))
+    with tqdm(total=total, file=sys.stderr, unit="point") as bar:
+
+        def point_done(outcome: PointOutcome) -> None:
+            if outcome.error is not None:
+                bar.write(f"FAILED {outcome.slug}: {outcome.error}", file=sys.stderr)
+            bar.update(1)
+
+        result = sweep(
+            config,
+            grid,
+            seeds=args.seeds,
+            jobs=args.jobs,
+            executor=args.executor,
+            out=out,
+            ray_address=args.ray_address,
+            on_done=point_done,
+        )
     ran = sum(1 for o in result.outcomes if not o.skipped and o.error is None)
     skipped = sum(1 for o in result.outcomes if o.skipped)
     print(f"{len(result.outcomes)} points: {ran} ran, {skipped} already done, {len(result.failed)} failed")

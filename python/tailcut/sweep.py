@@ -16,8 +16,8 @@ import json
 import re
 import tempfile
 import traceback
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,6 +102,15 @@ def run_point(config: dict[str, Any], point: Point, points_dir: str) -> PointOut
         return PointOutcome(point.slug, error=text)
 
 
+def _crashed(point: Point, points_dir: Path, exc: BaseException) -> PointOutcome:
+    """Outcome for a point whose worker died (run_point itself never raises an Exception)."""
+    text = f"worker failed: {type(exc).__name__}: {exc}"
+    out = points_dir / point.slug
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "error.txt").write_text(text + "\n")
+    return PointOutcome(point.slug, error=text)
+
+
 def _run_all(
     config: dict[str, Any],
     todo: list[Point],
@@ -109,9 +118,15 @@ def _run_all(
     jobs: int,
     executor: str,
     ray_address: str | None,
+    on_done: Callable[[PointOutcome], None],
 ) -> list[PointOutcome]:
-    if not todo:
-        return []
+    """Run the points on the chosen executor; each outcome is reported to ``on_done`` as it completes."""
+    outcomes: dict[Point, PointOutcome] = {}
+
+    def finish(point: Point, outcome: PointOutcome) -> None:
+        outcomes[point] = outcome
+        on_done(outcome)
+
     if executor == "ray":
         import ray
 
@@ -120,13 +135,28 @@ def _run_all(
             # A remote cluster needs tailcut installed on its workers.
             ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
         remote = ray.remote(run_point)
-        return list(ray.get([remote.remote(config, p, str(points_dir)) for p in todo]))
-    if executor != "local":
+        pending = {remote.remote(config, p, str(points_dir)): p for p in todo}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            point = pending.pop(ready[0])
+            try:
+                finish(point, ray.get(ready[0]))
+            except Exception as exc:  # the worker process died
+                finish(point, _crashed(point, points_dir, exc))
+    elif executor != "local":
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
-    if jobs <= 1:
-        return [run_point(config, p, str(points_dir)) for p in todo]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(run_point, [config] * len(todo), todo, [str(points_dir)] * len(todo)))
+    elif jobs <= 1:
+        for point in todo:
+            finish(point, run_point(config, point, str(points_dir)))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(run_point, config, p, str(points_dir)): p for p in todo}
+            for future in as_completed(futures):
+                try:
+                    finish(futures[future], future.result())
+                except Exception as exc:  # e.g. BrokenProcessPool after a worker crash
+                    finish(futures[future], _crashed(futures[future], points_dir, exc))
+    return [outcomes[p] for p in todo]
 
 
 def _column_values(values: list[Any]) -> list[Any]:
@@ -175,50 +205,62 @@ def sweep(
     out: str | Path | None = None,
     overrides: Mapping[str, Any] | Sequence[str] | None = None,
     ray_address: str | None = None,
+    on_done: Callable[[PointOutcome], None] | None = None,
 ) -> SweepResult:
     """Run ``grid`` x ``seeds`` and return the combined tables.
 
     ``out`` keeps the results (points, combined Parquet, report.html); without it they go to a temporary
     folder and only the returned tables remain. The config is validated once up front so a bad base config
-    fails before any point starts.
+    fails before any point starts. ``on_done(outcome)`` is called as each point finishes (progress bars).
     """
     from tailcut.config import resolve
 
     base = apply_overrides(load_config(config), overrides)
     resolved = resolve(base)
     grid = {k: list(v) for k, v in grid.items()}
-    if not grid:
-        raise ValueError("a sweep needs at least one grid key")
+    if not grid or any(not values for values in grid.values()):
+        raise ValueError("a sweep needs at least one grid key, each with at least one value")
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
     first_seed = resolved.get("seed", base.get("seed", 1))
     first_seed = first_seed if isinstance(first_seed, int) else 1
     all_points = points(grid, range(first_seed, first_seed + seeds))
+    if len({p.slug for p in all_points}) < len(all_points):
+        raise ValueError("grid values that differ only in punctuation would share a folder; rename them")
+    runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None))
     if out is None:
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
-            result = _sweep_into(base, grid, all_points, Path(tmp), jobs, executor, ray_address)
+            result = _sweep_into(base, Path(tmp), *runner)
             result.path = None
     else:
-        result = _sweep_into(base, grid, all_points, Path(out), jobs, executor, ray_address)
+        result = _sweep_into(base, Path(out), *runner)
     result.config = resolved
     return result
 
 
 def _sweep_into(
     base: dict[str, Any],
+    out: Path,
     grid: dict[str, list[Any]],
     all_points: list[Point],
-    out: Path,
     jobs: int,
     executor: str,
     ray_address: str | None,
+    on_done: Callable[[PointOutcome], None],
 ) -> SweepResult:
+    """Run the missing points into ``out/points`` and write the combined tables and report beside them."""
     from tailcut.report import sweep_report_html
 
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
     done = {p.slug for p in all_points if (points_dir / p.slug / "flows.parquet").exists()}
     todo = [p for p in all_points if p.slug not in done]
-    outcomes = {o.slug: o for o in _run_all(base, todo, points_dir, jobs, executor, ray_address)}
-    outcomes.update({slug: PointOutcome(slug, skipped=True) for slug in done})
+    outcomes = {slug: PointOutcome(slug, skipped=True) for slug in done}
+    for outcome in outcomes.values():
+        on_done(outcome)
+    outcomes.update(
+        {o.slug: o for o in _run_all(base, todo, points_dir, jobs, executor, ray_address, on_done)}
+    )
     ordered = [outcomes[p.slug] for p in all_points]
     flows, summary = combine(grid, all_points, points_dir)
     result = SweepResult(flows=flows, summary=summary, grid=grid, outcomes=ordered, path=out)

@@ -113,3 +113,18 @@ def test_ray_sweep_matches_local(local_sweep: tailcut.SweepResult, tmp_path: Pat
     assert not remote.failed
     pd.testing.assert_frame_equal(sorted_table(remote.flows), sorted_table(local_sweep.flows))
     pd.testing.assert_frame_equal(sorted_table(remote.summary), sorted_table(local_sweep.summary))
+
+
+@pytest.mark.parametrize(
+    ("grid", "seeds", "message"),
+    [
+        ({}, 1, "at least one grid key"),
+        ({SWEEP_KEY: []}, 1, "at least one value"),
+        ({SWEEP_KEY: list(SWEEP_VALUES)}, 0, "seeds must be >= 1"),
+        ({"workload.label": ["a b", "a/b"]}, 1, "share a folder"),
+    ],
+)
+def test_sweep_rejects_bad_grids_before_running(tmp_path: Path, grid: dict, seeds: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        tailcut.sweep(TINY, grid, seeds=seeds, out=tmp_path / "sw")
+    assert not (tmp_path / "sw").exists()
