@@ -4,6 +4,9 @@
 //! schema and of the result layout; this crate only moves strings, releases the GIL while the simulator runs,
 //! and turns Rust errors into the two Python exception classes users catch.
 
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -56,13 +59,26 @@ fn run(
                 }
             })
         };
-        let outcome = api::run_json(config_json, seed, &mut on_progress);
+        // A panic is a simulator bug; it becomes a SimulationError with the panic message rather than
+        // pyo3's PanicException (a BaseException that would escape `except Exception` in sweep workers).
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            api::run_json(config_json, seed, &mut on_progress).map_err(|e| e.to_string())
+        }))
+        .unwrap_or_else(|payload| Err(format!("simulator panicked: {}", panic_message(payload.as_ref()))));
         (outcome, callback_error)
     });
     if let Some(err) = callback_error {
         return Err(err);
     }
-    outcome.map_err(|e| SimulationError::new_err(e.to_string()))
+    outcome.map_err(SimulationError::new_err)
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }
 
 /// Calls the user's progress callback; `Ok(false)` asks the simulator to stop.
