@@ -38,7 +38,8 @@ fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
 /// The config is validated first so that a bad config always raises `ConfigError` and an error during the
 /// run itself raises `SimulationError`. The GIL is released for the whole run and re-acquired only every
 /// ~100 ms to call `progress(fraction)` and to check for Ctrl-C; a callback that returns a false value (other
-/// than `None`) or raises cancels the run, and its exception is re-raised here.
+/// than `None`) or raises cancels the run: `SimulationError("run cancelled ...")`, or the callback's own
+/// exception (`KeyboardInterrupt` for Ctrl-C) re-raised here.
 #[pyfunction]
 #[pyo3(signature = (config_json, seed=None, progress=None))]
 fn run(
@@ -48,16 +49,19 @@ fn run(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<String> {
     validate(py, config_json)?;
-    let (outcome, callback_error) = py.allow_threads(|| {
+    let (outcome, callback_error, cancelled) = py.allow_threads(|| {
         let mut callback_error: Option<PyErr> = None;
+        let mut cancelled = false;
         let mut on_progress = |fraction: f64| -> bool {
-            Python::with_gil(|py| match report_progress(py, progress.as_ref(), fraction) {
+            let keep_going = Python::with_gil(|py| match report_progress(py, progress.as_ref(), fraction) {
                 Ok(keep_going) => keep_going,
                 Err(err) => {
                     callback_error = Some(err);
                     false
                 }
-            })
+            });
+            cancelled |= !keep_going;
+            keep_going
         };
         // A panic is a simulator bug; it becomes a SimulationError with the panic message rather than
         // pyo3's PanicException (a BaseException that would escape `except Exception` in sweep workers).
@@ -65,12 +69,15 @@ fn run(
             api::run_json(config_json, seed, &mut on_progress).map_err(|e| e.to_string())
         }))
         .unwrap_or_else(|payload| Err(format!("simulator panicked: {}", panic_message(payload.as_ref()))));
-        (outcome, callback_error)
+        (outcome, callback_error, cancelled)
     });
     if let Some(err) = callback_error {
         return Err(err);
     }
-    outcome.map_err(SimulationError::new_err)
+    outcome.map_err(|message| match cancelled {
+        true => SimulationError::new_err(format!("run cancelled by the progress callback ({message})")),
+        false => SimulationError::new_err(message),
+    })
 }
 
 fn panic_message(payload: &(dyn Any + Send)) -> &str {
