@@ -99,6 +99,17 @@ class Result:
         if self.summary is None:
             self.summary = summarize(self.flows)
 
+    def _repr_html_(self) -> str:
+        """In a notebook, a result shows as its summary table."""
+        flows, unfinished = (
+            len(self.flows),
+            int((~self.flows["completed"].astype(bool)).sum()) if len(self.flows) else 0,
+        )
+        head = (
+            f"<p>tailcut result: {flows} flows ({unfinished} unfinished), {len(self.runs)} scheme run(s)</p>"
+        )
+        return head + self.summary.to_html(index=False, na_rep="-")
+
     @classmethod
     def from_core(cls, document: Mapping[str, Any], config: dict[str, Any]) -> Result:
         """Build from the JSON document ``tailcut._core.run`` returns."""

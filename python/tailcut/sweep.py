@@ -63,6 +63,11 @@ class SweepResult:
     outcomes: list[PointOutcome] = field(default_factory=list)
     path: Path | None = None
 
+    def _repr_html_(self) -> str:
+        """In a notebook, a sweep shows as its summary table (grid columns first)."""
+        head = f"<p>tailcut sweep: {len(self.outcomes)} points, {len(self.failed)} failed</p>"
+        return head + self.summary.to_html(index=False, na_rep="-")
+
     @property
     def failed(self) -> dict[str, str]:
         """Slug -> error text of the points that failed."""

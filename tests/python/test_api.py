@@ -114,3 +114,8 @@ def test_conservation_violation_raises_simulation_error() -> None:
     check_conservation([ok])
     with pytest.raises(tailcut.SimulationError, match=r"fuso.*sent=3, delivered=1"):
         check_conservation([ok, bad])
+
+
+def test_notebook_html_repr() -> None:
+    res = tailcut.run(TINY)
+    assert "<table" in res._repr_html_() and f"{len(res.flows)} flows" in res._repr_html_()
