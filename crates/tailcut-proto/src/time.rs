@@ -108,6 +108,10 @@ impl fmt::Display for Dur {
 /// Time to serialise `bytes` onto a link of `rate_bps`, rounded up to the next nanosecond.
 pub fn serialization_time(bytes: u64, rate_bps: u64) -> Dur {
     debug_assert!(rate_bps > 0);
+    if bytes < (1 << 31) {
+        // Fits in u64: avoids a 128-bit division on the per-packet path.
+        return Dur((bytes * 8_000_000_000).div_ceil(rate_bps));
+    }
     let bits = bytes as u128 * 8 * 1_000_000_000;
     Dur(bits.div_ceil(rate_bps as u128) as u64)
 }

@@ -55,6 +55,7 @@ pub struct TcpConfig {
     pub early_retransmit: bool,
     /// Delayed ACKs (RFC 1122 / RFC 5681 4.2): ACK every second full segment or after this delay.
     /// `None` acknowledges every segment at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub delayed_ack: Option<Dur>,
     /// Model the three-way handshake (SYN, SYN-ACK, ACK) before data; off means the connection starts
     /// established, as most datacenter simulations do with persistent connections.

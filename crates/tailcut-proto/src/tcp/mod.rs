@@ -1,5 +1,42 @@
 //! TCP: NewReno with SACK (RFC 6675), limited transmit, early retransmit, RFC 6298 RTO, DCTCP.
+//!
+//! Layout: [`TcpEndpoint`] (`endpoint.rs`) owns a sender (`sender.rs`: windows, loss detection and
+//! recovery) and a receiver (`receiver.rs`: reassembly, ACK/SACK generation, ECN echo). The sender is
+//! built from small parts that later schemes reuse: the segment scoreboard (`scoreboard.rs`), the RTT
+//! estimator (`rtt.rs`), congestion-window arithmetic (`cc.rs`) and per-message accounting
+//! (`ledger.rs`).
+//!
+//! # What is modelled
+//! - RFC 5681 slow start / congestion avoidance with byte counting, RFC 6928 initial window, slow
+//!   start after idle (Sec. 4.1); flow control by the peer's advertised window; no Nagle.
+//! - Loss recovery: NewReno (RFC 6582) without SACK; with SACK (RFC 2018) the RFC 6675 scoreboard,
+//!   IsLost, pipe, NextSeg rules 1-2 and one reduction per recovery; limited transmit (RFC 3042);
+//!   early retransmit (RFC 5827); RFC 6298 RTO with Karn's algorithm and exponential back-off,
+//!   go-back from `snd_una` after a timeout keeping SACK information (RFC 6675 Sec. 5.1).
+//! - ECN (RFC 3168) and DCTCP (RFC 8257) on both sides; delayed ACKs; RFC 7323 timestamps on every
+//!   segment (echoed, not used for RTT); optional three-way handshake with SYN back-off.
+//!
+//! # What is not
+//! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
+//! window because the application reads at once), window scaling limits, D-SACK, RACK, reneging,
+//! and NextSeg rules 3-4 (see `sender.rs`, `next_transmission`). Schemes layered on this sender
+//! reuse `scoreboard.rs`'s per-segment records (with a free `tag`), the explicit
+//! `retransmit_segment` hook, and the RTT / congestion parts.
 
+// The parts are crate-visible so schemes built on TCP (TLP, TCP-IR, CP, MPTCP subflows) can reuse them.
+pub(crate) mod cc;
 mod config;
+mod endpoint;
+pub(crate) mod ledger;
+pub(crate) mod receiver;
+pub(crate) mod rtt;
+pub(crate) mod scoreboard;
+pub(crate) mod sender;
+mod stats;
+
+#[cfg(test)]
+mod tests;
 
 pub use config::{CongestionControl, TcpConfig};
+pub use endpoint::{Role, TcpEndpoint};
+pub use stats::ConnStats;

@@ -1,0 +1,108 @@
+//! Sender-side message accounting: which bytes of the send stream belong to which message, and the
+//! per-message loss-recovery counters ([`MessageStats`]).
+//!
+//! Messages are contiguous and in stream order, so a binary search finds the first message a byte
+//! range touches; charging a segment costs O(log m + messages it spans).
+
+use crate::engine::{AppEvent, MessageStats, MsgId};
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug)]
+struct SendMsg {
+    id: MsgId,
+    start: u64,
+    end: u64,
+    stats: MessageStats,
+}
+
+/// What a charge is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Charge {
+    /// First transmission.
+    New,
+    /// Loss-recovery retransmission.
+    Retransmit,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct SendLedger {
+    msgs: VecDeque<SendMsg>,
+}
+
+impl SendLedger {
+    /// Register message `id` as stream bytes `[start, end)`. A zero-length message is acknowledged at
+    /// once.
+    pub(crate) fn push(&mut self, id: MsgId, start: u64, end: u64, events: &mut VecDeque<AppEvent>) {
+        if start == end {
+            events.push_back(AppEvent::MessageAcked {
+                msg: id,
+                stats: MessageStats::default(),
+            });
+            return;
+        }
+        self.msgs.push_back(SendMsg {
+            id,
+            start,
+            end,
+            stats: MessageStats::default(),
+        });
+    }
+
+    fn first_touching(&self, offset: u64) -> usize {
+        self.msgs.partition_point(|m| m.end <= offset)
+    }
+
+    /// Charge the payload bytes `[start, end)` sent now to the messages owning them.
+    pub(crate) fn charge_bytes(&mut self, start: u64, end: u64, kind: Charge) {
+        let mut i = self.first_touching(start);
+        while i < self.msgs.len() && self.msgs[i].start < end {
+            let m = &mut self.msgs[i];
+            let n = end.min(m.end) - start.max(m.start);
+            m.stats.sent_bytes += n;
+            if kind == Charge::Retransmit {
+                m.stats.retransmitted_bytes += n;
+            }
+            i += 1;
+        }
+    }
+
+    fn owner_mut(&mut self, offset: u64) -> Option<&mut MessageStats> {
+        let i = self.first_touching(offset);
+        self.msgs
+            .get_mut(i)
+            .filter(|m| m.start <= offset)
+            .map(|m| &mut m.stats)
+    }
+
+    /// A retransmission timeout while `offset` (snd_una) was the oldest unacknowledged byte.
+    pub(crate) fn charge_timeout(&mut self, offset: u64) {
+        if let Some(s) = self.owner_mut(offset) {
+            s.timeouts += 1;
+        }
+    }
+
+    /// Fast retransmit / recovery started by retransmitting the segment at `offset`.
+    pub(crate) fn charge_fast_retransmit(&mut self, offset: u64) {
+        if let Some(s) = self.owner_mut(offset) {
+            s.fast_retransmits += 1;
+        }
+    }
+
+    /// Report every message that ends at or below the cumulative ACK `una`.
+    pub(crate) fn ack_to(&mut self, una: u64, events: &mut VecDeque<AppEvent>) {
+        while let Some(m) = self.msgs.front() {
+            if m.end > una {
+                break;
+            }
+            events.push_back(AppEvent::MessageAcked {
+                msg: m.id,
+                stats: m.stats,
+            });
+            self.msgs.pop_front();
+        }
+    }
+
+    pub(crate) fn stats(&self, id: MsgId) -> Option<MessageStats> {
+        self.msgs.iter().find(|m| m.id == id).map(|m| m.stats)
+    }
+}

@@ -1,0 +1,457 @@
+//! The sending half of a TCP connection: segmentation, the congestion and receive windows, loss
+//! detection (dupACKs, SACK, early retransmit, RTO) and loss recovery (NewReno, RFC 6675).
+//!
+//! The sender keeps 64-bit stream offsets; the endpoint converts to wire sequence numbers.
+
+use super::cc::CongestionState;
+use super::config::TcpConfig;
+use super::ledger::{Charge, SendLedger};
+use super::rtt::RttEstimator;
+use super::scoreboard::Scoreboard;
+use super::stats::ConnStats;
+use crate::engine::AppEvent;
+use crate::time::Time;
+use std::collections::VecDeque;
+
+/// Why the sender is in loss recovery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RecoveryKind {
+    /// Fast retransmit / fast recovery (RFC 6582 or RFC 6675).
+    Fast,
+    /// After a retransmission timeout (RFC 6675 Sec. 5.1, RFC 5681 Sec. 3.1 go-back).
+    Timeout,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Recovery {
+    pub(crate) kind: RecoveryKind,
+    /// RFC 6675 RecoveryPoint / RFC 6582 "recover": recovery ends when snd_una reaches it.
+    pub(crate) point: u64,
+}
+
+/// One segment the sender wants on the wire now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Transmission {
+    pub(crate) start: u64,
+    pub(crate) len_bytes: u32,
+    pub(crate) retransmit: bool,
+    /// Carry CWR (RFC 3168 Sec. 6.1.2): the first new segment after a window reduction on ECE.
+    pub(crate) cwr: bool,
+    pub(crate) tag: u64,
+}
+
+/// The ACK fields the sender needs, already unwrapped to stream offsets.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AckInfo {
+    pub(crate) ack: u64,
+    pub(crate) window_bytes: u64,
+    pub(crate) ece: bool,
+    /// The segment carries no payload and no SYN/FIN (RFC 5681 Sec. 2 "duplicate ACK" criteria).
+    pub(crate) pure: bool,
+}
+
+pub(crate) struct Sender {
+    mss_bytes: u64,
+    sack: bool,
+    dupack_threshold: u32,
+    limited_transmit: bool,
+    early_retransmit: bool,
+    ecn: bool,
+    slow_start_after_idle: bool,
+    /// Bytes the application has queued (end of the send stream).
+    stream_end: u64,
+    pub(crate) snd_una: u64,
+    /// Highest offset sent + 1 (RFC 6675 HighData); retransmissions never move it back.
+    pub(crate) snd_nxt: u64,
+    peer_window_bytes: u64,
+    pub(crate) scoreboard: Scoreboard,
+    pub(crate) cc: CongestionState,
+    pub(crate) rtt: RttEstimator,
+    pub(crate) rto_deadline: Option<Time>,
+    dupacks: u32,
+    pub(crate) recovery: Option<Recovery>,
+    /// RFC 3168 Sec. 6.1.2: react to ECE at most once per window; no reaction until snd_una passes.
+    ecn_recover: Option<u64>,
+    cwr_pending: bool,
+    /// Timeouts since snd_una last advanced (RFC 5681 Sec. 3.1: ssthresh held on repeated timeouts).
+    consecutive_timeouts: u32,
+    last_data_sent_at: Option<Time>,
+    /// Segments to retransmit at once regardless of cwnd (fast retransmit, NewReno partial ACKs,
+    /// explicit loss notifications).
+    forced_rtx: VecDeque<u64>,
+    pub(crate) ledger: SendLedger,
+    pub(crate) stats: ConnStats,
+}
+
+impl Sender {
+    pub(crate) fn new(cfg: &TcpConfig) -> Self {
+        Sender {
+            mss_bytes: u64::from(cfg.mss_bytes.max(1)),
+            sack: cfg.sack,
+            dupack_threshold: cfg.dupack_threshold.max(1),
+            limited_transmit: cfg.limited_transmit,
+            early_retransmit: cfg.early_retransmit,
+            ecn: cfg.ecn,
+            slow_start_after_idle: cfg.slow_start_after_idle,
+            stream_end: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            // Until the peer advertises, assume the window we would offer ourselves.
+            peer_window_bytes: u64::from(cfg.rcv_window_bytes),
+            scoreboard: Scoreboard::default(),
+            cc: CongestionState::new(cfg.mss_bytes, cfg.initial_cwnd_segments, cfg.congestion_control),
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            rto_deadline: None,
+            dupacks: 0,
+            recovery: None,
+            ecn_recover: None,
+            cwr_pending: false,
+            consecutive_timeouts: 0,
+            last_data_sent_at: None,
+            forced_rtx: VecDeque::new(),
+            ledger: SendLedger::default(),
+            stats: ConnStats::default(),
+        }
+    }
+
+    /// Append a message of `len_bytes` to the send stream.
+    pub(crate) fn queue_message(&mut self, msg: u64, len_bytes: u64, events: &mut VecDeque<AppEvent>) {
+        let start = self.stream_end;
+        self.stream_end += len_bytes;
+        self.ledger.push(msg, start, self.stream_end, events);
+    }
+
+    fn flight_bytes(&self) -> u64 {
+        self.snd_nxt - self.snd_una
+    }
+
+    /// RFC 5681 FlightSize outside recovery; RFC 6675 pipe inside.
+    fn used_window_bytes(&self) -> u64 {
+        match self.recovery {
+            None => self.flight_bytes(),
+            Some(_) => self.scoreboard.pipe_bytes(self.flight_bytes()),
+        }
+    }
+
+    /// RFC 5827 Sec. 3.1: new data can be sent when there is unsent data and the receive window
+    /// admits a segment.
+    fn can_send_new_data(&self) -> bool {
+        self.snd_nxt < self.stream_end && self.snd_nxt < self.snd_una + self.peer_window_bytes
+    }
+
+    /// The duplicate-ACK threshold in force. RFC 5827 Sec. 3.1 (early retransmit): with fewer than
+    /// four segments outstanding and no new data to send, lower it to `oseg - 1`.
+    fn dupthresh(&self) -> u32 {
+        if self.dupack_threshold == u32::MAX {
+            return u32::MAX;
+        }
+        let oseg = self.scoreboard.len() as u32;
+        if self.early_retransmit && (2..4).contains(&oseg) && !self.can_send_new_data() {
+            return self.dupack_threshold.min(oseg - 1);
+        }
+        self.dupack_threshold
+    }
+
+    fn lost_threshold_bytes(&self, dupthresh: u32) -> u64 {
+        u64::from(dupthresh - 1) * self.mss_bytes
+    }
+
+    /// Process the acknowledgement fields of an incoming segment.
+    pub(crate) fn on_ack(
+        &mut self,
+        now: Time,
+        ack: AckInfo,
+        sack_blocks: impl Iterator<Item = (u64, u64)>,
+        events: &mut VecDeque<AppEvent>,
+    ) {
+        if ack.ack > self.snd_nxt || ack.ack < self.snd_una {
+            // Acknowledges data never sent, or an old reordered ACK: ignore (RFC 793 / RFC 5961).
+            return;
+        }
+        let prev_window = self.peer_window_bytes;
+        self.peer_window_bytes = ack.window_bytes;
+
+        // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments.
+        let mut newly_sacked = 0;
+        if self.sack {
+            for (l, r) in sack_blocks {
+                let l = l.max(ack.ack);
+                let r = r.min(self.snd_nxt);
+                if l < r {
+                    newly_sacked += self.scoreboard.sack(l, r);
+                }
+            }
+        }
+
+        let acked = ack.ack - self.snd_una;
+        let mut ecn_reacted = false;
+        let mut is_dup = false;
+        if acked > 0 {
+            let info = self.scoreboard.ack_to(ack.ack);
+            // RFC 6298 Sec. 3 (Karn): sample only from segments never retransmitted.
+            if let Some(sent_at) = info.rtt_sample_sent_at {
+                self.rtt.on_sample(now - sent_at);
+            }
+            self.snd_una = ack.ack;
+            self.ledger.ack_to(self.snd_una, events);
+            self.dupacks = 0;
+            self.consecutive_timeouts = 0;
+            // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
+            self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
+        } else {
+            is_dup = self.snd_una < self.snd_nxt
+                && ack.pure
+                && if self.sack {
+                    // RFC 6675 Sec. 2: a duplicate ACK carries SACK information that is new.
+                    newly_sacked > 0
+                } else {
+                    // RFC 5681 Sec. 2: same ack, no data, same window, data outstanding.
+                    ack.window_bytes == prev_window
+                };
+            if is_dup {
+                self.dupacks += 1;
+            }
+        }
+
+        self.cc.dctcp_on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
+
+        // RFC 3168 Sec. 6.1.2 / RFC 8257 Sec. 3.3 step 11: reduce once per window of data on ECE,
+        // never while loss recovery already reduced it.
+        if self.ecn && ack.ece && self.recovery.is_none() && self.ecn_recover.is_none_or(|r| self.snd_una > r)
+        {
+            self.cc.on_ecn_echo(self.flight_bytes());
+            self.ecn_recover = Some(self.snd_nxt);
+            self.cwr_pending = true;
+            self.stats.ecn_reductions += 1;
+            ecn_reacted = true;
+        }
+
+        match self.recovery {
+            Some(r) if self.snd_una >= r.point => {
+                self.recovery = None;
+                if r.kind == RecoveryKind::Fast && !self.sack {
+                    // RFC 6582 Sec. 3.2 step 3, option (1): deflate to
+                    // min(ssthresh, max(FlightSize, SMSS) + SMSS).
+                    let w = self
+                        .cc
+                        .ssthresh_bytes()
+                        .min(self.flight_bytes().max(self.mss_bytes) + self.mss_bytes);
+                    self.cc.set_cwnd_bytes(w);
+                } else if r.kind == RecoveryKind::Timeout {
+                    self.cc.on_new_ack(acked);
+                }
+            }
+            Some(Recovery {
+                kind: RecoveryKind::Fast,
+                ..
+            }) => {
+                if self.sack {
+                    // RFC 6675 Sec. 5 step (C): recompute losses; cwnd stays at ssthresh.
+                    let t = self.lost_threshold_bytes(self.dupthresh());
+                    self.scoreboard.mark_lost_by_sack(t);
+                } else if acked > 0 {
+                    // RFC 6582 Sec. 3.2 step 5: partial ACK. Retransmit the first unacknowledged
+                    // segment, deflate by the amount acknowledged, add back one SMSS if that was at
+                    // least one SMSS.
+                    self.forced_rtx.push_back(self.snd_una);
+                    let mut w = self.cc.cwnd_bytes().saturating_sub(acked);
+                    if acked >= self.mss_bytes {
+                        w += self.mss_bytes;
+                    }
+                    self.cc.set_cwnd_bytes(w);
+                } else if is_dup {
+                    // RFC 6582 Sec. 3.2 step 4: inflate by one SMSS per further duplicate ACK.
+                    let w = self.cc.cwnd_bytes() + self.mss_bytes;
+                    self.cc.set_cwnd_bytes(w);
+                }
+            }
+            Some(Recovery {
+                kind: RecoveryKind::Timeout,
+                ..
+            }) => {
+                // Slow start while going back over the window (RFC 5681 Sec. 3.1).
+                self.cc.on_new_ack(acked);
+                if self.sack {
+                    let t = self.lost_threshold_bytes(self.dupthresh());
+                    self.scoreboard.mark_lost_by_sack(t);
+                }
+            }
+            None => {
+                if !ecn_reacted {
+                    self.cc.on_new_ack(acked);
+                }
+                self.detect_loss();
+            }
+        }
+    }
+
+    /// RFC 5681 Sec. 3.2 / RFC 6675 Sec. 5: enter fast recovery on DupThresh duplicate ACKs or when
+    /// the first unacknowledged segment IsLost().
+    fn detect_loss(&mut self) {
+        let dt = self.dupthresh();
+        if dt == u32::MAX || self.snd_una == self.snd_nxt {
+            return;
+        }
+        let sack_lost = self.sack && self.scoreboard.sacked_bytes() > self.lost_threshold_bytes(dt);
+        if self.dupacks >= dt || sack_lost {
+            self.enter_fast_recovery(dt);
+        }
+    }
+
+    fn enter_fast_recovery(&mut self, dt: u32) {
+        // RFC 6675 Sec. 5 step (4.1) / RFC 6582 Sec. 3.2 step 2: RecoveryPoint = HighData;
+        // ssthresh = max(FlightSize / 2, 2 SMSS).
+        self.recovery = Some(Recovery {
+            kind: RecoveryKind::Fast,
+            point: self.snd_nxt,
+        });
+        let ss = self.cc.reduce_ssthresh(self.flight_bytes());
+        if self.sack {
+            // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh.
+            self.cc.set_cwnd_bytes(ss);
+            let t = self.lost_threshold_bytes(dt);
+            self.scoreboard.mark_lost_by_sack(t);
+        } else {
+            // RFC 6582 Sec. 3.2 step 2 / RFC 5681 Sec. 3.2 step 3: cwnd = ssthresh + 3 SMSS
+            // (the segments that left the network; DupThresh of them with early retransmit).
+            let inflation = u64::from(dt.min(3)) * self.mss_bytes;
+            self.cc.set_cwnd_bytes(ss + inflation);
+        }
+        // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
+        self.ecn_recover = Some(self.snd_nxt);
+        // RFC 6675 Sec. 5 step (4.3): retransmit the first segment presumed lost, regardless of cwnd.
+        self.forced_rtx.push_back(self.snd_una);
+        self.stats.fast_retransmits += 1;
+        self.ledger.charge_fast_retransmit(self.snd_una);
+    }
+
+    /// An explicit request to retransmit the segment holding `offset` at once, regardless of cwnd
+    /// (for schemes with precise loss notification). Returns false if it is no longer outstanding.
+    pub(crate) fn retransmit_segment(&mut self, offset: u64) -> bool {
+        if offset < self.snd_una || offset >= self.snd_nxt {
+            return false;
+        }
+        self.forced_rtx.push_back(offset);
+        true
+    }
+
+    /// RFC 6298 Sec. 5.4-5.6 and RFC 5681 Sec. 3.1: the retransmission timer expired.
+    pub(crate) fn on_rto(&mut self, now: Time) {
+        match self.rto_deadline {
+            Some(d) if d <= now => {}
+            _ => return,
+        }
+        if self.snd_una == self.snd_nxt {
+            self.rto_deadline = None;
+            return;
+        }
+        self.cc
+            .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
+        self.consecutive_timeouts += 1;
+        self.rtt.back_off();
+        // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost.
+        self.scoreboard.mark_all_lost();
+        self.forced_rtx.clear();
+        self.recovery = Some(Recovery {
+            kind: RecoveryKind::Timeout,
+            point: self.snd_nxt,
+        });
+        self.ecn_recover = Some(self.snd_nxt);
+        self.dupacks = 0;
+        self.stats.timeouts += 1;
+        self.ledger.charge_timeout(self.snd_una);
+        // RFC 6298 Sec. 5.5 / 5.6: restart the timer with the backed-off RTO. The retransmission of
+        // the first segment follows from cwnd = 1 SMSS and NextSeg().
+        self.rto_deadline = Some(now + self.rtt.rto());
+    }
+
+    /// The next segment to put on the wire, if the windows allow one (RFC 6675 Sec. 5 step (C),
+    /// NextSeg() rules 1 and 2; no Nagle).
+    ///
+    /// NextSeg() rules 3 and 4 (retransmitting segments not yet deemed lost, and the once-per-recovery
+    /// "rescue" retransmission) are left out on purpose: RFC 6675 leaves them to the implementer,
+    /// Linux does not use them, and tail-loss recovery is exactly what the schemes built on this
+    /// sender (TLP, TCP-IR, CP) are compared on, so the baseline must not hide a tail loss itself.
+    pub(crate) fn next_transmission(&mut self, now: Time) -> Option<Transmission> {
+        while let Some(off) = self.forced_rtx.pop_front() {
+            if let Some(idx) = self.scoreboard.find(off) {
+                if !self.scoreboard.seg(idx).sacked {
+                    return Some(self.retransmit(idx, now));
+                }
+            }
+        }
+        let used = self.used_window_bytes();
+        let cwnd = self.cc.cwnd_bytes();
+        if self.recovery.is_some() {
+            if let Some(idx) = self.scoreboard.next_lost() {
+                let len = u64::from(self.scoreboard.seg(idx).len_bytes);
+                if used + len <= cwnd || used == 0 {
+                    return Some(self.retransmit(idx, now));
+                }
+                return None;
+            }
+        }
+        if !self.can_send_new_data() {
+            return None;
+        }
+        // RFC 5681 Sec. 4.1: restart from the initial window after an idle period > RTO.
+        if self.slow_start_after_idle && self.snd_una == self.snd_nxt {
+            if let Some(t) = self.last_data_sent_at {
+                if now - t > self.rtt.rto() {
+                    self.cc.restart_after_idle();
+                }
+            }
+        }
+        let len = (self.stream_end - self.snd_nxt)
+            .min(self.mss_bytes)
+            .min(self.snd_una + self.peer_window_bytes - self.snd_nxt);
+        // RFC 3042: on the first two duplicate ACKs, allow one more segment each beyond cwnd.
+        let mut allowance = cwnd;
+        if self.limited_transmit && self.recovery.is_none() && self.dupacks <= 2 {
+            allowance += u64::from(self.dupacks) * self.mss_bytes;
+        }
+        if used + len > allowance {
+            return None;
+        }
+        let start = self.snd_nxt;
+        self.snd_nxt += len;
+        self.scoreboard.push(start, len as u32, now, 0);
+        self.ledger.charge_bytes(start, start + len, Charge::New);
+        self.on_data_sent(now, len);
+        let cwr = std::mem::take(&mut self.cwr_pending);
+        Some(Transmission {
+            start,
+            len_bytes: len as u32,
+            retransmit: false,
+            cwr,
+            tag: 0,
+        })
+    }
+
+    fn retransmit(&mut self, idx: usize, now: Time) -> Transmission {
+        self.scoreboard.on_retransmit(idx, now);
+        let s = *self.scoreboard.seg(idx);
+        let len = u64::from(s.len_bytes);
+        self.ledger.charge_bytes(s.start, s.end(), Charge::Retransmit);
+        self.stats.retransmits += 1;
+        self.stats.retransmitted_bytes += len;
+        self.on_data_sent(now, len);
+        Transmission {
+            start: s.start,
+            len_bytes: s.len_bytes,
+            retransmit: true,
+            cwr: false,
+            tag: s.tag,
+        }
+    }
+
+    fn on_data_sent(&mut self, now: Time, len: u64) {
+        self.stats.data_segments_sent += 1;
+        self.stats.payload_bytes_sent += len;
+        self.last_data_sent_at = Some(now);
+        // RFC 6298 Sec. 5.1: start the timer if it is not running.
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
+    }
+}

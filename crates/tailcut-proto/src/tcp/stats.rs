@@ -1,0 +1,31 @@
+//! Cumulative per-connection counters.
+
+/// Counters of one endpoint, both directions. Cumulative since construction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnStats {
+    /// Every packet sent: data, pure ACKs and handshake segments.
+    pub segments_sent: u64,
+    /// Packets carrying payload (first transmissions and retransmissions).
+    pub data_segments_sent: u64,
+    /// Payload bytes sent, retransmissions included.
+    pub payload_bytes_sent: u64,
+    /// Pure ACKs sent.
+    pub acks_sent: u64,
+    /// Data segments sent again by loss recovery.
+    pub retransmits: u64,
+    pub retransmitted_bytes: u64,
+    /// Retransmission timeouts of data (handshake timeouts are `syn_retransmits`).
+    pub timeouts: u64,
+    /// Fast retransmit / fast recovery episodes entered (dupACK, SACK or early retransmit).
+    pub fast_retransmits: u64,
+    /// SYN or SYN-ACK retransmissions.
+    pub syn_retransmits: u64,
+    /// Window reductions in response to ECN-Echo.
+    pub ecn_reductions: u64,
+    /// Receive side: bytes delivered in order to the application.
+    pub bytes_delivered: u64,
+    /// Receive side: data segments that arrived above a hole.
+    pub out_of_order_segments: u64,
+    /// Receive side: data segments wholly below `rcv_nxt` (spurious retransmissions).
+    pub duplicate_segments: u64,
+}

@@ -1,0 +1,8 @@
+//! Two-endpoint tests on virtual time: a scripted wire (`harness.rs`), exact scenario tests by
+//! concern (`loss.rs`, `ecn.rs`, `connection.rs`) and property tests (`props.rs`).
+
+mod connection;
+mod ecn;
+mod harness;
+mod loss;
+mod props;

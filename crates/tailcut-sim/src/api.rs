@@ -1,0 +1,152 @@
+//! String-in, string-out entry points for bindings (Python) and tools: experiment descriptions as
+//! JSON (or TOML), results as JSON with columnar tables.
+
+use crate::config::Experiment;
+use crate::run::{self, RunError, Tables};
+use serde_json::{json, Map, Value};
+
+/// An error for the caller: `Config` messages name the offending field path.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    Config(String),
+    #[error("{0}")]
+    Simulation(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl From<RunError> for ApiError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Config(m) => ApiError::Config(m),
+            RunError::Simulation(m) => ApiError::Simulation(m),
+            RunError::Cancelled => ApiError::Cancelled,
+        }
+    }
+}
+
+/// Parses an experiment from JSON, naming the field of any error (e.g. `topology.k: invalid type`).
+pub fn parse_json(text: &str) -> Result<Experiment, ApiError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de)
+        .map_err(|e| ApiError::Config(format_path_error(&e.path().to_string(), &e.inner().to_string())))
+}
+
+/// Parses an experiment from TOML.
+pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de)
+        .map_err(|e| ApiError::Config(format_path_error(&e.path().to_string(), e.inner().message())))
+}
+
+fn format_path_error(path: &str, msg: &str) -> String {
+    // serde_json appends " at line L column C"; keep the message about the field.
+    let msg = msg.split(" at line ").next().unwrap_or(msg);
+    if path.is_empty() || path == "." {
+        msg.to_string()
+    } else {
+        format!("{path}: {msg}")
+    }
+}
+
+/// Validates an experiment and returns it fully resolved (every default filled in) as JSON.
+pub fn validate_json(config_json: &str) -> Result<String, ApiError> {
+    let exp = parse_json(config_json)?;
+    run::prepare(&exp)?;
+    Ok(serde_json::to_string(&exp).expect("experiments serialise"))
+}
+
+/// Runs an experiment; see [`tables_json`] for the result document.
+pub fn run_json(
+    config_json: &str,
+    seed_override: Option<u64>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<String, ApiError> {
+    let mut exp = parse_json(config_json)?;
+    if let Some(s) = seed_override {
+        exp.seed = s;
+    }
+    let tables = run::run(&exp, progress)?;
+    Ok(tables_json(&tables, &exp).to_string())
+}
+
+/// The registered transports and their default parameters.
+pub fn schemes_json() -> String {
+    serde_json::to_string(&crate::transport::registry()).expect("serialisable")
+}
+
+fn column<T: Into<Value>>(v: impl Iterator<Item = T>) -> Value {
+    Value::Array(v.map(Into::into).collect())
+}
+
+/// `{"flows": {col: [..]}, "ports": {col: [..]}, "runs": [..], "resolved_config": {..}}`.
+pub fn tables_json(t: &Tables, exp: &Experiment) -> Value {
+    let f = &t.flows;
+    let mut flows = Map::new();
+    flows.insert("flow_id".into(), column(f.iter().map(|r| r.flow_id)));
+    flows.insert("scheme".into(), column(f.iter().map(|r| r.scheme.clone())));
+    flows.insert("component".into(), column(f.iter().map(|r| r.component.clone())));
+    flows.insert("src".into(), column(f.iter().map(|r| r.src)));
+    flows.insert("dst".into(), column(f.iter().map(|r| r.dst)));
+    flows.insert("size_bytes".into(), column(f.iter().map(|r| r.size_bytes)));
+    flows.insert("request_bytes".into(), column(f.iter().map(|r| r.request_bytes)));
+    flows.insert("start_ns".into(), column(f.iter().map(|r| r.start_ns)));
+    flows.insert("finish_ns".into(), column(f.iter().map(|r| r.finish_ns)));
+    flows.insert("fct_ns".into(), column(f.iter().map(|r| r.fct_ns())));
+    flows.insert("ideal_fct_ns".into(), column(f.iter().map(|r| r.ideal_fct_ns)));
+    flows.insert(
+        "slowdown".into(),
+        column(
+            f.iter()
+                .map(|r| r.fct_ns().map(|x| x as f64 / r.ideal_fct_ns.max(1) as f64)),
+        ),
+    );
+    flows.insert("timeouts".into(), column(f.iter().map(|r| r.stats.timeouts)));
+    flows.insert(
+        "fast_retransmits".into(),
+        column(f.iter().map(|r| r.stats.fast_retransmits)),
+    );
+    flows.insert(
+        "retransmitted_bytes".into(),
+        column(f.iter().map(|r| r.stats.retransmitted_bytes)),
+    );
+    flows.insert(
+        "redundant_bytes".into(),
+        column(f.iter().map(|r| r.stats.redundant_bytes)),
+    );
+    flows.insert("sent_bytes".into(), column(f.iter().map(|r| r.stats.sent_bytes)));
+    flows.insert(
+        "completed".into(),
+        column(f.iter().map(|r| r.finish_ns.is_some())),
+    );
+
+    let p = &t.ports;
+    let mut ports = Map::new();
+    ports.insert("scheme".into(), column(p.iter().map(|r| r.scheme.clone())));
+    ports.insert("node".into(), column(p.iter().map(|r| r.node.clone())));
+    ports.insert("port".into(), column(p.iter().map(|r| r.port)));
+    ports.insert("peer".into(), column(p.iter().map(|r| r.peer.clone())));
+    macro_rules! counter {
+        ($($name:ident),*) => { $( ports.insert(stringify!($name).into(), column(p.iter().map(|r| r.counters.$name))); )* };
+    }
+    counter!(
+        enqueued_packets,
+        enqueued_bytes,
+        dropped_overflow,
+        dropped_aqm,
+        dropped_link_loss,
+        dropped_link_down,
+        ecn_marked,
+        trimmed,
+        max_occupancy_bytes,
+        tx_packets,
+        tx_bytes
+    );
+    json!({
+        "flows": flows,
+        "ports": ports,
+        "runs": serde_json::to_value(&t.runs).expect("serialisable"),
+        "resolved_config": serde_json::to_value(exp).expect("serialisable"),
+    })
+}

@@ -1,0 +1,64 @@
+//! Packets live in an arena for their whole life in the network; queues and events hold 32-bit ids.
+//! Freed slots are reused, so after warm-up the simulator allocates nothing per packet.
+
+use tailcut_proto::Packet;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PktId(pub u32);
+
+#[derive(Default)]
+pub struct PacketArena {
+    slots: Vec<Packet>,
+    free: Vec<u32>,
+    live: usize,
+    /// Payload bytes for packets that carry them (QUIC and other byte-level engines); empty otherwise.
+    payloads: Vec<Vec<u8>>,
+}
+
+impl PacketArena {
+    pub fn insert(&mut self, pkt: Packet) -> PktId {
+        self.live += 1;
+        match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = pkt;
+                PktId(i)
+            }
+            None => {
+                self.slots.push(pkt);
+                self.payloads.push(Vec::new());
+                PktId((self.slots.len() - 1) as u32)
+            }
+        }
+    }
+
+    /// Stores payload bytes for a packet, reusing the slot's buffer.
+    pub fn set_payload(&mut self, id: PktId, bytes: &[u8]) {
+        let buf = &mut self.payloads[id.0 as usize];
+        buf.clear();
+        buf.extend_from_slice(bytes);
+    }
+
+    pub fn payload(&self, id: PktId) -> &[u8] {
+        &self.payloads[id.0 as usize]
+    }
+
+    pub fn remove(&mut self, id: PktId) -> Packet {
+        self.live -= 1;
+        self.payloads[id.0 as usize].clear();
+        self.free.push(id.0);
+        self.slots[id.0 as usize]
+    }
+
+    pub fn get(&self, id: PktId) -> &Packet {
+        &self.slots[id.0 as usize]
+    }
+
+    pub fn get_mut(&mut self, id: PktId) -> &mut Packet {
+        &mut self.slots[id.0 as usize]
+    }
+
+    /// Packets currently in the network (queued or on a wire).
+    pub fn live(&self) -> usize {
+        self.live
+    }
+}

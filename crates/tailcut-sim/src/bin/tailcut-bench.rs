@@ -1,0 +1,70 @@
+//! The simulator benchmark: runs experiment files and reports events/s, packet-hops/s (packets, data and
+//! control, times links traversed, per wall second) and peak memory.
+//!
+//! `cargo run --release -p tailcut-sim --bin tailcut-bench -- experiments/bench/*.toml`
+
+use std::process::ExitCode;
+use tailcut_sim::api;
+use tailcut_sim::run::{run, WallClock};
+
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+fn main() -> ExitCode {
+    let paths: Vec<String> = std::env::args().skip(1).collect();
+    if paths.is_empty() {
+        eprintln!("usage: tailcut-bench EXPERIMENT.toml...");
+        return ExitCode::from(2);
+    }
+    for path in paths {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let exp = match api::parse_toml(&text) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let wall = WallClock::start();
+        let tables = match run(&exp, &mut |_| true) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let secs = wall.seconds();
+        for r in &tables.runs {
+            println!(
+                "{:<32} {:<8} events/s {:>6.2} M  packet-hops/s {:>6.2} M  events {:>11}  hops {:>11}  flows {}/{}  sim {:.3}s  wall {:.2}s",
+                exp.name,
+                r.scheme,
+                r.events as f64 / r.wall_seconds / 1e6,
+                r.packet_hops as f64 / r.wall_seconds / 1e6,
+                r.events,
+                r.packet_hops,
+                r.flows_finished,
+                r.flows_started,
+                r.sim_end_ns as f64 * 1e-9,
+                r.wall_seconds,
+            );
+        }
+        println!(
+            "{:<32} total wall {:.2}s  peak RSS {:.0} MiB",
+            exp.name,
+            secs,
+            peak_rss_mib().unwrap_or(f64::NAN)
+        );
+    }
+    ExitCode::SUCCESS
+}

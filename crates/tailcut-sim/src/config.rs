@@ -1,0 +1,68 @@
+//! The experiment description: topology, switch queues, faults, workload and the schemes to compare.
+//! Every section rejects unknown keys; errors carry the path of the offending field.
+
+use crate::fault::FaultConfig;
+use crate::topo::{SwitchQueues, TopologyConfig};
+use crate::workload::WorkloadComponent;
+use serde::{Deserialize, Serialize};
+use tailcut_proto::Dur;
+
+/// One scheme to run: a transport with parameters, optionally with its own switch queue settings
+/// (e.g. DCTCP with ECN marking, pFabric with priority queues).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchemeConfig {
+    /// Label in the results (`scheme` column).
+    pub name: String,
+    /// Transport from the registry (`tailcut schemes` lists them).
+    pub transport: String,
+    /// Transport parameters; unknown keys are errors.
+    #[serde(default)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// Switch queues for this scheme's run, replacing the experiment's `network` section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SwitchQueues>,
+    /// Workload components this scheme carries (default: all). The others use `other_traffic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applies_to: Option<Vec<String>>,
+}
+
+/// The transport carrying workload components a scheme does not apply to (e.g. background TCP
+/// under FUSO's latency-sensitive queries).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtherTraffic {
+    pub transport: String,
+    #[serde(default)]
+    pub params: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Experiment {
+    /// Experiment name (used for the default output folder).
+    pub name: String,
+    /// Master seed; every random stream of the run derives from it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Simulated time at which the run stops; flows not finished by then are reported unfinished.
+    #[serde(default = "default_max_time")]
+    pub max_time: Dur,
+    pub topology: TopologyConfig,
+    #[serde(default)]
+    pub network: SwitchQueues,
+    #[serde(default)]
+    pub faults: Vec<FaultConfig>,
+    pub workload: Vec<WorkloadComponent>,
+    pub schemes: Vec<SchemeConfig>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_traffic: Option<OtherTraffic>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+fn default_max_time() -> Dur {
+    Dur::from_millis(10_000)
+}

@@ -1,0 +1,320 @@
+//! Faults: per-link per-direction loss (Bernoulli, Gilbert-Elliott, black hole), link down/up and rate
+//! degradation at scheduled times, and "make a fraction of links lossy with rates drawn from a
+//! distribution, at given tiers" (FUSO Sec. 5.3).
+
+use crate::net::link::{LossConfig, LossModel};
+use crate::net::Network;
+use crate::topo::NodeKind;
+use crate::workload::EmpiricalCdf;
+use rand::Rng as _;
+use serde::{Deserialize, Serialize};
+use tailcut_proto::rng::{self, Stream};
+use tailcut_proto::units::Rate;
+use tailcut_proto::Dur;
+
+/// A link, named by its two end nodes (and which of several parallel links).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkRef {
+    /// The two end nodes, e.g. `["tor0", "tor1"]`; the forward direction is from the first to the
+    /// second.
+    pub between: [String; 2],
+    /// Which of several parallel links between the two nodes (0 = first).
+    #[serde(default)]
+    pub index: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    #[default]
+    Both,
+    Forward,
+    Backward,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FaultConfig {
+    /// Apply a loss model to a link from `at` (until `until`, if given).
+    Loss {
+        link: LinkRef,
+        #[serde(default)]
+        direction: Direction,
+        model: LossConfig,
+        #[serde(default)]
+        at: Dur,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<Dur>,
+    },
+    /// Take a link down at `at` (and up again at `until`). Routing reconverges at once around a down
+    /// link (use a `blackhole` loss model for a failure routing does not see).
+    LinkDown {
+        link: LinkRef,
+        #[serde(default)]
+        at: Dur,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<Dur>,
+    },
+    /// Change a link's rate (both directions) at `at` (restored at `until`).
+    Degrade {
+        link: LinkRef,
+        rate: Rate,
+        #[serde(default)]
+        at: Dur,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<Dur>,
+    },
+    /// Make `fraction` of the links in `tiers` lossy (both directions), each with a Bernoulli loss rate
+    /// drawn from `rates` (a distribution file or builtin name, e.g. "fuso-loss"). Lossy links are
+    /// placed in tier i with probability `tier_weights[i]` (uniform if absent), uniformly within the tier.
+    RandomLossyLinks {
+        fraction: f64,
+        tiers: Vec<u8>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tier_weights: Option<Vec<f64>>,
+        #[serde(default = "fuso_loss")]
+        rates: String,
+    },
+}
+
+fn fuso_loss() -> String {
+    "fuso-loss".into()
+}
+
+/// A state change applied at a time.
+#[derive(Clone, Debug)]
+pub enum FaultAction {
+    SetLoss { port: u32, model: LossConfig },
+    SetUp { link_ports: [u32; 2], up: bool },
+    SetRate { link_ports: [u32; 2], rate_bps: u64 },
+}
+
+/// Resolves a link reference to its two ports (forward, backward).
+pub fn resolve(net: &Network, l: &LinkRef) -> Result<[u32; 2], String> {
+    let find = |name: &str| {
+        net.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .ok_or_else(|| format!("link.between: unknown node '{name}'"))
+    };
+    let (a, b) = (find(&l.between[0])? as u32, find(&l.between[1])? as u32);
+    let fwd: Vec<u32> = net.nodes[a as usize]
+        .ports
+        .iter()
+        .copied()
+        .filter(|&p| net.ports[p as usize].peer == b)
+        .collect();
+    let p = *fwd.get(l.index as usize).ok_or_else(|| {
+        format!(
+            "link.index: {} links join '{}' and '{}', index {} is out of range",
+            fwd.len(),
+            l.between[0],
+            l.between[1],
+            l.index
+        )
+    })?;
+    Ok([p, net.ports[p as usize].reverse])
+}
+
+/// Expands the fault list into timed actions; random placement uses the fault RNG stream.
+pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur, FaultAction)>, String> {
+    let mut out = Vec::new();
+    for (i, f) in faults.iter().enumerate() {
+        let ctx = |e: String| format!("faults[{i}].{e}");
+        match f {
+            FaultConfig::Loss {
+                link,
+                direction,
+                model,
+                at,
+                until,
+            } => {
+                model.validate().map_err(|e| ctx(format!("model: {e}")))?;
+                let [fw, bw] = resolve(net, link).map_err(ctx)?;
+                let ports: Vec<u32> = match direction {
+                    Direction::Both => vec![fw, bw],
+                    Direction::Forward => vec![fw],
+                    Direction::Backward => vec![bw],
+                };
+                for p in ports {
+                    out.push((
+                        *at,
+                        FaultAction::SetLoss {
+                            port: p,
+                            model: model.clone(),
+                        },
+                    ));
+                    if let Some(u) = until {
+                        out.push((
+                            *u,
+                            FaultAction::SetLoss {
+                                port: p,
+                                model: LossConfig::None,
+                            },
+                        ));
+                    }
+                }
+            }
+            FaultConfig::LinkDown { link, at, until } => {
+                let lp = resolve(net, link).map_err(ctx)?;
+                out.push((
+                    *at,
+                    FaultAction::SetUp {
+                        link_ports: lp,
+                        up: false,
+                    },
+                ));
+                if let Some(u) = until {
+                    out.push((
+                        *u,
+                        FaultAction::SetUp {
+                            link_ports: lp,
+                            up: true,
+                        },
+                    ));
+                }
+            }
+            FaultConfig::Degrade {
+                link,
+                rate,
+                at,
+                until,
+            } => {
+                if rate.0 == 0 {
+                    return Err(ctx("rate: must be > 0 (use link_down to cut a link)".into()));
+                }
+                let lp = resolve(net, link).map_err(ctx)?;
+                out.push((
+                    *at,
+                    FaultAction::SetRate {
+                        link_ports: lp,
+                        rate_bps: rate.0,
+                    },
+                ));
+                if let Some(u) = until {
+                    let orig = net.ports[lp[0] as usize].rate_bps;
+                    out.push((
+                        *u,
+                        FaultAction::SetRate {
+                            link_ports: lp,
+                            rate_bps: orig,
+                        },
+                    ));
+                }
+            }
+            FaultConfig::RandomLossyLinks {
+                fraction,
+                tiers,
+                tier_weights,
+                rates,
+            } => {
+                if !(0.0..=1.0).contains(fraction) {
+                    return Err(ctx(format!("fraction: must be in [0, 1], got {fraction}")));
+                }
+                let cdf = if rates == "fuso-loss" {
+                    EmpiricalCdf::fuso_loss_rates()
+                } else {
+                    EmpiricalCdf::from_file(std::path::Path::new(rates))
+                        .map_err(|e| ctx(format!("rates: {e}")))?
+                };
+                let weights = tier_weights.clone().unwrap_or_else(|| vec![1.0; tiers.len()]);
+                if weights.len() != tiers.len()
+                    || weights.iter().any(|w| *w < 0.0)
+                    || weights.iter().sum::<f64>() <= 0.0
+                {
+                    return Err(ctx(
+                        "tier_weights: need one non-negative weight per tier, not all zero".into(),
+                    ));
+                }
+                // Candidate links per tier, each named by its forward port (the lower port id).
+                let mut by_tier: Vec<Vec<u32>> = tiers
+                    .iter()
+                    .map(|t| {
+                        (0..net.ports.len() as u32)
+                            .filter(|&p| {
+                                let port = &net.ports[p as usize];
+                                port.tier == *t && p < port.reverse
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let total: usize = by_tier.iter().map(Vec::len).sum();
+                let n_lossy = (fraction * total as f64).round() as usize;
+                let mut r = rng::stream(seed, Stream::Fault, i as u64);
+                for _ in 0..n_lossy {
+                    let avail: f64 = weights
+                        .iter()
+                        .zip(&by_tier)
+                        .filter(|(_, v)| !v.is_empty())
+                        .map(|(w, _)| w)
+                        .sum();
+                    if avail <= 0.0 {
+                        break;
+                    }
+                    let mut x = r.random::<f64>() * avail;
+                    let mut t = 0;
+                    for (j, (w, v)) in weights.iter().zip(&by_tier).enumerate() {
+                        if v.is_empty() {
+                            continue;
+                        }
+                        t = j;
+                        if x < *w {
+                            break;
+                        }
+                        x -= w;
+                    }
+                    let k = r.random_range(0..by_tier[t].len());
+                    let p = by_tier[t].swap_remove(k);
+                    let rate = cdf.sample(&mut r);
+                    for port in [p, net.ports[p as usize].reverse] {
+                        out.push((
+                            Dur::ZERO,
+                            FaultAction::SetLoss {
+                                port,
+                                model: LossConfig::Bernoulli { p: rate },
+                            },
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Applies an action; returns whether routing must be recomputed.
+pub fn apply(net: &mut Network, a: &FaultAction) -> bool {
+    match a {
+        FaultAction::SetLoss { port, model } => {
+            net.ports[*port as usize].loss = LossModel::new(model.clone());
+            false
+        }
+        FaultAction::SetUp { link_ports, up } => {
+            for p in link_ports {
+                net.ports[*p as usize].up = *up;
+            }
+            true
+        }
+        FaultAction::SetRate { link_ports, rate_bps } => {
+            for p in link_ports {
+                net.ports[*p as usize].rate_bps = *rate_bps;
+            }
+            false
+        }
+    }
+}
+
+/// Names of a port's ends, for reports.
+pub fn port_name(net: &Network, p: u32) -> (String, String) {
+    let port = &net.ports[p as usize];
+    (
+        net.nodes[port.node as usize].name.clone(),
+        net.nodes[port.peer as usize].name.clone(),
+    )
+}
+
+/// Whether a node is a host.
+pub fn is_host(net: &Network, n: u32) -> bool {
+    net.nodes[n as usize].kind == NodeKind::Host
+}

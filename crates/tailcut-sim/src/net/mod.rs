@@ -1,0 +1,159 @@
+//! The network: nodes (hosts and switches), their ports (each the egress of one direction of a link),
+//! and forwarding (per-switch ECMP on the 5-tuple, or source-chosen paths).
+
+pub mod aqm;
+pub mod link;
+pub mod queue;
+pub mod routing;
+
+pub use routing::Routes;
+
+use crate::event::{NodeId, PortId};
+use crate::topo::{NodeKind, TopoSpec};
+use link::LossModel;
+use queue::PortQueue;
+use tailcut_proto::rng::{self, Rng, Stream};
+use tailcut_proto::time::serialization_time;
+use tailcut_proto::{Addr, Dur, Time};
+
+/// Per-port counters, reported in `ports.parquet`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub dropped_overflow: u64,
+    pub dropped_aqm: u64,
+    pub dropped_link_loss: u64,
+    pub dropped_link_down: u64,
+    pub ecn_marked: u64,
+    pub trimmed: u64,
+    pub max_occupancy_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+/// The egress side of one direction of a link.
+pub struct Port {
+    pub node: NodeId,
+    pub peer: NodeId,
+    /// The port carrying the opposite direction.
+    pub reverse: PortId,
+    pub rate_bps: u64,
+    pub delay: Dur,
+    pub up: bool,
+    pub loss: LossModel,
+    pub queue: PortQueue,
+    /// The port is serialising a packet until this time.
+    pub busy_until: Time,
+    /// A `TxDone` event is pending (only while packets wait behind the one being serialised).
+    pub tx_pending: bool,
+    /// Tier of the link (0 = host-ToR, 1 = ToR-Agg/leaf-spine, 2 = Agg-Core, ...), for fault placement.
+    pub tier: u8,
+    pub counters: PortCounters,
+    pub rng: Rng,
+}
+
+pub struct Node {
+    pub kind: NodeKind,
+    pub name: String,
+    pub ports: Vec<PortId>,
+    /// Per-switch ECMP hash salt, so that successive switches do not make correlated choices.
+    pub salt: u64,
+}
+
+pub struct Network {
+    pub nodes: Vec<Node>,
+    pub ports: Vec<Port>,
+    /// Address -> (host node, NIC port).
+    pub addrs: Vec<(NodeId, PortId)>,
+    /// Host index -> node, and host index -> its addresses (one per NIC).
+    pub hosts: Vec<NodeId>,
+    pub host_addrs: Vec<Vec<Addr>>,
+    pub host_rack: Vec<u32>,
+    pub routes: Routes,
+}
+
+impl Network {
+    pub fn build(spec: &TopoSpec, seed: u64) -> Network {
+        let mut nodes: Vec<Node> = spec
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Node {
+                kind: n.kind,
+                name: n.name.clone(),
+                ports: Vec::new(),
+                salt: rng::derive_seed(seed, Stream::Switch, i as u64),
+            })
+            .collect();
+        let mut ports = Vec::with_capacity(spec.links.len() * 2);
+        for l in &spec.links {
+            let a_to_b = ports.len() as PortId;
+            for (from, to, buffer, aqm) in
+                [(l.a, l.b, l.buffer_a, &l.aqm_a), (l.b, l.a, l.buffer_b, &l.aqm_b)]
+            {
+                let id = ports.len() as PortId;
+                let typical = serialization_time(1500, l.rate_bps).as_nanos();
+                ports.push(Port {
+                    node: from,
+                    peer: to,
+                    reverse: if id == a_to_b { a_to_b + 1 } else { a_to_b },
+                    rate_bps: l.rate_bps,
+                    delay: l.delay,
+                    up: true,
+                    loss: LossModel::default(),
+                    queue: PortQueue::new(buffer, &aqm.aqm, &aqm.classes, &aqm.sched, typical),
+                    busy_until: Time::ZERO,
+                    tx_pending: false,
+                    tier: l.tier,
+                    counters: PortCounters::default(),
+                    rng: rng::stream(seed, Stream::Port, id as u64),
+                });
+                nodes[from as usize].ports.push(id);
+            }
+        }
+        let mut hosts = Vec::new();
+        let mut host_addrs = Vec::new();
+        let mut addrs = Vec::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if n.kind == NodeKind::Host {
+                hosts.push(i as NodeId);
+                let mut mine = Vec::new();
+                for &p in &n.ports {
+                    mine.push(Addr(addrs.len() as u32));
+                    addrs.push((i as NodeId, p));
+                }
+                host_addrs.push(mine);
+            }
+        }
+        let mut net = Network {
+            nodes,
+            ports,
+            addrs,
+            hosts,
+            host_addrs,
+            host_rack: spec.host_rack.clone(),
+            routes: Routes::default(),
+        };
+        net.routes = Routes::compute(&net);
+        net
+    }
+
+    pub fn recompute_routes(&mut self) {
+        self.routes = Routes::compute(self);
+    }
+
+    pub fn host_count(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Host index -> its rack and NIC rate, for workload generation.
+    pub fn host_info(&self) -> (Vec<u32>, Vec<u64>) {
+        let rates = self
+            .hosts
+            .iter()
+            .map(|&n| self.ports[self.nodes[n as usize].ports[0] as usize].rate_bps)
+            .collect();
+        (self.host_rack.clone(), rates)
+    }
+}

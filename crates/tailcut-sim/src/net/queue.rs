@@ -1,0 +1,432 @@
+//! The output queue of a port: one or more traffic classes, each a FIFO with its own byte limit, under
+//! a shared port buffer, served by strict priority or weighted round robin.
+
+use super::aqm::{red_should_signal, AqmConfig, RedState};
+use crate::arena::{PacketArena, PktId};
+use rand::Rng as _;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use tailcut_proto::rng::Rng;
+use tailcut_proto::units::Bytes;
+use tailcut_proto::Ecn;
+
+/// How a port serves its classes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SchedConfig {
+    /// Lower class index first.
+    #[default]
+    StrictPriority,
+    /// Weighted round robin by packets: class i sends up to `weights[i]` packets per round.
+    Wrr { weights: Vec<u32> },
+}
+
+/// One traffic class of a port.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassConfig {
+    /// Packet classes (DSCP-like values in `Packet::class`) mapped to this queue.
+    pub classes: Vec<u8>,
+    /// Byte limit of this class (it also shares the port buffer); absent = the port buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<Bytes>,
+    /// Queue discipline of this class; absent = the port's discipline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aqm: Option<AqmConfig>,
+}
+
+/// Why a packet was not admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropCause {
+    Overflow,
+    Aqm,
+}
+
+/// What happened to an arriving packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    /// Queued (possibly CE-marked).
+    Queued {
+        marked: bool,
+    },
+    /// Queued, but another packet was pushed out (random drop).
+    QueuedEvicting(PktId),
+    Dropped(DropCause),
+    /// A queued packet was pushed out and the arrival still did not fit: both are lost.
+    DroppedEvicting(PktId),
+}
+
+struct ClassQueue {
+    fifo: VecDeque<PktId>,
+    bytes: u64,
+    limit_bytes: u64,
+    aqm: AqmConfig,
+    red: RedState,
+    weight: u32,
+    credit: u32,
+}
+
+/// A port's queues.
+pub struct PortQueue {
+    classes: Vec<ClassQueue>,
+    class_of: [u8; 256],
+    wrr: bool,
+    rr_next: usize,
+    buffer_bytes: u64,
+    bytes: u64,
+    packets: usize,
+    /// Serialisation time of a 1500-byte packet, for RED's idle correction.
+    typical_tx_ns: u64,
+}
+
+impl PortQueue {
+    pub fn new(
+        buffer_bytes: u64,
+        aqm: &AqmConfig,
+        classes: &[ClassConfig],
+        sched: &SchedConfig,
+        typical_tx_ns: u64,
+    ) -> PortQueue {
+        let mut class_of = [0u8; 256];
+        let mut qs = Vec::new();
+        if classes.is_empty() {
+            qs.push(ClassQueue::new(buffer_bytes, aqm.clone(), 1));
+        } else {
+            for (i, c) in classes.iter().enumerate() {
+                let weight = match sched {
+                    SchedConfig::Wrr { weights } => weights.get(i).copied().unwrap_or(1),
+                    SchedConfig::StrictPriority => 1,
+                };
+                let limit = c.limit.map(|b| b.0).unwrap_or(buffer_bytes).min(buffer_bytes);
+                qs.push(ClassQueue::new(
+                    limit,
+                    c.aqm.clone().unwrap_or_else(|| aqm.clone()),
+                    weight,
+                ));
+                for &k in &c.classes {
+                    class_of[k as usize] = i as u8;
+                }
+            }
+        }
+        PortQueue {
+            classes: qs,
+            class_of,
+            wrr: matches!(sched, SchedConfig::Wrr { .. }),
+            rr_next: 0,
+            buffer_bytes,
+            bytes: 0,
+            packets: 0,
+            typical_tx_ns,
+        }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn packets(&self) -> usize {
+        self.packets
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets == 0
+    }
+
+    /// Offers an arriving packet to its class queue.
+    pub fn enqueue(&mut self, arena: &mut PacketArena, id: PktId, now_ns: u64, rng: &mut Rng) -> Admit {
+        let pkt = arena.get(id);
+        let size = pkt.size_bytes as u64;
+        let ect = pkt.ecn != Ecn::NotEct;
+        let ci = self.class_of[pkt.class as usize] as usize;
+        let port_free = self.buffer_bytes.saturating_sub(self.bytes);
+        let q = &mut self.classes[ci];
+        let fits = size <= port_free && q.bytes + size <= q.limit_bytes;
+        let mut marked = false;
+        match q.aqm {
+            AqmConfig::DropTail => {
+                if !fits {
+                    return Admit::Dropped(DropCause::Overflow);
+                }
+            }
+            AqmConfig::Ecn { k } => {
+                if !fits {
+                    return Admit::Dropped(DropCause::Overflow);
+                }
+                marked = ect && q.bytes >= k.0;
+            }
+            AqmConfig::Red {
+                min_th,
+                max_th,
+                max_p,
+                w_q,
+                mark,
+            } => {
+                let u: f64 = rng.random();
+                let signal = red_should_signal(
+                    &mut q.red,
+                    (min_th.0, max_th.0, max_p, w_q),
+                    q.bytes,
+                    now_ns,
+                    self.typical_tx_ns,
+                    u,
+                );
+                if !fits {
+                    return Admit::Dropped(DropCause::Overflow);
+                }
+                if signal {
+                    if mark && ect {
+                        marked = true;
+                    } else {
+                        return Admit::Dropped(DropCause::Aqm);
+                    }
+                }
+            }
+            AqmConfig::RandomDrop => {
+                if !fits {
+                    // The victim is uniform over the queued packets and the arrival (ns-2 DropRand).
+                    let n = q.fifo.len();
+                    let pick = rng.random_range(0..=n);
+                    if pick == n {
+                        return Admit::Dropped(DropCause::Overflow);
+                    }
+                    let victim = q.fifo.remove(pick).expect("index in range");
+                    let vsize = arena.get(victim).size_bytes as u64;
+                    q.bytes -= vsize;
+                    self.bytes -= vsize;
+                    self.packets -= 1;
+                    // The arrival may still not fit if the victim was smaller than it.
+                    let q = &mut self.classes[ci];
+                    if size > self.buffer_bytes.saturating_sub(self.bytes) || q.bytes + size > q.limit_bytes {
+                        return Admit::DroppedEvicting(victim);
+                    }
+                    self.push(ci, id, size);
+                    return Admit::QueuedEvicting(victim);
+                }
+            }
+        }
+        if marked {
+            arena.get_mut(id).ecn = Ecn::Ce;
+        }
+        self.push(ci, id, size);
+        Admit::Queued { marked }
+    }
+
+    fn push(&mut self, ci: usize, id: PktId, size: u64) {
+        let q = &mut self.classes[ci];
+        q.fifo.push_back(id);
+        q.bytes += size;
+        self.bytes += size;
+        self.packets += 1;
+    }
+
+    /// Takes the next packet to transmit.
+    pub fn dequeue(&mut self, arena: &PacketArena, now_ns: u64) -> Option<PktId> {
+        if self.packets == 0 {
+            return None;
+        }
+        let ci = if self.wrr {
+            self.next_wrr()
+        } else {
+            self.classes.iter().position(|q| !q.fifo.is_empty())?
+        };
+        let q = &mut self.classes[ci];
+        let id = q.fifo.pop_front()?;
+        let size = arena.get(id).size_bytes as u64;
+        q.bytes -= size;
+        self.bytes -= size;
+        self.packets -= 1;
+        if q.fifo.is_empty() && matches!(q.aqm, AqmConfig::Red { .. }) {
+            q.red.idle_since_ns = Some(now_ns);
+        }
+        Some(id)
+    }
+
+    fn next_wrr(&mut self) -> usize {
+        let n = self.classes.len();
+        loop {
+            let i = self.rr_next;
+            let q = &mut self.classes[i];
+            if !q.fifo.is_empty() && q.credit > 0 {
+                q.credit -= 1;
+                return i;
+            }
+            // Move on; a new round refills every class's credit.
+            self.rr_next = (i + 1) % n;
+            if self.rr_next == 0 {
+                for q in &mut self.classes {
+                    q.credit = q.weight;
+                }
+            }
+        }
+    }
+}
+
+impl ClassQueue {
+    fn new(limit_bytes: u64, aqm: AqmConfig, weight: u32) -> ClassQueue {
+        ClassQueue {
+            fifo: VecDeque::with_capacity(64),
+            bytes: 0,
+            limit_bytes,
+            aqm,
+            red: RedState {
+                count: -1,
+                ..RedState::default()
+            },
+            weight: weight.max(1),
+            credit: weight.max(1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailcut_proto::rng::{stream, Stream};
+    use tailcut_proto::Packet;
+
+    fn pkt(arena: &mut PacketArena, size: u32, class: u8, ecn: Ecn) -> PktId {
+        arena.insert(Packet {
+            size_bytes: size,
+            class,
+            ecn,
+            ..Packet::default()
+        })
+    }
+
+    #[test]
+    fn droptail_drops_what_does_not_fit() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let mut q = PortQueue::new(3000, &AqmConfig::DropTail, &[], &SchedConfig::default(), 1200);
+        for _ in 0..2 {
+            let p = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            assert_eq!(q.enqueue(&mut a, p, 0, &mut r), Admit::Queued { marked: false });
+        }
+        let p = pkt(&mut a, 1500, 0, Ecn::NotEct);
+        assert_eq!(
+            q.enqueue(&mut a, p, 0, &mut r),
+            Admit::Dropped(DropCause::Overflow)
+        );
+        assert_eq!(q.bytes(), 3000);
+    }
+
+    #[test]
+    fn ecn_marks_at_threshold_k() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let mut q = PortQueue::new(
+            100_000,
+            &AqmConfig::Ecn { k: Bytes(3000) },
+            &[],
+            &SchedConfig::default(),
+            1200,
+        );
+        let marks: Vec<bool> = (0..4)
+            .map(|_| {
+                let p = pkt(&mut a, 1500, 0, Ecn::Ect0);
+                matches!(q.enqueue(&mut a, p, 0, &mut r), Admit::Queued { marked: true })
+            })
+            .collect();
+        assert_eq!(marks, vec![false, false, true, true]);
+    }
+
+    #[test]
+    fn strict_priority_serves_class_zero_first_and_wrr_interleaves() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let classes = vec![
+            ClassConfig {
+                classes: vec![1],
+                limit: None,
+                aqm: None,
+            },
+            ClassConfig {
+                classes: vec![0],
+                limit: None,
+                aqm: None,
+            },
+        ];
+        let mut q = PortQueue::new(
+            100_000,
+            &AqmConfig::DropTail,
+            &classes,
+            &SchedConfig::StrictPriority,
+            1200,
+        );
+        let lo = pkt(&mut a, 100, 0, Ecn::NotEct);
+        let hi = pkt(&mut a, 100, 1, Ecn::NotEct);
+        q.enqueue(&mut a, lo, 0, &mut r);
+        q.enqueue(&mut a, hi, 0, &mut r);
+        assert_eq!(q.dequeue(&a, 0), Some(hi));
+        assert_eq!(q.dequeue(&a, 0), Some(lo));
+
+        let mut q = PortQueue::new(
+            100_000,
+            &AqmConfig::DropTail,
+            &classes,
+            &SchedConfig::Wrr { weights: vec![1, 2] },
+            1200,
+        );
+        let mut ids = Vec::new();
+        for i in 0..6 {
+            let p = pkt(&mut a, 100, (i % 2) as u8, Ecn::NotEct);
+            ids.push(p);
+            q.enqueue(&mut a, p, 0, &mut r);
+        }
+        let served: Vec<u8> = std::iter::from_fn(|| q.dequeue(&a, 0))
+            .map(|id| a.get(id).class)
+            .collect();
+        assert_eq!(served, vec![1, 0, 0, 1, 0, 1]);
+    }
+
+    #[test]
+    fn per_class_limit_applies() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let classes = vec![
+            ClassConfig {
+                classes: vec![0],
+                limit: None,
+                aqm: None,
+            },
+            ClassConfig {
+                classes: vec![1],
+                limit: Some(Bytes(1500)),
+                aqm: None,
+            },
+        ];
+        let mut q = PortQueue::new(
+            100_000,
+            &AqmConfig::DropTail,
+            &classes,
+            &SchedConfig::StrictPriority,
+            1200,
+        );
+        let p1 = pkt(&mut a, 1500, 1, Ecn::NotEct);
+        let p2 = pkt(&mut a, 1500, 1, Ecn::NotEct);
+        assert!(matches!(q.enqueue(&mut a, p1, 0, &mut r), Admit::Queued { .. }));
+        assert_eq!(
+            q.enqueue(&mut a, p2, 0, &mut r),
+            Admit::Dropped(DropCause::Overflow)
+        );
+    }
+
+    #[test]
+    fn random_drop_keeps_occupancy_within_buffer() {
+        let mut a = PacketArena::default();
+        let mut r = stream(9, Stream::Port, 0);
+        let mut q = PortQueue::new(15_000, &AqmConfig::RandomDrop, &[], &SchedConfig::default(), 1200);
+        let mut evicted = 0;
+        for _ in 0..50 {
+            let p = pkt(&mut a, 1500, 0, Ecn::NotEct);
+            if let Admit::QueuedEvicting(_) = q.enqueue(&mut a, p, 0, &mut r) {
+                evicted += 1;
+            }
+            assert!(q.bytes() <= 15_000);
+        }
+        assert!(
+            evicted > 20,
+            "random drop should usually evict a queued packet, got {evicted}"
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The Rust entry point: run one experiment description and return its tables.
+
+use crate::config::Experiment;
+use crate::fault;
+use crate::metrics::{FlowRecord, PortRecord, RunInfo};
+use crate::net::Network;
+use crate::sim::{ComponentRun, ConnMode, Sim};
+use crate::topo;
+use crate::transport::{self, Transport};
+use crate::workload::{self, FlowSpec, HostInfo};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The description is invalid; the message names the field.
+    #[error("{0}")]
+    Config(String),
+    /// The simulation itself failed (e.g. the conservation check).
+    #[error("simulation failed: {0}")]
+    Simulation(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// The tables of one experiment (all schemes).
+pub struct Tables {
+    pub flows: Vec<FlowRecord>,
+    pub ports: Vec<PortRecord>,
+    pub runs: Vec<RunInfo>,
+}
+
+/// One scheme's run plan: its name, per-component transports, network and faults.
+pub struct SchemeRun {
+    pub name: String,
+    pub components: Vec<ComponentRun>,
+    pub topology: topo::TopoSpec,
+    pub faults: Vec<(tailcut_proto::Dur, fault::FaultAction)>,
+}
+
+/// An experiment checked and expanded: the flows are generated once and shared by every scheme, so
+/// all schemes see the same arrivals, sizes and endpoints.
+pub struct Prepared {
+    pub exp: Experiment,
+    pub flows: Vec<FlowSpec>,
+    pub schemes: Vec<SchemeRun>,
+    pub component_names: Vec<String>,
+}
+
+fn conn_mode(c: &workload::WorkloadComponent) -> ConnMode {
+    match c.persistent_connections_per_pair() {
+        None => ConnMode::PerFlow,
+        Some(n) => ConnMode::Persistent(n),
+    }
+}
+
+/// Validates everything that can be checked before running: topology, faults, workload, transports.
+pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
+    let cfg = |e: String| RunError::Config(e);
+    if exp.schemes.is_empty() {
+        return Err(cfg("schemes: list at least one scheme".into()));
+    }
+    if exp.workload.is_empty() {
+        return Err(cfg("workload: list at least one workload component".into()));
+    }
+    if exp.max_time.0 == 0 {
+        return Err(cfg("max_time: must be > 0".into()));
+    }
+    let component_names: Vec<String> = exp.workload.iter().map(|c| c.name.clone()).collect();
+    for (i, s) in exp.schemes.iter().enumerate() {
+        if exp.schemes[..i].iter().any(|o| o.name == s.name) {
+            return Err(cfg(format!(
+                "schemes[{i}].name: duplicate scheme name '{}'",
+                s.name
+            )));
+        }
+    }
+    let base_spec = topo::build(&exp.topology, &exp.network).map_err(|e| cfg(format!("topology.{e}")))?;
+    for (i, c) in exp.network.classes.iter().enumerate() {
+        if let Some(a) = &c.aqm {
+            a.validate()
+                .map_err(|e| cfg(format!("network.classes[{i}].aqm.{e}")))?;
+        }
+    }
+    exp.network
+        .aqm
+        .validate()
+        .map_err(|e| cfg(format!("network.aqm.{e}")))?;
+    let net = Network::build(&base_spec, exp.seed);
+    let (rack, nic_rate_bps) = net.host_info();
+    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
+        .map_err(|e| cfg(e.to_string()))?;
+    let other = match &exp.other_traffic {
+        Some(o) => {
+            Some(transport::resolve(&o.transport, &o.params).map_err(|e| cfg(format!("other_traffic.{e}")))?)
+        }
+        None => None,
+    };
+    let mut schemes = Vec::new();
+    for (i, s) in exp.schemes.iter().enumerate() {
+        let t = transport::resolve(&s.transport, &s.params).map_err(|e| cfg(format!("schemes[{i}].{e}")))?;
+        if let Some(names) = &s.applies_to {
+            for n in names {
+                if !component_names.contains(n) {
+                    return Err(cfg(format!(
+                        "schemes[{i}].applies_to: no workload component named '{n}'"
+                    )));
+                }
+            }
+        }
+        let mut comps = Vec::new();
+        for (ci, c) in exp.workload.iter().enumerate() {
+            let applies = s.applies_to.as_ref().is_none_or(|v| v.contains(&c.name));
+            let transport: Transport = if applies {
+                t.clone()
+            } else {
+                other.clone().ok_or_else(|| {
+                    cfg(format!(
+                        "other_traffic: schemes[{i}] does not apply to workload component '{}' (workload[{ci}]); give other_traffic to carry it",
+                        c.name
+                    ))
+                })?
+            };
+            comps.push(ComponentRun {
+                transport,
+                conn_mode: conn_mode(c),
+            });
+        }
+        let spec = match &s.network {
+            Some(q) => {
+                q.aqm
+                    .validate()
+                    .map_err(|e| cfg(format!("schemes[{i}].network.aqm.{e}")))?;
+                topo::build(&exp.topology, q).map_err(|e| cfg(format!("topology.{e}")))?
+            }
+            None => topo::build(&exp.topology, &exp.network).map_err(|e| cfg(format!("topology.{e}")))?,
+        };
+        let faults = fault::plan(&exp.faults, &net, exp.seed).map_err(cfg)?;
+        schemes.push(SchemeRun {
+            name: s.name.clone(),
+            components: comps,
+            topology: spec,
+            faults,
+        });
+    }
+    Ok(Prepared {
+        exp: exp.clone(),
+        flows,
+        schemes,
+        component_names,
+    })
+}
+
+/// Runs every scheme of the experiment on the same flows. `progress(fraction)` returns false to cancel.
+pub fn run(exp: &Experiment, progress: &mut dyn FnMut(f64) -> bool) -> Result<Tables, RunError> {
+    let prep = prepare(exp)?;
+    run_prepared(&prep, progress)
+}
+
+pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> Result<Tables, RunError> {
+    let n = prep.schemes.len() as f64;
+    let mut tables = Tables {
+        flows: Vec::new(),
+        ports: Vec::new(),
+        runs: Vec::new(),
+    };
+    for (
+        k,
+        SchemeRun {
+            name,
+            components: comps,
+            topology: spec,
+            faults,
+        },
+    ) in prep.schemes.iter().enumerate()
+    {
+        let net = Network::build(spec, prep.exp.seed);
+        let mut sim = Sim::new(
+            net,
+            &prep.flows,
+            comps,
+            faults.clone(),
+            prep.exp.seed,
+            prep.exp.max_time,
+        );
+        let wall = WallClock::start();
+        sim.run(&mut |s: &Sim| progress((k as f64 + s.progress_fraction()) / n))
+            .map_err(|_| RunError::Cancelled)?;
+        let info = sim.run_info(name, wall.seconds());
+        if !info.conservation.ok {
+            return Err(RunError::Simulation(format!(
+                "conservation violated in scheme '{name}' (seed {}): {:?}",
+                prep.exp.seed, info.conservation
+            )));
+        }
+        tables.flows.extend(sim.flow_records(name, &prep.component_names));
+        tables.ports.extend(sim.port_records(name));
+        tables.runs.push(info);
+    }
+    progress(1.0);
+    Ok(tables)
+}
+
+/// Wall time for reporting speed only; it never influences a result.
+pub struct WallClock(std::time::Instant);
+
+impl WallClock {
+    #[allow(clippy::disallowed_methods)]
+    pub fn start() -> WallClock {
+        WallClock(std::time::Instant::now())
+    }
+    pub fn seconds(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}

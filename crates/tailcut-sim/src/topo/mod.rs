@@ -1,0 +1,179 @@
+//! Topologies: builders for the shapes the papers use, and a file format for anything else. A builder
+//! produces a [`TopoSpec`] (nodes, links with rate / delay / buffers, host racks) that the network is
+//! built from.
+
+mod builders;
+mod file;
+
+pub use builders::build;
+
+use crate::net::aqm::AqmConfig;
+use crate::net::queue::{ClassConfig, SchedConfig};
+use serde::{Deserialize, Serialize};
+use tailcut_proto::units::{Bytes, Rate};
+use tailcut_proto::Dur;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeKind {
+    Host,
+    Switch,
+}
+
+pub struct NodeSpec {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+/// Queue configuration of one port.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct PortQueueSpec {
+    pub aqm: AqmConfig,
+    pub classes: Vec<ClassConfig>,
+    pub sched: SchedConfig,
+}
+
+pub struct LinkSpec {
+    pub a: u32,
+    pub b: u32,
+    pub rate_bps: u64,
+    pub delay: Dur,
+    /// Egress buffer at `a` (toward `b`) and at `b` (toward `a`).
+    pub buffer_a: u64,
+    pub buffer_b: u64,
+    pub aqm_a: PortQueueSpec,
+    pub aqm_b: PortQueueSpec,
+    pub tier: u8,
+}
+
+#[derive(Default)]
+pub struct TopoSpec {
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+    /// Rack of each host, in host order.
+    pub host_rack: Vec<u32>,
+}
+
+/// Queueing of switch ports, shared by every topology.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SwitchQueues {
+    /// Buffer per switch egress port.
+    pub buffer: Bytes,
+    /// Queue discipline of switch ports.
+    pub aqm: AqmConfig,
+    /// Traffic classes (empty = one FIFO for everything).
+    pub classes: Vec<ClassConfig>,
+    /// How the classes are served.
+    pub sched: SchedConfig,
+    /// Buffer of a host NIC queue. Hosts do not drop in practice (the stack back-pressures the
+    /// application), so the default is large; it is drop-tail.
+    pub host_buffer: Bytes,
+}
+
+impl Default for SwitchQueues {
+    fn default() -> Self {
+        SwitchQueues {
+            buffer: Bytes(128_000),
+            aqm: AqmConfig::DropTail,
+            classes: Vec::new(),
+            sched: SchedConfig::default(),
+            host_buffer: Bytes(16_000_000),
+        }
+    }
+}
+
+/// The topology section of an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyConfig {
+    /// N hosts on one switch: the incast / dumbbell shape with one bottleneck toward each host
+    /// (T-RACKs Sec. V-A, CP incast). `receivers` hosts are listed first.
+    Star {
+        hosts: u32,
+        #[serde(default = "rate_1g")]
+        host_rate: Rate,
+        #[serde(default = "delay_25us")]
+        link_delay: Dur,
+    },
+    /// Two switches joined by one bottleneck link, `left` hosts on one side and `right` on the other.
+    Dumbbell {
+        left: u32,
+        right: u32,
+        #[serde(default = "rate_1g")]
+        host_rate: Rate,
+        #[serde(default = "rate_1g")]
+        bottleneck_rate: Rate,
+        #[serde(default = "delay_25us")]
+        link_delay: Dur,
+    },
+    /// Two-tier leaf-spine. Give `fabric_rate` (each leaf-spine link) or `oversubscription`
+    /// (hosts_per_leaf * host_rate / (spines * fabric_rate)).
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        hosts_per_leaf: u32,
+        #[serde(default = "rate_10g")]
+        host_rate: Rate,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fabric_rate: Option<Rate>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        oversubscription: Option<f64>,
+        #[serde(default = "delay_1us")]
+        link_delay: Dur,
+    },
+    /// Three-tier fat-tree (Al-Fares et al. 2008) with parameter k: k pods of k/2 edge and k/2
+    /// aggregation switches, (k/2)^2 core switches, `hosts_per_edge` hosts per edge switch (k/2 by
+    /// default; FUSO's simulation uses k = 4 with 8 hosts per ToR, 10 Gbps hosts and 40 Gbps fabric).
+    FatTree {
+        k: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hosts_per_edge: Option<u32>,
+        #[serde(default = "rate_10g")]
+        host_rate: Rate,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fabric_rate: Option<Rate>,
+        #[serde(default = "delay_1us")]
+        link_delay: Dur,
+    },
+    /// FUSO's testbed (Sec. 4.2): two ToRs with 3 hosts each (H1-H3 under tor0, H4-H6 under tor1) and
+    /// three parallel inter-ToR paths P1-P3 (links 0, 1, 2 between tor0 and tor1), 1 Gbps everywhere.
+    /// Delays default to give a ~280 us base RTT between racks.
+    FusoTestbed {
+        #[serde(default = "rate_1g")]
+        rate: Rate,
+        #[serde(default = "delay_fuso")]
+        link_delay: Dur,
+    },
+    /// CloudBurst's testbed (Sec. V): leaf-spine with 2 leaves x 4 servers and 4 spines (4 paths
+    /// between racks), 1 Gbps.
+    CloudburstTestbed {
+        #[serde(default = "rate_1g")]
+        rate: Rate,
+        #[serde(default = "delay_5us")]
+        link_delay: Dur,
+    },
+    /// A topology file (TOML): `[[node]] name, kind` and `[[link]] a, b, rate, delay, buffer, tier`.
+    File { path: String },
+}
+
+fn rate_1g() -> Rate {
+    Rate(1_000_000_000)
+}
+fn rate_10g() -> Rate {
+    Rate(10_000_000_000)
+}
+fn delay_25us() -> Dur {
+    Dur::from_micros(25)
+}
+fn delay_1us() -> Dur {
+    Dur::from_micros(1)
+}
+fn delay_5us() -> Dur {
+    Dur::from_micros(5)
+}
+fn delay_fuso() -> Dur {
+    // Host-ToR-ToR-host is 3 links; 6 one-way traversals per RTT plus serialisation of a 1500 B packet
+    // and a 40 B ACK at 1 Gbps on each (~37 us) gives ~280 us with 40 us per link.
+    Dur::from_micros(40)
+}

@@ -1,0 +1,116 @@
+//! Workload generators: flow-size distributions, traffic patterns and arrival processes, turned into a
+//! deterministic, sorted list of [`FlowSpec`]s before the simulation starts.
+//!
+//! Each component draws from its own RNG stream, `rng::stream(seed, Stream::Workload, component_index)`,
+//! so editing, adding or removing one component never changes the flows of the components at other
+//! indices (moving a component to another index does change its own draws). The output is sorted by
+//! (start, component, the component's generation order) and numbered densely.
+//!
+//! A component ([`WorkloadComponent`]) is a pattern (who talks to whom), a size distribution (a
+//! piecewise-linear CDF, a fixed size or a uniform choice) and an arrival process:
+//! - Poisson (`load` or `rate_per_host`): one process per driving host, superposed. With `load`, a driving
+//!   host starts `load * nic_rate_bps / (8 * mean_size_bytes)` flows per second, so the bytes it sends (or,
+//!   for `one_to_all`, receives) per second average `load` times its NIC rate. Bounded by `flows` / `until`.
+//! - all at `start` (`pairs`, `permutation` without a rate), or in rounds (`incast`).
+//!
+//! `connection` / `connections_per_pair` are not used here: the simulator maps flows onto connections.
+
+mod cdf;
+mod config;
+mod draw;
+mod generate;
+mod incast;
+mod spec;
+#[cfg(test)]
+mod tests;
+mod units;
+
+pub use cdf::{CdfError, EmpiricalCdf, FlowSizeCdf, BUILTIN_FLOW_SIZE_CDFS, FUSO_LOSS_CDF};
+pub use config::{Connection, Jitter, Pattern, WorkloadComponent, WorkloadFile};
+pub use generate::MAX_FLOWS_PER_COMPONENT;
+pub use spec::FlowSpec;
+
+use std::fmt;
+
+/// What the generators need to know about the topology's hosts (indexed 0..n).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostInfo {
+    /// Host i's rack (ToR) index.
+    pub rack: Vec<u32>,
+    /// Host i's NIC rate in bits per second.
+    pub nic_rate_bps: Vec<u64>,
+}
+
+/// A workload configuration error: the field path and what is wrong with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadError {
+    /// E.g. `workload[1].load`.
+    pub path: String,
+    pub message: String,
+}
+
+impl WorkloadError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> WorkloadError {
+        WorkloadError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+/// Generates every component's flows and merges them in start order with dense ids.
+pub fn generate(
+    components: &[WorkloadComponent],
+    hosts: &HostInfo,
+    seed: u64,
+) -> Result<Vec<FlowSpec>, WorkloadError> {
+    if hosts.rack.len() != hosts.nic_rate_bps.len() {
+        return Err(WorkloadError::new(
+            "hosts",
+            format!(
+                "rack has {} entries but nic_rate_bps has {}",
+                hosts.rack.len(),
+                hosts.nic_rate_bps.len()
+            ),
+        ));
+    }
+    if hosts.rack.is_empty() {
+        return Err(WorkloadError::new("hosts", "the topology has no hosts"));
+    }
+    let mut all: Vec<(u32, u64, FlowSpec)> = Vec::new();
+    for (i, c) in components.iter().enumerate() {
+        let flows = generate::component_flows(i, c, hosts, seed)?;
+        for (seq, f) in flows.into_iter().enumerate() {
+            all.push((
+                i as u32,
+                seq as u64,
+                FlowSpec {
+                    id: 0,
+                    component: i as u32,
+                    src: f.src,
+                    dst: f.dst,
+                    size_bytes: f.size_bytes,
+                    start: f.start,
+                    request_bytes: c.request_bytes.0,
+                },
+            ));
+        }
+    }
+    all.sort_by_key(|(comp, seq, f)| (f.start, *comp, *seq));
+    Ok(all
+        .into_iter()
+        .enumerate()
+        .map(|(id, (_, _, mut f))| {
+            f.id = id as u64;
+            f
+        })
+        .collect())
+}

@@ -1,0 +1,170 @@
+//! The traffic patterns driven by arrival processes: who drives each process and how it picks the
+//! other end of each flow.
+
+use super::config::{Pattern, WorkloadComponent};
+use super::draw;
+use super::generate::{intersect, without, Ctx};
+use super::WorkloadError;
+use tailcut_proto::rng::Rng;
+
+/// The other end of a driving host's flows.
+#[derive(Clone, Debug)]
+pub(super) enum Peer {
+    Fixed { src: u32, dst: u32 },
+    RandomDst { src: u32, dsts: Vec<u32> },
+    RandomSrc { dst: u32, srcs: Vec<u32> },
+}
+
+impl Peer {
+    pub(super) fn draw(&self, rng: &mut Rng) -> (u32, u32) {
+        match self {
+            Peer::Fixed { src, dst } => (*src, *dst),
+            Peer::RandomDst { src, dsts } => (*src, dsts[draw::index(rng, dsts.len())]),
+            Peer::RandomSrc { dst, srcs } => (srcs[draw::index(rng, srcs.len())], *dst),
+        }
+    }
+}
+
+/// One arrival process: a driving host (whose NIC rate sets the load) and how it picks the other end.
+#[derive(Clone, Debug)]
+pub(super) struct Unit {
+    pub(super) driver: u32,
+    pub(super) peer: Peer,
+}
+
+/// Patterns with explicit hosts take no `client_hosts` / `server_hosts` (they would be silently ignored).
+fn reject_host_filters(c: &WorkloadComponent, cx: &Ctx, why: &str) -> Result<(), WorkloadError> {
+    if c.client_hosts.is_some() {
+        return Err(cx.err("client_hosts", format!("not used: {why}")));
+    }
+    if c.server_hosts.is_some() {
+        return Err(cx.err("server_hosts", format!("not used: {why}")));
+    }
+    Ok(())
+}
+
+/// Builds the arrival units of a pattern (not incast).
+pub(super) fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Vec<Unit>, WorkloadError> {
+    let clients = match &c.client_hosts {
+        Some(l) => Some(cx.host_list("client_hosts", l)?),
+        None => None,
+    };
+    let servers = match &c.server_hosts {
+        Some(l) => Some(cx.host_list("server_hosts", l)?),
+        None => None,
+    };
+    let mut out = Vec::new();
+    match &c.pattern {
+        Pattern::AllToAll { hosts } => {
+            let hosts = match hosts {
+                Some(l) => cx.host_list("pattern.hosts", l)?,
+                None => cx.all_hosts(),
+            };
+            let senders = intersect(&hosts, servers.as_ref());
+            let receivers = intersect(&hosts, clients.as_ref());
+            for s in senders {
+                let dsts = without(&receivers, s);
+                if dsts.is_empty() {
+                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
+                }
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::RandomDst { src: s, dsts },
+                });
+            }
+        }
+        Pattern::OneToAll { clients: cl } => {
+            if c.client_hosts.is_some() {
+                return Err(cx.err(
+                    "client_hosts",
+                    "not used by one_to_all: list the clients in pattern.clients",
+                ));
+            }
+            let cl = cx.host_list("pattern.clients", cl)?;
+            let all = cx.all_hosts();
+            let pool = servers.unwrap_or(all);
+            for d in cl {
+                let srcs = without(&pool, d);
+                if srcs.is_empty() {
+                    return Err(cx.err(
+                        "pattern.clients",
+                        format!("client {d} has no server other than itself"),
+                    ));
+                }
+                out.push(Unit {
+                    driver: d,
+                    peer: Peer::RandomSrc { dst: d, srcs },
+                });
+            }
+        }
+        Pattern::RackToRack { src_rack, dst_rack } => {
+            let in_rack = |r: u32| -> Vec<u32> {
+                cx.all_hosts()
+                    .into_iter()
+                    .filter(|&h| cx.hosts.rack[h as usize] == r)
+                    .collect()
+            };
+            let (src_hosts, dst_hosts) = (in_rack(*src_rack), in_rack(*dst_rack));
+            if src_hosts.is_empty() {
+                return Err(cx.err("pattern.src_rack", format!("no host is in rack {src_rack}")));
+            }
+            if dst_hosts.is_empty() {
+                return Err(cx.err("pattern.dst_rack", format!("no host is in rack {dst_rack}")));
+            }
+            let senders = intersect(&src_hosts, servers.as_ref());
+            let receivers = intersect(&dst_hosts, clients.as_ref());
+            for s in senders {
+                let dsts = without(&receivers, s);
+                if dsts.is_empty() {
+                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
+                }
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::RandomDst { src: s, dsts },
+                });
+            }
+        }
+        Pattern::Pairs { pairs } => {
+            reject_host_filters(c, cx, "pairs lists its hosts")?;
+            if pairs.is_empty() {
+                return Err(cx.err("pattern.pairs", "must not be empty"));
+            }
+            for (k, &[s, d]) in pairs.iter().enumerate() {
+                cx.host(&format!("pattern.pairs[{k}][0]"), s)?;
+                cx.host(&format!("pattern.pairs[{k}][1]"), d)?;
+                if s == d {
+                    return Err(cx.err(
+                        &format!("pattern.pairs[{k}]"),
+                        format!("host {s} sends to itself"),
+                    ));
+                }
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::Fixed { src: s, dst: d },
+                });
+            }
+        }
+        Pattern::Permutation { hosts } => {
+            reject_host_filters(c, cx, "permutation takes pattern.hosts")?;
+            let hosts = match hosts {
+                Some(l) => cx.host_list("pattern.hosts", l)?,
+                None => cx.all_hosts(),
+            };
+            if hosts.len() < 2 {
+                return Err(cx.err("pattern.hosts", "a permutation needs at least 2 hosts"));
+            }
+            let dsts = draw::derangement(rng, &hosts);
+            for (&s, d) in hosts.iter().zip(dsts) {
+                out.push(Unit {
+                    driver: s,
+                    peer: Peer::Fixed { src: s, dst: d },
+                });
+            }
+        }
+        Pattern::Incast { .. } => unreachable!("incast has no arrival units"),
+    }
+    if out.is_empty() {
+        return Err(cx.err("pattern", "no host can send: check server_hosts / client_hosts"));
+    }
+    Ok(out)
+}
