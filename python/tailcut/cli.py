@@ -129,25 +129,44 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _format_default(value: Any) -> str:
+    """A parameter default as one would write it in an experiment file (inline TOML, units unquoted)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_format_default(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_default(v) for v in value) + "]"
+    return str(value)
+
+
+def scheme_params(scheme: dict[str, Any]) -> list[dict[str, Any]]:
+    """A scheme's parameters as ``{name, default, unit, doc}`` rows, in documentation order.
+
+    Accepts ``params`` as a list of such rows, or as a mapping of name to default with ``docs`` as
+    ``[name, text]`` pairs (what the core emits); a documented parameter without a default shows "-".
+    """
+    params = scheme.get("params") or []
+    if isinstance(params, list):
+        return [dict(p) for p in params]
+    docs = dict(tuple(pair) for pair in scheme.get("docs") or [])
+    names = list(docs) + [name for name in params if name not in docs]
+    return [{"name": n, "default": params.get(n), "unit": "", "doc": docs.get(n, "")} for n in names]
+
+
 def format_schemes(schemes: list[dict[str, Any]]) -> str:
-    """A plain-text table of schemes and parameters with defaults."""
+    """A plain-text table of schemes and parameters with defaults (the unit column only if any has one)."""
     rows = [("SCHEME", "PARAMETER", "DEFAULT", "UNIT", "DESCRIPTION")]
     for scheme in schemes:
         rows.append((scheme["name"], "", "", "", scheme.get("description", "")))
-        for param in scheme.get("params", []):
-            rows.append(
-                (
-                    "",
-                    param["name"],
-                    str(param.get("default", "")),
-                    param.get("unit", ""),
-                    param.get("doc", ""),
-                )
-            )
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(r[:4], widths, strict=True)) + "  " + r[4] for r in rows
-    ]
+        for param in scheme_params(scheme):
+            default = _format_default(param.get("default"))
+            rows.append(("", param["name"], default, param.get("unit") or "", param.get("doc") or ""))
+    keep = [0, 1, 2] + ([3] if any(r[3] for r in rows[1:]) else [])
+    widths = {i: max(len(r[i]) for r in rows) for i in keep}
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in keep) + "  " + r[4] for r in rows]
     return "\n".join(line.rstrip() for line in lines)
 
 

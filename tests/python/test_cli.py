@@ -50,14 +50,37 @@ def test_validate_missing_file_exit_2(cli, tmp_path: Path) -> None:
 
 def test_schemes_table(cli, capsys: pytest.CaptureFixture[str]) -> None:
     from tailcut import _core
+    from tailcut.cli import scheme_params
 
     assert cli("schemes") == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "UNIT", "DESCRIPTION"]
+    header = out.splitlines()[0].split()
+    assert header[:3] == ["SCHEME", "PARAMETER", "DEFAULT"] and header[-1] == "DESCRIPTION"
     for scheme in json.loads(_core.schemes()):
         assert scheme["name"] in out
-        for param in scheme["params"]:
-            assert param["name"] in out and str(param["default"]) in out
+        for param in scheme_params(scheme):
+            assert f" {param['name']} " in out
+
+
+def test_schemes_table_formats_both_param_layouts() -> None:
+    from tailcut.cli import format_schemes
+
+    listed = {
+        "name": "a",
+        "description": "A",
+        "params": [{"name": "x", "default": "5ms", "unit": "time", "doc": "X"}],
+    }
+    mapped = {
+        "name": "b",
+        "description": "B",
+        "params": {"y": {"kind": "k", "g": 0.5}, "z": True},
+        "docs": [["z", "Z"]],
+    }
+    table = format_schemes([listed, mapped]).splitlines()
+    assert table[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "UNIT", "DESCRIPTION"]
+    assert table[2].split() == ["x", "5ms", "time", "X"]
+    assert table[4].split() == ["z", "true", "Z"]  # documented parameters first
+    assert table[5].split() == ["y", "{kind", "=", "k,", "g", "=", "0.5}"]
 
 
 def test_run_writes_all_files(cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

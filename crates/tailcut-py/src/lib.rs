@@ -10,7 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use tailcut_sim::api;
+use tailcut_sim::api::{self, ApiError};
 
 // Named `tailcut.X` so that the classes pickle (the package re-exports them), e.g. across a process pool.
 create_exception!(
@@ -35,11 +35,12 @@ fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
 
 /// Run one experiment and return the result document as JSON.
 ///
-/// The config is validated first so that a bad config always raises `ConfigError` and an error during the
-/// run itself raises `SimulationError`. The GIL is released for the whole run and re-acquired only every
-/// ~100 ms to call `progress(fraction)` and to check for Ctrl-C; a callback that returns a false value (other
-/// than `None`) or raises cancels the run: `SimulationError("run cancelled ...")`, or the callback's own
-/// exception (`KeyboardInterrupt` for Ctrl-C) re-raised here.
+/// The config is validated first so that a bad config raises `ConfigError` before anything runs; an error
+/// during the run itself raises `SimulationError` (a config error found only then is still `ConfigError`).
+/// The GIL is released for the whole run and re-acquired only every ~100 ms to call `progress(fraction)`
+/// and to check for Ctrl-C; a callback that returns a false value (other than `None`) or raises cancels
+/// the run: `SimulationError("run cancelled ...")`, or the callback's own exception (`KeyboardInterrupt`
+/// for Ctrl-C) re-raised here.
 #[pyfunction]
 #[pyo3(signature = (config_json, seed=None, progress=None))]
 fn run(
@@ -66,17 +67,23 @@ fn run(
         // A panic is a simulator bug; it becomes a SimulationError with the panic message rather than
         // pyo3's PanicException (a BaseException that would escape `except Exception` in sweep workers).
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            api::run_json(config_json, seed, &mut on_progress).map_err(|e| e.to_string())
+            api::run_json(config_json, seed, &mut on_progress)
         }))
-        .unwrap_or_else(|payload| Err(format!("simulator panicked: {}", panic_message(payload.as_ref()))));
+        .unwrap_or_else(|payload| {
+            let message = format!("simulator panicked: {}", panic_message(payload.as_ref()));
+            Err(ApiError::Simulation(message))
+        });
         (outcome, callback_error, cancelled)
     });
     if let Some(err) = callback_error {
         return Err(err);
     }
-    outcome.map_err(|message| match cancelled {
-        true => SimulationError::new_err(format!("run cancelled by the progress callback ({message})")),
-        false => SimulationError::new_err(message),
+    outcome.map_err(|err| match err {
+        ApiError::Config(message) => ConfigError::new_err(message),
+        ApiError::Cancelled if cancelled => {
+            SimulationError::new_err("run cancelled by the progress callback")
+        }
+        other => SimulationError::new_err(other.to_string()),
     })
 }
 
