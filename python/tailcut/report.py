@@ -99,8 +99,11 @@ def bars_figure(
         heights = [float(values.get(cls, np.nan)) / scale for cls in SIZE_CLASSES]
         ax.bar(x + i * width - 0.4 + width / 2, np.nan_to_num(heights), width, label=name)
     ax.set_xticks(x, list(SIZE_CLASSES))
-    if log and any(np.nansum(v.to_numpy(dtype=float)) > 0 for _, v in series):
-        ax.set_yscale("log")  # tails span orders of magnitude across size classes
+    positive = [float(v) / scale for _, values in series for v in values if v > 0]
+    if log and positive and max(positive) / min(positive) > 20:
+        # Tails span orders of magnitude across size classes; the floor keeps the bars' lengths meaningful.
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=min(positive) / 3)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
