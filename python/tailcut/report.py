@@ -28,7 +28,8 @@ TITLE_TIMEOUTS = "Timeout fraction by scheme and size class"
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 1100px; }
 figure { margin: 1.5em 0; } figcaption { font-weight: bold; margin-bottom: .3em; }
-table { border-collapse: collapse; font-size: 0.85em; } td, th { border: 1px solid #ccc; padding: 2px 6px; }
+table { border-collapse: collapse; font-size: 0.85em; display: block; overflow-x: auto; }
+td, th { border: 1px solid #ccc; padding: 2px 6px; }
 th { background: #f3f3f3; } .error { color: #a00; white-space: pre-wrap; }
 """
 
