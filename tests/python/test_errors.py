@@ -25,17 +25,11 @@ MALFORMED = [
         {"topology.leaves": "many"},
         "topology.leaves",
         id="leaves-type",
-        marks=pytest.mark.xfail(
-            strict=True, reason="inside the tagged topology enum the core names only 'topology' (Rust side)"
-        ),
     ),
     pytest.param(
         {"topology.host_rate": "fast"},
         "topology.host_rate",
         id="bad-rate",
-        marks=pytest.mark.xfail(
-            strict=True, reason="inside the tagged topology enum the core names only 'topology' (Rust side)"
-        ),
     ),
 ]
 
