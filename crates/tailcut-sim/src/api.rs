@@ -29,15 +29,92 @@ impl From<RunError> for ApiError {
 /// Parses an experiment from JSON, naming the field of any error (e.g. `topology.k: invalid type`).
 pub fn parse_json(text: &str) -> Result<Experiment, ApiError> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(de)
-        .map_err(|e| ApiError::Config(format_path_error(&e.path().to_string(), &e.inner().to_string())))
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let raw = serde_json::from_str::<Value>(text).ok();
+        config_error(e.path(), &e.inner().to_string(), raw.as_ref())
+    })
 }
 
 /// Parses an experiment from TOML.
 pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
     let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de)
-        .map_err(|e| ApiError::Config(format_path_error(&e.path().to_string(), e.inner().message())))
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let raw = toml::from_str::<toml::Value>(text)
+            .ok()
+            .and_then(|v| serde_json::to_value(v).ok());
+        config_error(e.path(), e.inner().message(), raw.as_ref())
+    })
+}
+
+fn config_error(path: &serde_path_to_error::Path, msg: &str, raw: Option<&Value>) -> ApiError {
+    let mut path_text = path.to_string();
+    if let Some(key) = raw.and_then(|r| offending_key(r, path, msg)) {
+        path_text = if path_text.is_empty() || path_text == "." {
+            key
+        } else {
+            format!("{path_text}.{key}")
+        };
+    }
+    ApiError::Config(format_path_error(&path_text, msg))
+}
+
+/// The field path a message starts with, if any ("leaves: invalid type ..." -> ("leaves", "invalid ...")).
+fn inner_path(msg: &str) -> Option<(&str, &str)> {
+    let (inner, rest) = msg.split_once(": ")?;
+    let is_path = !inner.is_empty()
+        && inner
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c));
+    is_path.then_some((inner, rest))
+}
+
+/// Serde cannot track the path inside internally tagged (`kind = ...`) tables, so an error there names
+/// only the table. When the message quotes the offending value and exactly one key of that table (or of
+/// a table nested in it) holds that value, that key is the field.
+fn offending_key(raw: &Value, path: &serde_path_to_error::Path, msg: &str) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let mut v = raw;
+    for seg in path.iter() {
+        v = match seg {
+            Segment::Seq { index } => v.get(*index)?,
+            Segment::Map { key } => v.get(key)?,
+            _ => return None,
+        };
+    }
+    let table = v.as_object()?;
+    if msg.contains("unknown field")
+        || msg.contains("missing field")
+        || !table.contains_key("kind")
+        || inner_path(msg).is_some()
+    {
+        return None;
+    }
+    let quoted = |x: &Value| match x {
+        Value::String(s) => msg.contains(&format!("\"{s}\"")) || msg.contains(&format!("'{s}'")),
+        Value::Number(n) => {
+            msg.contains(&format!("integer `{n}`")) || msg.contains(&format!("floating point `{n}`"))
+        }
+        Value::Bool(b) => msg.contains(&format!("boolean `{b}`")),
+        _ => false,
+    };
+    let mut hits = Vec::new();
+    for (k, x) in table {
+        if k == "kind" {
+            continue;
+        }
+        if quoted(x) {
+            hits.push(k.clone());
+        }
+        if let Some(inner) = x.as_object() {
+            hits.extend(
+                inner
+                    .iter()
+                    .filter(|(ik, ix)| *ik != "kind" && quoted(ix))
+                    .map(|(ik, _)| format!("{k}.{ik}")),
+            );
+        }
+    }
+    (hits.len() == 1).then(|| hits.remove(0))
 }
 
 /// `path: msg`, where a message that starts with an inner path (from a `kind`-tagged table, see
@@ -48,15 +125,9 @@ pub fn format_path_error(path: &str, msg: &str) -> String {
     if path.is_empty() || path == "." {
         return msg.to_string();
     }
-    if let Some((inner, rest)) = msg.split_once(": ") {
-        let is_path = !inner.is_empty()
-            && inner
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c));
-        if is_path {
-            let sep = if inner.starts_with('[') { "" } else { "." };
-            return format!("{path}{sep}{inner}: {rest}");
-        }
+    if let Some((inner, rest)) = inner_path(msg) {
+        let sep = if inner.starts_with('[') { "" } else { "." };
+        return format!("{path}{sep}{inner}: {rest}");
     }
     format!("{path}: {msg}")
 }
@@ -229,6 +300,22 @@ transport = "tcp"
                 "name = \"x\"",
                 "name = \"x\"\nmax_tme = \"1s\"",
                 "unknown field `max_tme`",
+            ),
+            (
+                "pattern = { kind = \"all_to_all\" }",
+                "pattern = { kind = \"incast\", receiver = \"h0\" }",
+                "workload[0].pattern.receiver: invalid type",
+            ),
+            ("fixed = \"10KB\"", "fixed = \"ten\"", "workload[0].fixed"),
+            (
+                "name = \"x\"",
+                "name = \"x\"\n[[faults]]\nkind = \"loss\"\nlink = { between = [\"leaf0\", \"spine0\"] }\nmodel = { kind = \"bernoulli\", p = \"high\" }",
+                "faults[0].model.p: invalid type",
+            ),
+            (
+                "name = \"x\"",
+                "name = \"x\"\n[[faults]]\nkind = \"degrade\"\nlink = { between = [\"leaf0\", \"spine0\"] }\nrate = \"1Gbs\"",
+                "faults[0].rate: invalid rate unit",
             ),
         ];
         for (from, to, want) in cases {
