@@ -27,6 +27,7 @@
 pub(crate) mod cc;
 mod config;
 mod endpoint;
+pub(crate) mod ir;
 pub(crate) mod ledger;
 pub(crate) mod receiver;
 pub(crate) mod rtt;
@@ -37,6 +38,6 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CongestionControl, TcpConfig};
+pub use config::{CongestionControl, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;
