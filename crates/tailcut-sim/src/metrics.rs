@@ -98,7 +98,12 @@ pub struct Summary {
 impl Summary {
     /// Summarises the records of `scheme` (FCT over completed flows; p99 by nearest rank).
     pub fn of(records: &[FlowRecord], scheme: &str) -> Summary {
-        let rs: Vec<&FlowRecord> = records.iter().filter(|r| r.scheme == scheme).collect();
+        Summary::of_where(records, scheme, |_| true)
+    }
+
+    /// Summarises the records of `scheme` that `keep` selects (e.g. small flows).
+    pub fn of_where(records: &[FlowRecord], scheme: &str, keep: impl Fn(&FlowRecord) -> bool) -> Summary {
+        let rs: Vec<&FlowRecord> = records.iter().filter(|r| r.scheme == scheme && keep(r)).collect();
         let mut fcts: Vec<u64> = rs.iter().filter_map(|r| r.fct_ns()).collect();
         fcts.sort_unstable();
         let n = rs.len().max(1) as f64;

@@ -84,6 +84,10 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
         .aqm
         .validate()
         .map_err(|e| cfg(format!("network.aqm.{e}")))?;
+    exp.network
+        .host_aqm
+        .validate()
+        .map_err(|e| cfg(format!("network.host_aqm.{e}")))?;
     let net = Network::build(&base_spec, exp.seed);
     let (rack, nic_rate_bps) = net.host_info();
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)

@@ -64,12 +64,13 @@ impl Default for ReplicaPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SwitchDefault {
     Unchanged,
-    /// PIAS: `levels` strict-priority classes (packet class i -> queue i), unless the experiment
-    /// already lists classes. Buffer and discipline (e.g. ECN at K) are kept.
+    /// PIAS: `levels` strict-priority classes (packet class i -> queue i) at switches and host NICs,
+    /// unless the experiment already lists classes. Buffer and discipline (e.g. ECN at K) are kept.
     PriorityClasses {
         levels: u8,
     },
-    /// pFabric: priority-dropping queues (`aqm = pfabric`) of `buffer_bytes` per port, one class.
+    /// pFabric: priority-dropping queues (`aqm = pfabric`) of `buffer_bytes` per switch port, one
+    /// class; host NICs send by priority too (`host_aqm = pfabric`, buffer unchanged).
     Pfabric {
         buffer_bytes: u64,
     },
@@ -287,12 +288,13 @@ fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
                 thresholds: vec![Bytes(95_000)],
             }),
         ),
-        // Alizadeh et al. Sec. 4.3 / 5: line-rate start (IW = BDP, 17 packets here), small fixed
-        // minimum RTO; no restart after idle.
+        // Alizadeh et al. Sec. 4.3 / 5: line-rate start (IW = BDP, 17 packets here), a small RTO
+        // from the first packet on; no restart after idle.
         "pfabric" => (
             TcpConfig {
                 initial_cwnd_segments: 17,
                 min_rto: Dur::from_millis(1),
+                initial_rto: Dur::from_millis(1),
                 slow_start_after_idle: false,
                 ..tcp
             },
@@ -516,21 +518,26 @@ impl Transport {
         };
         match t.switch {
             SwitchDefault::Unchanged => base.clone(),
-            SwitchDefault::PriorityClasses { levels } if base.classes.is_empty() => SwitchQueues {
-                classes: (0..levels)
+            SwitchDefault::PriorityClasses { levels } if base.classes.is_empty() => {
+                let classes: Vec<ClassConfig> = (0..levels)
                     .map(|i| ClassConfig {
                         classes: vec![i],
                         limit: None,
                         aqm: None,
                     })
-                    .collect(),
-                sched: SchedConfig::StrictPriority,
-                ..base.clone()
-            },
+                    .collect();
+                SwitchQueues {
+                    classes: classes.clone(),
+                    sched: SchedConfig::StrictPriority,
+                    host_classes: classes,
+                    ..base.clone()
+                }
+            }
             SwitchDefault::PriorityClasses { .. } => base.clone(),
             SwitchDefault::Pfabric { buffer_bytes } => SwitchQueues {
                 buffer: Bytes(buffer_bytes),
                 aqm: AqmConfig::Pfabric,
+                host_aqm: AqmConfig::Pfabric,
                 classes: Vec::new(),
                 sched: SchedConfig::StrictPriority,
                 ..base.clone()

@@ -183,3 +183,25 @@ fn pias_and_pfabric_bring_their_switch_queues() {
     let tcp = transport::resolve("tcp", &serde_json::Map::new()).unwrap();
     assert_eq!(tcp.switch_queues(&base), base);
 }
+
+#[test]
+fn pias_and_pfabric_cut_small_flow_fct_under_large_flows() {
+    let text = include_str!("../../../experiments/baselines/pias_pfabric.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.workload[0].flows = Some(250);
+    exp.schemes.retain(|s| s.name != "tcp");
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let small = |name: &str| Summary::of_where(&t.flows, name, |f| f.size_bytes < 100_000);
+    let (dctcp, pias, pfabric) = (small("dctcp"), small("pias"), small("pfabric"));
+    for s in [&dctcp, &pias, &pfabric] {
+        assert_eq!(s.completed, s.flows, "{s:?}");
+    }
+    assert!(
+        pias.mean_fct_ns < 0.7 * dctcp.mean_fct_ns,
+        "pias {pias:?} dctcp {dctcp:?}"
+    );
+    assert!(
+        pfabric.mean_fct_ns < 0.7 * dctcp.mean_fct_ns,
+        "pfabric {pfabric:?} dctcp {dctcp:?}"
+    );
+}

@@ -63,12 +63,17 @@ fn main() -> ExitCode {
                 r.wall_seconds,
             );
         }
-        for r in &tables.runs {
-            let s = Summary::of(&tables.flows, &r.scheme);
+        for (r, label, small) in tables
+            .runs
+            .iter()
+            .flat_map(|r| [(r, "all", false), (r, "<100KB", true)])
+        {
+            let s = Summary::of_where(&tables.flows, &r.scheme, |f| !small || f.size_bytes < 100_000);
             println!(
-                "{:<32} {:<16} flows {}/{}  mean FCT {:>9.1} us  p99 FCT {:>9.1} us  timeout frac {:.4}  sent/size {:.3}  redundant/size {:.3}",
+                "{:<32} {:<18} {:<6} flows {}/{}  mean FCT {:>9.1} us  p99 FCT {:>9.1} us  timeout frac {:.4}  sent/size {:.3}  redundant/size {:.3}",
                 exp.name,
                 r.scheme,
+                label,
                 s.completed,
                 s.flows,
                 s.mean_fct_ns / 1e3,
