@@ -55,8 +55,11 @@ struct FlowState {
     /// replicated DCTCP), each with the flow's messages; the flow finishes with the first copy.
     conns: [u32; MAX_COPIES as usize],
     copies: u8,
+    /// The copy whose data arrived first (0 until the flow finishes).
+    winner: u8,
     finish: Option<Time>,
-    stats: MessageStats,
+    /// Final counters per copy.
+    stats: [MessageStats; MAX_COPIES as usize],
     /// Messages of this flow whose counters are final: bit `2 copy` the request, `2 copy + 1` the
     /// response.
     final_mask: u16,
@@ -501,7 +504,9 @@ impl<'a> Sim<'a> {
                     self.drain_stack.push(a);
                 } else if self.flow_state[f].finish.is_none() {
                     // The first copy to arrive completes the flow (RepFlow).
-                    self.flow_state[f].finish = Some(self.now);
+                    let st = &mut self.flow_state[f];
+                    st.winner = st.copy_of(self.engines[e as usize].conn) as u8;
+                    st.finish = Some(self.now);
                     self.flows_finished += 1;
                 }
             }
@@ -513,7 +518,7 @@ impl<'a> Sim<'a> {
                     // Everything a replica sends is redundant.
                     stats.redundant_bytes = stats.sent_bytes;
                 }
-                st.stats.add(&stats);
+                st.stats[copy as usize].add(&stats);
                 st.final_mask |= 1 << (2 * copy as u64 + (msg & 1));
             }
         }
@@ -536,8 +541,9 @@ impl<'a> Sim<'a> {
         self.flow_state.push(FlowState {
             conns,
             copies: copies as u8,
+            winner: 0,
             finish: None,
-            stats: MessageStats::default(),
+            stats: [MessageStats::default(); MAX_COPIES as usize],
             final_mask: 0,
         });
         debug_assert_eq!(self.flow_state.len(), f as usize + 1, "flows start in id order");
@@ -686,10 +692,11 @@ impl<'a> Sim<'a> {
         for (i, spec) in self.flows.iter().enumerate() {
             let transport = &self.components[spec.component as usize].transport;
             let (mss, hdr) = transport.framing();
-            let (mut stats, finish, started) = match self.flow_state.get(i) {
+            let (mut per_copy, finish, started) = match self.flow_state.get(i) {
                 Some(st) => (st.stats, st.finish, true),
-                None => (MessageStats::default(), None, false),
+                None => ([MessageStats::default(); MAX_COPIES as usize], None, false),
             };
+            let mut stats = per_copy[0];
             if started {
                 let st = &self.flow_state[i];
                 for (copy, &c) in st.conns.iter().take(st.copies as usize).enumerate() {
@@ -702,10 +709,22 @@ impl<'a> Sim<'a> {
                                 if copy > 0 {
                                     s.redundant_bytes = s.sent_bytes;
                                 }
-                                stats.add(&s);
+                                per_copy[copy].add(&s);
                             }
                         }
                     }
+                }
+                // Byte counters sum every copy; the loss events are those of the copy that won.
+                let w = per_copy[st.winner as usize];
+                stats = MessageStats {
+                    timeouts: w.timeouts,
+                    fast_retransmits: w.fast_retransmits,
+                    ..MessageStats::default()
+                };
+                for c in &per_copy[..st.copies as usize] {
+                    stats.retransmitted_bytes += c.retransmitted_bytes;
+                    stats.redundant_bytes += c.redundant_bytes;
+                    stats.sent_bytes += c.sent_bytes;
                 }
             }
             let fwd = self.path_info(spec.src, spec.dst);
