@@ -288,11 +288,13 @@ fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
                 thresholds: vec![Bytes(95_000)],
             }),
         ),
-        // Alizadeh et al. Sec. 4.3 / 5: line-rate start (IW = BDP, 17 packets here), a small RTO
-        // from the first packet on; no restart after idle.
+        // Alizadeh et al. Sec. 4.3 / 5: line-rate start (IW = BDP, 17 packets here), SACK but no
+        // fast retransmit (losses are detected by timeouts only), a small RTO from the first packet
+        // on; no restart after idle.
         "pfabric" => (
             TcpConfig {
                 initial_cwnd_segments: 17,
+                dupack_threshold: u32::MAX,
                 min_rto: Dur::from_millis(1),
                 initial_rto: Dur::from_millis(1),
                 slow_start_after_idle: false,
