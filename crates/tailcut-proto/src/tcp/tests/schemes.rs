@@ -135,6 +135,27 @@ fn tcp_ir_rebuilds_one_lost_segment_without_retransmission() {
 }
 
 #[test]
+fn tcp_ir_coded_packet_follows_its_bin_by_a_quarter_rtt() {
+    let mut h = Harness::new(ir_cfg());
+    h.send(0, 1, MSS);
+    h.run();
+    // One RTT sample so far: SRTT is exactly that sample.
+    let rtt = h.eps[0].srtt().expect("sampled");
+    h.send(0, 2, 4 * MSS);
+    h.run();
+    let first = h.data_from(0).find(|s| s.offset == Some(MSS)).expect("sent").time;
+    let coded: Vec<_> = h
+        .sent
+        .iter()
+        .filter(|s| matches!(s.pkt.tcp().map(|t| t.ext), Some(TcpExt::XorCoded { .. })))
+        .map(|s| s.time)
+        .collect();
+    // The bin opens with the block's first segment and lasts RTT/2; the coded packet follows RTT/4
+    // later (all four segments went out at once, so the block is acknowledged only after that).
+    assert_eq!(coded, vec![first + Dur(rtt.0 / 2) + Dur(rtt.0 / 4)]);
+}
+
+#[test]
 fn tcp_ir_coded_packet_probes_when_two_are_lost() {
     let h = warm_then_send(ir_cfg(), 10, &[8, 9]);
     assert_eq!(h.eps[1].stats().coded_recoveries, 0);
