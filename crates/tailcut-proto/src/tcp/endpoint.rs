@@ -271,14 +271,17 @@ impl TcpEndpoint {
 
     /// TCP-IR receiver (Flach et al. Sec. 4.1): rebuild the single missing segment of the block, or,
     /// if more are missing, answer at once with an ACK that tells the sender the block did not
-    /// arrive whole (the coded packet then acts as a loss probe).
+    /// arrive whole (the coded packet then acts as a loss probe). A block that arrived whole is
+    /// acknowledged at once too.
     fn on_coded(&mut self, now: Time, pkt: &Packet, start: Seq, len_bytes: u32, seg_bytes: u32) {
         let Some(start) = start.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
             return;
         };
         let end = start + u64::from(len_bytes);
         match self.receiver.coded_hole(start, end, seg_bytes) {
-            CodedOutcome::Complete => {}
+            // Acknowledged like any arriving segment: if the ACKs of the block were lost, this one
+            // spares the sender a timeout.
+            CodedOutcome::Complete => self.receiver.request_ack(),
             CodedOutcome::Rebuild { start, len_bytes } => {
                 self.sender.stats.coded_recoveries += 1;
                 let out =
