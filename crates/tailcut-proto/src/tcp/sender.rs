@@ -421,11 +421,9 @@ impl Sender {
         if self.recovery.is_some() || self.snd_una >= end.min(self.snd_nxt) {
             return;
         }
-        self.begin_fast_recovery();
-        if self.sack {
-            let ss = self.cc.ssthresh_bytes();
-            self.cc.set_cwnd_bytes(ss);
-        }
+        // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh (also without SACK: no dupACKs to inflate by).
+        let ss = self.begin_fast_recovery();
+        self.cc.set_cwnd_bytes(ss);
         self.scoreboard.mark_lost_up_to(end);
         self.fast_retransmit_first();
         if let Some(t) = self.tlp.as_mut() {
