@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::{Dur, Engine, Time};
 use tailcut_sim::metrics::Summary;
+use tailcut_sim::net::aqm::AqmConfig;
 use tailcut_sim::net::Network;
 use tailcut_sim::sim::{ComponentRun, ConnMode, Sim};
 use tailcut_sim::topo::{self, SwitchQueues, TopologyConfig};
@@ -178,7 +179,7 @@ fn pias_and_pfabric_bring_their_switch_queues() {
     assert_eq!(q.buffer, base.buffer);
     let pf = transport::resolve("pfabric", &serde_json::Map::new()).unwrap();
     let q = pf.switch_queues(&base);
-    assert_eq!(q.aqm, tailcut_sim::net::aqm::AqmConfig::Pfabric);
+    assert_eq!(q.aqm, AqmConfig::Pfabric);
     assert_eq!(q.buffer.0, 51_000);
     let tcp = transport::resolve("tcp", &serde_json::Map::new()).unwrap();
     assert_eq!(tcp.switch_queues(&base), base);
@@ -204,4 +205,48 @@ fn pias_and_pfabric_cut_small_flow_fct_under_large_flows() {
         pfabric.mean_fct_ns < 0.7 * dctcp.mean_fct_ns,
         "pfabric {pfabric:?} dctcp {dctcp:?}"
     );
+}
+
+#[test]
+fn a_scheme_runs_on_its_transport_queues_unless_it_gives_its_own() {
+    let text = r#"
+name = "queues"
+[topology]
+kind = "star"
+hosts = 3
+[network]
+aqm = { kind = "ecn", k = "30KB" }
+[[workload]]
+name = "w"
+pattern = { kind = "pairs", pairs = [[0, 1]] }
+fixed = "10KB"
+[[schemes]]
+name = "pias"
+transport = "pias"
+[[schemes]]
+name = "pfabric"
+transport = "pfabric"
+[[schemes]]
+name = "pias_own"
+transport = "pias"
+network = { buffer = "64KB" }
+"#;
+    let exp = api::parse_toml(text).expect("valid");
+    let prep = tailcut_sim::run::prepare(&exp).expect("prepares");
+    // Every star link joins a host (end a) and the switch (end b).
+    let link = &prep.schemes[0].topology.links[0];
+    assert_eq!(link.aqm_b.classes.len(), 2, "switch port: two PIAS classes");
+    assert_eq!(link.aqm_a.classes.len(), 2, "host NIC: two PIAS classes");
+    assert!(
+        matches!(link.aqm_b.aqm, AqmConfig::Ecn { .. }),
+        "PIAS keeps ECN marking"
+    );
+    let link = &prep.schemes[1].topology.links[0];
+    assert_eq!(
+        (link.aqm_b.aqm.clone(), link.buffer_b),
+        (AqmConfig::Pfabric, 51_000)
+    );
+    assert_eq!(link.aqm_a.aqm, AqmConfig::Pfabric, "host NIC sends by priority");
+    let link = &prep.schemes[2].topology.links[0];
+    assert!(link.aqm_b.classes.is_empty() && link.buffer_b == 64_000);
 }
