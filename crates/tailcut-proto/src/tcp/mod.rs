@@ -17,7 +17,7 @@
 //!   segment (echoed, not used for RTT); optional three-way handshake with SYN back-off.
 //!
 //! - Baselines built into the endpoint, switched on by `TcpConfig` fields the transport registry sets
-//!   (see `docs/baselines.md`): the tail loss probe (`sender.rs`), TCP-IR coded packets (`ir.rs`,
+//!   (see `docs/baselines.md`): the tail loss probe (`sender/tlp.rs`), TCP-IR coded packets (`ir.rs`,
 //!   `Receiver::coded_hole`), Proactive duplicate packets, PIAS class tagging and pFabric priorities
 //!   (`endpoint.rs`).
 //!
