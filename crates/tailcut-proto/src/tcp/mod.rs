@@ -19,7 +19,7 @@
 //! - Baselines built into the endpoint, switched on by `TcpConfig` fields the transport registry sets
 //!   (see `docs/baselines.md`): the tail loss probe (`sender/tlp.rs`), TCP-IR coded packets (`ir.rs`,
 //!   `Receiver::coded_hole`), Proactive duplicate packets, PIAS class tagging and pFabric priorities
-//!   (`endpoint.rs`).
+//!   (`endpoint.rs`, `endpoint/schemes.rs`).
 //!
 //! # What is not
 //! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
