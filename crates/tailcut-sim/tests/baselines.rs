@@ -55,6 +55,27 @@ fn tlp_and_tcp_ir_cut_timeouts_and_copies_double_the_bytes() {
     }
 }
 
+#[test]
+fn baseline_runs_are_deterministic() {
+    let exp = lossy_dumbbell(150);
+    let a = run(&exp, &mut |_| true).expect("runs");
+    let b = run(&exp, &mut |_| true).expect("runs");
+    let key = |t: &tailcut_sim::Tables| -> Vec<(String, Option<u64>, u64, u64)> {
+        t.flows
+            .iter()
+            .map(|f| {
+                (
+                    f.scheme.clone(),
+                    f.finish_ns,
+                    f.stats.sent_bytes,
+                    f.stats.redundant_bytes,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(key(&a), key(&b), "seed {}", exp.seed);
+}
+
 /// Connections alternate between a slow and a fast paced engine, so the two copies of a replicated
 /// flow finish at very different times.
 struct AlternatingPace {
