@@ -171,10 +171,16 @@ const PIAS_DOCS: &[(&str, &str)] = &[(
     "thresholds",
     "ascending MLFQ demotion thresholds, bytes of the message sent (levels = len + 1; default 95KB)",
 )];
-const PFABRIC_DOCS: &[(&str, &str)] = &[(
-    "switch_buffer",
-    "per-port pFabric queue used when the scheme gives no network (34 x 1500B = 51KB, about 2 BDP)",
-)];
+const PFABRIC_DOCS: &[(&str, &str)] = &[
+    (
+        "switch_buffer",
+        "per-port pFabric queue used when the scheme gives no network (34 x 1500B = 51KB, about 2 BDP)",
+    ),
+    (
+        "probe_after_timeouts",
+        "consecutive timeouts after which the flow sends one-byte probes once per RTO (probe mode)",
+    ),
+];
 
 const SCHEMES: &[SchemeDef] = &[
     SchemeDef {
@@ -251,6 +257,7 @@ struct PiasParams {
 #[serde(deny_unknown_fields)]
 struct PfabricParams {
     switch_buffer: Bytes,
+    probe_after_timeouts: u32,
 }
 
 fn to_map<T: Serialize>(v: &T) -> Map<String, Value> {
@@ -302,6 +309,7 @@ fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
             },
             to_map(&PfabricParams {
                 switch_buffer: Bytes(51_000),
+                probe_after_timeouts: 5,
             }),
         ),
         _ => return None,
@@ -409,10 +417,14 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
                     p.switch_buffer.0
                 ));
             }
+            if p.probe_after_timeouts == 0 {
+                return Err("params.probe_after_timeouts: must be >= 1".into());
+            }
             t.switch = SwitchDefault::Pfabric {
                 buffer_bytes: p.switch_buffer.0,
             };
             cfg.pfabric_priority = true;
+            cfg.pfabric_probe_after = Some(p.probe_after_timeouts);
         }
         _ => {}
     }

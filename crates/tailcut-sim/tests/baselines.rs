@@ -180,6 +180,7 @@ fn registry_resolves_every_baseline_and_names_bad_fields() {
     assert!(bad("repflow", r#"{"copies": 5}"#).starts_with("params.copies:"));
     assert!(bad("pias", r#"{"thresholds": ["95KB", "10KB"]}"#).starts_with("params.thresholds:"));
     assert!(bad("pfabric", r#"{"switch_buffer": "1KB"}"#).starts_with("params.switch_buffer:"));
+    assert!(bad("pfabric", r#"{"probe_after_timeouts": 0}"#).starts_with("params.probe_after_timeouts:"));
     assert!(bad("proactive", r#"{"copies": 2}"#).starts_with("params"));
 
     // Replica policies.

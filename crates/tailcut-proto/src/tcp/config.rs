@@ -81,6 +81,10 @@ pub struct TcpConfig {
     /// pFabric: `Packet::priority` = remaining bytes of the message (set by the `pfabric` transport).
     #[serde(skip)]
     pub pfabric_priority: bool,
+    /// pFabric probe mode: after this many consecutive timeouts, send one-byte probes once per RTO
+    /// until one is acknowledged (set by the `pfabric` transport).
+    #[serde(skip)]
+    pub pfabric_probe_after: Option<u32>,
 }
 
 /// Tail loss probe (draft-dukkipati-tcpm-tcp-loss-probe-01 Sec. 2; RFC 8985 Sec. 7).
@@ -162,6 +166,7 @@ impl Default for TcpConfig {
             proactive: false,
             pias: None,
             pfabric_priority: false,
+            pfabric_probe_after: None,
         }
     }
 }

@@ -11,9 +11,11 @@ use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
 use crate::engine::AppEvent;
 use crate::time::Time;
+use probe::ProbeMode;
 use std::collections::VecDeque;
 use tlp::Tlp;
 
+mod probe;
 mod tlp;
 
 /// Why the sender is in loss recovery.
@@ -85,6 +87,8 @@ pub(crate) struct Sender {
     pub(crate) ledger: SendLedger,
     pub(crate) stats: ConnStats,
     tlp: Option<Tlp>,
+    /// pFabric probe mode (`TcpConfig::pfabric_probe_after`).
+    probe: ProbeMode,
 }
 
 impl Sender {
@@ -116,6 +120,7 @@ impl Sender {
             ledger: SendLedger::default(),
             stats: ConnStats::default(),
             tlp: cfg.tlp.filter(|_| cfg.sack).map(Tlp::new),
+            probe: ProbeMode::new(cfg.pfabric_probe_after),
         }
     }
 
@@ -201,6 +206,7 @@ impl Sender {
             self.ledger.ack_to(self.snd_una, events);
             self.dupacks = 0;
             self.consecutive_timeouts = 0;
+            self.probe.on_new_ack();
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
             self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
         } else {
@@ -381,7 +387,10 @@ impl Sender {
         self.cc
             .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
         self.consecutive_timeouts += 1;
-        self.rtt.back_off();
+        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off.
+        if !self.probe.on_timeout(self.consecutive_timeouts) {
+            self.rtt.back_off();
+        }
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost.
         self.scoreboard.mark_all_lost();
         self.forced_rtx.clear();
@@ -409,6 +418,9 @@ impl Sender {
     /// Linux does not use them, and tail-loss recovery is exactly what the schemes built on this
     /// sender (TLP, TCP-IR, CP) are compared on, so the baseline must not hide a tail loss itself.
     pub(crate) fn next_transmission(&mut self, now: Time) -> Option<Transmission> {
+        if self.probe.active() {
+            return self.pfabric_probe(now);
+        }
         while let Some(off) = self.forced_rtx.pop_front() {
             if let Some(idx) = self.scoreboard.find(off) {
                 if !self.scoreboard.seg(idx).sacked {

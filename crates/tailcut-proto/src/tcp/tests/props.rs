@@ -87,6 +87,7 @@ fn run(sc: &Scenario) -> Harness {
             thresholds_bytes: vec![5_000, 20_000],
         }),
         pfabric_priority: sc.scheme == 5,
+        pfabric_probe_after: (sc.scheme == 5).then_some(2),
         ..test_cfg()
     };
     let mut h = Harness::with_seed(cfg, sc.seed);

@@ -248,3 +248,52 @@ fn pfabric_priority_is_the_remaining_message_size() {
     assert!(*prio.last().unwrap() < 30 * MSS);
     assert!(h.sent.iter().filter(|s| s.from == 1).all(|s| s.pkt.priority == 0));
 }
+
+#[test]
+fn pfabric_probe_mode_sends_one_byte_probes_at_a_fixed_period() {
+    let cfg = TcpConfig {
+        pfabric_probe_after: Some(3),
+        ..test_cfg()
+    };
+    let mut h = Harness::new(cfg);
+    // The segment at 2000 is lost on its first six transmissions (full or probe).
+    h.set_fault(|c| {
+        if c.from == 0 && c.offset == Some(2 * MSS) && c.copy < 6 {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, 3 * MSS);
+    h.run();
+    assert_eq!(h.eps[1].rcv_nxt(), 3 * MSS);
+    let sends: Vec<_> = h
+        .data_from(0)
+        .filter(|s| s.offset.is_some_and(|o| o >= 2 * MSS))
+        .map(|s| (s.offset.unwrap(), s.pkt.payload_len(), s.time))
+        .collect();
+    let shape: Vec<(u64, u32)> = sends.iter().map(|s| (s.0, s.1)).collect();
+    // The original and two full retransmissions; from the third timeout one-byte probes until one
+    // gets through; then the rest of the segment.
+    assert_eq!(
+        shape,
+        vec![
+            (2 * MSS, 1000),
+            (2 * MSS, 1000),
+            (2 * MSS, 1000),
+            (2 * MSS, 1),
+            (2 * MSS, 1),
+            (2 * MSS, 1),
+            (2 * MSS, 1),
+            (2 * MSS + 1, 999),
+        ]
+    );
+    // Probes go out once per RTO without further back-off.
+    let gaps: Vec<Dur> = sends[3..7].windows(2).map(|w| w[1].2 - w[0].2).collect();
+    assert!(gaps.iter().all(|&g| g == gaps[0]), "{gaps:?}");
+    assert_eq!(gaps[0], sends[3].2 - sends[2].2);
+    let st = h.eps[0].stats();
+    assert_eq!(st.timeouts, 6);
+    let m = msg_stats(&h, 1);
+    assert_eq!(m.retransmitted_bytes, 2 * MSS + 4 + 999);
+}
