@@ -116,6 +116,18 @@ pub enum TcpExt {
     /// MPTCP Data Sequence Signal (RFC 8684 Sec. 3.3): data-level sequence of this segment's payload
     /// and the data-level cumulative ACK.
     Dss { dsn: u64, data_ack: u64 },
+    /// TCP-IR coded packet (Flach et al., SIGCOMM'13, Sec. 4.1): the XOR of the data segments of
+    /// send-stream bytes `[start, start + len_bytes)`, which are segments of `seg_bytes` aligned at
+    /// `start` (the last may be shorter). The packet's own payload is the coded bytes.
+    XorCoded {
+        start: Seq,
+        len_bytes: u32,
+        seg_bytes: u32,
+    },
+    /// TCP-IR: the receiver got the coded packet covering the stream up to `end` but could not
+    /// recover the block (more than one segment missing); the sender treats the bytes below `end`
+    /// it has no SACK for as lost.
+    CodedAck { end: Seq },
 }
 
 /// The TCP header fields the engines use. Sequence numbers wrap on the wire.

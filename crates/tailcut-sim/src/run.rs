@@ -84,6 +84,10 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
         .aqm
         .validate()
         .map_err(|e| cfg(format!("network.aqm.{e}")))?;
+    exp.network
+        .host_aqm
+        .validate()
+        .map_err(|e| cfg(format!("network.host_aqm.{e}")))?;
     let net = Network::build(&base_spec, exp.seed);
     let (rack, nic_rate_bps) = net.host_info();
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
@@ -124,6 +128,8 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
                 conn_mode: conn_mode(c),
             });
         }
+        // A scheme's own `network` wins; otherwise the transport adapts the experiment's (PIAS adds
+        // strict-priority classes, pFabric uses priority-dropping queues).
         let spec = match &s.network {
             Some(q) => {
                 q.aqm
@@ -131,7 +137,8 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
                     .map_err(|e| cfg(format!("schemes[{i}].network.aqm.{e}")))?;
                 topo::build(&exp.topology, q).map_err(|e| cfg(format!("topology.{e}")))?
             }
-            None => topo::build(&exp.topology, &exp.network).map_err(|e| cfg(format!("topology.{e}")))?,
+            None => topo::build(&exp.topology, &t.switch_queues(&exp.network))
+                .map_err(|e| cfg(format!("topology.{e}")))?,
         };
         let faults = fault::plan(&exp.faults, &net, exp.seed).map_err(cfg)?;
         schemes.push(SchemeRun {

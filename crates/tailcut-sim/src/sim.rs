@@ -11,7 +11,7 @@ use crate::hash::FxMap;
 use crate::metrics::{Conservation, FlowRecord, PathInfo, PortRecord, RunInfo};
 use crate::net::queue::{Admit, DropCause};
 use crate::net::{routing, Network};
-use crate::transport::{ConnSetup, Transport};
+use crate::transport::{ConnSetup, Transport, MAX_COPIES};
 use crate::workload::FlowSpec;
 use rand::Rng as _;
 use tailcut_proto::rng::{self, Stream};
@@ -38,6 +38,8 @@ pub struct ComponentRun {
 struct EngineSlot {
     engine: Box<dyn Engine>,
     host: u32,
+    /// The connection this engine is one end of.
+    conn: u32,
     /// Time of the pending timer event for this engine, `Time::MAX` if none.
     scheduled: Time,
 }
@@ -49,11 +51,27 @@ struct Conn {
 }
 
 struct FlowState {
-    conn: u32,
+    /// The connections carrying the flow: the first is its own, the others replicas (RepFlow,
+    /// replicated DCTCP), each with the flow's messages; the flow finishes with the first copy.
+    conns: [u32; MAX_COPIES as usize],
+    copies: u8,
+    /// The copy whose data arrived first (0 until the flow finishes).
+    winner: u8,
     finish: Option<Time>,
-    stats: MessageStats,
-    /// Messages of this flow whose counters are final (bit 0 request, bit 1 response).
-    final_mask: u8,
+    /// Final counters per copy.
+    stats: [MessageStats; MAX_COPIES as usize],
+    /// Messages of this flow whose counters are final: bit `2 copy` the request, `2 copy + 1` the
+    /// response.
+    final_mask: u16,
+}
+
+impl FlowState {
+    fn copy_of(&self, conn: u32) -> u32 {
+        self.conns[..self.copies as usize]
+            .iter()
+            .position(|&c| c == conn)
+            .unwrap_or(0) as u32
+    }
 }
 
 pub struct Sim<'a> {
@@ -490,7 +508,7 @@ impl<'a> Sim<'a> {
             AppEvent::MessageReceived { msg } => {
                 let f = (msg >> 1) as usize;
                 let spec = &self.flows[f];
-                let conn = &self.conns[self.flow_state[f].conn as usize];
+                let conn = &self.conns[self.engines[e as usize].conn as usize];
                 if msg & 1 == 0 {
                     // The request reached the server: answer it.
                     let (a, b) = (conn.a, conn.b);
@@ -503,15 +521,23 @@ impl<'a> Sim<'a> {
                         .send_message(self.now, resp, spec.size_bytes);
                     self.drain_stack.push(a);
                 } else if self.flow_state[f].finish.is_none() {
-                    self.flow_state[f].finish = Some(self.now);
+                    // The first copy to arrive completes the flow (RepFlow).
+                    let st = &mut self.flow_state[f];
+                    st.winner = st.copy_of(self.engines[e as usize].conn) as u8;
+                    st.finish = Some(self.now);
                     self.flows_finished += 1;
                 }
-                let _ = e;
             }
-            AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
+            AppEvent::MessageAcked { msg, mut stats } | AppEvent::MessageFailed { msg, mut stats } => {
+                let conn = self.engines[e as usize].conn;
                 let st = &mut self.flow_state[(msg >> 1) as usize];
-                st.stats.add(&stats);
-                st.final_mask |= 1 << (msg & 1);
+                let copy = st.copy_of(conn);
+                if copy > 0 {
+                    // Everything a replica sends is redundant.
+                    stats.redundant_bytes = stats.sent_bytes;
+                }
+                st.stats[copy as usize].add(&stats);
+                st.final_mask |= 1 << (2 * copy as u64 + (msg & 1));
             }
         }
     }
@@ -520,35 +546,48 @@ impl<'a> Sim<'a> {
 
     fn start_flow(&mut self, f: u32) {
         let spec = &self.flows[f as usize];
-        let conn = self.connection_for(spec);
+        let copies = self.components[spec.component as usize]
+            .transport
+            .replicas(spec.size_bytes);
+        let mut conns = [0u32; MAX_COPIES as usize];
+        conns[0] = self.connection_for(spec);
+        // Replicas always get connections of their own, so each has its own 5-tuple (and ECMP
+        // path draw).
+        for c in conns.iter_mut().take(copies as usize).skip(1) {
+            *c = self.open_connection(spec);
+        }
         self.flow_state.push(FlowState {
-            conn,
+            conns,
+            copies: copies as u8,
+            winner: 0,
             finish: None,
-            stats: MessageStats::default(),
+            stats: [MessageStats::default(); MAX_COPIES as usize],
             final_mask: 0,
         });
         debug_assert_eq!(self.flow_state.len(), f as usize + 1, "flows start in id order");
         self.flows_started += 1;
-        let c = &self.conns[conn as usize];
-        let (a, b) = (c.a, c.b);
         let base = (f as u64) << 1;
-        if spec.request_bytes > 0 {
-            self.engines[a as usize]
-                .engine
-                .expect_message(base, spec.request_bytes);
-            self.engines[b as usize]
-                .engine
-                .send_message(self.now, base, spec.request_bytes);
-            self.drain(b);
-        } else {
-            self.flow_state[f as usize].final_mask |= 1;
-            self.engines[b as usize]
-                .engine
-                .expect_message(base | 1, spec.size_bytes);
-            self.engines[a as usize]
-                .engine
-                .send_message(self.now, base | 1, spec.size_bytes);
-            self.drain(a);
+        for (k, &conn) in conns.iter().take(copies as usize).enumerate() {
+            let c = &self.conns[conn as usize];
+            let (a, b) = (c.a, c.b);
+            if spec.request_bytes > 0 {
+                self.engines[a as usize]
+                    .engine
+                    .expect_message(base, spec.request_bytes);
+                self.engines[b as usize]
+                    .engine
+                    .send_message(self.now, base, spec.request_bytes);
+                self.drain(b);
+            } else {
+                self.flow_state[f as usize].final_mask |= 1 << (2 * k);
+                self.engines[b as usize]
+                    .engine
+                    .expect_message(base | 1, spec.size_bytes);
+                self.engines[a as usize]
+                    .engine
+                    .send_message(self.now, base | 1, spec.size_bytes);
+                self.drain(a);
+            }
         }
     }
 
@@ -604,8 +643,9 @@ impl<'a> Sim<'a> {
             rng::stream(self.seed, Stream::Engine, 2 * idx),
             rng::stream(self.seed, Stream::Engine, 2 * idx + 1),
         );
-        let a = self.add_engine(ea, spec.src, tuple.src.0, pa);
-        let b = self.add_engine(eb, spec.dst, tuple.dst.0, pb);
+        let conn = self.conns.len() as u32;
+        let a = self.add_engine(ea, spec.src, tuple.src.0, pa, conn);
+        let b = self.add_engine(eb, spec.dst, tuple.dst.0, pb, conn);
         self.conns.push(Conn { a, b });
         // A connection with a handshake starts talking at once.
         self.drain(a);
@@ -613,11 +653,19 @@ impl<'a> Sim<'a> {
         (self.conns.len() - 1) as u32
     }
 
-    fn add_engine(&mut self, engine: Box<dyn Engine>, host: u32, addr: u32, port: u16) -> EngineId {
+    fn add_engine(
+        &mut self,
+        engine: Box<dyn Engine>,
+        host: u32,
+        addr: u32,
+        port: u16,
+        conn: u32,
+    ) -> EngineId {
         let id = self.engines.len() as EngineId;
         self.engines.push(EngineSlot {
             engine,
             host,
+            conn,
             scheduled: Time::MAX,
         });
         self.demux.insert((addr, port), id);
@@ -662,21 +710,39 @@ impl<'a> Sim<'a> {
         for (i, spec) in self.flows.iter().enumerate() {
             let transport = &self.components[spec.component as usize].transport;
             let (mss, hdr) = transport.framing();
-            let (mut stats, finish, started) = match self.flow_state.get(i) {
+            let (mut per_copy, finish, started) = match self.flow_state.get(i) {
                 Some(st) => (st.stats, st.finish, true),
-                None => (MessageStats::default(), None, false),
+                None => ([MessageStats::default(); MAX_COPIES as usize], None, false),
             };
+            let mut stats = per_copy[0];
             if started {
                 let st = &self.flow_state[i];
-                let conn = &self.conns[st.conn as usize];
-                for part in 0..2u64 {
-                    if st.final_mask & (1 << part) == 0 {
-                        let sender = if part == 0 { conn.b } else { conn.a };
-                        let msg = ((i as u64) << 1) | part;
-                        if let Some(s) = self.engines[sender as usize].engine.message_stats(msg) {
-                            stats.add(&s);
+                for (copy, &c) in st.conns.iter().take(st.copies as usize).enumerate() {
+                    let conn = &self.conns[c as usize];
+                    for part in 0..2u64 {
+                        if st.final_mask & (1 << (2 * copy as u64 + part)) == 0 {
+                            let sender = if part == 0 { conn.b } else { conn.a };
+                            let msg = ((i as u64) << 1) | part;
+                            if let Some(mut s) = self.engines[sender as usize].engine.message_stats(msg) {
+                                if copy > 0 {
+                                    s.redundant_bytes = s.sent_bytes;
+                                }
+                                per_copy[copy].add(&s);
+                            }
                         }
                     }
+                }
+                // Byte counters sum every copy; the loss events are those of the copy that won.
+                let w = per_copy[st.winner as usize];
+                stats = MessageStats {
+                    timeouts: w.timeouts,
+                    fast_retransmits: w.fast_retransmits,
+                    ..MessageStats::default()
+                };
+                for c in &per_copy[..st.copies as usize] {
+                    stats.retransmitted_bytes += c.retransmitted_bytes;
+                    stats.redundant_bytes += c.redundant_bytes;
+                    stats.sent_bytes += c.sent_bytes;
                 }
             }
             let fwd = self.path_info(spec.src, spec.dst);

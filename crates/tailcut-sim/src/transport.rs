@@ -1,20 +1,83 @@
 //! The transport registry: maps a scheme's `transport` name and parameters to engine factories.
 //! Adding a scheme means adding a variant here and its engine in `tailcut-proto`.
 
+use crate::net::aqm::AqmConfig;
+use crate::net::queue::{ClassConfig, SchedConfig};
+use crate::topo::SwitchQueues;
+use serde::Deserialize;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tailcut_proto::rng::Rng;
-use tailcut_proto::tcp::{CongestionControl, Role, TcpConfig, TcpEndpoint};
-use tailcut_proto::{Engine, FiveTuple, Seq, Time};
+use tailcut_proto::tcp::{
+    CongestionControl, PiasConfig, Role, TcpConfig, TcpEndpoint, TcpIrConfig, TlpConfig,
+};
+use tailcut_proto::units::Bytes;
+use tailcut_proto::{Dur, Engine, FiveTuple, Seq, Time};
 
 /// A resolved transport.
 #[derive(Clone)]
 pub enum Transport {
-    Tcp(TcpConfig),
+    /// TCP and the baselines built into the TCP endpoint (TLP, TCP-IR, Proactive, PIAS, pFabric),
+    /// optionally replicated over several connections (RepFlow, replicated DCTCP).
+    Tcp(TcpTransport),
     /// Engines from outside the registry (Rust users plugging in their own protocol, and tests).
     Custom(Arc<dyn EngineFactory>),
 }
+
+/// A TCP-based transport: the endpoint configuration plus what the simulator does around it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpTransport {
+    pub cfg: TcpConfig,
+    pub replicas: ReplicaPolicy,
+    pub switch: SwitchDefault,
+}
+
+impl From<TcpConfig> for TcpTransport {
+    fn from(cfg: TcpConfig) -> Self {
+        TcpTransport {
+            cfg,
+            replicas: ReplicaPolicy::default(),
+            switch: SwitchDefault::Unchanged,
+        }
+    }
+}
+
+/// How many connections carry a flow: `copies` for flows smaller than `below_bytes`, one otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaPolicy {
+    pub copies: u32,
+    pub below_bytes: u64,
+}
+
+impl Default for ReplicaPolicy {
+    fn default() -> Self {
+        ReplicaPolicy {
+            copies: 1,
+            below_bytes: 0,
+        }
+    }
+}
+
+/// Switch queue settings a transport needs, applied to the experiment's `network` section when the
+/// scheme gives no `network` of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwitchDefault {
+    Unchanged,
+    /// PIAS: `levels` strict-priority classes (packet class i -> queue i) at switches and host NICs,
+    /// unless the experiment already lists classes. Buffer and discipline (e.g. ECN at K) are kept.
+    PriorityClasses {
+        levels: u8,
+    },
+    /// pFabric: priority-dropping queues (`aqm = pfabric`) of `buffer_bytes` per switch port, one
+    /// class; host NICs send by priority too (`host_aqm = pfabric`, buffer unchanged).
+    Pfabric {
+        buffer_bytes: u64,
+    },
+}
+
+/// Largest number of copies of a replicated flow.
+pub const MAX_COPIES: u32 = 4;
 
 /// Builds the engines of one connection for a transport outside the registry.
 pub trait EngineFactory: Send + Sync {
@@ -27,6 +90,10 @@ pub trait EngineFactory: Send + Sync {
     ) -> (Box<dyn Engine>, Box<dyn Engine>);
     /// (payload bytes per packet, header bytes per packet).
     fn framing(&self) -> (u64, u64);
+    /// Connections that carry a flow of `size_bytes` (1 = no replication; at most [`MAX_COPIES`]).
+    fn replicas(&self, _size_bytes: u64) -> u32 {
+        1
+    }
 }
 
 /// What `tailcut schemes` lists.
@@ -75,61 +142,228 @@ const TCP_DOCS: &[(&str, &str)] = &[
     ),
 ];
 
-fn tcp_defaults(name: &str) -> Option<TcpConfig> {
-    match name {
-        "tcp" => Some(TcpConfig::default()),
-        "dctcp" => Some(TcpConfig {
-            ecn: true,
-            congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
-            ..TcpConfig::default()
-        }),
-        _ => None,
-    }
+/// One registered transport: its name, a description and the parameters it adds to TCP's.
+struct SchemeDef {
+    name: &'static str,
+    description: &'static str,
+    extra_docs: &'static [(&'static str, &'static str)],
 }
 
-pub const NAMES: &[(&str, &str)] = &[
+const TLP_DOCS: &[(&str, &str)] = &[
     (
-        "tcp",
-        "TCP NewReno with SACK (RFC 6675), limited transmit, early retransmit, RFC 6298 RTO",
+        "pto_floor",
+        "lower bound of the probe timeout (draft-dukkipati-tcpm-tcp-loss-probe: 10ms)",
     ),
     (
-        "dctcp",
-        "DCTCP (RFC 8257) over the same TCP; needs ECN marking at switches (aqm = ecn)",
+        "worst_case_delayed_ack",
+        "WCDelAckT added to 1.5 SRTT when one segment is in flight (draft: 200ms)",
+    ),
+];
+const IR_DOCS: &[(&str, &str)] = &[(
+    "max_block_segments",
+    "most data segments one XOR-coded packet covers (Flach et al.: 16)",
+)];
+const REPFLOW_DOCS: &[(&str, &str)] = &[
+    ("copies", "connections per replicated flow (RepFlow: 2), 1..=4"),
+    (
+        "replicate_below",
+        "replicate flows smaller than this (RepFlow: 100KB); absent = every flow",
+    ),
+];
+const PIAS_DOCS: &[(&str, &str)] = &[(
+    "thresholds",
+    "ascending MLFQ demotion thresholds, bytes of the message sent (levels = len + 1; default 95KB)",
+)];
+const PFABRIC_DOCS: &[(&str, &str)] = &[
+    (
+        "switch_buffer",
+        "per-port pFabric queue used when the scheme gives no network (34 x 1500B = 51KB, about 2 BDP)",
+    ),
+    (
+        "probe_after_timeouts",
+        "consecutive timeouts after which the flow sends one-byte probes once per RTO (probe mode)",
     ),
 ];
 
+const SCHEMES: &[SchemeDef] = &[
+    SchemeDef {
+        name: "tcp",
+        description: "TCP NewReno with SACK (RFC 6675), limited transmit, early retransmit, RFC 6298 RTO",
+        extra_docs: &[],
+    },
+    SchemeDef {
+        name: "dctcp",
+        description: "DCTCP (RFC 8257) over the same TCP; needs ECN marking at switches (aqm = ecn)",
+        extra_docs: &[],
+    },
+    SchemeDef {
+        name: "tlp",
+        description: "TCP with Tail Loss Probe (draft-dukkipati-tcpm-tcp-loss-probe, RFC 8985 Sec. 7)",
+        extra_docs: TLP_DOCS,
+    },
+    SchemeDef {
+        name: "tcp_ir",
+        description: "TCP-IR (Flach et al., SIGCOMM'13): one XOR-coded packet per half-RTT bin of data",
+        extra_docs: IR_DOCS,
+    },
+    SchemeDef {
+        name: "proactive",
+        description: "Proactive (Flach et al., SIGCOMM'13): every data packet sent twice",
+        extra_docs: &[],
+    },
+    SchemeDef {
+        name: "repflow",
+        description: "RepFlow (Xu & Li, INFOCOM'14): small flows sent on two connections, first to finish counts",
+        extra_docs: REPFLOW_DOCS,
+    },
+    SchemeDef {
+        name: "replicated_dctcp",
+        description: "DCTCP with every flow replicated on `copies` connections (CloudBurst's baseline)",
+        extra_docs: REPFLOW_DOCS,
+    },
+    SchemeDef {
+        name: "pias",
+        description: "PIAS (Bai et al., NSDI'15): MLFQ class by bytes sent, DCTCP underneath, strict-priority switch classes",
+        extra_docs: PIAS_DOCS,
+    },
+    SchemeDef {
+        name: "pfabric",
+        description: "pFabric (Alizadeh et al., SIGCOMM'13): priority = remaining bytes, priority-dropping switch queues, line-rate start",
+        extra_docs: PFABRIC_DOCS,
+    },
+];
+
+fn dctcp_cfg() -> TcpConfig {
+    TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
+        ..TcpConfig::default()
+    }
+}
+
+/// RepFlow / replicated DCTCP parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplicaParams {
+    copies: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replicate_below: Option<Bytes>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PiasParams {
+    thresholds: Vec<Bytes>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PfabricParams {
+    switch_buffer: Bytes,
+    probe_after_timeouts: u32,
+}
+
+fn to_map<T: Serialize>(v: &T) -> Map<String, Value> {
+    match serde_json::to_value(v).expect("serialisable") {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// A transport's default TCP configuration and its own parameters' defaults.
+fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
+    let tcp = TcpConfig::default();
+    Some(match name {
+        "tcp" | "proactive" => (tcp, Map::new()),
+        "dctcp" => (dctcp_cfg(), Map::new()),
+        "tlp" => (tcp, to_map(&TlpConfig::default())),
+        "tcp_ir" => (tcp, to_map(&TcpIrConfig::default())),
+        "repflow" => (
+            tcp,
+            to_map(&ReplicaParams {
+                copies: 2,
+                replicate_below: Some(Bytes(100_000)),
+            }),
+        ),
+        "replicated_dctcp" => (
+            dctcp_cfg(),
+            to_map(&ReplicaParams {
+                copies: 2,
+                replicate_below: None,
+            }),
+        ),
+        "pias" => (
+            dctcp_cfg(),
+            to_map(&PiasParams {
+                thresholds: vec![Bytes(95_000)],
+            }),
+        ),
+        // Alizadeh et al. Sec. 4.3 / 5: line-rate start (IW = BDP, 17 packets here), SACK but no
+        // fast retransmit (losses are detected by timeouts only), a small RTO from the first packet
+        // on; no restart after idle.
+        "pfabric" => (
+            TcpConfig {
+                initial_cwnd_segments: 17,
+                dupack_threshold: u32::MAX,
+                min_rto: Dur::from_millis(1),
+                initial_rto: Dur::from_millis(1),
+                slow_start_after_idle: false,
+                ..tcp
+            },
+            to_map(&PfabricParams {
+                switch_buffer: Bytes(51_000),
+                probe_after_timeouts: 5,
+            }),
+        ),
+        _ => return None,
+    })
+}
+
 /// Every registered transport with its default parameters.
 pub fn registry() -> Vec<TransportInfo> {
-    NAMES
+    SCHEMES
         .iter()
-        .map(|(name, description)| TransportInfo {
-            name,
-            description,
-            params: serde_json::to_value(tcp_defaults(name).expect("registered")).expect("serialisable"),
-            docs: TCP_DOCS.to_vec(),
+        .map(|d| {
+            let (tcp, extras) = defaults(d.name).expect("registered");
+            let mut params = to_map(&tcp);
+            params.extend(extras);
+            let mut docs = TCP_DOCS.to_vec();
+            docs.extend_from_slice(d.extra_docs);
+            TransportInfo {
+                name: d.name,
+                description: d.description,
+                params: Value::Object(params),
+                docs,
+            }
         })
         .collect()
+}
+
+fn parse<T: serde::de::DeserializeOwned>(m: Map<String, Value>) -> Result<T, String> {
+    serde_path_to_error::deserialize(Value::Object(m))
+        .map_err(|e| format!("params.{}: {}", e.path(), e.inner()))
 }
 
 /// Resolves `transport` + `params` (user keys overlaid on the transport's defaults). Errors name the
 /// offending key relative to the scheme.
 pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, String> {
-    let base = tcp_defaults(name).ok_or_else(|| {
-        let known: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
-        format!(
+    let def = SCHEMES.iter().find(|d| d.name == name);
+    let (Some(def), Some((base, mut extras))) = (def, defaults(name)) else {
+        let known: Vec<&str> = SCHEMES.iter().map(|d| d.name).collect();
+        return Err(format!(
             "transport: unknown transport '{name}' (known: {})",
             known.join(", ")
-        )
-    })?;
-    let mut merged = match serde_json::to_value(&base).expect("serialisable") {
-        Value::Object(m) => m,
-        _ => unreachable!("TcpConfig serialises to a map"),
+        ));
     };
+    let mut merged = to_map(&base);
     for (k, v) in params {
-        merged.insert(k.clone(), v.clone());
+        if def.extra_docs.iter().any(|(n, _)| n == k) {
+            extras.insert(k.clone(), v.clone());
+        } else {
+            merged.insert(k.clone(), v.clone());
+        }
     }
-    let mut cfg: TcpConfig = serde_path_to_error::deserialize(Value::Object(merged))
-        .map_err(|e| format!("params.{}: {}", e.path(), e.inner()))?;
+    let mut cfg: TcpConfig = parse(merged)?;
     // Without a handshake the first flight has no RTT sample, and RFC 6298's 1 s initial RTO would turn
     // any loss in it into a 1 s stall that a real connection (sampled on its SYN) never sees. Datacenter
     // simulations set the initial RTO to the min RTO for this reason (ns-2: rtxcur_init_ = minrto_).
@@ -137,7 +371,74 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
         cfg.initial_rto = cfg.min_rto;
     }
     validate_tcp(&cfg).map_err(|e| format!("params.{e}"))?;
-    Ok(Transport::Tcp(cfg))
+    let mut t = TcpTransport::from(cfg.clone());
+    match name {
+        "tlp" => {
+            let tlp: TlpConfig = parse(extras)?;
+            if tlp.pto_floor.0 == 0 {
+                return Err("params.pto_floor: must be > 0".into());
+            }
+            if !cfg.sack {
+                return Err("params.sack: TLP needs sack = true".into());
+            }
+            cfg.tlp = Some(tlp);
+        }
+        "tcp_ir" => {
+            let ir: TcpIrConfig = parse(extras)?;
+            if ir.max_block_segments == 0 {
+                return Err("params.max_block_segments: must be >= 1".into());
+            }
+            cfg.tcp_ir = Some(ir);
+        }
+        "proactive" => cfg.proactive = true,
+        "repflow" | "replicated_dctcp" => {
+            let r: ReplicaParams = parse(extras)?;
+            if !(1..=MAX_COPIES).contains(&r.copies) {
+                return Err(format!(
+                    "params.copies: must be in 1..={MAX_COPIES}, got {}",
+                    r.copies
+                ));
+            }
+            t.replicas = ReplicaPolicy {
+                copies: r.copies,
+                below_bytes: r.replicate_below.map_or(u64::MAX, |b| b.0),
+            };
+        }
+        "pias" => {
+            let p: PiasParams = parse(extras)?;
+            let th: Vec<u64> = p.thresholds.iter().map(|b| b.0).collect();
+            if th.windows(2).any(|w| w[0] >= w[1]) || th.first() == Some(&0) {
+                return Err("params.thresholds: must be positive and strictly ascending".into());
+            }
+            if th.len() > 7 {
+                return Err("params.thresholds: at most 7 thresholds (8 levels)".into());
+            }
+            t.switch = SwitchDefault::PriorityClasses {
+                levels: th.len() as u8 + 1,
+            };
+            cfg.pias = Some(PiasConfig { thresholds_bytes: th });
+        }
+        "pfabric" => {
+            let p: PfabricParams = parse(extras)?;
+            if p.switch_buffer.0 < 1500 {
+                return Err(format!(
+                    "params.switch_buffer: must hold at least one 1500-byte packet, got {}",
+                    p.switch_buffer.0
+                ));
+            }
+            if p.probe_after_timeouts == 0 {
+                return Err("params.probe_after_timeouts: must be >= 1".into());
+            }
+            t.switch = SwitchDefault::Pfabric {
+                buffer_bytes: p.switch_buffer.0,
+            };
+            cfg.pfabric_priority = true;
+            cfg.pfabric_probe_after = Some(p.probe_after_timeouts);
+        }
+        _ => {}
+    }
+    t.cfg = cfg;
+    Ok(Transport::Tcp(t))
 }
 
 fn validate_tcp(c: &TcpConfig) -> Result<(), String> {
@@ -185,7 +486,7 @@ impl Transport {
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
         match self {
-            Transport::Tcp(cfg) => {
+            Transport::Tcp(TcpTransport { cfg, .. }) => {
                 let (rs, rr) = if s.sender_opens {
                     (Role::Client, Role::Server)
                 } else {
@@ -218,8 +519,52 @@ impl Transport {
     /// (payload bytes per packet, header bytes per packet), for the ideal FCT.
     pub fn framing(&self) -> (u64, u64) {
         match self {
-            Transport::Tcp(c) => (c.mss_bytes as u64, c.header_bytes as u64),
+            Transport::Tcp(t) => (t.cfg.mss_bytes as u64, t.cfg.header_bytes as u64),
             Transport::Custom(f) => f.framing(),
+        }
+    }
+
+    /// Connections that carry a flow of `size_bytes` (RepFlow, replicated DCTCP); 1 otherwise.
+    pub fn replicas(&self, size_bytes: u64) -> u32 {
+        let n = match self {
+            Transport::Tcp(t) if size_bytes < t.replicas.below_bytes => t.replicas.copies,
+            Transport::Tcp(_) => 1,
+            Transport::Custom(f) => f.replicas(size_bytes),
+        };
+        n.clamp(1, MAX_COPIES)
+    }
+
+    /// The switch queues this transport runs on, given the experiment's `network` section.
+    pub fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
+        let Transport::Tcp(t) = self else {
+            return base.clone();
+        };
+        match t.switch {
+            SwitchDefault::Unchanged => base.clone(),
+            SwitchDefault::PriorityClasses { levels } if base.classes.is_empty() => {
+                let classes: Vec<ClassConfig> = (0..levels)
+                    .map(|i| ClassConfig {
+                        classes: vec![i],
+                        limit: None,
+                        aqm: None,
+                    })
+                    .collect();
+                SwitchQueues {
+                    classes: classes.clone(),
+                    sched: SchedConfig::StrictPriority,
+                    host_classes: classes,
+                    ..base.clone()
+                }
+            }
+            SwitchDefault::PriorityClasses { .. } => base.clone(),
+            SwitchDefault::Pfabric { buffer_bytes } => SwitchQueues {
+                buffer: Bytes(buffer_bytes),
+                aqm: AqmConfig::Pfabric,
+                host_aqm: AqmConfig::Pfabric,
+                classes: Vec::new(),
+                sched: SchedConfig::StrictPriority,
+                ..base.clone()
+            },
         }
     }
 }
@@ -231,7 +576,7 @@ mod tests {
 
     fn tcp(params: serde_json::Value) -> TcpConfig {
         match resolve("tcp", params.as_object().unwrap()).unwrap() {
-            Transport::Tcp(c) => c,
+            Transport::Tcp(t) => t.cfg,
             Transport::Custom(_) => unreachable!(),
         }
     }
@@ -250,7 +595,7 @@ mod tests {
     fn dctcp_defaults_and_param_errors() {
         match resolve("dctcp", &Map::new()).unwrap() {
             Transport::Tcp(c) => {
-                assert!(c.ecn && matches!(c.congestion_control, CongestionControl::Dctcp { .. }))
+                assert!(c.cfg.ecn && matches!(c.cfg.congestion_control, CongestionControl::Dctcp { .. }))
             }
             Transport::Custom(_) => unreachable!(),
         }

@@ -66,6 +66,80 @@ pub struct TcpConfig {
     /// Mark data packets ECN-capable (ECT(0)) and echo CE marks (RFC 3168). DCTCP requires it.
     pub ecn: bool,
     pub congestion_control: CongestionControl,
+    /// Tail loss probe (set by the `tlp` transport, not a parameter of plain TCP).
+    #[serde(skip)]
+    pub tlp: Option<TlpConfig>,
+    /// TCP-IR coded packets (set by the `tcp_ir` transport).
+    #[serde(skip)]
+    pub tcp_ir: Option<TcpIrConfig>,
+    /// Proactive: send every data packet twice (set by the `proactive` transport).
+    #[serde(skip)]
+    pub proactive: bool,
+    /// PIAS MLFQ tagging of `Packet::class` (set by the `pias` transport).
+    #[serde(skip)]
+    pub pias: Option<PiasConfig>,
+    /// pFabric: `Packet::priority` = remaining bytes of the message (set by the `pfabric` transport).
+    #[serde(skip)]
+    pub pfabric_priority: bool,
+    /// pFabric probe mode: after this many consecutive timeouts, send one-byte probes once per RTO
+    /// until one is acknowledged (set by the `pfabric` transport).
+    #[serde(skip)]
+    pub pfabric_probe_after: Option<u32>,
+}
+
+/// Tail loss probe (draft-dukkipati-tcpm-tcp-loss-probe-01 Sec. 2; RFC 8985 Sec. 7).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlpConfig {
+    /// Lower bound of the probe timeout (the draft's 10 ms; datacenter runs use less).
+    pub pto_floor: Dur,
+    /// Worst-case delayed-ACK timer (WCDelAckT, 200 ms in the draft), added when one segment is in
+    /// flight.
+    pub worst_case_delayed_ack: Dur,
+}
+
+impl Default for TlpConfig {
+    fn default() -> Self {
+        TlpConfig {
+            pto_floor: Dur::from_millis(10),
+            worst_case_delayed_ack: Dur::from_millis(200),
+        }
+    }
+}
+
+/// TCP-IR (Flach et al., SIGCOMM'13, Sec. 4): one XOR-coded packet per half-RTT bin of new data.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TcpIrConfig {
+    /// Most data segments one coded packet covers (the paper's block of at most 16).
+    pub max_block_segments: u32,
+}
+
+impl Default for TcpIrConfig {
+    fn default() -> Self {
+        TcpIrConfig {
+            max_block_segments: 16,
+        }
+    }
+}
+
+/// PIAS (Bai et al., NSDI'15, Sec. 3): a packet's class is the number of demotion thresholds at or
+/// below the bytes of its message sent before it. Class 0 is the highest priority.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PiasConfig {
+    /// Ascending demotion thresholds, bytes.
+    pub thresholds_bytes: Vec<u64>,
+}
+
+impl PiasConfig {
+    /// The MLFQ level of a packet whose first byte is `sent_bytes` into its message.
+    pub fn level(&self, sent_bytes: u64) -> u8 {
+        self.thresholds_bytes
+            .iter()
+            .take_while(|&&t| t <= sent_bytes)
+            .count() as u8
+    }
 }
 
 impl Default for TcpConfig {
@@ -87,6 +161,12 @@ impl Default for TcpConfig {
             slow_start_after_idle: true,
             ecn: false,
             congestion_control: CongestionControl::NewReno,
+            tlp: None,
+            tcp_ir: None,
+            proactive: false,
+            pias: None,
+            pfabric_priority: false,
+            pfabric_probe_after: None,
         }
     }
 }

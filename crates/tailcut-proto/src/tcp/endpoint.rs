@@ -2,8 +2,10 @@
 //! to the [`Engine`] contract and to wire sequence numbers.
 
 use super::config::{CongestionControl, TcpConfig};
-use super::receiver::{EcnEcho, Receiver};
-use super::sender::{AckInfo, Sender};
+use super::ir::IrEncoder;
+use super::ledger::Charge;
+use super::receiver::{EcnEcho, Receiver, SegmentOutcome};
+use super::sender::{AckInfo, Sender, Transmission};
 use super::stats::ConnStats;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
@@ -11,6 +13,8 @@ use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
+
+mod schemes;
 
 /// Active or passive opener; matters only when the handshake is modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,8 +50,12 @@ pub struct TcpEndpoint {
     syn_retransmitted: bool,
     /// A handshake segment is due (first transmission or retransmission).
     syn_due: bool,
-    /// Pure ACKs that must precede anything else (DCTCP CE-state flush).
+    /// Pure ACKs that must precede anything else (DCTCP CE-state flush, TCP-IR coded ACKs).
     control: VecDeque<Packet>,
+    /// TCP-IR encoder (`cfg.tcp_ir`).
+    ir: Option<IrEncoder>,
+    /// Proactive: the copy of the data packet just sent, due next.
+    copy: Option<Packet>,
     events: VecDeque<AppEvent>,
     /// Reserved for randomised schemes built on TCP; plain TCP draws nothing.
     _rng: Rng,
@@ -80,6 +88,7 @@ impl TcpEndpoint {
             (true, Role::Client) => State::SynSent,
             (true, Role::Server) => State::Listen,
         };
+        let ir = cfg.tcp_ir.map(IrEncoder::new);
         TcpEndpoint {
             sender: Sender::new(&cfg),
             receiver: Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn),
@@ -95,6 +104,8 @@ impl TcpEndpoint {
             syn_retransmitted: false,
             syn_due: state == State::SynSent,
             control: VecDeque::new(),
+            ir,
+            copy: None,
             events,
             _rng: rng,
         }
@@ -201,6 +212,39 @@ impl TcpEndpoint {
                 ext: TcpExt::None,
             }),
         }
+    }
+
+    fn data_packet(&mut self, now: Time, tx: &Transmission) -> Packet {
+        let mut flags = TcpFlags::PSH;
+        if tx.cwr {
+            flags.insert(TcpFlags::CWR);
+        }
+        // RFC 3168 Sec. 6.1.1: data is sent ECN-capable. Retransmissions too, as Linux does and
+        // RFC 8311 Sec. 4.4 permits, so they are marked rather than dropped by AQM.
+        let ecn = if self.cfg.ecn { Ecn::Ect0 } else { Ecn::NotEct };
+        let seq = Seq::from_offset(self.isn, tx.start);
+        let mut p = self.packet(now, seq, flags, tx.len_bytes, ecn);
+        self.tag(&mut p, tx.start);
+        p
+    }
+
+    fn after_data(&mut self, now: Time, out: SegmentOutcome) {
+        if let Some(f) = out.flush {
+            let mut p = self.pure_ack(now);
+            if let Some(ph) = p.tcp_mut() {
+                ph.ack = Seq::from_offset(self.peer_isn, f.ack);
+                if f.ece {
+                    ph.flags.insert(TcpFlags::ECE);
+                } else {
+                    ph.flags.remove(TcpFlags::ECE);
+                }
+            }
+            self.control.push_back(p);
+        }
+        let st = &mut self.sender.stats;
+        st.bytes_delivered += out.delivered_bytes;
+        st.duplicate_segments += u64::from(out.duplicate);
+        st.out_of_order_segments += u64::from(out.out_of_order);
     }
 
     fn pure_ack(&self, now: Time) -> Packet {
@@ -325,6 +369,22 @@ impl Engine for TcpEndpoint {
             };
             self.sender.on_ack(now, info, blocks, &mut self.events);
         }
+        match h.ext {
+            TcpExt::XorCoded {
+                start,
+                len_bytes,
+                seg_bytes,
+            } => {
+                self.on_coded(now, pkt, start, len_bytes, seg_bytes);
+                return;
+            }
+            TcpExt::CodedAck { end } => {
+                if let Some(end) = end.unwrap_near(self.isn, self.sender.snd_una) {
+                    self.sender.enter_fast_recovery_up_to(end);
+                }
+            }
+            _ => {}
+        }
         let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
             return;
         };
@@ -342,29 +402,20 @@ impl Engine for TcpEndpoint {
                 h.flags.contains(TcpFlags::CWR),
                 &mut self.events,
             );
-            if let Some(f) = out.flush {
-                let mut p = self.pure_ack(now);
-                if let Some(ph) = p.tcp_mut() {
-                    ph.ack = Seq::from_offset(self.peer_isn, f.ack);
-                    if f.ece {
-                        ph.flags.insert(TcpFlags::ECE);
-                    } else {
-                        ph.flags.remove(TcpFlags::ECE);
-                    }
-                }
-                self.control.push_back(p);
-            }
-            let st = &mut self.sender.stats;
-            st.bytes_delivered += out.delivered_bytes;
-            st.duplicate_segments += u64::from(out.duplicate);
-            st.out_of_order_segments += u64::from(out.out_of_order);
+            self.after_data(now, out);
         }
     }
 
     fn handle_timeout(&mut self, now: Time) {
         self.handshake_timeout(now);
         if self.state == State::Established {
-            self.sender.on_rto(now);
+            let timeouts = self.sender.stats.timeouts;
+            self.sender.on_timer(now);
+            if self.sender.stats.timeouts != timeouts {
+                if let Some(ir) = self.ir.as_mut() {
+                    ir.clear();
+                }
+            }
         }
         // The delayed-ACK deadline is checked by `ack_due` in `poll_transmit`.
     }
@@ -388,16 +439,35 @@ impl Engine for TcpEndpoint {
         if self.state != State::Established {
             return None;
         }
+        if let Some(p) = self.copy.take() {
+            self.count_sent(&p);
+            return Some(p);
+        }
+        let una = self.sender.snd_una;
+        if let Some(b) = self.ir.as_mut().and_then(|ir| ir.pop_due(now, una)) {
+            let p = self.coded_packet(now, b);
+            self.receiver.on_ack_sent();
+            self.count_sent(&p);
+            return Some(p);
+        }
         if let Some(tx) = self.sender.next_transmission(now) {
-            let mut flags = TcpFlags::PSH;
-            if tx.cwr {
-                flags.insert(TcpFlags::CWR);
+            let p = self.data_packet(now, &tx);
+            if !tx.retransmit {
+                let srtt = self.sender.rtt.srtt();
+                if let Some(ir) = self.ir.as_mut() {
+                    ir.on_new_segment(now, tx.start, tx.len_bytes, self.cfg.mss_bytes, srtt);
+                }
             }
-            // RFC 3168 Sec. 6.1.1: data is sent ECN-capable. Retransmissions too, as Linux does and
-            // RFC 8311 Sec. 4.4 permits, so they are marked rather than dropped by AQM.
-            let ecn = if self.cfg.ecn { Ecn::Ect0 } else { Ecn::NotEct };
-            let seq = Seq::from_offset(self.isn, tx.start);
-            let p = self.packet(now, seq, flags, tx.len_bytes, ecn);
+            if self.cfg.proactive {
+                // Flach et al. Sec. 3 (Proactive): every data packet goes out twice, the copy right
+                // after the original; the copy's bytes are redundant.
+                let end = tx.start + u64::from(tx.len_bytes);
+                self.sender.ledger.charge_bytes(tx.start, end, Charge::Redundant);
+                let st = &mut self.sender.stats;
+                st.data_segments_sent += 1;
+                st.payload_bytes_sent += u64::from(tx.len_bytes);
+                self.copy = Some(p);
+            }
             self.receiver.on_ack_sent();
             self.count_sent(&p);
             return Some(p);
@@ -412,12 +482,15 @@ impl Engine for TcpEndpoint {
     }
 
     fn poll_timeout(&self) -> Option<Time> {
-        let rto = if self.state == State::Established {
-            self.sender.rto_deadline
+        let (rto, coded) = if self.state == State::Established {
+            (
+                self.sender.deadline(),
+                self.ir.as_ref().and_then(|ir| ir.deadline()),
+            )
         } else {
-            None
+            (None, None)
         };
-        [rto, self.handshake_deadline, self.receiver.ack_deadline]
+        [rto, coded, self.handshake_deadline, self.receiver.ack_deadline]
             .into_iter()
             .flatten()
             .min()

@@ -22,6 +22,8 @@ pub(crate) enum Charge {
     New,
     /// Loss-recovery retransmission.
     Retransmit,
+    /// A proactive copy or coded packet (`MessageStats::redundant_bytes`).
+    Redundant,
 }
 
 #[derive(Debug, Default)]
@@ -59,8 +61,10 @@ impl SendLedger {
             let m = &mut self.msgs[i];
             let n = end.min(m.end) - start.max(m.start);
             m.stats.sent_bytes += n;
-            if kind == Charge::Retransmit {
-                m.stats.retransmitted_bytes += n;
+            match kind {
+                Charge::New => {}
+                Charge::Retransmit => m.stats.retransmitted_bytes += n,
+                Charge::Redundant => m.stats.redundant_bytes += n,
             }
             i += 1;
         }
@@ -99,6 +103,23 @@ impl SendLedger {
                 stats: m.stats,
             });
             self.msgs.pop_front();
+        }
+    }
+
+    /// `[start, end)` of the message owning stream byte `offset`, if it is not yet acknowledged.
+    pub(crate) fn bounds(&self, offset: u64) -> Option<(u64, u64)> {
+        let i = self.first_touching(offset);
+        self.msgs
+            .get(i)
+            .filter(|m| m.start <= offset)
+            .map(|m| (m.start, m.end))
+    }
+
+    /// Charge `n` redundant bytes (a coded packet) to the message owning stream byte `offset`.
+    pub(crate) fn charge_redundant_at(&mut self, offset: u64, n: u64) {
+        if let Some(s) = self.owner_mut(offset) {
+            s.sent_bytes += n;
+            s.redundant_bytes += n;
         }
     }
 

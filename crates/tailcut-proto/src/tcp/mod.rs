@@ -16,6 +16,11 @@
 //! - ECN (RFC 3168) and DCTCP (RFC 8257) on both sides; delayed ACKs; RFC 7323 timestamps on every
 //!   segment (echoed, not used for RTT); optional three-way handshake with SYN back-off.
 //!
+//! - Baselines built into the endpoint, switched on by `TcpConfig` fields the transport registry sets
+//!   (see `docs/baselines.md`): the tail loss probe (`sender/tlp.rs`), TCP-IR coded packets (`ir.rs`,
+//!   `Receiver::coded_hole`), Proactive duplicate packets, PIAS class tagging and pFabric priorities
+//!   (`endpoint.rs`, `endpoint/schemes.rs`).
+//!
 //! # What is not
 //! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
 //! window because the application reads at once), window scaling limits, D-SACK, RACK, reneging,
@@ -27,6 +32,7 @@
 pub(crate) mod cc;
 mod config;
 mod endpoint;
+pub(crate) mod ir;
 pub(crate) mod ledger;
 pub(crate) mod receiver;
 pub(crate) mod rtt;
@@ -37,6 +43,6 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CongestionControl, TcpConfig};
+pub use config::{CongestionControl, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

@@ -42,6 +42,17 @@ pub(crate) struct SegmentOutcome {
     pub(crate) out_of_order: bool,
 }
 
+/// What a TCP-IR coded packet can do for the receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CodedOutcome {
+    /// Every byte of the block is already here.
+    Complete,
+    /// Exactly one segment of the block is missing: the XOR rebuilds `[start, start + len)`.
+    Rebuild { start: u64, len_bytes: u32 },
+    /// More than one segment is missing.
+    Unrecoverable,
+}
+
 pub(crate) struct Receiver {
     pub(crate) rcv_nxt: u64,
     /// Sorted, disjoint, non-adjacent ranges received above `rcv_nxt`.
@@ -202,6 +213,49 @@ impl Receiver {
         out
     }
 
+    /// TCP-IR (Flach et al. Sec. 4.1): which bytes of the block `[start, end)` (segments of
+    /// `seg_bytes` aligned at `start`) are missing, and whether one XOR rebuilds them.
+    pub(crate) fn coded_hole(&self, start: u64, end: u64, seg_bytes: u32) -> CodedOutcome {
+        let seg = u64::from(seg_bytes.max(1));
+        // The segment slot of every missing byte range must be the same one.
+        let mut slot: Option<u64> = None;
+        let mut cursor = start.max(self.rcv_nxt);
+        let mut check = |lo: u64, hi: u64| -> bool {
+            let (a, b) = ((lo - start) / seg, (hi - 1 - start) / seg);
+            if a != b || slot.is_some_and(|s| s != a) {
+                return false;
+            }
+            slot = Some(a);
+            true
+        };
+        for r in &self.ooo {
+            if cursor >= end {
+                break;
+            }
+            if r.end <= cursor {
+                continue;
+            }
+            if r.start > cursor && !check(cursor, r.start.min(end)) {
+                return CodedOutcome::Unrecoverable;
+            }
+            cursor = cursor.max(r.end);
+        }
+        if cursor < end && !check(cursor, end) {
+            return CodedOutcome::Unrecoverable;
+        }
+        match slot {
+            None => CodedOutcome::Complete,
+            Some(i) => {
+                let lo = start + i * seg;
+                let hi = (lo + seg).min(end);
+                CodedOutcome::Rebuild {
+                    start: lo,
+                    len_bytes: (hi - lo) as u32,
+                }
+            }
+        }
+    }
+
     /// Insert `[start, end)` (above `rcv_nxt`) into the sorted range set, merging neighbours.
     fn insert_range(&mut self, start: u64, end: u64) {
         let stamp = self.stamp;
@@ -265,6 +319,33 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coded_hole_finds_one_missing_segment() {
+        let mut ev = VecDeque::new();
+        let mut r = Receiver::new(1 << 20, 10, None, EcnEcho::Off);
+        for s in [0, 10, 30, 40] {
+            r.on_data(Time(0), s, 10, false, false, &mut ev);
+        }
+        assert_eq!(
+            r.coded_hole(0, 45, 10),
+            CodedOutcome::Rebuild {
+                start: 20,
+                len_bytes: 10
+            }
+        );
+        assert_eq!(r.coded_hole(0, 20, 10), CodedOutcome::Complete);
+        // Two slots missing: [20, 30) and [50, 55).
+        assert_eq!(r.coded_hole(0, 55, 10), CodedOutcome::Unrecoverable);
+        // The missing tail of a block.
+        assert_eq!(
+            r.coded_hole(30, 55, 10),
+            CodedOutcome::Rebuild {
+                start: 50,
+                len_bytes: 5
+            }
+        );
+    }
 
     #[test]
     fn ranges_merge_and_sack_order() {

@@ -221,6 +221,24 @@ impl Scoreboard {
         any
     }
 
+    /// Presume lost every unSACKed segment that ends at or below `end` (a probe or coded packet sent
+    /// after them arrived first). Moves the frontier as `mark_lost_by_sack` does.
+    pub(crate) fn mark_lost_up_to(&mut self, end: u64) -> bool {
+        let mut any = false;
+        let mut idx = self.segs.partition_point(|s| s.end() <= self.lost_frontier);
+        while idx < self.segs.len() && self.segs[idx].end() <= end {
+            let s = self.segs[idx];
+            if s.sacked {
+                self.sacked_below_frontier += u64::from(s.len_bytes);
+            } else {
+                any |= self.mark_lost_idx(idx);
+            }
+            self.lost_frontier = s.end();
+            idx += 1;
+        }
+        any
+    }
+
     /// RFC 6675 Sec. 5.1: after a timeout every unSACKed segment is presumed lost, including
     /// retransmissions in flight, so recovery goes back to `snd_una`.
     pub(crate) fn mark_all_lost(&mut self) {

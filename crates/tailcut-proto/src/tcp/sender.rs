@@ -11,7 +11,12 @@ use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
 use crate::engine::AppEvent;
 use crate::time::Time;
+use probe::ProbeMode;
 use std::collections::VecDeque;
+use tlp::Tlp;
+
+mod probe;
+mod tlp;
 
 /// Why the sender is in loss recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,6 +86,9 @@ pub(crate) struct Sender {
     forced_rtx: VecDeque<u64>,
     pub(crate) ledger: SendLedger,
     pub(crate) stats: ConnStats,
+    tlp: Option<Tlp>,
+    /// pFabric probe mode (`TcpConfig::pfabric_probe_after`).
+    probe: ProbeMode,
 }
 
 impl Sender {
@@ -111,6 +119,8 @@ impl Sender {
             forced_rtx: VecDeque::new(),
             ledger: SendLedger::default(),
             stats: ConnStats::default(),
+            tlp: cfg.tlp.filter(|_| cfg.sack).map(Tlp::new),
+            probe: ProbeMode::new(cfg.pfabric_probe_after),
         }
     }
 
@@ -196,6 +206,7 @@ impl Sender {
             self.ledger.ack_to(self.snd_una, events);
             self.dupacks = 0;
             self.consecutive_timeouts = 0;
+            self.probe.on_new_ack();
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
             self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
         } else {
@@ -283,6 +294,10 @@ impl Sender {
                 self.detect_loss();
             }
         }
+        if self.tlp.is_some() {
+            self.tlp_on_ack();
+            self.arm_tlp(now);
+        }
     }
 
     /// RFC 5681 Sec. 3.2 / RFC 6675 Sec. 5: enter fast recovery on DupThresh duplicate ACKs or when
@@ -298,14 +313,43 @@ impl Sender {
         }
     }
 
-    fn enter_fast_recovery(&mut self, dt: u32) {
-        // RFC 6675 Sec. 5 step (4.1) / RFC 6582 Sec. 3.2 step 2: RecoveryPoint = HighData;
-        // ssthresh = max(FlightSize / 2, 2 SMSS).
+    /// Enter fast recovery because a probe (TLP) or a coded packet (TCP-IR) arrived while the
+    /// unSACKed bytes below `end` did not: those are presumed lost (as RACK / FACK would).
+    pub(crate) fn enter_fast_recovery_up_to(&mut self, end: u64) {
+        if self.recovery.is_some() || self.snd_una >= end.min(self.snd_nxt) {
+            return;
+        }
+        // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh (also without SACK: no dupACKs to inflate by).
+        let ss = self.begin_fast_recovery();
+        self.cc.set_cwnd_bytes(ss);
+        self.scoreboard.mark_lost_up_to(end);
+        self.fast_retransmit_first();
+        if let Some(t) = self.tlp.as_mut() {
+            t.deadline = None;
+        }
+    }
+
+    /// RFC 6675 Sec. 5 step (4.1) / RFC 6582 Sec. 3.2 step 2: RecoveryPoint = HighData;
+    /// ssthresh = max(FlightSize / 2, 2 SMSS). Returns the new ssthresh.
+    fn begin_fast_recovery(&mut self) -> u64 {
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Fast,
             point: self.snd_nxt,
         });
-        let ss = self.cc.reduce_ssthresh(self.flight_bytes());
+        self.cc.reduce_ssthresh(self.flight_bytes())
+    }
+
+    /// RFC 6675 Sec. 5 step (4.3): retransmit the first segment presumed lost, regardless of cwnd.
+    fn fast_retransmit_first(&mut self) {
+        // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
+        self.ecn_recover = Some(self.snd_nxt);
+        self.forced_rtx.push_back(self.snd_una);
+        self.stats.fast_retransmits += 1;
+        self.ledger.charge_fast_retransmit(self.snd_una);
+    }
+
+    fn enter_fast_recovery(&mut self, dt: u32) {
+        let ss = self.begin_fast_recovery();
         if self.sack {
             // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh.
             self.cc.set_cwnd_bytes(ss);
@@ -317,12 +361,7 @@ impl Sender {
             let inflation = u64::from(dt.min(3)) * self.mss_bytes;
             self.cc.set_cwnd_bytes(ss + inflation);
         }
-        // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
-        self.ecn_recover = Some(self.snd_nxt);
-        // RFC 6675 Sec. 5 step (4.3): retransmit the first segment presumed lost, regardless of cwnd.
-        self.forced_rtx.push_back(self.snd_una);
-        self.stats.fast_retransmits += 1;
-        self.ledger.charge_fast_retransmit(self.snd_una);
+        self.fast_retransmit_first();
     }
 
     /// An explicit request to retransmit the segment holding `offset` at once, regardless of cwnd
@@ -348,7 +387,10 @@ impl Sender {
         self.cc
             .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
         self.consecutive_timeouts += 1;
-        self.rtt.back_off();
+        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off.
+        if !self.probe.on_timeout(self.consecutive_timeouts) {
+            self.rtt.back_off();
+        }
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost.
         self.scoreboard.mark_all_lost();
         self.forced_rtx.clear();
@@ -360,6 +402,9 @@ impl Sender {
         self.dupacks = 0;
         self.stats.timeouts += 1;
         self.ledger.charge_timeout(self.snd_una);
+        if let Some(t) = self.tlp.as_mut() {
+            t.end_episode();
+        }
         // RFC 6298 Sec. 5.5 / 5.6: restart the timer with the backed-off RTO. The retransmission of
         // the first segment follows from cwnd = 1 SMSS and NextSeg().
         self.rto_deadline = Some(now + self.rtt.rto());
@@ -373,11 +418,19 @@ impl Sender {
     /// Linux does not use them, and tail-loss recovery is exactly what the schemes built on this
     /// sender (TLP, TCP-IR, CP) are compared on, so the baseline must not hide a tail loss itself.
     pub(crate) fn next_transmission(&mut self, now: Time) -> Option<Transmission> {
+        if self.probe.active() {
+            return self.pfabric_probe(now);
+        }
         while let Some(off) = self.forced_rtx.pop_front() {
             if let Some(idx) = self.scoreboard.find(off) {
                 if !self.scoreboard.seg(idx).sacked {
                     return Some(self.retransmit(idx, now));
                 }
+            }
+        }
+        if self.tlp.is_some_and(|t| t.probe_due) {
+            if let Some(tx) = self.send_probe(now) {
+                return Some(tx);
             }
         }
         let used = self.used_window_bytes();
@@ -413,19 +466,29 @@ impl Sender {
         if used + len > allowance {
             return None;
         }
+        let tx = self.send_new(now, len);
+        self.arm_tlp(now);
+        Some(tx)
+    }
+
+    /// Put the next `len` (at most) new bytes on the wire.
+    fn send_new(&mut self, now: Time, len: u64) -> Transmission {
+        let len = len
+            .min(self.stream_end - self.snd_nxt)
+            .min(self.snd_una + self.peer_window_bytes - self.snd_nxt);
         let start = self.snd_nxt;
         self.snd_nxt += len;
         self.scoreboard.push(start, len as u32, now, 0);
         self.ledger.charge_bytes(start, start + len, Charge::New);
         self.on_data_sent(now, len);
         let cwr = std::mem::take(&mut self.cwr_pending);
-        Some(Transmission {
+        Transmission {
             start,
             len_bytes: len as u32,
             retransmit: false,
             cwr,
             tag: 0,
-        })
+        }
     }
 
     fn retransmit(&mut self, idx: usize, now: Time) -> Transmission {

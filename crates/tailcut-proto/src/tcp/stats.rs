@@ -20,6 +20,12 @@ pub struct ConnStats {
     pub fast_retransmits: u64,
     /// SYN or SYN-ACK retransmissions.
     pub syn_retransmits: u64,
+    /// Tail loss probes sent (TLP).
+    pub tlp_probes: u64,
+    /// TCP-IR coded packets sent.
+    pub coded_packets_sent: u64,
+    /// Receive side: segments rebuilt from a TCP-IR coded packet instead of retransmitted.
+    pub coded_recoveries: u64,
     /// Window reductions in response to ECN-Echo.
     pub ecn_reductions: u64,
     /// Receive side: bytes delivered in order to the application.

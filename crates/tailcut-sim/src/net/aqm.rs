@@ -33,6 +33,12 @@ pub enum AqmConfig {
     /// Random drop on overflow (Hashem 1989; ns-2's DropRand): when the arriving packet does not fit, a
     /// packet chosen uniformly from the queue and the arrival is dropped instead of the tail.
     RandomDrop,
+    /// pFabric (Alizadeh et al., SIGCOMM'13, Sec. 4.2): packets carry a priority
+    /// (`Packet::priority`, lower first). The port sends the earliest packet of the flow (5-tuple) that
+    /// holds the highest-priority packet; when the buffer is full, the lowest-priority packet among the
+    /// queued ones and the arrival is dropped (the arrival on a tie). Use a small buffer (the paper's
+    /// 2 BDP, about 34 packets at 10 Gbps).
+    Pfabric,
 }
 
 fn default_max_p() -> f64 {

@@ -181,6 +181,23 @@ impl PortQueue {
                     }
                 }
             }
+            AqmConfig::Pfabric => {
+                if !fits {
+                    // Sec. 4.2: drop the lowest-priority packet (largest value), the arrival on a tie.
+                    let prio = pkt.priority;
+                    let worst = q
+                        .fifo
+                        .iter()
+                        .enumerate()
+                        .max_by_key(|&(i, &id)| (arena.get(id).priority, i))
+                        .map(|(i, &id)| (i, arena.get(id).priority));
+                    let Some((pick, _)) = worst.filter(|&(_, p)| p > prio) else {
+                        return Admit::Dropped(DropCause::Overflow);
+                    };
+                    let victim = q.fifo.remove(pick).expect("index in range");
+                    return self.admit_after_eviction(arena, ci, id, size, victim);
+                }
+            }
             AqmConfig::RandomDrop => {
                 if !fits {
                     // The victim is uniform over the queued packets and the arrival (ns-2 DropRand).
@@ -190,17 +207,7 @@ impl PortQueue {
                         return Admit::Dropped(DropCause::Overflow);
                     }
                     let victim = q.fifo.remove(pick).expect("index in range");
-                    let vsize = arena.get(victim).size_bytes as u64;
-                    q.bytes -= vsize;
-                    self.bytes -= vsize;
-                    self.packets -= 1;
-                    // The arrival may still not fit if the victim was smaller than it.
-                    let q = &mut self.classes[ci];
-                    if size > self.buffer_bytes.saturating_sub(self.bytes) || q.bytes + size > q.limit_bytes {
-                        return Admit::DroppedEvicting(victim);
-                    }
-                    self.push(ci, id, size);
-                    return Admit::QueuedEvicting(victim);
+                    return self.admit_after_eviction(arena, ci, id, size, victim);
                 }
             }
         }
@@ -209,6 +216,29 @@ impl PortQueue {
         }
         self.push(ci, id, size);
         Admit::Queued { marked }
+    }
+
+    /// `victim` was taken out of class `ci` to make room for the arrival `id`.
+    fn admit_after_eviction(
+        &mut self,
+        arena: &PacketArena,
+        ci: usize,
+        id: PktId,
+        size: u64,
+        victim: PktId,
+    ) -> Admit {
+        let vsize = arena.get(victim).size_bytes as u64;
+        let q = &mut self.classes[ci];
+        q.bytes -= vsize;
+        self.bytes -= vsize;
+        self.packets -= 1;
+        // The arrival may still not fit if the victim was smaller than it.
+        let q = &self.classes[ci];
+        if size > self.buffer_bytes.saturating_sub(self.bytes) || q.bytes + size > q.limit_bytes {
+            return Admit::DroppedEvicting(victim);
+        }
+        self.push(ci, id, size);
+        Admit::QueuedEvicting(victim)
     }
 
     fn push(&mut self, ci: usize, id: PktId, size: u64) {
@@ -255,7 +285,20 @@ impl PortQueue {
             self.classes.iter().position(|q| !q.fifo.is_empty())?
         };
         let q = &mut self.classes[ci];
-        let id = q.fifo.pop_front()?;
+        let id = if matches!(q.aqm, AqmConfig::Pfabric) {
+            // Sec. 4.2: the earliest packet of the flow holding the highest-priority packet (which
+            // avoids reordering a flow's packets); ties in priority go to the earliest arrival.
+            let best = q
+                .fifo
+                .iter()
+                .enumerate()
+                .min_by_key(|&(i, &id)| (arena.get(id).priority, i))
+                .map(|(_, &id)| arena.get(id).tuple)?;
+            let i = q.fifo.iter().position(|&id| arena.get(id).tuple == best)?;
+            q.fifo.remove(i)?
+        } else {
+            q.fifo.pop_front()?
+        };
         let size = arena.get(id).size_bytes as u64;
         q.bytes -= size;
         self.bytes -= size;
@@ -434,6 +477,96 @@ mod tests {
             q.enqueue(&mut a, p2, 0, &mut r),
             Admit::Dropped(DropCause::Overflow)
         );
+    }
+
+    fn prio_pkt(arena: &mut PacketArena, prio: u64, port: u16) -> PktId {
+        arena.insert(Packet {
+            size_bytes: 1000,
+            priority: prio,
+            tuple: tailcut_proto::FiveTuple {
+                src_port: port,
+                ..Default::default()
+            },
+            ..Packet::default()
+        })
+    }
+
+    #[test]
+    fn pfabric_dequeues_by_priority_and_drops_the_lowest() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let mut q = PortQueue::new(3000, &AqmConfig::Pfabric, &[], &SchedConfig::default(), 1200);
+        let p50 = prio_pkt(&mut a, 50, 1);
+        let p10 = prio_pkt(&mut a, 10, 2);
+        let p30 = prio_pkt(&mut a, 30, 3);
+        for p in [p50, p10, p30] {
+            assert_eq!(q.enqueue(&mut a, p, 0, &mut r), Admit::Queued { marked: false });
+        }
+        // Full: an arrival of priority 20 pushes out the lowest-priority packet (50).
+        let p20 = prio_pkt(&mut a, 20, 4);
+        assert_eq!(q.enqueue(&mut a, p20, 0, &mut r), Admit::QueuedEvicting(p50));
+        // An arrival no better than every queued packet is itself dropped (30 ties with the worst).
+        let p30b = prio_pkt(&mut a, 30, 5);
+        assert_eq!(
+            q.enqueue(&mut a, p30b, 0, &mut r),
+            Admit::Dropped(DropCause::Overflow)
+        );
+        let order: Vec<PktId> = std::iter::from_fn(|| q.dequeue(&a, 0)).collect();
+        assert_eq!(order, vec![p10, p20, p30]);
+    }
+
+    #[test]
+    fn pfabric_sends_the_earliest_packet_of_the_best_flow() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let mut q = PortQueue::new(100_000, &AqmConfig::Pfabric, &[], &SchedConfig::default(), 1200);
+        // Flow 1's first packet has priority 40, its later one 5 (remaining size shrank).
+        let f1a = prio_pkt(&mut a, 40, 1);
+        let f2 = prio_pkt(&mut a, 20, 2);
+        let f1b = prio_pkt(&mut a, 5, 1);
+        for p in [f1a, f2, f1b] {
+            q.enqueue(&mut a, p, 0, &mut r);
+        }
+        let order: Vec<PktId> = std::iter::from_fn(|| q.dequeue(&a, 0)).collect();
+        assert_eq!(order, vec![f1a, f1b, f2]);
+    }
+
+    #[test]
+    fn red_drops_only_above_min_th_and_marks_with_ecn() {
+        let cfg = |mark| AqmConfig::Red {
+            min_th: Bytes(3000),
+            max_th: Bytes(6000),
+            max_p: 1.0,
+            w_q: 1.0,
+            mark,
+        };
+        for mark in [false, true] {
+            let mut a = PacketArena::default();
+            let mut r = stream(3, Stream::Port, 0);
+            let mut q = PortQueue::new(100_000, &cfg(mark), &[], &SchedConfig::default(), 1200);
+            let mut outcomes = Vec::new();
+            for _ in 0..8 {
+                let p = pkt(&mut a, 1500, 0, Ecn::Ect0);
+                outcomes.push(q.enqueue(&mut a, p, 0, &mut r));
+            }
+            // w_q = 1: the average is the instantaneous queue. Below min_th nothing happens; at
+            // 2 max_th and above (gentle) every packet is signalled.
+            assert!(outcomes[..2]
+                .iter()
+                .all(|o| *o == Admit::Queued { marked: false }));
+            let signalled = outcomes
+                .iter()
+                .filter(|o| matches!(o, Admit::Queued { marked: true } | Admit::Dropped(DropCause::Aqm)))
+                .count();
+            assert!(signalled >= 1, "{outcomes:?}");
+            if mark {
+                assert!(outcomes.iter().all(|o| matches!(o, Admit::Queued { .. })));
+            } else {
+                assert!(outcomes
+                    .iter()
+                    .all(|o| !matches!(o, Admit::Queued { marked: true })));
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ impl<'a> Builder<'a> {
 
     fn queue_of(&self, node: u32) -> (u64, PortQueueSpec) {
         if self.spec.nodes[node as usize].kind == NodeKind::Host {
-            (self.q.host_buffer.0, PortQueueSpec::default())
+            (self.q.host_buffer.0, self.q.host_queue())
         } else {
             (
                 self.q.buffer.0,

@@ -95,7 +95,7 @@ pub fn parse(text: &str, q: &SwitchQueues) -> Result<TopoSpec, String> {
         }
         let queue = |n: u32| -> (u64, PortQueueSpec) {
             if spec.nodes[n as usize].kind == NodeKind::Host {
-                (q.host_buffer.0, PortQueueSpec::default())
+                (q.host_buffer.0, q.host_queue())
             } else {
                 (
                     l.buffer.unwrap_or(q.buffer).0,

@@ -67,8 +67,25 @@ pub struct SwitchQueues {
     /// How the classes are served.
     pub sched: SchedConfig,
     /// Buffer of a host NIC queue. Hosts do not drop in practice (the stack back-pressures the
-    /// application), so the default is large; it is drop-tail.
+    /// application), so the default is large.
     pub host_buffer: Bytes,
+    /// Discipline of host NIC queues: `drop_tail` (a FIFO, the default) or `pfabric` (pFabric's end
+    /// hosts also send the highest-priority packet first).
+    pub host_aqm: AqmConfig,
+    /// Traffic classes of host NIC queues, served by strict priority (empty = one queue). PIAS end
+    /// hosts send their higher-priority class first.
+    pub host_classes: Vec<ClassConfig>,
+}
+
+impl SwitchQueues {
+    /// The queue spec of a host NIC port.
+    pub fn host_queue(&self) -> PortQueueSpec {
+        PortQueueSpec {
+            aqm: self.host_aqm.clone(),
+            classes: self.host_classes.clone(),
+            sched: SchedConfig::StrictPriority,
+        }
+    }
 }
 
 impl Default for SwitchQueues {
@@ -79,6 +96,8 @@ impl Default for SwitchQueues {
             classes: Vec::new(),
             sched: SchedConfig::default(),
             host_buffer: Bytes(16_000_000),
+            host_aqm: AqmConfig::DropTail,
+            host_classes: Vec::new(),
         }
     }
 }

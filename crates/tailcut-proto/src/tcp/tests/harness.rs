@@ -3,7 +3,7 @@
 //! CE-mark, extra delay for reordering). A step limit turns a livelock into a failure.
 
 use crate::engine::{AppEvent, Engine};
-use crate::packet::{Addr, Ecn, FiveTuple, Packet, TcpFlags};
+use crate::packet::{Addr, Ecn, FiveTuple, Packet, TcpExt, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::tcp::{Role, TcpConfig, TcpEndpoint};
@@ -209,7 +209,8 @@ impl Harness {
 
     fn put_on_wire(&mut self, from: usize, mut pkt: Packet) {
         let h = *pkt.tcp().expect("tcp packet");
-        let is_data = pkt.payload_len() > 0;
+        // TCP-IR coded packets carry payload but no stream bytes of their own.
+        let is_data = pkt.payload_len() > 0 && !matches!(h.ext, TcpExt::XorCoded { .. });
         let offset = if is_data {
             Self::stream_offset(from, h.seq)
         } else {

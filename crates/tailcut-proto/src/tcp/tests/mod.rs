@@ -6,3 +6,4 @@ mod ecn;
 mod harness;
 mod loss;
 mod props;
+mod schemes;

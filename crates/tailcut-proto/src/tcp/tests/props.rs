@@ -5,7 +5,7 @@
 use super::harness::{test_cfg, Fate, Harness, Sent};
 use crate::engine::AppEvent;
 use crate::rng::Rng;
-use crate::tcp::{CongestionControl, TcpConfig};
+use crate::tcp::{CongestionControl, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
 use crate::time::Dur;
 use proptest::prelude::*;
 use rand::{Rng as _, SeedableRng};
@@ -27,6 +27,8 @@ struct Scenario {
     no_dupacks: bool,
     /// Message sizes sent by side 0 and by side 1.
     msgs: [Vec<u64>; 2],
+    /// Baseline built into the endpoint: 0 none, 1 TLP, 2 TCP-IR, 3 Proactive, 4 PIAS, 5 pFabric.
+    scheme: u8,
 }
 
 fn scenario() -> impl Strategy<Value = Scenario> {
@@ -39,9 +41,10 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         any::<[bool; 7]>(),
         prop::collection::vec(0u64..40_000, 1..6),
         prop::collection::vec(0u64..20_000, 0..4),
+        0u8..6,
     )
         .prop_map(
-            |(seed, data_loss, ack_loss, ce_prob, reorder_prob, flags, a, b)| Scenario {
+            |(seed, data_loss, ack_loss, ce_prob, reorder_prob, flags, a, b, scheme)| Scenario {
                 seed,
                 data_loss,
                 ack_loss,
@@ -55,6 +58,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
                 early_retransmit: flags[5],
                 no_dupacks: flags[6] && flags[5],
                 msgs: [a, b],
+                scheme,
             },
         )
 }
@@ -73,6 +77,17 @@ fn run(sc: &Scenario) -> Harness {
         } else {
             CongestionControl::NewReno
         },
+        tlp: (sc.scheme == 1).then(|| TlpConfig {
+            pto_floor: Dur::from_micros(100),
+            ..TlpConfig::default()
+        }),
+        tcp_ir: (sc.scheme == 2).then(TcpIrConfig::default),
+        proactive: sc.scheme == 3,
+        pias: (sc.scheme == 4).then(|| PiasConfig {
+            thresholds_bytes: vec![5_000, 20_000],
+        }),
+        pfabric_priority: sc.scheme == 5,
+        pfabric_probe_after: (sc.scheme == 5).then_some(2),
         ..test_cfg()
     };
     let mut h = Harness::with_seed(cfg, sc.seed);
@@ -158,9 +173,16 @@ fn heavy_loss_scenario_completes() {
         early_retransmit: true,
         no_dupacks: false,
         msgs: [vec![200_000, 0, 50_000], vec![30_000]],
+        scheme: 0,
     };
     let h = run(&sc);
     let st = h.eps[0].stats();
     assert!(st.retransmits > 10 && st.timeouts > 0 && st.fast_retransmits > 0);
     assert_eq!(h.eps[1].rcv_nxt(), 250_000);
+    // Every baseline completes the same scenario.
+    for scheme in 1..6 {
+        let h = run(&Scenario { scheme, ..sc.clone() });
+        assert_eq!(h.eps[1].rcv_nxt(), 250_000, "scheme {scheme}");
+        assert_eq!(h.eps[0].rcv_nxt(), 30_000, "scheme {scheme}");
+    }
 }

@@ -1,0 +1,274 @@
+//! End-to-end checks of the baseline schemes on small scenarios: the direction of each scheme's
+//! effect, and the replica plumbing of the simulator.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use tailcut_proto::rng::Rng;
+use tailcut_proto::{Dur, Engine, Time};
+use tailcut_sim::metrics::Summary;
+use tailcut_sim::net::aqm::AqmConfig;
+use tailcut_sim::net::Network;
+use tailcut_sim::sim::{ComponentRun, ConnMode, Sim};
+use tailcut_sim::topo::{self, SwitchQueues, TopologyConfig};
+use tailcut_sim::transport::{self, ConnSetup, EngineFactory, Transport};
+use tailcut_sim::workload::FlowSpec;
+use tailcut_sim::{api, run};
+
+fn lossy_dumbbell(flows: u64) -> tailcut_sim::Experiment {
+    let text = include_str!("../../../experiments/baselines/lossy_dumbbell.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.workload[0].flows = Some(flows);
+    exp
+}
+
+#[test]
+fn tlp_and_tcp_ir_cut_timeouts_and_copies_double_the_bytes() {
+    let exp = lossy_dumbbell(800);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let s = |name: &str| Summary::of(&t.flows, name);
+    let (tcp, tlp, ir) = (s("tcp"), s("tlp"), s("tcp_ir"));
+    for x in ["tcp", "tlp", "tcp_ir", "proactive", "repflow"] {
+        assert_eq!(s(x).completed, 800, "{x}: {:?}", s(x));
+    }
+    assert!(
+        tcp.timeout_fraction > 0.02,
+        "the path must be lossy enough: {tcp:?}"
+    );
+    assert!(
+        tlp.timeout_fraction < 0.6 * tcp.timeout_fraction,
+        "tlp {tlp:?} tcp {tcp:?}"
+    );
+    assert!(
+        ir.timeout_fraction < 0.6 * tcp.timeout_fraction,
+        "tcp_ir {ir:?} tcp {tcp:?}"
+    );
+    assert!(
+        ir.redundant_over_size > 0.0 && ir.redundant_over_size < 0.5,
+        "{ir:?}"
+    );
+    assert_eq!(tcp.redundant_over_size, 0.0);
+    for x in ["proactive", "repflow"] {
+        let r = s(x).sent_over_size;
+        assert!((1.8..=2.3).contains(&r), "{x}: sent/size {r}");
+    }
+}
+
+#[test]
+fn baseline_runs_are_deterministic() {
+    let exp = lossy_dumbbell(150);
+    let a = run(&exp, &mut |_| true).expect("runs");
+    let b = run(&exp, &mut |_| true).expect("runs");
+    let key = |t: &tailcut_sim::Tables| -> Vec<(String, Option<u64>, u64, u64)> {
+        t.flows
+            .iter()
+            .map(|f| {
+                (
+                    f.scheme.clone(),
+                    f.finish_ns,
+                    f.stats.sent_bytes,
+                    f.stats.redundant_bytes,
+                )
+            })
+            .collect()
+    };
+    assert_eq!(key(&a), key(&b), "seed {}", exp.seed);
+}
+
+/// Connections alternate between a slow and a fast paced engine, so the two copies of a replicated
+/// flow finish at very different times.
+struct AlternatingPace {
+    fast: Dur,
+    slow: Dur,
+    fast_first: bool,
+    copies: u32,
+    opened: AtomicU32,
+}
+
+impl EngineFactory for AlternatingPace {
+    fn connect(&self, s: &ConnSetup, a: Rng, b: Rng) -> (Box<dyn Engine>, Box<dyn Engine>) {
+        let n = self.opened.fetch_add(1, Ordering::Relaxed);
+        let fast = n.is_multiple_of(2) == self.fast_first;
+        let gap = if fast { self.fast } else { self.slow };
+        common::PacedFactory { gap, path: false }.connect(s, a, b)
+    }
+    fn framing(&self) -> (u64, u64) {
+        (1460, 40)
+    }
+    fn replicas(&self, _size: u64) -> u32 {
+        self.copies
+    }
+}
+
+fn one_flow_fct(copies: u32, fast_first: bool) -> (u64, u64) {
+    let cfg: TopologyConfig =
+        toml::from_str("kind = \"star\"\nhosts = 2\nhost_rate = \"10Gbps\"\nlink_delay = \"1us\"").unwrap();
+    let spec = topo::build(&cfg, &SwitchQueues::default()).unwrap();
+    let net = Network::build(&spec, 1);
+    let flows = vec![FlowSpec {
+        id: 0,
+        component: 0,
+        src: 0,
+        dst: 1,
+        size_bytes: 146_000,
+        start: Time(1_000),
+        request_bytes: 0,
+    }];
+    let comps = vec![ComponentRun {
+        transport: Transport::Custom(Arc::new(AlternatingPace {
+            fast: Dur::from_micros(5),
+            slow: Dur::from_micros(50),
+            fast_first,
+            copies,
+            opened: AtomicU32::new(0),
+        })),
+        conn_mode: ConnMode::PerFlow,
+    }];
+    let mut sim = Sim::new(net, &flows, &comps, Vec::new(), 1, Dur::from_millis(100));
+    sim.run(&mut |_| true).unwrap();
+    let rec = sim.flow_records("x", &["c".to_string()]);
+    let info = sim.run_info("x", 0.0);
+    assert!(info.conservation.ok);
+    (rec[0].fct_ns().expect("finished"), info.flows_finished)
+}
+
+#[test]
+fn a_replicated_flow_finishes_with_its_first_copy() {
+    let (fast_alone, _) = one_flow_fct(1, true);
+    let (slow_alone, _) = one_flow_fct(1, false);
+    assert!(slow_alone > 5 * fast_alone);
+    for fast_first in [true, false] {
+        let (fct, finished) = one_flow_fct(2, fast_first);
+        assert_eq!(finished, 1);
+        // The fast copy decides; the slow one only adds a little serialisation on the shared NIC.
+        assert!(
+            fct >= fast_alone && fct < fast_alone + fast_alone / 20,
+            "fast_first={fast_first}: {fct} vs {fast_alone}"
+        );
+    }
+}
+
+#[test]
+fn registry_resolves_every_baseline_and_names_bad_fields() {
+    let names: Vec<&str> = transport::registry().iter().map(|i| i.name).collect();
+    for n in [
+        "tcp",
+        "dctcp",
+        "tlp",
+        "tcp_ir",
+        "proactive",
+        "repflow",
+        "replicated_dctcp",
+        "pias",
+        "pfabric",
+    ] {
+        assert!(names.contains(&n), "{n}");
+        transport::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+    let bad = |name: &str, json: &str| -> String {
+        let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).unwrap();
+        match transport::resolve(name, &m) {
+            Ok(_) => panic!("{name} {json} should fail"),
+            Err(e) => e,
+        }
+    };
+    assert!(bad("tlp", r#"{"pto_floor": "0ms"}"#).starts_with("params.pto_floor:"));
+    assert!(bad("tlp", r#"{"pto_floor": "fast"}"#).starts_with("params.pto_floor"));
+    assert!(bad("tlp", r#"{"sack": false}"#).starts_with("params.sack:"));
+    assert!(bad("tcp_ir", r#"{"max_block_segments": 0}"#).starts_with("params.max_block_segments:"));
+    assert!(bad("repflow", r#"{"copies": 5}"#).starts_with("params.copies:"));
+    assert!(bad("pias", r#"{"thresholds": ["95KB", "10KB"]}"#).starts_with("params.thresholds:"));
+    assert!(bad("pfabric", r#"{"switch_buffer": "1KB"}"#).starts_with("params.switch_buffer:"));
+    assert!(bad("pfabric", r#"{"probe_after_timeouts": 0}"#).starts_with("params.probe_after_timeouts:"));
+    assert!(bad("proactive", r#"{"copies": 2}"#).starts_with("params"));
+
+    // Replica policies.
+    let t = transport::resolve("repflow", &serde_json::Map::new()).unwrap();
+    assert_eq!((t.replicas(99_999), t.replicas(100_000)), (2, 1));
+    let m = serde_json::from_str(r#"{"copies": 3}"#).unwrap();
+    let t = transport::resolve("replicated_dctcp", &m).unwrap();
+    assert_eq!(t.replicas(10_000_000), 3);
+}
+
+#[test]
+fn pias_and_pfabric_bring_their_switch_queues() {
+    let base = SwitchQueues::default();
+    let pias = transport::resolve("pias", &serde_json::Map::new()).unwrap();
+    let q = pias.switch_queues(&base);
+    assert_eq!(q.classes.len(), 2);
+    assert_eq!(q.classes[1].classes, vec![1]);
+    assert_eq!(q.buffer, base.buffer);
+    let pf = transport::resolve("pfabric", &serde_json::Map::new()).unwrap();
+    let q = pf.switch_queues(&base);
+    assert_eq!(q.aqm, AqmConfig::Pfabric);
+    assert_eq!(q.buffer.0, 51_000);
+    let tcp = transport::resolve("tcp", &serde_json::Map::new()).unwrap();
+    assert_eq!(tcp.switch_queues(&base), base);
+}
+
+#[test]
+fn pias_and_pfabric_cut_small_flow_fct_under_large_flows() {
+    let text = include_str!("../../../experiments/baselines/pias_pfabric.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.workload[0].flows = Some(250);
+    exp.schemes.retain(|s| s.name != "tcp");
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let small = |name: &str| Summary::of_where(&t.flows, name, |f| f.size_bytes < 100_000);
+    let (dctcp, pias, pfabric) = (small("dctcp"), small("pias"), small("pfabric"));
+    for s in [&dctcp, &pias, &pfabric] {
+        assert_eq!(s.completed, s.flows, "{s:?}");
+    }
+    assert!(
+        pias.mean_fct_ns < 0.7 * dctcp.mean_fct_ns,
+        "pias {pias:?} dctcp {dctcp:?}"
+    );
+    assert!(
+        pfabric.mean_fct_ns < 0.7 * dctcp.mean_fct_ns,
+        "pfabric {pfabric:?} dctcp {dctcp:?}"
+    );
+}
+
+#[test]
+fn a_scheme_runs_on_its_transport_queues_unless_it_gives_its_own() {
+    let text = r#"
+name = "queues"
+[topology]
+kind = "star"
+hosts = 3
+[network]
+aqm = { kind = "ecn", k = "30KB" }
+[[workload]]
+name = "w"
+pattern = { kind = "pairs", pairs = [[0, 1]] }
+fixed = "10KB"
+[[schemes]]
+name = "pias"
+transport = "pias"
+[[schemes]]
+name = "pfabric"
+transport = "pfabric"
+[[schemes]]
+name = "pias_own"
+transport = "pias"
+network = { buffer = "64KB" }
+"#;
+    let exp = api::parse_toml(text).expect("valid");
+    let prep = tailcut_sim::run::prepare(&exp).expect("prepares");
+    // Every star link joins a host (end a) and the switch (end b).
+    let link = &prep.schemes[0].topology.links[0];
+    assert_eq!(link.aqm_b.classes.len(), 2, "switch port: two PIAS classes");
+    assert_eq!(link.aqm_a.classes.len(), 2, "host NIC: two PIAS classes");
+    assert!(
+        matches!(link.aqm_b.aqm, AqmConfig::Ecn { .. }),
+        "PIAS keeps ECN marking"
+    );
+    let link = &prep.schemes[1].topology.links[0];
+    assert_eq!(
+        (link.aqm_b.aqm.clone(), link.buffer_b),
+        (AqmConfig::Pfabric, 51_000)
+    );
+    assert_eq!(link.aqm_a.aqm, AqmConfig::Pfabric, "host NIC sends by priority");
+    let link = &prep.schemes[2].topology.links[0];
+    assert!(link.aqm_b.classes.is_empty() && link.buffer_b == 64_000);
+}
