@@ -1,1 +1,134 @@
+//! `tailcut._core`: the thin PyO3 layer between the Python front and `tailcut_sim::api`.
+//!
+//! Everything crosses the boundary as JSON text so that the Rust side stays the single owner of the config
+//! schema and of the result layout; this crate only moves strings, releases the GIL while the simulator runs,
+//! and turns Rust errors into the two Python exception classes users catch.
 
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use tailcut_sim::api::{self, ApiError};
+
+// Named `tailcut.X` so that the classes pickle (the package re-exports them), e.g. across a process pool.
+create_exception!(
+    tailcut,
+    ConfigError,
+    PyValueError,
+    "The experiment config is invalid; the message names the offending field path."
+);
+create_exception!(
+    tailcut,
+    SimulationError,
+    PyRuntimeError,
+    "A valid experiment failed while running (for example, packet conservation was violated)."
+);
+
+/// Validate `config_json` and return the fully resolved config (all defaults filled in) as JSON.
+#[pyfunction]
+fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    py.allow_threads(|| api::validate_json(config_json))
+        .map_err(|e| ConfigError::new_err(e.to_string()))
+}
+
+/// Run one experiment and return the result document as JSON.
+///
+/// The config is validated first so that a bad config raises `ConfigError` before anything runs; an error
+/// during the run itself raises `SimulationError` (a config error found only then is still `ConfigError`).
+/// The GIL is released for the whole run and re-acquired only every ~100 ms to call `progress(fraction)`
+/// and to check for Ctrl-C; a callback that returns a false value (other than `None`) or raises cancels
+/// the run: `SimulationError("run cancelled ...")`, or the callback's own exception (`KeyboardInterrupt`
+/// for Ctrl-C) re-raised here.
+#[pyfunction]
+#[pyo3(signature = (config_json, seed=None, progress=None))]
+fn run(
+    py: Python<'_>,
+    config_json: &str,
+    seed: Option<u64>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<String> {
+    validate(py, config_json)?;
+    let (outcome, callback_error, cancelled) = py.allow_threads(|| {
+        let mut callback_error: Option<PyErr> = None;
+        let mut cancelled = false;
+        let mut on_progress = |fraction: f64| -> bool {
+            let keep_going = Python::with_gil(|py| match report_progress(py, progress.as_ref(), fraction) {
+                Ok(keep_going) => keep_going,
+                Err(err) => {
+                    callback_error = Some(err);
+                    false
+                }
+            });
+            cancelled |= !keep_going;
+            keep_going
+        };
+        // A panic is a simulator bug; it becomes a SimulationError with the panic message rather than
+        // pyo3's PanicException (a BaseException that would escape `except Exception` in sweep workers).
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            api::run_json(config_json, seed, &mut on_progress)
+        }))
+        .unwrap_or_else(|payload| {
+            let message = format!("simulator panicked: {}", panic_message(payload.as_ref()));
+            Err(ApiError::Simulation(message))
+        });
+        (outcome, callback_error, cancelled)
+    });
+    if let Some(err) = callback_error {
+        return Err(err);
+    }
+    outcome.map_err(|err| match err {
+        ApiError::Config(message) => ConfigError::new_err(message),
+        ApiError::Cancelled if cancelled => {
+            SimulationError::new_err("run cancelled by the progress callback")
+        }
+        other => SimulationError::new_err(other.to_string()),
+    })
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// Calls the user's progress callback; `Ok(false)` asks the simulator to stop.
+fn report_progress(py: Python<'_>, progress: Option<&Py<PyAny>>, fraction: f64) -> PyResult<bool> {
+    py.check_signals()?;
+    let Some(callback) = progress else {
+        return Ok(true);
+    };
+    let answer = callback.call1(py, (fraction,))?;
+    let answer = answer.bind(py);
+    if answer.is_none() {
+        return Ok(true);
+    }
+    answer.is_truthy()
+}
+
+/// The schemes the simulator knows, with their parameters and defaults, as a JSON list.
+#[pyfunction]
+fn schemes() -> String {
+    api::schemes_json()
+}
+
+/// The version of the Rust core this module was built from.
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("SimulationError", py.get_type::<SimulationError>())?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(validate, m)?)?;
+    m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

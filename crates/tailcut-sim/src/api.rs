@@ -40,14 +40,25 @@ pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
         .map_err(|e| ApiError::Config(format_path_error(&e.path().to_string(), e.inner().message())))
 }
 
-fn format_path_error(path: &str, msg: &str) -> String {
+/// `path: msg`, where a message that starts with an inner path (from a `kind`-tagged table, see
+/// `tagged.rs`) is joined onto the outer one: "topology" + "leaves: ..." -> "topology.leaves: ...".
+pub fn format_path_error(path: &str, msg: &str) -> String {
     // serde_json appends " at line L column C"; keep the message about the field.
     let msg = msg.split(" at line ").next().unwrap_or(msg);
     if path.is_empty() || path == "." {
-        msg.to_string()
-    } else {
-        format!("{path}: {msg}")
+        return msg.to_string();
     }
+    if let Some((inner, rest)) = msg.split_once(": ") {
+        let is_path = !inner.is_empty()
+            && inner
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c));
+        if is_path {
+            let sep = if inner.starts_with('[') { "" } else { "." };
+            return format!("{path}{sep}{inner}: {rest}");
+        }
+    }
+    format!("{path}: {msg}")
 }
 
 /// Validates an experiment and returns it fully resolved (every default filled in) as JSON.
@@ -149,4 +160,81 @@ pub fn tables_json(t: &Tables, exp: &Experiment) -> Value {
         "runs": serde_json::to_value(&t.runs).expect("serialisable"),
         "resolved_config": serde_json::to_value(exp).expect("serialisable"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+name = "x"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+[[workload]]
+name = "w"
+pattern = { kind = "all_to_all" }
+fixed = "10KB"
+load = 0.1
+flows = 10
+[[schemes]]
+name = "tcp"
+transport = "tcp"
+"#;
+
+    fn error_of(text: &str) -> String {
+        match parse_toml(text) {
+            Ok(exp) => match crate::run::prepare(&exp) {
+                Ok(_) => panic!("expected an error"),
+                Err(e) => e.to_string(),
+            },
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let cases = [
+            ("leaves = 2", "leaves = \"many\"", "topology.leaves: invalid type"),
+            ("leaves = 2", "leaves = 0", "topology.leaves: must be >= 1"),
+            (
+                "hosts_per_leaf = 2",
+                "hosts_per_leaf = 2\nhost_rate = \"10Gbs\"",
+                "topology.host_rate: invalid rate unit",
+            ),
+            (
+                "hosts_per_leaf = 2",
+                "hosts_per_leaf = 2\nleafs = 3",
+                "topology.leafs: unknown field `leafs`",
+            ),
+            (
+                "kind = \"leaf_spine\"",
+                "kind = \"ring\"",
+                "topology.kind: unknown kind 'ring'",
+            ),
+            ("load = 0.1", "load = 1.5", "workload[0].load: must be in (0, 1]"),
+            (
+                "transport = \"tcp\"",
+                "transport = \"tcp\"\nparams = { min_rto = \"5xs\" }",
+                "schemes[0].params.min_rto",
+            ),
+            (
+                "transport = \"tcp\"",
+                "transport = \"tcpp\"",
+                "schemes[0].transport: unknown transport 'tcpp'",
+            ),
+            (
+                "name = \"x\"",
+                "name = \"x\"\nmax_tme = \"1s\"",
+                "unknown field `max_tme`",
+            ),
+        ];
+        for (from, to, want) in cases {
+            let text = BASE.replacen(from, to, 1);
+            let got = error_of(&text);
+            assert!(got.contains(want), "for `{to}` wanted `{want}`, got `{got}`");
+        }
+    }
 }

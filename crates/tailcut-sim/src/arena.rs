@@ -11,6 +11,8 @@ pub struct PacketArena {
     slots: Vec<Packet>,
     free: Vec<u32>,
     live: usize,
+    /// The port whose link each packet is on (valid while it travels).
+    link_of: Vec<u32>,
     /// Payload bytes for packets that carry them (QUIC and other byte-level engines); empty otherwise.
     payloads: Vec<Vec<u8>>,
 }
@@ -26,6 +28,7 @@ impl PacketArena {
             None => {
                 self.slots.push(pkt);
                 self.payloads.push(Vec::new());
+                self.link_of.push(u32::MAX);
                 PktId((self.slots.len() - 1) as u32)
             }
         }
@@ -47,6 +50,14 @@ impl PacketArena {
         self.payloads[id.0 as usize].clear();
         self.free.push(id.0);
         self.slots[id.0 as usize]
+    }
+
+    pub fn set_link(&mut self, id: PktId, port: u32) {
+        self.link_of[id.0 as usize] = port;
+    }
+
+    pub fn link(&self, id: PktId) -> u32 {
+        self.link_of[id.0 as usize]
     }
 
     pub fn get(&self, id: PktId) -> &Packet {

@@ -2,9 +2,12 @@
 //! of its inputs; ties never depend on hashing or allocation order.
 //!
 //! Most events of a packet simulation fall a few microseconds ahead of `now` (a transmission, a
-//! propagation delay), so the list is a timing wheel: 4096 buckets of 1.024 us cover the next ~4.2 ms;
-//! events beyond it wait in a binary heap. The bucket being served is sorted once and drained from the
-//! end; a bitmap finds the next non-empty bucket. Push and pop are O(1) amortised for near events.
+//! propagation delay), so the list is a timing wheel with one bucket per nanosecond over the next
+//! 65.5 us; later events wait in a binary heap. Every entry of a bucket has the same time, so a bucket is
+//! a FIFO in sequence order and nothing is ever sorted: an entry that waited in the heap for the same
+//! nanosecond was pushed before any ring entry of that slot (the ring only covers slots after the heap
+//! ones were pushed), so heap entries go first. A bitmap finds the next non-empty bucket. Push and pop
+//! are O(1) for near events.
 
 use crate::arena::PktId;
 use std::cmp::Reverse;
@@ -20,8 +23,8 @@ pub type EngineId = u32;
 pub enum Event {
     /// The port finished serialising a packet and others wait behind it.
     TxDone(PortId),
-    /// A packet reaches the far end of the link fed by `port`.
-    Arrive { port: PortId, pkt: PktId },
+    /// A packet reaches the far end of the link it is on (the arena records which).
+    Arrive(PktId),
     /// An engine's deadline (valid only if it still equals the engine's scheduled time).
     EngineTimer(EngineId),
     /// A host shim's deadline.
@@ -32,16 +35,16 @@ pub enum Event {
     Fault(u32),
 }
 
-/// Key (time, seq) packed for cheap comparison, payload beside it.
+/// Key (time, seq), payload beside it; 24 bytes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Entry {
-    key: u128,
+    key: (u64, u64),
     event: Event,
 }
 
 impl Entry {
     fn time(&self) -> u64 {
-        (self.key >> 64) as u64
+        self.key.0
     }
 }
 
@@ -56,14 +59,14 @@ impl PartialOrd for Entry {
     }
 }
 
-const SHIFT: u32 = 10;
-const BUCKETS: usize = 4096;
+const BUCKETS: usize = 1 << 16;
 const WORDS: usize = BUCKETS / 64;
 
 pub struct EventQueue {
-    /// Entries of the bucket being served, sorted descending (next event last).
+    /// Entries of the bucket being served (all of time `cur_slot`), in order from `head`.
     active: Vec<Entry>,
-    /// Absolute slot number (time >> SHIFT) of the bucket being served.
+    head: usize,
+    /// The time (ns) of the bucket being served.
     cur_slot: u64,
     buckets: Vec<Vec<Entry>>,
     bitmap: [u64; WORDS],
@@ -77,6 +80,7 @@ impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
             active: Vec::with_capacity(64),
+            head: 0,
             cur_slot: 0,
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             bitmap: [0; WORDS],
@@ -91,16 +95,16 @@ impl Default for EventQueue {
 impl EventQueue {
     pub fn push(&mut self, at: Time, event: Event) {
         let e = Entry {
-            key: ((at.0 as u128) << 64) | self.seq as u128,
+            key: (at.0, self.seq),
             event,
         };
         self.seq += 1;
         self.len += 1;
-        let slot = at.0 >> SHIFT;
+        let slot = at.0;
         if slot <= self.cur_slot {
-            // Into the bucket being served: keep it sorted (descending), usually near the front.
-            let i = self.active.partition_point(|x| x.key > e.key);
-            self.active.insert(i, e);
+            // Same nanosecond as the bucket being served (never earlier): it goes last.
+            debug_assert_eq!(slot, self.cur_slot, "events are never scheduled in the past");
+            self.active.push(e);
         } else if slot < self.cur_slot + BUCKETS as u64 {
             let b = (slot % BUCKETS as u64) as usize;
             self.buckets[b].push(e);
@@ -112,14 +116,16 @@ impl EventQueue {
 
     /// Loads the next non-empty bucket into `active`; false when the list is empty.
     fn advance(&mut self) -> bool {
-        if !self.active.is_empty() {
+        if self.head < self.active.len() {
             return true;
         }
         if self.len == 0 {
             return false;
         }
+        self.active.clear();
+        self.head = 0;
         let ring = self.next_ring_slot();
-        let over = self.overflow.peek().map(|Reverse(e)| e.time() >> SHIFT);
+        let over = self.overflow.peek().map(|Reverse(e)| e.time());
         let target = match (ring, over) {
             (Some(r), Some(o)) => r.min(o),
             (Some(r), None) => r,
@@ -127,19 +133,23 @@ impl EventQueue {
             (None, None) => unreachable!("len > 0 but no events"),
         };
         self.cur_slot = target;
-        let b = (target % BUCKETS as u64) as usize;
-        if ring == Some(target) {
-            std::mem::swap(&mut self.active, &mut self.buckets[b]);
-            self.bitmap[b / 64] &= !(1 << (b % 64));
-        }
+        // Heap entries of this nanosecond first (they have the smaller sequence numbers), then the ring's.
         while let Some(Reverse(e)) = self.overflow.peek() {
-            if e.time() >> SHIFT != target {
+            if e.time() != target {
                 break;
             }
             let Reverse(e) = self.overflow.pop().expect("peeked");
             self.active.push(e);
         }
-        self.active.sort_unstable_by_key(|e| Reverse(e.key));
+        if ring == Some(target) {
+            let b = (target % BUCKETS as u64) as usize;
+            if self.active.is_empty() {
+                std::mem::swap(&mut self.active, &mut self.buckets[b]);
+            } else {
+                self.active.append(&mut self.buckets[b]);
+            }
+            self.bitmap[b / 64] &= !(1 << (b % 64));
+        }
         true
     }
 
@@ -164,7 +174,8 @@ impl EventQueue {
         if !self.advance() {
             return None;
         }
-        let e = self.active.pop().expect("advanced");
+        let e = self.active[self.head];
+        self.head += 1;
         self.len -= 1;
         self.popped += 1;
         Some((Time(e.time()), e.event))
@@ -174,7 +185,7 @@ impl EventQueue {
         if !self.advance() {
             return None;
         }
-        self.active.last().map(|e| Time(e.time()))
+        Some(Time(self.active[self.head].time()))
     }
 
     /// Events processed so far.
@@ -191,7 +202,7 @@ impl EventQueue {
     }
 
     fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.active
+        self.active[self.head..]
             .iter()
             .chain(self.buckets.iter().flatten())
             .chain(self.overflow.iter().map(|Reverse(e)| e))
@@ -200,7 +211,7 @@ impl EventQueue {
     /// Packets still travelling on wires (used by the conservation check).
     pub fn packets_on_wires(&self) -> usize {
         self.entries()
-            .filter(|e| matches!(e.event, Event::Arrive { .. }))
+            .filter(|e| matches!(e.event, Event::Arrive(_)))
             .count()
     }
 }

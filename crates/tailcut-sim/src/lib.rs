@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod net;
 pub mod run;
 pub mod sim;
+mod tagged;
 pub mod topo;
 pub mod transport;
 pub mod workload;

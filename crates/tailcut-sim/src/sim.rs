@@ -173,7 +173,7 @@ impl<'a> Sim<'a> {
             self.now = t;
             match ev {
                 Event::TxDone(p) => self.tx_done(p),
-                Event::Arrive { port, pkt } => self.arrive(port, pkt),
+                Event::Arrive(pkt) => self.arrive(pkt),
                 Event::EngineTimer(e) => self.engine_timer(e, t),
                 Event::ShimTimer(h) => self.shim_timer(h, t),
                 Event::FlowStart(f) => self.start_flow(f),
@@ -219,6 +219,15 @@ impl<'a> Sim<'a> {
         let now_ns = self.now.0;
         let p = &mut self.net.ports[port as usize];
         let size = self.arena.get(id).size_bytes as u64;
+        if !p.tx_pending && p.busy_until <= self.now {
+            if let Some(marked) = p.queue.admit_to_idle(&mut self.arena, id) {
+                p.counters.enqueued_packets += 1;
+                p.counters.enqueued_bytes += size;
+                p.counters.ecn_marked += marked as u64;
+                self.transmit(port, id);
+                return;
+            }
+        }
         let admit = p.queue.enqueue(&mut self.arena, id, now_ns, &mut p.rng);
         let c = &mut p.counters;
         let mut dropped: [Option<(PktId, DropCause)>; 2] = [None, None];
@@ -270,9 +279,13 @@ impl<'a> Sim<'a> {
     /// so an uncongested hop costs a single event.
     fn start_tx(&mut self, port: PortId) {
         let p = &mut self.net.ports[port as usize];
-        let Some(id) = p.queue.dequeue(&self.arena, self.now.0) else {
-            return;
-        };
+        if let Some(id) = p.queue.dequeue(&self.arena, self.now.0) {
+            self.transmit(port, id);
+        }
+    }
+
+    fn transmit(&mut self, port: PortId, id: PktId) {
+        let p = &mut self.net.ports[port as usize];
         let size = self.arena.get(id).size_bytes as u64;
         p.busy_until = self.now + serialization_time(size, p.rate_bps);
         p.counters.tx_packets += 1;
@@ -288,7 +301,8 @@ impl<'a> Sim<'a> {
             self.cons.dropped += 1;
         } else {
             let at = p.busy_until + p.delay;
-            self.events.push(at, Event::Arrive { port, pkt: id });
+            self.arena.set_link(id, port);
+            self.events.push(at, Event::Arrive(id));
         }
         if !p.queue.is_empty() {
             p.tx_pending = true;
@@ -302,8 +316,8 @@ impl<'a> Sim<'a> {
         self.kick(port);
     }
 
-    fn arrive(&mut self, port: PortId, id: PktId) {
-        let node = self.net.ports[port as usize].peer;
+    fn arrive(&mut self, id: PktId) {
+        let node = self.net.ports[self.arena.link(id) as usize].peer;
         let host = self.host_of_node[node as usize];
         if host != u32::MAX {
             self.cons.delivered += 1;
@@ -333,15 +347,25 @@ impl<'a> Sim<'a> {
     // ---- hosts -------------------------------------------------------------------------------
 
     fn host_receive(&mut self, host: u32, mut pkt: Packet) {
-        if let Some(shim) = self.shims[host as usize].as_mut() {
-            let v = shim.on_ingress(self.now, &mut pkt);
-            self.drain_shim(host);
-            if v == Verdict::Drop {
-                self.cons.shim_dropped += 1;
-                return;
-            }
+        if self.shim_passes(host, &mut pkt, Direction::ToHost) {
+            self.deliver_local(pkt);
         }
-        self.deliver_local(pkt);
+    }
+
+    /// Offers a packet to the host's shim (if any) in the given direction; false if the shim drops it.
+    fn shim_passes(&mut self, host: u32, pkt: &mut Packet, dir: Direction) -> bool {
+        let Some(shim) = self.shims[host as usize].as_mut() else {
+            return true;
+        };
+        let v = match dir {
+            Direction::ToHost => shim.on_ingress(self.now, pkt),
+            Direction::ToNetwork => shim.on_egress(self.now, pkt),
+        };
+        self.drain_shim(host);
+        if v == Verdict::Drop {
+            self.cons.shim_dropped += 1;
+        }
+        v == Verdict::Pass
     }
 
     fn deliver_local(&mut self, pkt: Packet) {
@@ -359,15 +383,9 @@ impl<'a> Sim<'a> {
     }
 
     fn host_send(&mut self, host: u32, mut pkt: Packet, payload: &[u8]) {
-        if let Some(shim) = self.shims[host as usize].as_mut() {
-            let v = shim.on_egress(self.now, &mut pkt);
-            self.drain_shim(host);
-            if v == Verdict::Drop {
-                self.cons.shim_dropped += 1;
-                return;
-            }
+        if self.shim_passes(host, &mut pkt, Direction::ToNetwork) {
+            self.nic_send(host, pkt, payload);
         }
-        self.nic_send(host, pkt, payload);
     }
 
     fn nic_send(&mut self, host: u32, pkt: Packet, payload: &[u8]) {

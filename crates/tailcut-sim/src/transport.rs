@@ -118,7 +118,10 @@ const TCP_DOCS: &[(&str, &str)] = &[
         "lower bound of the retransmission timeout (RFC 6298 2.4; Linux 200ms)",
     ),
     ("max_rto", "upper bound of the RTO after back-off"),
-    ("initial_rto", "RTO before the first RTT sample (RFC 6298 2.1)"),
+    (
+        "initial_rto",
+        "RTO before the first RTT sample (RFC 6298 2.1: 1s); defaults to min_rto when handshake is off",
+    ),
     ("sack", "selective acknowledgements and RFC 6675 recovery"),
     (
         "dupack_threshold",
@@ -351,6 +354,12 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
         }
     }
     let mut cfg: TcpConfig = parse(merged)?;
+    // Without a handshake the first flight has no RTT sample, and RFC 6298's 1 s initial RTO would turn
+    // any loss in it into a 1 s stall that a real connection (sampled on its SYN) never sees. Datacenter
+    // simulations set the initial RTO to the min RTO for this reason (ns-2: rtxcur_init_ = minrto_).
+    if !cfg.handshake && !params.contains_key("initial_rto") {
+        cfg.initial_rto = cfg.min_rto;
+    }
     validate_tcp(&cfg).map_err(|e| format!("params.{e}"))?;
     let mut t = TcpTransport::from(cfg.clone());
     match name {
@@ -543,5 +552,48 @@ impl Transport {
                 ..base.clone()
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailcut_proto::Dur;
+
+    fn tcp(params: serde_json::Value) -> TcpConfig {
+        match resolve("tcp", params.as_object().unwrap()).unwrap() {
+            Transport::Tcp(t) => t.cfg,
+            Transport::Custom(_) => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn initial_rto_follows_min_rto_only_without_a_handshake() {
+        let c = tcp(serde_json::json!({ "min_rto": "5ms" }));
+        assert_eq!(c.initial_rto, Dur::from_millis(5));
+        let c = tcp(serde_json::json!({ "min_rto": "5ms", "handshake": true }));
+        assert_eq!(c.initial_rto, Dur::from_millis(1000));
+        let c = tcp(serde_json::json!({ "min_rto": "5ms", "initial_rto": "3s" }));
+        assert_eq!(c.initial_rto, Dur::from_millis(3000));
+    }
+
+    #[test]
+    fn dctcp_defaults_and_param_errors() {
+        match resolve("dctcp", &Map::new()).unwrap() {
+            Transport::Tcp(c) => {
+                assert!(c.cfg.ecn && matches!(c.cfg.congestion_control, CongestionControl::Dctcp { .. }))
+            }
+            Transport::Custom(_) => unreachable!(),
+        }
+        let bad = serde_json::json!({ "ecn": false });
+        assert!(resolve("dctcp", bad.as_object().unwrap())
+            .err()
+            .unwrap()
+            .contains("ecn"));
+        let bad = serde_json::json!({ "min_rtto": "5ms" });
+        assert!(resolve("tcp", bad.as_object().unwrap())
+            .err()
+            .unwrap()
+            .contains("min_rtto"));
     }
 }

@@ -6,6 +6,7 @@
 //! After the speed lines it prints each scheme's results: completed flows, mean and p99 FCT, the
 //! fraction of flows with a timeout, and bytes sent and redundant bytes over the flows' bytes.
 
+use std::io::Write;
 use std::process::ExitCode;
 use tailcut_sim::api;
 use tailcut_sim::metrics::Summary;
@@ -24,6 +25,8 @@ fn main() -> ExitCode {
         eprintln!("usage: tailcut-bench EXPERIMENT.toml...");
         return ExitCode::from(2);
     }
+    // A closed stdout (e.g. piped into `head`) ends the report quietly.
+    let mut out = std::io::stdout().lock();
     for path in paths {
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -49,7 +52,8 @@ fn main() -> ExitCode {
         };
         let secs = wall.seconds();
         for r in &tables.runs {
-            println!(
+            let _ = writeln!(
+                out,
                 "{:<32} {:<8} events/s {:>6.2} M  packet-hops/s {:>6.2} M  events {:>11}  hops {:>11}  flows {}/{}  sim {:.3}s  wall {:.2}s",
                 exp.name,
                 r.scheme,

@@ -249,6 +249,31 @@ impl PortQueue {
         self.packets += 1;
     }
 
+    /// Admission of an arrival at an empty queue whose port is idle, without queueing it: the packet
+    /// can be transmitted at once. Returns `None` when the discipline needs the full path (RED keeps an
+    /// average; random drop and per-class limits need the queue), else whether it was CE-marked.
+    pub fn admit_to_idle(&mut self, arena: &mut PacketArena, id: PktId) -> Option<bool> {
+        if self.packets != 0 {
+            return None;
+        }
+        let pkt = arena.get_mut(id);
+        let q = &self.classes[self.class_of[pkt.class as usize] as usize];
+        if pkt.size_bytes as u64 > q.limit_bytes.min(self.buffer_bytes) {
+            return None;
+        }
+        match q.aqm {
+            AqmConfig::DropTail => Some(false),
+            AqmConfig::Ecn { k } => {
+                let marked = k.0 == 0 && pkt.ecn != Ecn::NotEct;
+                if marked {
+                    pkt.ecn = Ecn::Ce;
+                }
+                Some(marked)
+            }
+            _ => None,
+        }
+    }
+
     /// Takes the next packet to transmit.
     pub fn dequeue(&mut self, arena: &PacketArena, now_ns: u64) -> Option<PktId> {
         if self.packets == 0 {

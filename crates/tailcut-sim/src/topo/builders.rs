@@ -1,6 +1,6 @@
 //! Topology builders.
 
-use super::{LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec, TopologyConfig};
+use super::*;
 use tailcut_proto::Dur;
 
 struct Builder<'a> {
@@ -67,11 +67,11 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
         q,
     };
     match cfg {
-        TopologyConfig::Star {
+        TopologyConfig::Star(Star {
             hosts,
             host_rate,
             link_delay,
-        } => {
+        }) => {
             positive("hosts", *hosts)?;
             let sw = b.node("sw0".into(), NodeKind::Switch);
             for _ in 0..*hosts {
@@ -79,13 +79,13 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 b.link(h, sw, host_rate.0, *link_delay, 0);
             }
         }
-        TopologyConfig::Dumbbell {
+        TopologyConfig::Dumbbell(Dumbbell {
             left,
             right,
             host_rate,
             bottleneck_rate,
             link_delay,
-        } => {
+        }) => {
             positive("left", *left)?;
             positive("right", *right)?;
             let l = b.node("swl".into(), NodeKind::Switch);
@@ -100,7 +100,7 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
             }
             b.link(l, r, bottleneck_rate.0, *link_delay, 1);
         }
-        TopologyConfig::LeafSpine {
+        TopologyConfig::LeafSpine(LeafSpine {
             leaves,
             spines,
             hosts_per_leaf,
@@ -108,7 +108,7 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
             fabric_rate,
             oversubscription,
             link_delay,
-        } => {
+        }) => {
             positive("leaves", *leaves)?;
             positive("spines", *spines)?;
             positive("hosts_per_leaf", *hosts_per_leaf)?;
@@ -137,13 +137,13 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 }
             }
         }
-        TopologyConfig::FatTree {
+        TopologyConfig::FatTree(FatTree {
             k,
             hosts_per_edge,
             host_rate,
             fabric_rate,
             link_delay,
-        } => {
+        }) => {
             if *k < 2 || k % 2 != 0 {
                 return Err(format!("k: must be an even number >= 2, got {k}"));
             }
@@ -176,7 +176,7 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 }
             }
         }
-        TopologyConfig::FusoTestbed { rate, link_delay } => {
+        TopologyConfig::FusoTestbed(FusoTestbed { rate, link_delay }) => {
             let t0 = b.node("tor0".into(), NodeKind::Switch);
             let t1 = b.node("tor1".into(), NodeKind::Switch);
             for (rack, tor) in [(0, t0), (1, t1)] {
@@ -189,7 +189,7 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 b.link(t0, t1, rate.0, *link_delay, 1);
             }
         }
-        TopologyConfig::CloudburstTestbed { rate, link_delay } => {
+        TopologyConfig::CloudburstTestbed(CloudburstTestbed { rate, link_delay }) => {
             let spines: Vec<u32> = (0..4)
                 .map(|i| b.node(format!("spine{i}"), NodeKind::Switch))
                 .collect();
@@ -204,7 +204,7 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 }
             }
         }
-        TopologyConfig::File { path } => return super::file::load(path, q),
+        TopologyConfig::File(File { path }) => return super::file::load(path, q),
     }
     Ok(b.spec)
 }

@@ -102,78 +102,118 @@ impl Default for SwitchQueues {
     }
 }
 
-/// The topology section of an experiment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+/// The topology section of an experiment: `kind` selects the shape, the other keys its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TopologyConfig {
-    /// N hosts on one switch: the incast / dumbbell shape with one bottleneck toward each host
-    /// (T-RACKs Sec. V-A, CP incast). `receivers` hosts are listed first.
-    Star {
-        hosts: u32,
-        #[serde(default = "rate_1g")]
-        host_rate: Rate,
-        #[serde(default = "delay_25us")]
-        link_delay: Dur,
-    },
-    /// Two switches joined by one bottleneck link, `left` hosts on one side and `right` on the other.
-    Dumbbell {
-        left: u32,
-        right: u32,
-        #[serde(default = "rate_1g")]
-        host_rate: Rate,
-        #[serde(default = "rate_1g")]
-        bottleneck_rate: Rate,
-        #[serde(default = "delay_25us")]
-        link_delay: Dur,
-    },
-    /// Two-tier leaf-spine. Give `fabric_rate` (each leaf-spine link) or `oversubscription`
-    /// (hosts_per_leaf * host_rate / (spines * fabric_rate)).
-    LeafSpine {
-        leaves: u32,
-        spines: u32,
-        hosts_per_leaf: u32,
-        #[serde(default = "rate_10g")]
-        host_rate: Rate,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fabric_rate: Option<Rate>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        oversubscription: Option<f64>,
-        #[serde(default = "delay_1us")]
-        link_delay: Dur,
-    },
-    /// Three-tier fat-tree (Al-Fares et al. 2008) with parameter k: k pods of k/2 edge and k/2
-    /// aggregation switches, (k/2)^2 core switches, `hosts_per_edge` hosts per edge switch (k/2 by
-    /// default; FUSO's simulation uses k = 4 with 8 hosts per ToR, 10 Gbps hosts and 40 Gbps fabric).
-    FatTree {
-        k: u32,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        hosts_per_edge: Option<u32>,
-        #[serde(default = "rate_10g")]
-        host_rate: Rate,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        fabric_rate: Option<Rate>,
-        #[serde(default = "delay_1us")]
-        link_delay: Dur,
-    },
-    /// FUSO's testbed (Sec. 4.2): two ToRs with 3 hosts each (H1-H3 under tor0, H4-H6 under tor1) and
-    /// three parallel inter-ToR paths P1-P3 (links 0, 1, 2 between tor0 and tor1), 1 Gbps everywhere.
-    /// Delays default to give a ~280 us base RTT between racks.
-    FusoTestbed {
-        #[serde(default = "rate_1g")]
-        rate: Rate,
-        #[serde(default = "delay_fuso")]
-        link_delay: Dur,
-    },
-    /// CloudBurst's testbed (Sec. V): leaf-spine with 2 leaves x 4 servers and 4 spines (4 paths
-    /// between racks), 1 Gbps.
-    CloudburstTestbed {
-        #[serde(default = "rate_1g")]
-        rate: Rate,
-        #[serde(default = "delay_5us")]
-        link_delay: Dur,
-    },
-    /// A topology file (TOML): `[[node]] name, kind` and `[[link]] a, b, rate, delay, buffer, tier`.
-    File { path: String },
+    Star(Star),
+    Dumbbell(Dumbbell),
+    LeafSpine(LeafSpine),
+    FatTree(FatTree),
+    FusoTestbed(FusoTestbed),
+    CloudburstTestbed(CloudburstTestbed),
+    File(File),
+}
+
+crate::tagged::kind_tagged!(TopologyConfig {
+    "star" => Star(Star),
+    "dumbbell" => Dumbbell(Dumbbell),
+    "leaf_spine" => LeafSpine(LeafSpine),
+    "fat_tree" => FatTree(FatTree),
+    "fuso_testbed" => FusoTestbed(FusoTestbed),
+    "cloudburst_testbed" => CloudburstTestbed(CloudburstTestbed),
+    "file" => File(File),
+});
+
+/// N hosts on one switch: the incast / dumbbell shape with one bottleneck toward each host
+/// (T-RACKs Sec. V-A, CP incast). `receivers` hosts are listed first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Star {
+    pub hosts: u32,
+    #[serde(default = "rate_1g")]
+    pub host_rate: Rate,
+    #[serde(default = "delay_25us")]
+    pub link_delay: Dur,
+}
+
+/// Two switches joined by one bottleneck link, `left` hosts on one side and `right` on the other.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dumbbell {
+    pub left: u32,
+    pub right: u32,
+    #[serde(default = "rate_1g")]
+    pub host_rate: Rate,
+    #[serde(default = "rate_1g")]
+    pub bottleneck_rate: Rate,
+    #[serde(default = "delay_25us")]
+    pub link_delay: Dur,
+}
+
+/// Two-tier leaf-spine. Give `fabric_rate` (each leaf-spine link) or `oversubscription`
+/// (hosts_per_leaf * host_rate / (spines * fabric_rate)).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeafSpine {
+    pub leaves: u32,
+    pub spines: u32,
+    pub hosts_per_leaf: u32,
+    #[serde(default = "rate_10g")]
+    pub host_rate: Rate,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_rate: Option<Rate>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oversubscription: Option<f64>,
+    #[serde(default = "delay_1us")]
+    pub link_delay: Dur,
+}
+
+/// Three-tier fat-tree (Al-Fares et al. 2008) with parameter k: k pods of k/2 edge and k/2
+/// aggregation switches, (k/2)^2 core switches, `hosts_per_edge` hosts per edge switch (k/2 by
+/// default; FUSO's simulation uses k = 4 with 8 hosts per ToR, 10 Gbps hosts and 40 Gbps fabric).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FatTree {
+    pub k: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hosts_per_edge: Option<u32>,
+    #[serde(default = "rate_10g")]
+    pub host_rate: Rate,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_rate: Option<Rate>,
+    #[serde(default = "delay_1us")]
+    pub link_delay: Dur,
+}
+
+/// FUSO's testbed (Sec. 4.2): two ToRs with 3 hosts each (H1-H3 under tor0, H4-H6 under tor1) and
+/// three parallel inter-ToR paths P1-P3 (links 0, 1, 2 between tor0 and tor1), 1 Gbps everywhere.
+/// Delays default to give a ~280 us base RTT between racks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FusoTestbed {
+    #[serde(default = "rate_1g")]
+    pub rate: Rate,
+    #[serde(default = "delay_fuso")]
+    pub link_delay: Dur,
+}
+
+/// CloudBurst's testbed (Sec. V): leaf-spine with 2 leaves x 4 servers and 4 spines (4 paths
+/// between racks), 1 Gbps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CloudburstTestbed {
+    #[serde(default = "rate_1g")]
+    pub rate: Rate,
+    #[serde(default = "delay_5us")]
+    pub link_delay: Dur,
+}
+
+/// A topology file (TOML): `[[node]] name, kind` and `[[link]] a, b, rate, delay, buffer, tier`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    pub path: String,
 }
 
 fn rate_1g() -> Rate {

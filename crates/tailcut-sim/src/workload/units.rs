@@ -62,16 +62,7 @@ pub(super) fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Ve
             };
             let senders = intersect(&hosts, servers.as_ref());
             let receivers = intersect(&hosts, clients.as_ref());
-            for s in senders {
-                let dsts = without(&receivers, s);
-                if dsts.is_empty() {
-                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
-                }
-                out.push(Unit {
-                    driver: s,
-                    peer: Peer::RandomDst { src: s, dsts },
-                });
-            }
+            random_dst_units(cx, senders, &receivers, &mut out)?;
         }
         Pattern::OneToAll { clients: cl } => {
             if c.client_hosts.is_some() {
@@ -113,16 +104,7 @@ pub(super) fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Ve
             }
             let senders = intersect(&src_hosts, servers.as_ref());
             let receivers = intersect(&dst_hosts, clients.as_ref());
-            for s in senders {
-                let dsts = without(&receivers, s);
-                if dsts.is_empty() {
-                    return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
-                }
-                out.push(Unit {
-                    driver: s,
-                    peer: Peer::RandomDst { src: s, dsts },
-                });
-            }
+            random_dst_units(cx, senders, &receivers, &mut out)?;
         }
         Pattern::Pairs { pairs } => {
             reject_host_filters(c, cx, "pairs lists its hosts")?;
@@ -167,4 +149,24 @@ pub(super) fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Ve
         return Err(cx.err("pattern", "no host can send: check server_hosts / client_hosts"));
     }
     Ok(out)
+}
+
+/// One unit per sender, each sending to a random receiver other than itself.
+fn random_dst_units(
+    cx: &Ctx,
+    senders: Vec<u32>,
+    receivers: &[u32],
+    out: &mut Vec<Unit>,
+) -> Result<(), WorkloadError> {
+    for s in senders {
+        let dsts = without(receivers, s);
+        if dsts.is_empty() {
+            return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
+        }
+        out.push(Unit {
+            driver: s,
+            peer: Peer::RandomDst { src: s, dsts },
+        });
+    }
+    Ok(())
 }

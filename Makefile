@@ -1,0 +1,25 @@
+# `make demo`: build and install tailcut into .venv, run the quickstart experiment, print the report path.
+# `make test`: everything CI checks: Rust format, lints and tests, then the Python lints and tests.
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test venv
+
+venv: $(BIN)/python
+
+$(BIN)/python:
+	python3 -m venv $(VENV)
+
+demo: venv
+	$(BIN)/pip install .
+	$(BIN)/tailcut run experiments/quickstart.toml --out results/quickstart
+	@echo "Open the report: results/quickstart/report.html"
+
+test: venv
+	$(BIN)/pip install '.[test,ray]'
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace --release
+	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
+	$(BIN)/pytest -q tests/python

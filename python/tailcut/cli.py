@@ -1,0 +1,284 @@
+"""The ``tailcut`` command: run, sweep, validate, schemes, report.
+
+Exit codes: 0 success, 1 a run or sweep point failed, 2 bad input (config, TOML syntax, arguments),
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tailcut import _core
+from tailcut.config import apply_overrides, experiment_name, load_config, resolve
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, help="experiment file (TOML)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a config value; list items by index: schemes.0.name=dctcp (repeatable)",
+    )
+
+
+OVERRIDES_HELP = """\
+overrides (--set, and --grid values):
+  --set topology.leaves=4          nested tables by dotted path
+  --set schemes.0.name=dctcp       a list item by index ([[schemes]] entries); index = length appends
+  values are TOML when they parse as TOML (4, 0.5, true, "x", [1, 2]), else plain strings (10Gbps, 5ms)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    parser = argparse.ArgumentParser(
+        prog="tailcut",
+        description=__doc__.splitlines()[0],
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"tailcut {_core.version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser(
+        "run",
+        help="run one experiment",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_config_args(p)
+    p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>)")
+    p.add_argument("--seed", type=int, help="replace the config's seed")
+
+    p = sub.add_parser(
+        "sweep",
+        help="run a grid of experiments in parallel",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_config_args(p)
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=V1,V2",
+        help="a grid axis (repeatable; the first one is the x axis of the report)",
+    )
+    p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (default 1)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel points on the local executor (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>-sweep)")
+
+    p = sub.add_parser(
+        "validate",
+        help="check an experiment file without running it",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_config_args(p)
+
+    sub.add_parser("schemes", help="list the schemes and their parameters")
+
+    p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
+    p.add_argument("dirs", nargs="+", type=Path)
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="output HTML file (default: report.html in the only folder, or ./report.html for several)",
+    )
+    return parser
+
+
+def _error(message: str) -> None:
+    print(f"tailcut: error: {message}", file=sys.stderr)
+
+
+def _load(args: argparse.Namespace) -> dict[str, Any]:
+    return apply_overrides(load_config(args.file), args.overrides)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Print OK and a short summary of the resolved config."""
+    resolved = resolve(_load(args))
+    schemes = resolved.get("schemes")
+    names = [s.get("name", "?") for s in schemes] if isinstance(schemes, list) else []
+    print(f"OK: {args.file}")
+    print(f"  name: {experiment_name(resolved, args.file.stem)}")
+    if names:
+        print(f"  schemes: {', '.join(map(str, names))}")
+    for key in ("seed", "duration"):
+        if key in resolved:
+            print(f"  {key}: {resolved[key]}")
+    for key, value in resolved.items():
+        if isinstance(value, dict):
+            kind = value.get("kind") or value.get("type")
+            print(f"  {key}: " + (f"{kind}, " if kind else "") + f"{len(value)} settings")
+    return 0
+
+
+def _format_default(value: Any) -> str:
+    """A parameter default as one would write it in an experiment file (inline TOML, units unquoted)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_format_default(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_format_default(v) for v in value) + "]"
+    return str(value)
+
+
+def scheme_params(scheme: dict[str, Any]) -> list[dict[str, Any]]:
+    """A scheme's parameters as ``{name, default, unit, doc}`` rows, in documentation order.
+
+    Accepts ``params`` as a list of such rows, or as a mapping of name to default with ``docs`` as
+    ``[name, text]`` pairs (what the core emits); a documented parameter without a default shows "-".
+    """
+    params = scheme.get("params") or []
+    if isinstance(params, list):
+        return [dict(p) for p in params]
+    docs = dict(tuple(pair) for pair in scheme.get("docs") or [])
+    names = list(docs) + [name for name in params if name not in docs]
+    return [{"name": n, "default": params.get(n), "unit": "", "doc": docs.get(n, "")} for n in names]
+
+
+def format_schemes(schemes: list[dict[str, Any]]) -> str:
+    """A plain-text table of schemes and parameters with defaults (the unit column only if any has one)."""
+    rows = [("SCHEME", "PARAMETER", "DEFAULT", "UNIT", "DESCRIPTION")]
+    for scheme in schemes:
+        rows.append((scheme["name"], "", "", "", scheme.get("description", "")))
+        for param in scheme_params(scheme):
+            default = _format_default(param.get("default"))
+            rows.append(("", param["name"], default, param.get("unit") or "", param.get("doc") or ""))
+    keep = [0, 1, 2] + ([3] if any(r[3] for r in rows[1:]) else [])
+    widths = {i: max(len(r[i]) for r in rows) for i in keep}
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in keep) + "  " + r[4] for r in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def cmd_schemes(_: argparse.Namespace) -> int:
+    print(format_schemes(json.loads(_core.schemes())))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from tailcut.runner import run_to_dir
+
+    config = _load(args)
+    out = args.out or Path("results") / experiment_name(config, args.file.stem)
+    with tqdm(total=100, file=sys.stderr, unit="%", bar_format="{l_bar}{bar}| {elapsed}<{remaining}") as bar:
+
+        def progress(fraction: float) -> bool:
+            bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
+            return True
+
+        result = run_to_dir(config, out, seed=args.seed, progress=progress)
+    overall = result.summary[result.summary["size_class"] == "all"]
+    for _, row in overall.iterrows():
+        print(
+            f"  {row['scheme']}: {row['count']} flows, {row['unfinished']} unfinished, "
+            f"p99 FCT {row['p99_fct_ns'] / 1e3:.1f} us, timeout fraction {row['timeout_fraction']:.3f}"
+        )
+    print(f"results: {out}")
+    print(f"report: {out / 'report.html'}")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from tailcut.sweep import PointOutcome, parse_grid_option, sweep
+    from tailcut.sweep import points as grid_points
+
+    grid = dict(parse_grid_option(g) for g in args.grid)
+    if not grid:
+        raise ValueError("give at least one --grid key=v1,v2")
+    config = _load(args)
+    out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-sweep"
+    total = len(grid_points(grid, range(args.seeds)))
+    with tqdm(total=total, file=sys.stderr, unit="point") as bar:
+
+        def point_done(outcome: PointOutcome) -> None:
+            if outcome.error is not None:
+                bar.write(f"FAILED {outcome.slug}: {outcome.error}", file=sys.stderr)
+            bar.update(1)
+
+        result = sweep(
+            config,
+            grid,
+            seeds=args.seeds,
+            jobs=args.jobs,
+            executor=args.executor,
+            out=out,
+            ray_address=args.ray_address,
+            on_done=point_done,
+        )
+    ran = sum(1 for o in result.outcomes if not o.skipped and o.error is None)
+    skipped = sum(1 for o in result.outcomes if o.skipped)
+    print(f"{len(result.outcomes)} points: {ran} ran, {skipped} already done, {len(result.failed)} failed")
+    for slug, error in result.failed.items():
+        print(f"  FAILED {slug}: {error}")
+    print(f"results: {out}")
+    print(f"report: {out / 'report.html'}")
+    return EXIT_FAILED if result.failed else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from tailcut.report import report_dirs
+
+    out = args.out or (args.dirs[0] / "report.html" if len(args.dirs) == 1 else Path("report.html"))
+    text = report_dirs(args.dirs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"report: {out}")
+    return 0
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "sweep": cmd_sweep,
+    "validate": cmd_validate,
+    "schemes": cmd_schemes,
+    "report": cmd_report,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except _core.ConfigError as exc:
+        _error(str(exc))
+        return EXIT_BAD_INPUT
+    except _core.SimulationError as exc:
+        _error(f"run failed: {exc}")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _error("interrupted; nothing was written")
+        return EXIT_INTERRUPTED
+    except (OSError, ValueError) as exc:
+        # TOML syntax errors (tomllib.TOMLDecodeError is a ValueError), bad --set/--grid, missing files.
+        name = getattr(args, "file", None)
+        _error(f"{name}: {exc}" if name is not None and not isinstance(exc, OSError) else str(exc))
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Experiment files: TOML in, JSON to the Rust core, ``--set`` overrides in between.
+
+The Rust side owns the schema and every validation rule (so errors name the field exactly as the file spells
+it); this module only loads TOML, edits the nested dict by dotted path and converts between TOML and JSON.
+
+Override paths
+    ``key.sub.leaf=value`` walks nested tables. A path segment that is a non-negative integer indexes a list
+    (``schemes.0.name=dctcp``, the first ``[[schemes]]`` entry); an index equal to the list length appends.
+    Missing tables along the path are created. Keys that contain a dot cannot be addressed.
+
+Override values
+    The text after ``=`` is parsed as a TOML value if it is one (``4`` -> int, ``0.5`` -> float,
+    ``true`` -> bool, ``"x"`` -> str, ``[1, 2]`` -> list, ``{a = 1}`` -> table); anything else is kept as a
+    plain string, so units need no quoting: ``topology.link_rate=10Gbps``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on 3.10
+    import tomli as tomllib
+
+from tailcut import _core
+
+ConfigSource = Mapping[str, Any] | str | Path
+
+
+def parse_value(text: str) -> Any:
+    """Parse an override value as a TOML value if possible, else keep it as the string itself."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def parse_assignment(text: str) -> tuple[str, Any]:
+    """Split ``key.path=value`` into the path and the parsed value."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ValueError(f"expected key.path=value, got {text!r}")
+    return key, parse_value(value.strip())
+
+
+def set_path(config: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``value`` at dotted ``path`` inside ``config`` (see the module doc for the path rules)."""
+    parts = path.split(".")
+    if any(p == "" for p in parts):
+        raise ValueError(f"override path {path!r} has an empty segment")
+    node: Any = config
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        where = ".".join(parts[: depth + 1])
+        if isinstance(node, list):
+            if not part.isdigit():
+                raise ValueError(f"override path {path!r}: {where!r} indexes a list, use a number")
+            index = int(part)
+            if index > len(node):
+                raise ValueError(
+                    f"override path {path!r}: index {index} is past the end (length {len(node)})"
+                )
+            if last:
+                if index == len(node):
+                    node.append(value)
+                else:
+                    node[index] = value
+                return
+            if index == len(node):
+                node.append({})
+            node = node[index]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = value
+                return
+            if part not in node:
+                node[part] = {}
+            node = node[part]
+        else:
+            parent = ".".join(parts[:depth])
+            raise ValueError(f"override path {path!r}: {parent!r} is a {type(node).__name__}, not a table")
+
+
+def apply_overrides(
+    config: Mapping[str, Any], overrides: Mapping[str, Any] | Iterable[str] | None
+) -> dict[str, Any]:
+    """Return a copy of ``config`` with overrides applied.
+
+    ``overrides`` is either a mapping of dotted path to (already typed) value, as the Python API takes, or
+    an iterable of ``key=value`` strings, as the command line gives.
+    """
+    result = copy.deepcopy(dict(config))
+    if overrides is None:
+        return result
+    items = overrides.items() if isinstance(overrides, Mapping) else (parse_assignment(o) for o in overrides)
+    for key, value in items:
+        set_path(result, key, value)
+    return result
+
+
+def load_config(source: ConfigSource) -> dict[str, Any]:
+    """Load an experiment from a dict (copied), a TOML file path, or TOML text."""
+    if isinstance(source, Mapping):
+        return copy.deepcopy(dict(source))
+    path = Path(source)
+    if isinstance(source, Path) or path.suffix == ".toml" or ("\n" not in str(source) and path.exists()):
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    return tomllib.loads(str(source))
+
+
+def _json_default(value: Any) -> Any:
+    # TOML has dates and times and notebooks have numpy scalars; JSON has neither.
+    if isinstance(value, _dt.date | _dt.time):
+        return value.isoformat()
+    if hasattr(value, "item"):  # numpy scalars, e.g. a grid value taken from a DataFrame in a notebook
+        return value.item()
+    raise TypeError(f"cannot convert {type(value).__name__} to JSON")
+
+
+def to_json(config: Mapping[str, Any]) -> str:
+    """Serialise a config dict for the Rust core."""
+    return json.dumps(config, default=_json_default)
+
+
+def resolve(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate through Rust and return the fully resolved config; raises ``tailcut.ConfigError``."""
+    return json.loads(_core.validate(to_json(config)))
+
+
+def _drop_nulls(value: Any) -> Any:
+    # TOML cannot spell null; an absent key deserialises to the same `None` on the Rust side.
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value if v is not None]
+    return value
+
+
+def to_toml(config: Mapping[str, Any]) -> str:
+    """Render a (resolved) config as TOML, so that a run can be repeated from its own output folder."""
+    return tomli_w.dumps(_drop_nulls(dict(config)))
+
+
+def experiment_name(config: Mapping[str, Any], fallback: str = "experiment") -> str:
+    """The experiment's ``name`` if it has one, used for default output folders."""
+    name = config.get("name")
+    return str(name) if isinstance(name, str) and name else fallback

@@ -1,0 +1,196 @@
+"""The result of one run: tables in memory, and the folder layout they are written to and read from.
+
+A result folder holds ``flows.parquet``, ``ports.parquet``, ``summary.json``, ``config.toml`` (the fully
+resolved config, enough to repeat the run), ``runs.json`` and ``report.html``. Folders are written
+atomically: everything goes into a hidden temporary folder beside the target, which is renamed into place
+only once complete, so a failed or interrupted run never leaves anything that looks like a result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from tailcut.config import to_toml
+from tailcut.summary import summarize
+
+FLOW_COLUMNS = [
+    "flow_id",
+    "scheme",
+    "component",
+    "src",
+    "dst",
+    "size_bytes",
+    "sent_bytes",
+    "start_ns",
+    "finish_ns",
+    "fct_ns",
+    "ideal_fct_ns",
+    "slowdown",
+    "timeouts",
+    "fast_retransmits",
+    "retransmitted_bytes",
+    "redundant_bytes",
+    "completed",
+]
+PORT_COLUMNS = [
+    "scheme",
+    "node",
+    "port",
+    "peer",
+    "enqueued_packets",
+    "enqueued_bytes",
+    "dropped_overflow",
+    "dropped_aqm",
+    "dropped_link_loss",
+    "dropped_link_down",
+    "ecn_marked",
+    "trimmed",
+    "max_occupancy_bytes",
+    "tx_packets",
+    "tx_bytes",
+]
+
+
+def columns_to_frame(columns: Mapping[str, list[Any]], expected: list[str]) -> pd.DataFrame:
+    """Turn the core's column-oriented JSON into a DataFrame, known columns first.
+
+    Arrow infers the column types (nullable integers become floats with NaN in pandas, which is what
+    unfinished flows' ``fct_ns`` needs); known columns absent from the core's output are added empty so that
+    code downstream can rely on them.
+    """
+    table = pa.table({name: pa.array(values) for name, values in columns.items()})
+    frame = table.to_pandas()
+    for name in expected:
+        if name not in frame.columns:
+            frame[name] = pd.Series([None] * len(frame), dtype=object)
+    ordered = [c for c in expected if c in frame.columns] + [c for c in frame.columns if c not in expected]
+    return frame[ordered]
+
+
+@dataclass
+class Result:
+    """One experiment's outcome.
+
+    ``flows`` has one row per flow and ``ports`` one row per switch port and scheme (see the column lists
+    above); ``summary`` is :func:`tailcut.summarize` of ``flows``; ``runs`` has one entry per scheme with
+    event counts, wall time and the packet-conservation check; ``config`` is the resolved config.
+    """
+
+    flows: pd.DataFrame
+    ports: pd.DataFrame
+    runs: list[dict[str, Any]]
+    config: dict[str, Any]
+    summary: pd.DataFrame = field(default=None)  # type: ignore[assignment]
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.summary is None:
+            self.summary = summarize(self.flows)
+
+    def _repr_html_(self) -> str:
+        """In a notebook, a result shows as its summary table."""
+        flows, unfinished = (
+            len(self.flows),
+            int((~self.flows["completed"].astype(bool)).sum()) if len(self.flows) else 0,
+        )
+        head = (
+            f"<p>tailcut result: {flows} flows ({unfinished} unfinished), {len(self.runs)} scheme run(s)</p>"
+        )
+        return head + self.summary.to_html(index=False, na_rep="-")
+
+    @classmethod
+    def from_core(cls, document: Mapping[str, Any], config: dict[str, Any]) -> Result:
+        """Build from the JSON document ``tailcut._core.run`` returns."""
+        return cls(
+            flows=columns_to_frame(document.get("flows", {}), FLOW_COLUMNS),
+            ports=columns_to_frame(document.get("ports", {}), PORT_COLUMNS),
+            runs=list(document.get("runs", [])),
+            config=config,
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> Result:
+        """Read a result folder written by :meth:`write` (or ``tailcut run``)."""
+        from tailcut.config import load_config
+
+        path = Path(path)
+        runs_file = path / "runs.json"
+        config_file = path / "config.toml"
+        return cls(
+            flows=pd.read_parquet(path / "flows.parquet"),
+            ports=pd.read_parquet(path / "ports.parquet")
+            if (path / "ports.parquet").exists()
+            else pd.DataFrame(),
+            runs=json.loads(runs_file.read_text()) if runs_file.exists() else [],
+            config=load_config(config_file) if config_file.exists() else {},
+            path=path,
+        )
+
+    def write(self, out: str | Path, report: Callable[[Result], str] | None = None) -> Path:
+        """Write the result folder atomically; ``report`` renders report.html (skipped when None)."""
+        out = Path(out)
+        with atomic_dir(out) as tmp:
+            self.flows.to_parquet(tmp / "flows.parquet", index=False)
+            self.ports.to_parquet(tmp / "ports.parquet", index=False)
+            (tmp / "summary.json").write_text(summary_json(self.summary))
+            (tmp / "config.toml").write_text(to_toml(self.config))
+            (tmp / "runs.json").write_text(json.dumps(self.runs, indent=2) + "\n")
+            if report is not None:
+                (tmp / "report.html").write_text(report(self))
+        self.path = out
+        return out
+
+
+def summary_json(summary: pd.DataFrame) -> str:
+    """The summary table as JSON records; NaN (an empty class) becomes null."""
+    records = summary.to_dict(orient="records")
+    clean = [
+        {k: (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in r.items()}
+        for r in records
+    ]
+    return json.dumps(clean, indent=2) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    # numpy scalars are not JSON serialisable.
+    return value.item() if hasattr(value, "item") else value
+
+
+@contextmanager
+def atomic_dir(target: Path) -> Iterator[Path]:
+    """Yield a temporary folder that replaces ``target`` only if the block completes.
+
+    The temporary folder lives beside ``target`` so the final rename stays on one filesystem. An existing
+    ``target`` is moved aside first and deleted after the swap; on error the temporary folder is removed and
+    ``target`` is left as it was.
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the final folder should look like any other
+    try:
+        yield tmp
+        old = None
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.replace(target, old / target.name)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -1,0 +1,73 @@
+"""Run one experiment through the Rust core and turn its output into a :class:`~tailcut.results.Result`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tailcut import _core
+from tailcut.config import ConfigSource, apply_overrides, load_config, resolve, to_json
+from tailcut.results import Result
+
+ProgressCallback = Callable[[float], "bool | None"]
+
+
+def prepare(
+    config: ConfigSource, overrides: Mapping[str, Any] | Iterable[str] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Load and override a config, then validate it; returns (config as given, resolved config).
+
+    Validation happens before anything runs so a bad field is reported before any work or output.
+    """
+    raw = apply_overrides(load_config(config), overrides)
+    return raw, resolve(raw)
+
+
+def run(
+    config: ConfigSource,
+    seed: int | None = None,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> Result:
+    """Run one experiment and return its tables.
+
+    ``config`` is a dict, a TOML file path or TOML text; ``overrides`` maps dotted paths to values (or is a
+    list of ``key=value`` strings); ``seed`` replaces the config's seed. ``progress(fraction)`` is called
+    about every 100 ms; returning ``False`` cancels. Raises ``tailcut.ConfigError`` for a bad config and
+    ``tailcut.SimulationError`` when the run fails, including a packet-conservation violation.
+    """
+    raw, resolved = prepare(config, overrides)
+    document = json.loads(_core.run(to_json(raw), seed, progress))
+    check_conservation(document.get("runs", []))
+    if seed is not None and "seed" in resolved:
+        # config.toml must repeat this exact run, so it records the seed that was actually used.
+        resolved["seed"] = seed
+    return Result.from_core(document, resolved)
+
+
+def check_conservation(runs: list[dict[str, Any]]) -> None:
+    """Raise ``SimulationError`` if any scheme's packet accounting does not balance: that is a bug."""
+    for entry in runs:
+        conservation = entry.get("conservation") or {}
+        if conservation and not conservation.get("ok", True):
+            raise _core.SimulationError(
+                f"packet conservation violated for scheme {entry.get('scheme')!r}: "
+                + ", ".join(f"{k}={v}" for k, v in conservation.items() if k != "ok")
+            )
+
+
+def run_to_dir(
+    config: ConfigSource,
+    out: str | Path,
+    seed: int | None = None,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> Result:
+    """Run and write the result folder (with report.html) atomically; nothing is written on failure."""
+    from tailcut.report import run_report_html
+
+    result = run(config, seed=seed, overrides=overrides, progress=progress)
+    result.write(out, report=lambda r: run_report_html({Path(out).name: r}))
+    return result

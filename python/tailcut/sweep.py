@@ -1,0 +1,283 @@
+"""Parameter sweeps: the cartesian product of grid values times seeds, run in parallel, then combined.
+
+Each point runs exactly like ``tailcut run`` into ``OUT/points/<slug>/``. A point is complete iff its
+``flows.parquet`` exists, so rerunning a sweep redoes only what is missing or failed (an interrupted sweep
+resumes). A failing point writes ``error.txt`` instead and does not stop the others. The combined tables
+carry the grid keys and ``seed`` as columns.
+
+Seeds: ``seeds=N`` runs seeds ``base .. base+N-1`` where ``base`` is the config's ``seed`` (1 if it has
+none), so ``seeds=1`` reproduces the plain run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import tempfile
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tailcut.config import ConfigSource, apply_overrides, experiment_name, load_config, parse_value
+from tailcut.results import atomic_dir
+from tailcut.summary import summarize
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point and seed."""
+
+    params: tuple[tuple[str, Any], ...]
+    seed: int
+
+    @property
+    def slug(self) -> str:
+        """A folder name that is stable across reruns, readable, and safe on any filesystem."""
+        parts = [f"{key}={value}" for key, value in self.params] + [f"seed={self.seed}"]
+        return re.sub(r"[^A-Za-z0-9._=-]+", "_", "__".join(parts))
+
+
+@dataclass
+class PointOutcome:
+    """What happened to one point: ``error`` is None on success; ``skipped`` when results already existed."""
+
+    slug: str
+    error: str | None = None
+    skipped: bool = False
+
+
+@dataclass
+class SweepResult:
+    """The combined tables of a sweep (grid columns and ``seed`` added) and the per-point outcomes."""
+
+    flows: pd.DataFrame
+    summary: pd.DataFrame
+    grid: dict[str, list[Any]]
+    config: dict[str, Any] = field(default_factory=dict)
+    outcomes: list[PointOutcome] = field(default_factory=list)
+    path: Path | None = None
+
+    def _repr_html_(self) -> str:
+        """In a notebook, a sweep shows as its summary table (grid columns first)."""
+        head = f"<p>tailcut sweep: {len(self.outcomes)} points, {len(self.failed)} failed</p>"
+        return head + self.summary.to_html(index=False, na_rep="-")
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Slug -> error text of the points that failed."""
+        return {o.slug: o.error for o in self.outcomes if o.error is not None}
+
+
+def parse_grid_option(text: str) -> tuple[str, list[Any]]:
+    """Parse ``key=v1,v2,...`` (values parsed like ``--set`` values)."""
+    key, sep, values = text.partition("=")
+    if not sep or not key.strip() or not values.strip():
+        raise ValueError(f"expected --grid key=v1,v2,..., got {text!r}")
+    return key.strip(), [parse_value(v.strip()) for v in values.split(",")]
+
+
+def points(grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> list[Point]:
+    """All points in a stable order: grid values in the order given (first key slowest), then seeds."""
+    keys = list(grid)
+    return [
+        Point(tuple(zip(keys, combo, strict=True)), seed)
+        for combo in itertools.product(*(grid[k] for k in keys))
+        for seed in seeds
+    ]
+
+
+def run_point(config: dict[str, Any], point: Point, points_dir: str) -> PointOutcome:
+    """Run one point into its folder (a top-level function so that process pools and Ray can ship it)."""
+    from tailcut.runner import run_to_dir
+
+    out = Path(points_dir) / point.slug
+    try:
+        run_to_dir(config, out, seed=point.seed, overrides=dict(point.params))
+        return PointOutcome(point.slug)
+    except Exception as exc:  # a failed point is reported, the sweep goes on
+        text = f"{type(exc).__name__}: {exc}"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "error.txt").write_text(text + "\n\n" + traceback.format_exc())
+        return PointOutcome(point.slug, error=text)
+
+
+def _crashed(point: Point, points_dir: Path, exc: BaseException) -> PointOutcome:
+    """Outcome for a point whose worker died (run_point itself never raises an Exception)."""
+    text = f"worker failed: {type(exc).__name__}: {exc}"
+    out = points_dir / point.slug
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "error.txt").write_text(text + "\n")
+    return PointOutcome(point.slug, error=text)
+
+
+def _run_all(
+    config: dict[str, Any],
+    todo: list[Point],
+    points_dir: Path,
+    jobs: int,
+    executor: str,
+    ray_address: str | None,
+    on_done: Callable[[PointOutcome], None],
+) -> list[PointOutcome]:
+    """Run the points on the chosen executor; each outcome is reported to ``on_done`` as it completes."""
+    outcomes: dict[Point, PointOutcome] = {}
+
+    def finish(point: Point, outcome: PointOutcome) -> None:
+        outcomes[point] = outcome
+        on_done(outcome)
+
+    if executor == "ray":
+        import ray
+
+        if not ray.is_initialized():
+            # Without an address Ray starts on this machine; --jobs then caps its CPUs (1 means all of them).
+            # A remote cluster needs tailcut installed on its workers.
+            ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
+        remote = ray.remote(run_point)
+        pending = {remote.remote(config, p, str(points_dir)): p for p in todo}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            point = pending.pop(ready[0])
+            try:
+                finish(point, ray.get(ready[0]))
+            except Exception as exc:  # the worker process died
+                finish(point, _crashed(point, points_dir, exc))
+    elif executor != "local":
+        raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
+    elif jobs <= 1:
+        for point in todo:
+            finish(point, run_point(config, point, str(points_dir)))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(run_point, config, p, str(points_dir)): p for p in todo}
+            for future in as_completed(futures):
+                try:
+                    finish(futures[future], future.result())
+                except Exception as exc:  # e.g. BrokenProcessPool after a worker crash
+                    finish(futures[future], _crashed(futures[future], points_dir, exc))
+    return [outcomes[p] for p in todo]
+
+
+def _column_values(values: list[Any]) -> list[Any]:
+    # Parquet needs one type per column: mixed grid values (1 and "2ms") and tables or lists become strings.
+    kinds = {type(v) for v in values}
+    plain = kinds <= {int, float, str, bool} and (len(kinds) <= 1 or kinds <= {int, float})
+    return values if plain else [str(v) for v in values]
+
+
+def _front(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return frame[columns + [c for c in frame.columns if c not in columns]]
+
+
+def combine(
+    grid: Mapping[str, Sequence[Any]], todo: list[Point], points_dir: Path
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Concatenate the completed points' flows and summaries with grid columns and ``seed``."""
+    flows_parts, summary_parts = [], []
+    for point in todo:
+        flows_file = points_dir / point.slug / "flows.parquet"
+        if not flows_file.exists():
+            continue
+        flows = pd.read_parquet(flows_file)
+        summary = summarize(flows)
+        for frame in (flows, summary):
+            for key, value in point.params:
+                frame[key] = [value] * len(frame)
+            frame["seed"] = point.seed
+        flows_parts.append(flows)
+        summary_parts.append(summary)
+    front = [*grid, "seed"]
+    flows = pd.concat(flows_parts, ignore_index=True) if flows_parts else pd.DataFrame(columns=front)
+    summary = pd.concat(summary_parts, ignore_index=True) if summary_parts else pd.DataFrame(columns=front)
+    for frame in (flows, summary):
+        for key in grid:
+            frame[key] = _column_values(list(frame[key]))
+    return _front(flows, front), _front(summary, front)
+
+
+def sweep(
+    config: ConfigSource,
+    grid: Mapping[str, Sequence[Any]],
+    seeds: int = 1,
+    jobs: int = 1,
+    executor: str = "local",
+    out: str | Path | None = None,
+    overrides: Mapping[str, Any] | Sequence[str] | None = None,
+    ray_address: str | None = None,
+    on_done: Callable[[PointOutcome], None] | None = None,
+) -> SweepResult:
+    """Run ``grid`` x ``seeds`` and return the combined tables.
+
+    ``out`` keeps the results (points, combined Parquet, report.html); without it they go to a temporary
+    folder and only the returned tables remain. The config is validated once up front so a bad base config
+    fails before any point starts. ``on_done(outcome)`` is called as each point finishes (progress bars).
+    """
+    from tailcut.config import resolve
+
+    base = apply_overrides(load_config(config), overrides)
+    resolved = resolve(base)
+    grid = {k: list(v) for k, v in grid.items()}
+    if not grid or any(not values for values in grid.values()):
+        raise ValueError("a sweep needs at least one grid key, each with at least one value")
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    first_seed = resolved.get("seed", base.get("seed", 1))
+    first_seed = first_seed if isinstance(first_seed, int) else 1
+    all_points = points(grid, range(first_seed, first_seed + seeds))
+    if len({p.slug for p in all_points}) < len(all_points):
+        raise ValueError("grid values that differ only in punctuation would share a folder; rename them")
+    runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None))
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
+            result = _sweep_into(base, Path(tmp), *runner)
+            result.path = None
+    else:
+        result = _sweep_into(base, Path(out), *runner)
+    result.config = resolved
+    return result
+
+
+def _sweep_into(
+    base: dict[str, Any],
+    out: Path,
+    grid: dict[str, list[Any]],
+    all_points: list[Point],
+    jobs: int,
+    executor: str,
+    ray_address: str | None,
+    on_done: Callable[[PointOutcome], None],
+) -> SweepResult:
+    """Run the missing points into ``out/points`` and write the combined tables and report beside them."""
+    from tailcut.report import sweep_report_html
+
+    points_dir = out / "points"
+    points_dir.mkdir(parents=True, exist_ok=True)
+    done = {p.slug for p in all_points if (points_dir / p.slug / "flows.parquet").exists()}
+    todo = [p for p in all_points if p.slug not in done]
+    outcomes = {slug: PointOutcome(slug, skipped=True) for slug in done}
+    for outcome in outcomes.values():
+        on_done(outcome)
+    outcomes.update(
+        {o.slug: o for o in _run_all(base, todo, points_dir, jobs, executor, ray_address, on_done)}
+    )
+    ordered = [outcomes[p.slug] for p in all_points]
+    flows, summary = combine(grid, all_points, points_dir)
+    result = SweepResult(flows=flows, summary=summary, grid=grid, outcomes=ordered, path=out)
+    name = experiment_name(base, out.name)
+    with atomic_dir(out / ".combined") as tmp:
+        # Written to a side folder first, then moved next to points/, so a crash never leaves half a table.
+        flows.to_parquet(tmp / "flows.parquet", index=False)
+        summary.to_parquet(tmp / "summary.parquet", index=False)
+        meta = {"name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
+        (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
+        (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
+    for item in (out / ".combined").iterdir():
+        item.replace(out / item.name)
+    (out / ".combined").rmdir()
+    return result

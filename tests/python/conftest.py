@@ -1,0 +1,48 @@
+"""Shared fixtures: the tiny experiment and helpers to run the CLI in-process."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+TINY = DATA / "tiny.toml"
+
+# Schema-dependent knobs, in one place so that integration with the real schema edits only here and in
+# test_errors.MALFORMED: a grid axis of tiny.toml with two valid values, and a value that fails validation.
+SWEEP_KEY = "topology.leaves"
+SWEEP_VALUES = (1, 2)
+INVALID_VALUE = 0
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """A private copy of the tiny experiment, so tests may edit it and default outputs land in tmp_path."""
+    target = tmp_path / "tiny.toml"
+    shutil.copy(TINY, target)
+    return target
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Run ``tailcut ARGS...`` in-process from tmp_path; returns the exit code."""
+    from tailcut.cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> int:
+        return main([str(a) for a in args])
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def tiny_result(tmp_path_factory: pytest.TempPathFactory):
+    """One run of the tiny experiment written to a folder, shared by read-only tests."""
+    from tailcut.runner import run_to_dir
+
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    result = run_to_dir(TINY, out)
+    return out, result

@@ -1,0 +1,121 @@
+"""The Python API as a notebook would use it, through the real Rust core."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tailcut
+from conftest import SWEEP_KEY, SWEEP_VALUES, TINY
+from tailcut import _core
+from tailcut.config import load_config, to_json
+
+
+def test_run_from_path_text_and_dict_agree() -> None:
+    a = tailcut.run(TINY)
+    b = tailcut.run(str(TINY))
+    c = tailcut.run(load_config(TINY))
+    d = tailcut.run(TINY.read_text())
+    for other in (b, c, d):
+        pd.testing.assert_frame_equal(a.flows, other.flows)
+    assert isinstance(a.flows, pd.DataFrame) and isinstance(a.ports, pd.DataFrame)
+    assert isinstance(a.summary, pd.DataFrame) and not a.summary.empty
+    assert a.runs and a.config
+
+
+def test_same_seed_same_result_different_seed_different() -> None:
+    a = tailcut.run(TINY, seed=3)
+    b = tailcut.run(TINY, seed=3)
+    c = tailcut.run(TINY, seed=4)
+    pd.testing.assert_frame_equal(a.flows, b.flows)
+    pd.testing.assert_frame_equal(a.ports, b.ports)
+    assert not a.flows.equals(c.flows)
+
+
+def test_overrides_mapping() -> None:
+    res = tailcut.run(TINY, overrides={SWEEP_KEY: SWEEP_VALUES[1]})
+    node = res.config
+    for part in SWEEP_KEY.split("."):
+        node = node[part]
+    assert node == SWEEP_VALUES[1]
+
+
+def test_unfinished_flows_have_null_fct_and_are_counted() -> None:
+    res = tailcut.run(TINY)
+    unfinished = res.flows[~res.flows["completed"].astype(bool)]
+    assert unfinished["fct_ns"].isna().all()
+    overall = res.summary[res.summary["size_class"] == "all"]
+    assert overall["unfinished"].sum() == len(unfinished)
+    assert overall["count"].sum() == len(res.flows)
+
+
+def test_result_write_and_load_round_trip(tmp_path: Path) -> None:
+    res = tailcut.run(TINY)
+    res.write(tmp_path / "r")
+    back = tailcut.Result.load(tmp_path / "r")
+    pd.testing.assert_frame_equal(res.flows, back.flows)
+    pd.testing.assert_frame_equal(res.summary, back.summary)
+    assert back.runs == res.runs
+
+
+def test_validate_returns_resolved_json() -> None:
+    resolved = json.loads(_core.validate(to_json(load_config(TINY))))
+    assert resolved["name"] == "tiny"
+
+
+def test_progress_callback_false_cancels() -> None:
+    calls: list[float] = []
+
+    def stop(fraction: float) -> bool:
+        calls.append(fraction)
+        return False
+
+    try:
+        tailcut.run(TINY, progress=stop)
+    except tailcut.SimulationError as exc:
+        assert calls and "cancelled by the progress callback" in str(exc)
+        return
+    if not calls:
+        pytest.skip("the run finished before the first progress tick")
+    pytest.fail("returning False from progress did not cancel the run")
+
+
+def test_progress_callback_exception_propagates() -> None:
+    calls: list[float] = []
+
+    def boom(fraction: float) -> bool:
+        calls.append(fraction)
+        raise KeyError("from callback")
+
+    try:
+        tailcut.run(TINY, progress=boom)
+    except KeyError as exc:
+        assert "from callback" in str(exc)
+        return
+    if not calls:
+        pytest.skip("the run finished before the first progress tick")
+    pytest.fail("the callback's exception was swallowed")
+
+
+def test_conservation_violation_raises_simulation_error() -> None:
+    from tailcut.runner import check_conservation
+
+    ok = {
+        "scheme": "tcp",
+        "conservation": {"sent": 3, "delivered": 3, "dropped": 0, "in_flight": 0, "ok": True},
+    }
+    bad = {
+        "scheme": "fuso",
+        "conservation": {"sent": 3, "delivered": 1, "dropped": 0, "in_flight": 0, "ok": False},
+    }
+    check_conservation([ok])
+    with pytest.raises(tailcut.SimulationError, match=r"fuso.*sent=3, delivered=1"):
+        check_conservation([ok, bad])
+
+
+def test_notebook_html_repr() -> None:
+    res = tailcut.run(TINY)
+    assert "<table" in res._repr_html_() and f"{len(res.flows)} flows" in res._repr_html_()
