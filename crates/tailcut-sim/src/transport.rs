@@ -74,6 +74,14 @@ pub enum SwitchDefault {
     Pfabric {
         buffer_bytes: u64,
     },
+    /// CP: payload-cutting switch ports (`aqm = trim`), buffer unchanged; an experiment's ECN marking
+    /// threshold (`aqm = ecn`) is kept as the trimming queue's `ecn_k`. An experiment that already
+    /// asks for `trim` keeps its own settings.
+    Trim {
+        header_bytes: u64,
+        header_headroom: u64,
+        priority_headers: bool,
+    },
 }
 
 /// Largest number of copies of a replicated flow.
@@ -179,6 +187,21 @@ const PFABRIC_DOCS: &[(&str, &str)] = &[(
     "per-port pFabric queue used when the scheme gives no network (34 x 1500B = 51KB, about 2 BDP)",
 )];
 
+const CP_DOCS: &[(&str, &str)] = &[
+    (
+        "switch_header_bytes",
+        "size of a payload-cut packet at the switch (the slides: 66B)",
+    ),
+    (
+        "switch_header_headroom",
+        "bytes cut headers may use beyond the port buffer (the slides: < 1 packet, 1500B)",
+    ),
+    (
+        "switch_priority_headers",
+        "cut headers in their own strict-priority queue (NDP) instead of the FIFO (the slides)",
+    ),
+];
+
 const SCHEMES: &[SchemeDef] = &[
     SchemeDef {
         name: "tcp",
@@ -225,6 +248,16 @@ const SCHEMES: &[SchemeDef] = &[
         description: "pFabric (Alizadeh et al., SIGCOMM'13): priority = remaining bytes, priority-dropping switch queues, line-rate start",
         extra_docs: PFABRIC_DOCS,
     },
+    SchemeDef {
+        name: "cp",
+        description: "CP (Cheng et al., NSDI'14): payload-cutting switches, PACK from the receiver, precise fast retransmit; NewReno, no dupACK threshold",
+        extra_docs: CP_DOCS,
+    },
+    SchemeDef {
+        name: "cp_dctcp",
+        description: "CP over DCTCP: payload cutting plus ECN marking at the experiment's K, PACK, precise fast retransmit",
+        extra_docs: CP_DOCS,
+    },
 ];
 
 fn dctcp_cfg() -> TcpConfig {
@@ -248,6 +281,35 @@ struct ReplicaParams {
 #[serde(deny_unknown_fields)]
 struct PiasParams {
     thresholds: Vec<Bytes>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CpParams {
+    switch_header_bytes: Bytes,
+    switch_header_headroom: Bytes,
+    switch_priority_headers: bool,
+}
+
+impl Default for CpParams {
+    fn default() -> Self {
+        CpParams {
+            switch_header_bytes: crate::net::aqm::default_trim_header(),
+            switch_header_headroom: crate::net::aqm::default_trim_headroom(),
+            switch_priority_headers: false,
+        }
+    }
+}
+
+/// CP's endpoint defaults (Cheng et al., NSDI'14): SACK (the PACK is a SACK-format option) and no
+/// dupACK-based loss detection at all, since cut packets are reported precisely ("DupACK = inf" in the
+/// slides' out-of-order evaluation); limited and early retransmit follow from it.
+fn cp_cfg(base: TcpConfig) -> TcpConfig {
+    TcpConfig {
+        sack: true,
+        dupack_threshold: u32::MAX,
+        ..base
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -305,6 +367,8 @@ fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
                 switch_buffer: Bytes(51_000),
             }),
         ),
+        "cp" => (cp_cfg(tcp), to_map(&CpParams::default())),
+        "cp_dctcp" => (cp_cfg(dctcp_cfg()), to_map(&CpParams::default())),
         _ => return None,
     })
 }
@@ -420,6 +484,24 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
                 buffer_bytes: p.switch_buffer.0,
             };
             cfg.pfabric_priority = true;
+        }
+        "cp" | "cp_dctcp" => {
+            let p: CpParams = parse(extras)?;
+            if p.switch_header_bytes.0 == 0 || p.switch_header_bytes.0 > 1500 {
+                return Err(format!(
+                    "params.switch_header_bytes: must be in 1..=1500, got {}",
+                    p.switch_header_bytes.0
+                ));
+            }
+            if !cfg.sack {
+                return Err("params.sack: CP's PACK is a SACK-format option; needs sack = true".into());
+            }
+            t.switch = SwitchDefault::Trim {
+                header_bytes: p.switch_header_bytes.0,
+                header_headroom: p.switch_header_headroom.0,
+                priority_headers: p.switch_priority_headers,
+            };
+            cfg.cp = true;
         }
         _ => {}
     }
@@ -551,6 +633,27 @@ impl Transport {
                 sched: SchedConfig::StrictPriority,
                 ..base.clone()
             },
+            SwitchDefault::Trim { .. } if matches!(base.aqm, AqmConfig::Trim { .. }) => base.clone(),
+            SwitchDefault::Trim {
+                header_bytes,
+                header_headroom,
+                priority_headers,
+            } => {
+                let ecn_k = match base.aqm {
+                    AqmConfig::Ecn { k } => Some(k),
+                    _ => None,
+                };
+                SwitchQueues {
+                    aqm: AqmConfig::Trim {
+                        header_bytes: Bytes(header_bytes),
+                        threshold: None,
+                        header_headroom: Bytes(header_headroom),
+                        priority_headers,
+                        ecn_k,
+                    },
+                    ..base.clone()
+                }
+            }
         }
     }
 }

@@ -81,6 +81,19 @@ pub struct TcpConfig {
     /// pFabric: `Packet::priority` = remaining bytes of the message (set by the `pfabric` transport).
     #[serde(skip)]
     pub pfabric_priority: bool,
+    /// CP (Cheng et al., NSDI'14): the receiver answers a payload-cut segment with a PACK and the
+    /// sender retransmits the segment a PACK names (set by the `cp` / `cp_dctcp` transports).
+    #[serde(skip)]
+    pub cp: bool,
+    /// Per-packet spraying: data segment i carries source route `Route::Path(i mod spray_paths)` (the
+    /// labels name distinct equal-cost paths, see `Route`); 0 keeps the connection's route (ECMP).
+    /// ACKs keep the connection's route.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spray_paths: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Tail loss probe (draft-dukkipati-tcpm-tcp-loss-probe-01 Sec. 2; RFC 8985 Sec. 7).
@@ -162,6 +175,8 @@ impl Default for TcpConfig {
             proactive: false,
             pias: None,
             pfabric_priority: false,
+            cp: false,
+            spray_paths: 0,
         }
     }
 }

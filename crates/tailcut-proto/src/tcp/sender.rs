@@ -478,6 +478,40 @@ impl Sender {
         true
     }
 
+    /// CP (Cheng et al., NSDI'14, "Sender: reaction to PACK"): the PACK names the cut segment holding
+    /// `offset`, whose transmission carried timestamp `echo_us` (the PACK echoes it). Step 1: which
+    /// segment; step 2: is it still outstanding, unSACKed, and not already sent again since the cut
+    /// transmission (a later (re)transmission makes the PACK stale); step 3: fast retransmit it at
+    /// once. The first PACK outside recovery enters fast recovery (one window reduction per recovery,
+    /// RFC 6675 / RFC 6582: ssthresh = FlightSize / 2); later PACKs in the same recovery only
+    /// retransmit. Every retransmission replaces a packet that left the network as a header, so the
+    /// ACK clock is kept. Returns whether the segment was retransmitted.
+    pub(crate) fn on_pack(&mut self, offset: u64, echo_us: u32) -> bool {
+        self.stats.packs_received += 1;
+        if offset < self.snd_una || offset >= self.snd_nxt {
+            return false;
+        }
+        let Some(idx) = self.scoreboard.find(offset) else {
+            return false;
+        };
+        let s = *self.scoreboard.seg(idx);
+        let sent_us = (s.sent_at.as_nanos() / 1_000) as u32;
+        if s.sacked || (sent_us.wrapping_sub(echo_us) as i32) > 0 {
+            return false;
+        }
+        if self.recovery.is_none() {
+            let ss = self.begin_fast_recovery();
+            self.cc.set_cwnd_bytes(ss);
+            // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
+            self.ecn_recover = Some(self.snd_nxt);
+            self.stats.fast_retransmits += 1;
+            self.ledger.charge_fast_retransmit(s.start);
+        }
+        self.stats.precise_retransmits += 1;
+        self.forced_rtx.push_back(s.start);
+        true
+    }
+
     /// RFC 6298 Sec. 5.4-5.6 and RFC 5681 Sec. 3.1: the retransmission timer expired.
     pub(crate) fn on_rto(&mut self, now: Time) {
         match self.rto_deadline {
