@@ -699,4 +699,37 @@ mod tests {
             .unwrap()
             .contains("min_rtto"));
     }
+
+    #[test]
+    fn cp_brings_a_trimming_queue_and_keeps_the_ecn_threshold() {
+        let t = resolve("cp_dctcp", &Map::new()).unwrap();
+        let Transport::Tcp(tt) = &t else { unreachable!() };
+        assert!(tt.cfg.cp && tt.cfg.sack && tt.cfg.ecn);
+        assert_eq!(tt.cfg.dupack_threshold, u32::MAX);
+        let base = SwitchQueues {
+            aqm: AqmConfig::Ecn { k: Bytes(32_000) },
+            ..SwitchQueues::default()
+        };
+        match t.switch_queues(&base).aqm {
+            AqmConfig::Trim {
+                header_bytes,
+                header_headroom,
+                priority_headers,
+                ecn_k,
+                threshold,
+            } => {
+                assert_eq!(header_bytes, Bytes(66));
+                assert_eq!(header_headroom, Bytes(1500));
+                assert!(!priority_headers);
+                assert_eq!(ecn_k, Some(Bytes(32_000)));
+                assert_eq!(threshold, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = serde_json::json!({ "sack": false });
+        assert!(resolve("cp", bad.as_object().unwrap())
+            .err()
+            .unwrap()
+            .contains("sack"));
+    }
 }

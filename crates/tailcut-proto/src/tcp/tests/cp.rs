@@ -3,7 +3,7 @@
 
 use super::harness::{test_cfg, Fate, Harness, ISN, MSS};
 use crate::engine::Engine;
-use crate::packet::{Packet, TcpFlags};
+use crate::packet::{Packet, Route, TcpFlags};
 use crate::seq::Seq;
 use crate::tcp::{CongestionControl, TcpConfig};
 use crate::time::Dur;
@@ -197,4 +197,24 @@ fn cp_over_dctcp_retransmits_the_cut_segment() {
     let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
     assert_eq!(rtx, vec![7 * MSS]);
     assert_eq!(h.eps[0].stats().timeouts, 0);
+}
+
+#[test]
+fn spraying_gives_consecutive_data_segments_consecutive_path_labels() {
+    let cfg = TcpConfig {
+        spray_paths: 3,
+        ..cp_cfg()
+    };
+    let mut h = Harness::new(cfg);
+    h.send(0, 1, 7 * MSS);
+    h.run();
+    let labels: Vec<Route> = h.data_from(0).map(|s| s.pkt.route).collect();
+    let want: Vec<Route> = (0..7).map(|i| Route::Path(i % 3)).collect();
+    assert_eq!(labels, want);
+    // ACKs keep the connection's route.
+    assert!(h
+        .sent
+        .iter()
+        .filter(|s| s.from == 1)
+        .all(|s| s.pkt.route == Route::Ecmp));
 }
