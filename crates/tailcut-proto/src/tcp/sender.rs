@@ -79,6 +79,8 @@ pub(crate) struct Sender {
     /// Segments to retransmit at once regardless of cwnd (fast retransmit, NewReno partial ACKs,
     /// explicit loss notifications).
     forced_rtx: VecDeque<u64>,
+    /// CP: segments named by PACKs after the first of a recovery, retransmitted as the window allows.
+    pack_rtx: VecDeque<u64>,
     pub(crate) ledger: SendLedger,
     pub(crate) stats: ConnStats,
     tlp: Option<Tlp>,
@@ -123,6 +125,7 @@ impl Sender {
             consecutive_timeouts: 0,
             last_data_sent_at: None,
             forced_rtx: VecDeque::new(),
+            pack_rtx: VecDeque::new(),
             ledger: SendLedger::default(),
             stats: ConnStats::default(),
             tlp: cfg.tlp.filter(|_| cfg.sack).map(|cfg| Tlp {
@@ -483,9 +486,11 @@ impl Sender {
     /// segment; step 2: is it still outstanding, unSACKed, and not already sent again since the cut
     /// transmission (a later (re)transmission makes the PACK stale); step 3: fast retransmit it at
     /// once. The first PACK outside recovery enters fast recovery (one window reduction per recovery,
-    /// RFC 6675 / RFC 6582: ssthresh = FlightSize / 2); later PACKs in the same recovery only
-    /// retransmit. Every retransmission replaces a packet that left the network as a header, so the
-    /// ACK clock is kept. Returns whether the segment was retransmitted.
+    /// RFC 6675 / RFC 6582: ssthresh = FlightSize / 2) and its segment goes out at once, regardless of
+    /// cwnd, as a fast retransmit does. Later PACKs in the same recovery mark their segment lost (it
+    /// leaves `pipe`) and queue it; it goes out as soon as pipe < cwnd (RFC 6675 Sec. 5 step (C)), ahead
+    /// of new data. So the ACK clock is kept and a window of cut packets is not resent in one burst.
+    /// Returns whether the segment will be retransmitted.
     pub(crate) fn on_pack(&mut self, offset: u64, echo_us: u32) -> bool {
         self.stats.packs_received += 1;
         if offset < self.snd_una || offset >= self.snd_nxt {
@@ -499,6 +504,8 @@ impl Sender {
         if s.sacked || (sent_us.wrapping_sub(echo_us) as i32) > 0 {
             return false;
         }
+        self.scoreboard.mark_cut(idx);
+        self.stats.precise_retransmits += 1;
         if self.recovery.is_none() {
             let ss = self.begin_fast_recovery();
             self.cc.set_cwnd_bytes(ss);
@@ -506,9 +513,10 @@ impl Sender {
             self.ecn_recover = Some(self.snd_nxt);
             self.stats.fast_retransmits += 1;
             self.ledger.charge_fast_retransmit(s.start);
+            self.forced_rtx.push_back(s.start);
+        } else {
+            self.pack_rtx.push_back(s.start);
         }
-        self.stats.precise_retransmits += 1;
-        self.forced_rtx.push_back(s.start);
         true
     }
 
@@ -529,6 +537,7 @@ impl Sender {
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost.
         self.scoreboard.mark_all_lost();
         self.forced_rtx.clear();
+        self.pack_rtx.clear();
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Timeout,
             point: self.snd_nxt,
@@ -572,6 +581,23 @@ impl Sender {
         }
         let used = self.used_window_bytes();
         let cwnd = self.cc.cwnd_bytes();
+        while let Some(&off) = self.pack_rtx.front() {
+            let idx = self.scoreboard.find(off);
+            let Some(idx) = idx.filter(|&i| {
+                let s = self.scoreboard.seg(i);
+                !s.sacked && !s.rtx_in_flight
+            }) else {
+                // Acknowledged, SACKed or already sent again meanwhile.
+                self.pack_rtx.pop_front();
+                continue;
+            };
+            let len = u64::from(self.scoreboard.seg(idx).len_bytes);
+            if used + len <= cwnd || used == 0 {
+                self.pack_rtx.pop_front();
+                return Some(self.retransmit(idx, now));
+            }
+            return None;
+        }
         if self.recovery.is_some() {
             if let Some(idx) = self.scoreboard.next_lost() {
                 let len = u64::from(self.scoreboard.seg(idx).len_bytes);
