@@ -93,3 +93,34 @@ params = { min_rto = "200ms", switch_header_headroom = "64KB" }
     let marked: u64 = t.ports.iter().map(|p| p.counters.ecn_marked).sum();
     assert!(marked > 0, "ECN marking composes with payload cutting");
 }
+
+#[test]
+fn under_per_packet_spraying_only_the_dupack_sender_retransmits_spuriously() {
+    let text = include_str!("../../../experiments/cp/reorder.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.schemes
+        .retain(|s| s.name == "dctcp_spray" || s.name == "cp_dctcp_spray");
+    let t = run(&exp, &mut |_| true).expect("runs");
+    for scheme in ["dctcp_spray", "cp_dctcp_spray"] {
+        let (_, timeouts, _, dropped) = outcome(&t, scheme);
+        assert_eq!((timeouts, dropped), (0, 0), "{scheme}: no real loss");
+    }
+    let rtx = |scheme: &str| -> u64 {
+        t.flows
+            .iter()
+            .filter(|f| f.scheme == scheme)
+            .map(|f| f.stats.retransmitted_bytes)
+            .sum()
+    };
+    let cut: u64 = t
+        .ports
+        .iter()
+        .filter(|p| p.scheme == "cp_dctcp_spray")
+        .map(|p| p.counters.trimmed)
+        .sum();
+    // Without loss, DCTCP's retransmissions are reordering read as loss (DupThresh 3); CP, with no
+    // dupACK threshold, retransmits only what was cut.
+    assert!(rtx("dctcp_spray") > 0, "spraying must reorder");
+    assert_eq!(cut, 0);
+    assert_eq!(rtx("cp_dctcp_spray"), 0);
+}
