@@ -240,6 +240,11 @@ impl<'a> Sim<'a> {
                 c.enqueued_bytes += size;
                 c.ecn_marked += marked as u64;
             }
+            Admit::Trimmed => {
+                c.enqueued_packets += 1;
+                c.enqueued_bytes += u64::from(self.arena.get(id).size_bytes);
+                c.trimmed += 1;
+            }
             Admit::QueuedEvicting(v) => {
                 c.enqueued_packets += 1;
                 c.enqueued_bytes += size;

@@ -74,6 +74,14 @@ pub enum SwitchDefault {
     Pfabric {
         buffer_bytes: u64,
     },
+    /// CP: payload-cutting switch ports (`aqm = trim`), buffer unchanged; an experiment's ECN marking
+    /// threshold (`aqm = ecn`) is kept as the trimming queue's `ecn_k`. An experiment that already
+    /// asks for `trim` keeps its own settings.
+    Trim {
+        header_bytes: u64,
+        header_headroom: u64,
+        priority_headers: bool,
+    },
 }
 
 /// Largest number of copies of a replicated flow.
@@ -185,6 +193,21 @@ const PFABRIC_DOCS: &[(&str, &str)] = &[
     ),
 ];
 
+const CP_DOCS: &[(&str, &str)] = &[
+    (
+        "switch_header_bytes",
+        "size of a payload-cut packet at the switch (the slides: 66B)",
+    ),
+    (
+        "switch_header_headroom",
+        "bytes cut headers may use beyond the port buffer (the slides: < 1 packet, 1500B)",
+    ),
+    (
+        "switch_priority_headers",
+        "cut headers in their own strict-priority queue (NDP) instead of the FIFO (the slides)",
+    ),
+];
+
 const SCHEMES: &[SchemeDef] = &[
     SchemeDef {
         name: "tcp",
@@ -231,6 +254,16 @@ const SCHEMES: &[SchemeDef] = &[
         description: "pFabric (Alizadeh et al., SIGCOMM'13): priority = remaining bytes, priority-dropping switch queues, line-rate start",
         extra_docs: PFABRIC_DOCS,
     },
+    SchemeDef {
+        name: "cp",
+        description: "CP (Cheng et al., NSDI'14): payload-cutting switches, PACK from the receiver, precise fast retransmit; NewReno, no dupACK threshold",
+        extra_docs: CP_DOCS,
+    },
+    SchemeDef {
+        name: "cp_dctcp",
+        description: "CP over DCTCP: payload cutting plus ECN marking at the experiment's K, PACK, precise fast retransmit",
+        extra_docs: CP_DOCS,
+    },
 ];
 
 fn dctcp_cfg() -> TcpConfig {
@@ -254,6 +287,35 @@ struct ReplicaParams {
 #[serde(deny_unknown_fields)]
 struct PiasParams {
     thresholds: Vec<Bytes>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CpParams {
+    switch_header_bytes: Bytes,
+    switch_header_headroom: Bytes,
+    switch_priority_headers: bool,
+}
+
+impl Default for CpParams {
+    fn default() -> Self {
+        CpParams {
+            switch_header_bytes: crate::net::aqm::default_trim_header(),
+            switch_header_headroom: crate::net::aqm::default_trim_headroom(),
+            switch_priority_headers: false,
+        }
+    }
+}
+
+/// CP's endpoint defaults (Cheng et al., NSDI'14): SACK (the PACK is a SACK-format option) and no
+/// dupACK-based loss detection at all, since cut packets are reported precisely ("DupACK = inf" in the
+/// slides' out-of-order evaluation); limited and early retransmit follow from it.
+fn cp_cfg(base: TcpConfig) -> TcpConfig {
+    TcpConfig {
+        sack: true,
+        dupack_threshold: u32::MAX,
+        ..base
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -315,6 +377,8 @@ fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
                 probe_after_timeouts: 5,
             }),
         ),
+        "cp" => (cp_cfg(tcp), to_map(&CpParams::default())),
+        "cp_dctcp" => (cp_cfg(dctcp_cfg()), to_map(&CpParams::default())),
         _ => return None,
     })
 }
@@ -434,6 +498,24 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
             };
             cfg.pfabric_priority = true;
             cfg.pfabric_probe_after = Some(p.probe_after_timeouts);
+        }
+        "cp" | "cp_dctcp" => {
+            let p: CpParams = parse(extras)?;
+            if p.switch_header_bytes.0 == 0 || p.switch_header_bytes.0 > 1500 {
+                return Err(format!(
+                    "params.switch_header_bytes: must be in 1..=1500, got {}",
+                    p.switch_header_bytes.0
+                ));
+            }
+            if !cfg.sack {
+                return Err("params.sack: CP's PACK is a SACK-format option; needs sack = true".into());
+            }
+            t.switch = SwitchDefault::Trim {
+                header_bytes: p.switch_header_bytes.0,
+                header_headroom: p.switch_header_headroom.0,
+                priority_headers: p.switch_priority_headers,
+            };
+            cfg.cp = true;
         }
         _ => {}
     }
@@ -565,6 +647,27 @@ impl Transport {
                 sched: SchedConfig::StrictPriority,
                 ..base.clone()
             },
+            SwitchDefault::Trim { .. } if matches!(base.aqm, AqmConfig::Trim { .. }) => base.clone(),
+            SwitchDefault::Trim {
+                header_bytes,
+                header_headroom,
+                priority_headers,
+            } => {
+                let ecn_k = match base.aqm {
+                    AqmConfig::Ecn { k } => Some(k),
+                    _ => None,
+                };
+                SwitchQueues {
+                    aqm: AqmConfig::Trim {
+                        header_bytes: Bytes(header_bytes),
+                        threshold: None,
+                        header_headroom: Bytes(header_headroom),
+                        priority_headers,
+                        ecn_k,
+                    },
+                    ..base.clone()
+                }
+            }
         }
     }
 }
@@ -609,5 +712,38 @@ mod tests {
             .err()
             .unwrap()
             .contains("min_rtto"));
+    }
+
+    #[test]
+    fn cp_brings_a_trimming_queue_and_keeps_the_ecn_threshold() {
+        let t = resolve("cp_dctcp", &Map::new()).unwrap();
+        let Transport::Tcp(tt) = &t else { unreachable!() };
+        assert!(tt.cfg.cp && tt.cfg.sack && tt.cfg.ecn);
+        assert_eq!(tt.cfg.dupack_threshold, u32::MAX);
+        let base = SwitchQueues {
+            aqm: AqmConfig::Ecn { k: Bytes(32_000) },
+            ..SwitchQueues::default()
+        };
+        match t.switch_queues(&base).aqm {
+            AqmConfig::Trim {
+                header_bytes,
+                header_headroom,
+                priority_headers,
+                ecn_k,
+                threshold,
+            } => {
+                assert_eq!(header_bytes, Bytes(66));
+                assert_eq!(header_headroom, Bytes(1500));
+                assert!(!priority_headers);
+                assert_eq!(ecn_k, Some(Bytes(32_000)));
+                assert_eq!(threshold, None);
+            }
+            other => panic!("{other:?}"),
+        }
+        let bad = serde_json::json!({ "sack": false });
+        assert!(resolve("cp", bad.as_object().unwrap())
+            .err()
+            .unwrap()
+            .contains("sack"));
     }
 }

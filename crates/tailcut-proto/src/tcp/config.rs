@@ -85,6 +85,19 @@ pub struct TcpConfig {
     /// until one is acknowledged (set by the `pfabric` transport).
     #[serde(skip)]
     pub pfabric_probe_after: Option<u32>,
+    /// CP (Cheng et al., NSDI'14): the receiver answers a payload-cut segment with a PACK and the
+    /// sender retransmits the segment a PACK names (set by the `cp` / `cp_dctcp` transports).
+    #[serde(skip)]
+    pub cp: bool,
+    /// Per-packet spraying: data segment i carries source route `Route::Path(i mod spray_paths)` (the
+    /// labels name distinct equal-cost paths, see `Route`); 0 keeps the connection's route (ECMP).
+    /// ACKs keep the connection's route.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub spray_paths: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 /// Tail loss probe (draft-dukkipati-tcpm-tcp-loss-probe-01 Sec. 2; RFC 8985 Sec. 7).
@@ -167,6 +180,8 @@ impl Default for TcpConfig {
             pias: None,
             pfabric_priority: false,
             pfabric_probe_after: None,
+            cp: false,
+            spray_paths: 0,
         }
     }
 }

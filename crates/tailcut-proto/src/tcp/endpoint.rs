@@ -56,6 +56,8 @@ pub struct TcpEndpoint {
     ir: Option<IrEncoder>,
     /// Proactive: the copy of the data packet just sent, due next.
     copy: Option<Packet>,
+    /// Data segments sent, for per-packet spraying (`cfg.spray_paths`).
+    sprayed: u32,
     events: VecDeque<AppEvent>,
     /// Reserved for randomised schemes built on TCP; plain TCP draws nothing.
     _rng: Rng,
@@ -106,6 +108,7 @@ impl TcpEndpoint {
             control: VecDeque::new(),
             ir,
             copy: None,
+            sprayed: 0,
             events,
             _rng: rng,
         }
@@ -225,7 +228,46 @@ impl TcpEndpoint {
         let seq = Seq::from_offset(self.isn, tx.start);
         let mut p = self.packet(now, seq, flags, tx.len_bytes, ecn);
         self.tag(&mut p, tx.start);
+        if self.cfg.spray_paths > 0 {
+            p.route = Route::Path(self.sprayed % self.cfg.spray_paths);
+            self.sprayed = self.sprayed.wrapping_add(1);
+        }
         p
+    }
+
+    /// CP receiver (Cheng et al., NSDI'14, "Receiver: packet-loss feedback"): step 1, parse the
+    /// payload-cut segment `[start, start + len)`; step 2, build the PACK: an ACK whose first SACK-format
+    /// block holds the cut range with its edges swapped (right edge first, so right < left); step 3,
+    /// send it at once, ahead of anything else. The PACK also carries the current cumulative ACK and up
+    /// to three ordinary SACK blocks after it; a SACK-only parser discards the inverted block as
+    /// invalid (RFC 2018 blocks have left < right), so a PACK reads as an ordinary ACK there. The PACK
+    /// echoes the cut segment's own timestamp (not TS.Recent), which tells the sender which
+    /// transmission was cut.
+    fn send_pack(&mut self, now: Time, h: &TcpHeader) {
+        self.sender.stats.cut_segments_received += 1;
+        let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
+            return;
+        };
+        let end = start + u64::from(h.payload_len);
+        if end <= self.receiver.rcv_nxt {
+            // Every byte already arrived (a cut duplicate): nothing to ask for.
+            return;
+        }
+        let mut p = self.pure_ack(now);
+        if let Some(ph) = p.tcp_mut() {
+            let mut blocks = SackBlocks::default();
+            blocks.push(
+                Seq::from_offset(self.peer_isn, end),
+                Seq::from_offset(self.peer_isn, start),
+            );
+            for (l, r) in ph.sack.iter().take(SackBlocks::MAX - 1) {
+                blocks.push(l, r);
+            }
+            ph.sack = blocks;
+            ph.ts_ecr = h.ts_val;
+        }
+        self.sender.stats.packs_sent += 1;
+        self.control.push_back(p);
     }
 
     fn after_data(&mut self, now: Time, out: SegmentOutcome) {
@@ -245,6 +287,22 @@ impl TcpEndpoint {
         st.bytes_delivered += out.delivered_bytes;
         st.duplicate_segments += u64::from(out.duplicate);
         st.out_of_order_segments += u64::from(out.out_of_order);
+    }
+
+    /// CP sender: every SACK-format block with right < left is a PACK naming the cut range
+    /// `[right, left)`.
+    fn on_packs(&mut self, h: &TcpHeader) {
+        for (l, r) in h.sack.iter() {
+            let (Some(left), Some(right)) = (
+                l.unwrap_near(self.isn, self.sender.snd_una),
+                r.unwrap_near(self.isn, self.sender.snd_una),
+            ) else {
+                continue;
+            };
+            if right < left {
+                self.sender.on_pack(right, h.ts_ecr);
+            }
+        }
     }
 
     fn pure_ack(&self, now: Time) -> Packet {
@@ -368,6 +426,9 @@ impl Engine for TcpEndpoint {
                 pure: h.payload_len == 0,
             };
             self.sender.on_ack(now, info, blocks, &mut self.events);
+            if self.cfg.cp {
+                self.on_packs(h);
+            }
         }
         match h.ext {
             TcpExt::XorCoded {
@@ -391,6 +452,12 @@ impl Engine for TcpEndpoint {
         // RFC 7323 Sec. 4.3: remember the timestamp of a segment that does not leave a hole.
         if start <= self.receiver.rcv_nxt {
             self.receiver.ts_recent = h.ts_val;
+        }
+        if pkt.trimmed && h.payload_len > 0 {
+            if self.cfg.cp {
+                self.send_pack(now, h);
+            }
+            return;
         }
         let len = pkt.payload_len();
         if len > 0 {

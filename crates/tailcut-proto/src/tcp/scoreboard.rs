@@ -187,6 +187,20 @@ impl Scoreboard {
         newly
     }
 
+    /// CP: a PACK reported the latest transmission of segment `idx` cut. It is lost and, if it was a
+    /// retransmission, no longer in flight (it leaves `pipe`).
+    pub(crate) fn mark_cut(&mut self, idx: usize) {
+        let s = self.segs[idx];
+        if s.sacked {
+            return;
+        }
+        self.uncount(idx);
+        self.segs[idx].lost = true;
+        self.segs[idx].rtx_in_flight = false;
+        self.count(idx);
+        self.rtx_cursor = self.rtx_cursor.min(s.start);
+    }
+
     fn mark_lost_idx(&mut self, idx: usize) -> bool {
         let s = self.segs[idx];
         if s.sacked || s.lost {

@@ -84,6 +84,8 @@ pub(crate) struct Sender {
     /// Segments to retransmit at once regardless of cwnd (fast retransmit, NewReno partial ACKs,
     /// explicit loss notifications).
     forced_rtx: VecDeque<u64>,
+    /// CP: segments named by PACKs after the first of a recovery, retransmitted as the window allows.
+    pack_rtx: VecDeque<u64>,
     pub(crate) ledger: SendLedger,
     pub(crate) stats: ConnStats,
     tlp: Option<Tlp>,
@@ -117,6 +119,7 @@ impl Sender {
             consecutive_timeouts: 0,
             last_data_sent_at: None,
             forced_rtx: VecDeque::new(),
+            pack_rtx: VecDeque::new(),
             ledger: SendLedger::default(),
             stats: ConnStats::default(),
             tlp: cfg.tlp.filter(|_| cfg.sack).map(Tlp::new),
@@ -374,6 +377,45 @@ impl Sender {
         true
     }
 
+    /// CP (Cheng et al., NSDI'14, "Sender: reaction to PACK"): the PACK names the cut segment holding
+    /// `offset`, whose transmission carried timestamp `echo_us` (the PACK echoes it). Step 1: which
+    /// segment; step 2: is it still outstanding, unSACKed, and not already sent again since the cut
+    /// transmission (a later (re)transmission makes the PACK stale); step 3: fast retransmit it at
+    /// once. The first PACK outside recovery enters fast recovery (one window reduction per recovery,
+    /// RFC 6675 / RFC 6582: ssthresh = FlightSize / 2) and its segment goes out at once, regardless of
+    /// cwnd, as a fast retransmit does. Later PACKs in the same recovery mark their segment lost (it
+    /// leaves `pipe`) and queue it; it goes out as soon as pipe < cwnd (RFC 6675 Sec. 5 step (C)), ahead
+    /// of new data. So the ACK clock is kept and a window of cut packets is not resent in one burst.
+    /// Returns whether the segment will be retransmitted.
+    pub(crate) fn on_pack(&mut self, offset: u64, echo_us: u32) -> bool {
+        self.stats.packs_received += 1;
+        if offset < self.snd_una || offset >= self.snd_nxt {
+            return false;
+        }
+        let Some(idx) = self.scoreboard.find(offset) else {
+            return false;
+        };
+        let s = *self.scoreboard.seg(idx);
+        let sent_us = (s.sent_at.as_nanos() / 1_000) as u32;
+        if s.sacked || (sent_us.wrapping_sub(echo_us) as i32) > 0 {
+            return false;
+        }
+        self.scoreboard.mark_cut(idx);
+        self.stats.precise_retransmits += 1;
+        if self.recovery.is_none() {
+            let ss = self.begin_fast_recovery();
+            self.cc.set_cwnd_bytes(ss);
+            // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
+            self.ecn_recover = Some(self.snd_nxt);
+            self.stats.fast_retransmits += 1;
+            self.ledger.charge_fast_retransmit(s.start);
+            self.forced_rtx.push_back(s.start);
+        } else {
+            self.pack_rtx.push_back(s.start);
+        }
+        true
+    }
+
     /// RFC 6298 Sec. 5.4-5.6 and RFC 5681 Sec. 3.1: the retransmission timer expired.
     pub(crate) fn on_rto(&mut self, now: Time) {
         match self.rto_deadline {
@@ -394,6 +436,7 @@ impl Sender {
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost.
         self.scoreboard.mark_all_lost();
         self.forced_rtx.clear();
+        self.pack_rtx.clear();
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Timeout,
             point: self.snd_nxt,
@@ -435,6 +478,23 @@ impl Sender {
         }
         let used = self.used_window_bytes();
         let cwnd = self.cc.cwnd_bytes();
+        while let Some(&off) = self.pack_rtx.front() {
+            let idx = self.scoreboard.find(off);
+            let Some(idx) = idx.filter(|&i| {
+                let s = self.scoreboard.seg(i);
+                !s.sacked && !s.rtx_in_flight
+            }) else {
+                // Acknowledged, SACKed or already sent again meanwhile.
+                self.pack_rtx.pop_front();
+                continue;
+            };
+            let len = u64::from(self.scoreboard.seg(idx).len_bytes);
+            if used + len <= cwnd || used == 0 {
+                self.pack_rtx.pop_front();
+                return Some(self.retransmit(idx, now));
+            }
+            return None;
+        }
         if self.recovery.is_some() {
             if let Some(idx) = self.scoreboard.next_lost() {
                 let len = u64::from(self.scoreboard.seg(idx).len_bytes);

@@ -34,4 +34,12 @@ pub struct ConnStats {
     pub out_of_order_segments: u64,
     /// Receive side: data segments wholly below `rcv_nxt` (spurious retransmissions).
     pub duplicate_segments: u64,
+    /// CP receive side: payload-cut data segments that arrived (each answered by one PACK).
+    pub cut_segments_received: u64,
+    /// CP: PACKs sent.
+    pub packs_sent: u64,
+    /// CP: PACKs received (every one, also those ignored as stale).
+    pub packs_received: u64,
+    /// CP: segments retransmitted because a PACK named them.
+    pub precise_retransmits: u64,
 }

@@ -1,5 +1,5 @@
 //! Queue disciplines applied when a packet arrives at a switch port: drop-tail, ECN marking at a
-//! threshold K (DCTCP), RED (drop or mark), and random drop on overflow.
+//! threshold K (DCTCP), RED (drop or mark), random drop on overflow, pFabric, and CP's payload cutting.
 
 use serde::{Deserialize, Serialize};
 use tailcut_proto::units::Bytes;
@@ -39,6 +39,35 @@ pub enum AqmConfig {
     /// queued ones and the arrival is dropped (the arrival on a tie). Use a small buffer (the paper's
     /// 2 BDP, about 34 packets at 10 Gbps).
     Pfabric,
+    /// CP, Cut Payload (Cheng et al., NSDI'14; htsim `CutPayloadQueue`): an arriving data packet that
+    /// would take the queue above `threshold` (default: the buffer) is not dropped; its payload is cut
+    /// and the header alone (`header_bytes`, `Packet::trimmed` set) is queued. A header may use
+    /// `header_headroom` bytes beyond the buffer (the slides: "extra buffer < 1 packet size" while
+    /// input < 13.1 x output); a header that does not fit even there is dropped. With
+    /// `priority_headers` the headers wait in their own queue, served before data (NDP's
+    /// CompositeQueue) and limited to `header_headroom`; by default they stay in the FIFO, as the
+    /// slides' design does. `ecn_k` adds DCTCP marking at K (as `ecn`) for CP with DCTCP.
+    Trim {
+        #[serde(default = "default_trim_header")]
+        header_bytes: Bytes,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<Bytes>,
+        #[serde(default = "default_trim_headroom")]
+        header_headroom: Bytes,
+        #[serde(default)]
+        priority_headers: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ecn_k: Option<Bytes>,
+    },
+}
+
+/// The slides' header size (Ethernet 14 + IP 20 + TCP 32 with timestamps).
+pub fn default_trim_header() -> Bytes {
+    Bytes(66)
+}
+/// One full packet of extra room for cut headers (the slides' "< 1 packet size").
+pub fn default_trim_headroom() -> Bytes {
+    Bytes(1500)
 }
 
 fn default_max_p() -> f64 {
@@ -69,6 +98,12 @@ impl AqmConfig {
                 }
                 if !(0.0..=1.0).contains(w_q) || *w_q == 0.0 {
                     return Err(format!("w_q must be in (0, 1], got {w_q}"));
+                }
+                Ok(())
+            }
+            AqmConfig::Trim { header_bytes, .. } => {
+                if header_bytes.0 == 0 {
+                    return Err("header_bytes must be > 0".into());
                 }
                 Ok(())
             }

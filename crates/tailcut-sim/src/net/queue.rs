@@ -49,6 +49,8 @@ pub enum Admit {
     Queued {
         marked: bool,
     },
+    /// Payload cut (CP): the header alone was queued.
+    Trimmed,
     /// Queued, but another packet was pushed out (random drop).
     QueuedEvicting(PktId),
     Dropped(DropCause),
@@ -77,6 +79,9 @@ pub struct PortQueue {
     packets: usize,
     /// Serialisation time of a 1500-byte packet, for RED's idle correction.
     typical_tx_ns: u64,
+    /// Cut headers waiting ahead of all data (`AqmConfig::Trim` with `priority_headers`).
+    hdr_fifo: VecDeque<PktId>,
+    hdr_bytes: u64,
 }
 
 impl PortQueue {
@@ -117,6 +122,8 @@ impl PortQueue {
             bytes: 0,
             packets: 0,
             typical_tx_ns,
+            hdr_fifo: VecDeque::new(),
+            hdr_bytes: 0,
         }
     }
 
@@ -139,6 +146,9 @@ impl PortQueue {
         let ect = pkt.ecn != Ecn::NotEct;
         let ci = self.class_of[pkt.class as usize] as usize;
         let port_free = self.buffer_bytes.saturating_sub(self.bytes);
+        if matches!(self.classes[ci].aqm, AqmConfig::Trim { .. }) {
+            return self.enqueue_trim(arena, ci, id);
+        }
         let q = &mut self.classes[ci];
         let fits = size <= port_free && q.bytes + size <= q.limit_bytes;
         let mut marked = false;
@@ -198,6 +208,7 @@ impl PortQueue {
                     return self.admit_after_eviction(arena, ci, id, size, victim);
                 }
             }
+            AqmConfig::Trim { .. } => unreachable!("handled by enqueue_trim"),
             AqmConfig::RandomDrop => {
                 if !fits {
                     // The victim is uniform over the queued packets and the arrival (ns-2 DropRand).
@@ -216,6 +227,69 @@ impl PortQueue {
         }
         self.push(ci, id, size);
         Admit::Queued { marked }
+    }
+
+    /// CP (Cheng et al., NSDI'14, "Switch: CP drop processing"): admit the whole packet below the
+    /// threshold, else cut its payload and admit the header into the headroom, else drop.
+    fn enqueue_trim(&mut self, arena: &mut PacketArena, ci: usize, id: PktId) -> Admit {
+        let AqmConfig::Trim {
+            header_bytes,
+            threshold,
+            header_headroom,
+            priority_headers,
+            ecn_k,
+        } = self.classes[ci].aqm
+        else {
+            unreachable!("enqueue_trim on a trimming class");
+        };
+        let pkt = arena.get(id);
+        let size = u64::from(pkt.size_bytes);
+        let ect = pkt.ecn != Ecn::NotEct;
+        let has_payload = pkt.payload_len() > 0;
+        let q = &self.classes[ci];
+        let data_port_bytes = self.bytes - self.hdr_bytes;
+        let thr = threshold.map_or(q.limit_bytes, |t| t.0.min(q.limit_bytes));
+        if data_port_bytes + size <= self.buffer_bytes && q.bytes + size <= thr {
+            let marked = ect && ecn_k.is_some_and(|k| q.bytes >= k.0);
+            if marked {
+                arena.get_mut(id).ecn = Ecn::Ce;
+            }
+            self.push(ci, id, size);
+            return Admit::Queued { marked };
+        }
+        // Header-only packets (ACKs, PACKs, cut packets) have nothing to cut and use the headroom as is.
+        let hdr = if has_payload {
+            header_bytes.0.min(size)
+        } else {
+            size
+        };
+        let room = header_headroom.0;
+        let fits = if priority_headers {
+            self.hdr_bytes + hdr <= room
+        } else {
+            data_port_bytes + hdr <= self.buffer_bytes + room && q.bytes + hdr <= q.limit_bytes + room
+        };
+        if !fits {
+            return Admit::Dropped(DropCause::Overflow);
+        }
+        if has_payload {
+            let p = arena.get_mut(id);
+            p.trimmed = true;
+            p.size_bytes = hdr as u32;
+        }
+        if priority_headers {
+            self.hdr_fifo.push_back(id);
+            self.hdr_bytes += hdr;
+            self.bytes += hdr;
+            self.packets += 1;
+        } else {
+            self.push(ci, id, hdr);
+        }
+        if has_payload {
+            Admit::Trimmed
+        } else {
+            Admit::Queued { marked: false }
+        }
     }
 
     /// `victim` was taken out of class `ci` to make room for the arrival `id`.
@@ -270,6 +344,16 @@ impl PortQueue {
                 }
                 Some(marked)
             }
+            AqmConfig::Trim { threshold, ecn_k, .. } => {
+                if threshold.is_some_and(|t| (pkt.size_bytes as u64) > t.0) {
+                    return None;
+                }
+                let marked = ecn_k.is_some_and(|k| k.0 == 0) && pkt.ecn != Ecn::NotEct;
+                if marked {
+                    pkt.ecn = Ecn::Ce;
+                }
+                Some(marked)
+            }
             _ => None,
         }
     }
@@ -278,6 +362,13 @@ impl PortQueue {
     pub fn dequeue(&mut self, arena: &PacketArena, now_ns: u64) -> Option<PktId> {
         if self.packets == 0 {
             return None;
+        }
+        if let Some(id) = self.hdr_fifo.pop_front() {
+            let size = arena.get(id).size_bytes as u64;
+            self.hdr_bytes -= size;
+            self.bytes -= size;
+            self.packets -= 1;
+            return Some(id);
         }
         let ci = if self.wrr {
             self.next_wrr()
@@ -586,5 +677,107 @@ mod tests {
             evicted > 20,
             "random drop should usually evict a queued packet, got {evicted}"
         );
+    }
+
+    fn data_pkt(arena: &mut PacketArena, size: u32, ecn: Ecn) -> PktId {
+        arena.insert(Packet {
+            size_bytes: size,
+            ecn,
+            header: tailcut_proto::Header::Tcp(tailcut_proto::TcpHeader {
+                payload_len: size - 40,
+                ..Default::default()
+            }),
+            ..Packet::default()
+        })
+    }
+
+    fn trim_cfg(priority_headers: bool, ecn_k: Option<Bytes>) -> AqmConfig {
+        AqmConfig::Trim {
+            header_bytes: Bytes(66),
+            threshold: None,
+            header_headroom: Bytes(200),
+            priority_headers,
+            ecn_k,
+        }
+    }
+
+    #[test]
+    fn trim_cuts_when_full_and_drops_a_header_only_when_even_it_does_not_fit() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let mut q = PortQueue::new(3000, &trim_cfg(false, None), &[], &SchedConfig::default(), 1200);
+        let full: Vec<PktId> = (0..2).map(|_| data_pkt(&mut a, 1500, Ecn::NotEct)).collect();
+        for &p in &full {
+            assert_eq!(q.enqueue(&mut a, p, 0, &mut r), Admit::Queued { marked: false });
+        }
+        // The buffer is full: the next three arrivals are cut to 66-byte headers (3 x 66 <= 200).
+        let mut cut = Vec::new();
+        for _ in 0..3 {
+            let p = data_pkt(&mut a, 1500, Ecn::NotEct);
+            assert_eq!(q.enqueue(&mut a, p, 0, &mut r), Admit::Trimmed);
+            assert!(a.get(p).trimmed);
+            assert_eq!(a.get(p).size_bytes, 66);
+            assert_eq!(a.get(p).payload_len(), 0);
+            cut.push(p);
+        }
+        assert_eq!(q.bytes(), 3000 + 3 * 66);
+        // A fourth header would exceed the headroom: dropped, not cut.
+        let p = data_pkt(&mut a, 1500, Ecn::NotEct);
+        assert_eq!(
+            q.enqueue(&mut a, p, 0, &mut r),
+            Admit::Dropped(DropCause::Overflow)
+        );
+        assert!(!a.get(p).trimmed);
+        // Headers stay in FIFO order behind the data (the slides' single queue).
+        let order: Vec<PktId> = std::iter::from_fn(|| q.dequeue(&a, 0)).collect();
+        assert_eq!(order, [full.clone(), cut.clone()].concat());
+        assert_eq!(q.bytes(), 0);
+    }
+
+    #[test]
+    fn trim_threshold_and_pure_acks_use_the_headroom_uncut() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let cfg = AqmConfig::Trim {
+            header_bytes: Bytes(66),
+            threshold: Some(Bytes(1500)),
+            header_headroom: Bytes(1500),
+            priority_headers: false,
+            ecn_k: None,
+        };
+        let mut q = PortQueue::new(10_000, &cfg, &[], &SchedConfig::default(), 1200);
+        let p = data_pkt(&mut a, 1500, Ecn::NotEct);
+        assert_eq!(q.enqueue(&mut a, p, 0, &mut r), Admit::Queued { marked: false });
+        // Above the cut threshold (htsim cuts at maxsize / 2): cut although the buffer has room.
+        let p = data_pkt(&mut a, 1500, Ecn::NotEct);
+        assert_eq!(q.enqueue(&mut a, p, 0, &mut r), Admit::Trimmed);
+        // A pure ACK has nothing to cut: admitted whole, not counted as a cut.
+        let ack = pkt(&mut a, 40, 0, Ecn::NotEct);
+        assert_eq!(q.enqueue(&mut a, ack, 0, &mut r), Admit::Queued { marked: false });
+        assert!(!a.get(ack).trimmed);
+        assert_eq!(a.get(ack).size_bytes, 40);
+    }
+
+    #[test]
+    fn trim_priority_headers_jump_the_data_and_ecn_marks_at_k() {
+        let mut a = PacketArena::default();
+        let mut r = stream(1, Stream::Port, 0);
+        let mut q = PortQueue::new(
+            3000,
+            &trim_cfg(true, Some(Bytes(1500))),
+            &[],
+            &SchedConfig::default(),
+            1200,
+        );
+        let d1 = data_pkt(&mut a, 1500, Ecn::Ect0);
+        let d2 = data_pkt(&mut a, 1500, Ecn::Ect0);
+        assert_eq!(q.enqueue(&mut a, d1, 0, &mut r), Admit::Queued { marked: false });
+        assert_eq!(q.enqueue(&mut a, d2, 0, &mut r), Admit::Queued { marked: true });
+        let h = data_pkt(&mut a, 1500, Ecn::Ect0);
+        assert_eq!(q.enqueue(&mut a, h, 0, &mut r), Admit::Trimmed);
+        let order: Vec<PktId> = std::iter::from_fn(|| q.dequeue(&a, 0)).collect();
+        assert_eq!(order, vec![h, d1, d2]);
+        assert_eq!(q.bytes(), 0);
+        assert!(q.is_empty());
     }
 }

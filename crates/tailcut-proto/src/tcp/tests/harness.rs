@@ -34,6 +34,8 @@ pub enum Fate {
     Drop,
     Ce,
     Delay(Dur),
+    /// Cut the payload as a CP switch does: the header (66 bytes) arrives with `trimmed` set.
+    Cut,
 }
 
 /// One packet put on the wire, with what the wire did to it.
@@ -197,7 +199,7 @@ impl Harness {
         h.ack.unwrap_near(ISN[to_side], 0)
     }
 
-    fn drain(&mut self, side: usize) {
+    pub fn drain(&mut self, side: usize) {
         let mut scratch = Vec::new();
         while let Some(pkt) = self.eps[side].poll_transmit(self.now, &mut scratch) {
             self.put_on_wire(side, pkt);
@@ -259,6 +261,12 @@ impl Harness {
                 }
             }
             Fate::Delay(d) => arrive += d,
+            Fate::Cut => {
+                if pkt.payload_len() > 0 {
+                    pkt.trimmed = true;
+                    pkt.size_bytes = 66;
+                }
+            }
             Fate::Deliver => {}
         }
         self.wire.insert((arrive, self.wire_seq), (1 - from, pkt));

@@ -1,7 +1,8 @@
 //! Two-endpoint tests on virtual time: a scripted wire (`harness.rs`), exact scenario tests by
-//! concern (`loss.rs`, `ecn.rs`, `connection.rs`) and property tests (`props.rs`).
+//! concern (`loss.rs`, `ecn.rs`, `connection.rs`, `cp.rs`) and property tests (`props.rs`).
 
 mod connection;
+mod cp;
 mod ecn;
 mod harness;
 mod loss;

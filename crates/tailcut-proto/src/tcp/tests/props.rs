@@ -1,4 +1,4 @@
-//! Property tests: under random loss (and CE marks) in both directions, every transfer completes,
+//! Property tests: under random loss (payload cuts for CP, and CE marks) in both directions, every transfer completes,
 //! every byte is delivered exactly once, every message is reported exactly once, and a run is a pure
 //! function of its seed.
 
@@ -27,7 +27,8 @@ struct Scenario {
     no_dupacks: bool,
     /// Message sizes sent by side 0 and by side 1.
     msgs: [Vec<u64>; 2],
-    /// Baseline built into the endpoint: 0 none, 1 TLP, 2 TCP-IR, 3 Proactive, 4 PIAS, 5 pFabric.
+    /// Baseline built into the endpoint: 0 none, 1 TLP, 2 TCP-IR, 3 Proactive, 4 PIAS, 5 pFabric, 6 CP
+    /// (three quarters of the data losses are payload cuts, SACK on, no dupACK threshold).
     scheme: u8,
 }
 
@@ -41,7 +42,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         any::<[bool; 7]>(),
         prop::collection::vec(0u64..40_000, 1..6),
         prop::collection::vec(0u64..20_000, 0..4),
-        0u8..6,
+        0u8..7,
     )
         .prop_map(
             |(seed, data_loss, ack_loss, ce_prob, reorder_prob, flags, a, b, scheme)| Scenario {
@@ -64,13 +65,14 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 }
 
 fn run(sc: &Scenario) -> Harness {
+    let cp = sc.scheme == 6;
     let cfg = TcpConfig {
-        sack: sc.sack,
+        sack: sc.sack || cp,
         delayed_ack: sc.delayed_ack.then_some(Dur::from_micros(200)),
         handshake: sc.handshake,
         limited_transmit: sc.limited_transmit,
         early_retransmit: sc.early_retransmit,
-        dupack_threshold: if sc.no_dupacks { u32::MAX } else { 3 },
+        dupack_threshold: if sc.no_dupacks || cp { u32::MAX } else { 3 },
         ecn: sc.dctcp,
         congestion_control: if sc.dctcp {
             CongestionControl::Dctcp { g: 1.0 / 16.0 }
@@ -88,6 +90,7 @@ fn run(sc: &Scenario) -> Harness {
         }),
         pfabric_priority: sc.scheme == 5,
         pfabric_probe_after: (sc.scheme == 5).then_some(2),
+        cp,
         ..test_cfg()
     };
     let mut h = Harness::with_seed(cfg, sc.seed);
@@ -102,7 +105,11 @@ fn run(sc: &Scenario) -> Harness {
         };
         let x: f64 = rng.random();
         if x < loss {
-            Fate::Drop
+            if sc2.scheme == 6 && c.pkt.payload_len() > 0 && x < 0.75 * loss {
+                Fate::Cut
+            } else {
+                Fate::Drop
+            }
         } else if x < loss + sc2.ce_prob {
             Fate::Ce
         } else if x < loss + sc2.ce_prob + sc2.reorder_prob {
@@ -180,9 +187,14 @@ fn heavy_loss_scenario_completes() {
     assert!(st.retransmits > 10 && st.timeouts > 0 && st.fast_retransmits > 0);
     assert_eq!(h.eps[1].rcv_nxt(), 250_000);
     // Every baseline completes the same scenario.
-    for scheme in 1..6 {
+    for scheme in 1..7 {
         let h = run(&Scenario { scheme, ..sc.clone() });
         assert_eq!(h.eps[1].rcv_nxt(), 250_000, "scheme {scheme}");
         assert_eq!(h.eps[0].rcv_nxt(), 30_000, "scheme {scheme}");
     }
+    // CP's cuts are reported and repaired by PACK-driven retransmissions.
+    let h = run(&Scenario { scheme: 6, ..sc });
+    let st = h.eps[0].stats();
+    assert!(st.packs_received > 5 && st.precise_retransmits > 5, "{st:?}");
+    assert!(h.eps[1].stats().packs_sent >= st.packs_received);
 }

@@ -1,0 +1,136 @@
+//! Runs the CP experiments (`experiments/cp/*.toml`) and prints, per scheme and workload component:
+//! flows completed, goodput (the component's bytes over the time from its first start to its last
+//! finish), mean / p99 / p99.9 completion time, retransmission timeouts, and the payload cuts and
+//! overflow drops at switch ports.
+//!
+//! `cargo run --release -p tailcut-sim --example cp_report -- experiments/cp/outcast.toml`
+//! `cargo run --release -p tailcut-sim --example cp_report -- --fanout 8,32,64,128,250 experiments/cp/incast.toml`
+//!
+//! `--fanout` sweeps an incast file: the star gets `fanout + 1` hosts and the incast `fanout` senders.
+
+use std::process::ExitCode;
+use tailcut_sim::api;
+use tailcut_sim::topo::TopologyConfig;
+use tailcut_sim::workload::Pattern;
+use tailcut_sim::{run, Experiment};
+
+fn percentile(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    // Nearest rank.
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1] as f64
+}
+
+fn report(exp: &Experiment, label: &str) -> Result<(), String> {
+    let t = run(exp, &mut |_| true).map_err(|e| e.to_string())?;
+    for s in &exp.schemes {
+        let ports: Vec<_> = t.ports.iter().filter(|p| p.scheme == s.name).collect();
+        let cut: u64 = ports.iter().map(|p| p.counters.trimmed).sum();
+        let dropped: u64 = ports
+            .iter()
+            .map(|p| p.counters.dropped_overflow + p.counters.dropped_aqm)
+            .sum();
+        for w in &exp.workload {
+            let fl: Vec<_> = t
+                .flows
+                .iter()
+                .filter(|f| f.scheme == s.name && f.component == w.name)
+                .collect();
+            if fl.is_empty() {
+                continue;
+            }
+            let done = fl.iter().filter(|f| f.finish_ns.is_some()).count();
+            let mut fct: Vec<u64> = fl.iter().filter_map(|f| f.fct_ns()).collect();
+            fct.sort_unstable();
+            let bytes: u64 = fl
+                .iter()
+                .filter(|f| f.finish_ns.is_some())
+                .map(|f| f.size_bytes)
+                .sum();
+            let first = fl.iter().map(|f| f.start_ns).min().unwrap_or(0);
+            let last = fl.iter().filter_map(|f| f.finish_ns).max().unwrap_or(first);
+            let goodput_mbps = bytes as f64 * 8.0 / (last - first).max(1) as f64 * 1e3;
+            let mean = fct.iter().sum::<u64>() as f64 / fct.len().max(1) as f64;
+            let timeouts: u64 = fl.iter().map(|f| u64::from(f.stats.timeouts)).sum();
+            let to_flows = fl.iter().filter(|f| f.stats.timeouts > 0).count();
+            let size_all: u64 = fl.iter().map(|f| f.size_bytes).sum();
+            let rtx: u64 = fl.iter().map(|f| f.stats.retransmitted_bytes).sum();
+            let rtx_pct = 100.0 * rtx as f64 / size_all.max(1) as f64;
+            println!(
+                "{label:<22} {:<10} {:<8} flows {:>5}/{:<5} goodput {:>8.1} Mbps  fct mean {:>8.3} p99 {:>8.3} p99.9 {:>8.3} ms  timeouts {:>5} ({} flows)  rtx {:>5.2}%  cut {:>7}  dropped {:>7}",
+                s.name,
+                w.name,
+                done,
+                fl.len(),
+                goodput_mbps,
+                mean / 1e6,
+                percentile(&fct, 0.99) / 1e6,
+                percentile(&fct, 0.999) / 1e6,
+                timeouts,
+                to_flows,
+                rtx_pct,
+                cut,
+                dropped,
+            );
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1).peekable();
+    let mut fanouts: Vec<u32> = Vec::new();
+    let mut files = Vec::new();
+    while let Some(a) = args.next() {
+        if a == "--fanout" {
+            let list = args.next().unwrap_or_default();
+            fanouts = list.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+        } else {
+            files.push(a);
+        }
+    }
+    if files.is_empty() {
+        eprintln!("usage: cp_report [--fanout N,N,...] EXPERIMENT.toml...");
+        return ExitCode::from(2);
+    }
+    for path in files {
+        let exp = match std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| api::parse_toml(&t).map_err(|e| e.to_string()))
+        {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let runs: Vec<(String, Experiment)> = if fanouts.is_empty() {
+            vec![(exp.name.clone(), exp)]
+        } else {
+            fanouts
+                .iter()
+                .map(|&n| {
+                    let mut e = exp.clone();
+                    if let TopologyConfig::Star(s) = &mut e.topology {
+                        s.hosts = n + 1;
+                    }
+                    for w in &mut e.workload {
+                        if let Pattern::Incast { fanout, .. } = &mut w.pattern {
+                            *fanout = Some(n);
+                        }
+                    }
+                    (format!("{} N={n}", exp.name), e)
+                })
+                .collect()
+        };
+        for (label, e) in runs {
+            if let Err(err) = report(&e, &label) {
+                eprintln!("{path}: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
