@@ -14,7 +14,8 @@ pub struct TracksConfig {
     /// The senders' dupACK threshold: the first burst spoofs `phi - dupACKs already seen` ACKs.
     pub phi: u32,
     /// Acknowledged bytes after which a flow is long-lived and no longer tracked. `None` = infinity
-    /// (the paper's simulations track every flow).
+    /// (the paper's simulations track every flow); written `gamma = "inf"` in configuration.
+    #[serde(with = "gamma_serde")]
     pub gamma: Option<Bytes>,
     /// Period of the global timer that scans the active small flows (a jiffy-driven timer in the
     /// kernel module).
@@ -32,7 +33,14 @@ pub struct TracksConfig {
     pub idle_timeout: Dur,
     /// Whether the senders use SACK (a hypervisor reads it from the SYN options; our packets carry no
     /// SACK-permitted option, so the simulator sets it from the scheme's TCP configuration).
+    #[serde(skip)]
     pub sack: bool,
+    /// Put the paper's fake SACK block on spoofed ACKs of SACK flows (Sec. IV-C). Off by default: our
+    /// RFC 6675 sender counts an ACK as duplicate only when it SACKs a whole segment not SACKed before,
+    /// so the block has to claim real segments, and a claimed segment that was in fact lost is never
+    /// retransmitted (the sender keeps SACK state across an RTO) and the flow stalls. Without the
+    /// block the spoofed ACKs of SACK flows do not trigger recovery. See docs/tracks.md.
+    pub fake_sack: bool,
     /// Bytes between the last ACK and the left edge of the fake SACK block (the paper: 40 bytes).
     pub sack_gap_bytes: u32,
 }
@@ -50,6 +58,7 @@ impl Default for TracksConfig {
             min_rto: Dur::from_millis(200),
             idle_timeout: Dur::from_millis(1_000),
             sack: false,
+            fake_sack: false,
             sack_gap_bytes: 40,
         }
     }
@@ -106,5 +115,34 @@ impl TracksCounters {
             ("tracks_dupacks_dropped", self.dupacks_dropped),
             ("tracks_long_lived", self.long_lived),
         ]
+    }
+}
+
+/// `gamma`: a size ("100KB", bytes) or "inf".
+mod gamma_serde {
+    use crate::units::Bytes;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Bytes>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => b.serialize(s),
+            None => s.serialize_str("inf"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Bytes>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Num(n) => Ok(Some(Bytes(n))),
+            Raw::Str(s) if s == "inf" || s == "infinity" => Ok(None),
+            Raw::Str(s) => crate::units::parse_bytes(&s)
+                .map(|b| Some(Bytes(b)))
+                .map_err(serde::de::Error::custom),
+        }
     }
 }

@@ -79,7 +79,7 @@ impl Tracks {
     /// Queue one spoofed duplicate of the flow's last ACK toward the local sender (Sec. IV-C: same
     /// ACK number and window; timestamps kept consistent; a fake SACK block when SACK is on).
     fn spoof(&mut self, key: FlowKey, now: Time) {
-        let cfg_sack = self.cfg.sack;
+        let cfg_sack = self.cfg.sack && self.cfg.fake_sack;
         let gap = self.cfg.sack_gap_bytes;
         let Some(f) = self.flows.get_mut(&key) else {
             return;
@@ -95,6 +95,10 @@ impl Tracks {
         let Some(h) = pkt.tcp_mut() else {
             return;
         };
+        if h.flags.contains(TcpFlags::SYN) {
+            // The template is the SYN-ACK: the receiver's next sequence is one past its SYN.
+            h.seq = h.seq.wrapping_add(1);
+        }
         h.ack = ack;
         h.payload_len = 0;
         h.flags = TcpFlags::ACK;
@@ -229,10 +233,11 @@ impl Tracks {
                 }
             }
             if let Some(ep) = f.episode.take() {
-                // Eifel-style (RFC 3522): the ACK echoes a segment sent before the trigger, so the
-                // original data arrived and the recovery was not needed.
+                // Eifel-style (RFC 3522): the ACK echoes a segment sent strictly before the trigger
+                // (the fast retransmission leaves at the trigger instant), so the original data
+                // arrived and the recovery was not needed.
                 let echoed = h.ts_ecr;
-                if echoed != 0 && echoed.wrapping_sub(micros(ep.started)) as i32 <= 0 {
+                if echoed != 0 && (echoed.wrapping_sub(micros(ep.started)) as i32) < 0 {
                     self.counters.spurious_recoveries += 1;
                 }
             }

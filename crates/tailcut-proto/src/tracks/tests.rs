@@ -137,7 +137,11 @@ fn spoofs_phi_duplicate_acks_after_beta() {
 
 #[test]
 fn spoofed_acks_carry_a_growing_fake_sack_block_with_sack() {
-    let mut s = shim(TracksConfig { sack: true, ..cfg() });
+    let mut s = shim(TracksConfig {
+        sack: true,
+        fake_sack: true,
+        ..cfg()
+    });
     start(&mut s, 10, 4);
     let out = run_until(&mut s, ms(5));
     assert_eq!(out.len(), 3);
@@ -151,7 +155,11 @@ fn spoofed_acks_carry_a_growing_fake_sack_block_with_sack() {
 
 #[test]
 fn fake_sack_block_never_passes_the_highest_byte_sent() {
-    let mut s = shim(TracksConfig { sack: true, ..cfg() });
+    let mut s = shim(TracksConfig {
+        sack: true,
+        fake_sack: true,
+        ..cfg()
+    });
     start(&mut s, 3, 1);
     let out = run_until(&mut s, ms(5));
     let end = ISN + 3 * MSS;
@@ -262,4 +270,13 @@ fn timer_scans_only_active_small_flows() {
     run_until(&mut s, ms(1_500));
     assert_eq!(s.active_small_flows(), 0);
     assert_eq!(s.tracked_flows(), 0);
+}
+
+#[test]
+fn sack_flows_get_no_fake_block_unless_asked() {
+    let mut s = shim(TracksConfig { sack: true, ..cfg() });
+    start(&mut s, 10, 4);
+    let out = run_until(&mut s, ms(5));
+    assert_eq!(out.len(), 3);
+    assert!(out.iter().all(|(_, _, p)| p.tcp().unwrap().sack.is_empty()));
 }
