@@ -11,8 +11,9 @@ HERE = Path(__file__).parent
 PKT = 1500
 
 # TCP as in the paper's ns-2 runs (Sec. V-A): NewReno, min RTO 200 ms, IW 10, with the 3-way handshake
-# (ns-2 FullTcp). ns-2's NewReno has no SACK.
-TCP = 'min_rto = "200ms", initial_cwnd_segments = 10, sack = false, handshake = true'
+# (ns-2 FullTcp); a lost SYN waits the min RTO, not 1 s (ns-2 DC scripts: rtxcur_init_ = minrto_).
+# ns-2's NewReno has no SACK.
+TCP = 'min_rto = "200ms", initial_rto = "200ms", initial_cwnd_segments = 10, sack = false, handshake = true'
 
 AQMS = {
     # name: (switch aqm, transport, extra transport params)
@@ -109,7 +110,7 @@ name = "websearch"
 pattern = {{ kind = "all_to_all" }}
 cdf = "websearch"
 load = {load}
-flows = 3000
+flows = 1500
 connection = "persistent"
 connections_per_pair = 1
 """
