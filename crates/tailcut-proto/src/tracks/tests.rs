@@ -280,3 +280,39 @@ fn sack_flows_get_no_fake_block_unless_asked() {
     assert_eq!(out.len(), 3);
     assert!(out.iter().all(|(_, _, p)| p.tcp().unwrap().sack.is_empty()));
 }
+
+#[test]
+fn gamma_reads_sizes_and_infinity() {
+    let c: TracksConfig = serde_json::from_str(r#"{ "gamma": "inf", "alpha": 5 }"#).unwrap();
+    assert_eq!(c.gamma, None);
+    assert_eq!(c.alpha, 5.0);
+    let c: TracksConfig = serde_json::from_str(r#"{ "gamma": "64KB" }"#).unwrap();
+    assert_eq!(c.gamma, Some(Bytes(64_000)));
+    assert!(serde_json::from_str::<TracksConfig>(r#"{ "sack": true }"#).is_err());
+    assert!(TracksConfig { phi: 0, ..cfg() }.validate().is_err());
+}
+
+#[test]
+fn a_syn_ack_template_is_spoofed_past_the_syn() {
+    // Handshake: the SYN-ACK is the only ACK so far; a spoofed copy must not repeat the SYN.
+    let mut s = shim(cfg());
+    let mut syn = data(0, Time(0));
+    let h = syn.tcp_mut().unwrap();
+    h.seq = Seq(ISN - 1);
+    h.flags = TcpFlags::SYN;
+    h.payload_len = 0;
+    s.on_egress(Time(0), &mut syn);
+    let mut syn_ack = ack(0, 1);
+    let h = syn_ack.tcp_mut().unwrap();
+    h.flags = TcpFlags::SYN.union(TcpFlags::ACK);
+    h.seq = Seq(5_000);
+    h.ack = Seq(ISN);
+    s.on_ingress(Time(100_000), &mut syn_ack);
+    for i in 0..10 {
+        s.on_egress(Time(150_000), &mut data(i, Time(150_000)));
+    }
+    let out = run_until(&mut s, ms(6));
+    assert_eq!(out.len(), 3);
+    let h = out[0].2.tcp().unwrap();
+    assert_eq!((h.seq, h.ack, h.flags), (Seq(5_001), Seq(ISN), TcpFlags::ACK));
+}
