@@ -118,4 +118,8 @@ pub trait Shim {
     fn handle_timeout(&mut self, now: Time);
     fn poll_inject(&mut self, now: Time) -> Option<(Direction, Packet)>;
     fn poll_timeout(&self) -> Option<Time>;
+    /// Named counters the shim keeps (summed over hosts into the run info); none by default.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }

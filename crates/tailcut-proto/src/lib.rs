@@ -12,6 +12,7 @@ pub mod rng;
 pub mod seq;
 pub mod tcp;
 pub mod time;
+pub mod tracks;
 pub mod units;
 
 pub use engine::{AppEvent, Direction, Engine, MessageStats, MsgId, Shim, Verdict};

@@ -5,6 +5,7 @@ use crate::fault::FaultConfig;
 use crate::topo::{SwitchQueues, TopologyConfig};
 use crate::workload::WorkloadComponent;
 use serde::{Deserialize, Serialize};
+use tailcut_proto::tracks::TracksConfig;
 use tailcut_proto::Dur;
 
 /// One scheme to run: a transport with parameters, optionally with its own switch queue settings
@@ -25,6 +26,18 @@ pub struct SchemeConfig {
     /// Workload components this scheme carries (default: all). The others use `other_traffic`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applies_to: Option<Vec<String>>,
+    /// A host shim installed on every host for this scheme's run (hypervisor-level schemes that leave
+    /// the tenants' TCP unchanged), e.g. `shim = { kind = "tracks", alpha = 10 }`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shim: Option<ShimConfig>,
+}
+
+/// A host shim and its parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ShimConfig {
+    /// T-RACKs (docs/tracks.md); parameters of [`tailcut_proto::tracks::TracksConfig`].
+    Tracks(TracksConfig),
 }
 
 /// The transport carrying workload components a scheme does not apply to (e.g. background TCP

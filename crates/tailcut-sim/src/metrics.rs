@@ -2,6 +2,7 @@
 
 use crate::net::PortCounters;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use tailcut_proto::MessageStats;
 
 /// Propagation and rates along one path, for the ideal FCT.
@@ -78,6 +79,9 @@ pub struct RunInfo {
     pub conservation: Conservation,
     pub flows_started: u64,
     pub flows_finished: u64,
+    /// Host shim counters summed over hosts (e.g. `tracks_spoofed_acks`); absent without a shim.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub shim_counters: BTreeMap<String, u64>,
 }
 
 /// One scheme's headline numbers over a set of flow records (used by `tailcut-bench` and the tests).
@@ -86,6 +90,7 @@ pub struct Summary {
     pub flows: u64,
     pub completed: u64,
     pub mean_fct_ns: f64,
+    pub p95_fct_ns: f64,
     pub p99_fct_ns: f64,
     /// Fraction of flows that suffered at least one retransmission timeout.
     pub timeout_fraction: f64,
@@ -110,16 +115,20 @@ impl Summary {
         let size: u64 = rs.iter().map(|r| r.size_bytes + r.request_bytes).sum();
         let sent: u64 = rs.iter().map(|r| r.stats.sent_bytes).sum();
         let redundant: u64 = rs.iter().map(|r| r.stats.redundant_bytes).sum();
-        let p99 = if fcts.is_empty() {
-            f64::NAN
-        } else {
-            let rank = ((fcts.len() as f64) * 0.99).ceil() as usize;
-            fcts[rank.clamp(1, fcts.len()) - 1] as f64
+        let pct = |q: f64| {
+            if fcts.is_empty() {
+                f64::NAN
+            } else {
+                let rank = ((fcts.len() as f64) * q).ceil() as usize;
+                fcts[rank.clamp(1, fcts.len()) - 1] as f64
+            }
         };
+        let (p95, p99) = (pct(0.95), pct(0.99));
         Summary {
             flows: rs.len() as u64,
             completed: fcts.len() as u64,
             mean_fct_ns: fcts.iter().map(|&f| f as f64).sum::<f64>() / fcts.len().max(1) as f64,
+            p95_fct_ns: p95,
             p99_fct_ns: p99,
             timeout_fraction: rs.iter().filter(|r| r.stats.timeouts > 0).count() as f64 / n,
             sent_over_size: sent as f64 / size.max(1) as f64,

@@ -1,6 +1,6 @@
 //! The Rust entry point: run one experiment description and return its tables.
 
-use crate::config::Experiment;
+use crate::config::{Experiment, ShimConfig};
 use crate::fault;
 use crate::metrics::{FlowRecord, PortRecord, RunInfo};
 use crate::net::Network;
@@ -8,6 +8,8 @@ use crate::sim::{ComponentRun, ConnMode, Sim};
 use crate::topo;
 use crate::transport::{self, Transport};
 use crate::workload::{self, FlowSpec, HostInfo};
+use tailcut_proto::rng::{stream, Stream};
+use tailcut_proto::tracks::Tracks;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -34,6 +36,8 @@ pub struct SchemeRun {
     pub components: Vec<ComponentRun>,
     pub topology: topo::TopoSpec,
     pub faults: Vec<(tailcut_proto::Dur, fault::FaultAction)>,
+    /// Host shim installed on every host, already resolved against the scheme's transport.
+    pub shim: Option<ShimConfig>,
 }
 
 /// An experiment checked and expanded: the flows are generated once and shared by every scheme, so
@@ -141,11 +145,25 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
                 .map_err(|e| cfg(format!("topology.{e}")))?,
         };
         let faults = fault::plan(&exp.faults, &net, exp.seed).map_err(cfg)?;
+        let shim = match &s.shim {
+            None => None,
+            Some(ShimConfig::Tracks(c)) => {
+                let mut c = c.clone();
+                c.validate().map_err(|e| cfg(format!("schemes[{i}].shim.{e}")))?;
+                // A hypervisor learns SACK from the SYN options; our packets carry none, so take it
+                // from the scheme's TCP.
+                if let Transport::Tcp(tcp) = &t {
+                    c.sack = tcp.cfg.sack;
+                }
+                Some(ShimConfig::Tracks(c))
+            }
+        };
         schemes.push(SchemeRun {
             name: s.name.clone(),
             components: comps,
             topology: spec,
             faults,
+            shim,
         });
     }
     Ok(Prepared {
@@ -176,6 +194,7 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
             components: comps,
             topology: spec,
             faults,
+            shim,
         },
     ) in prep.schemes.iter().enumerate()
     {
@@ -188,6 +207,7 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
             prep.exp.seed,
             prep.exp.max_time,
         );
+        install_shims(&mut sim, shim.as_ref(), prep.exp.seed);
         let wall = WallClock::start();
         sim.run(&mut |s: &Sim| progress((k as f64 + s.progress_fraction()) / n))
             .map_err(|_| RunError::Cancelled)?;
@@ -204,6 +224,17 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
     }
     progress(1.0);
     Ok(tables)
+}
+
+/// Installs the scheme's shim (if any) on every host, each with its own RNG stream.
+fn install_shims(sim: &mut Sim, shim: Option<&ShimConfig>, seed: u64) {
+    let Some(ShimConfig::Tracks(c)) = shim else {
+        return;
+    };
+    for h in 0..sim.host_count() {
+        let rng = stream(seed, Stream::Shim, u64::from(h));
+        sim.set_shim(h, Box::new(Tracks::new(c.clone(), rng)));
+    }
 }
 
 /// Wall time for reporting speed only; it never influences a result.

@@ -802,6 +802,22 @@ impl<'a> Sim<'a> {
         c
     }
 
+    /// Every shim's counters, summed by name over hosts.
+    pub fn shim_counters(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for s in self.shims.iter().flatten() {
+            for (k, v) in s.counters() {
+                *m.entry(k.to_string()).or_insert(0) += v;
+            }
+        }
+        m
+    }
+
+    /// Number of hosts (shims are installed per host).
+    pub fn host_count(&self) -> u32 {
+        self.shims.len() as u32
+    }
+
     pub fn run_info(&self, scheme: &str, wall_seconds: f64) -> RunInfo {
         RunInfo {
             scheme: scheme.to_string(),
@@ -812,6 +828,7 @@ impl<'a> Sim<'a> {
             conservation: self.conservation(),
             flows_started: self.flows_started as u64,
             flows_finished: self.flows_finished as u64,
+            shim_counters: self.shim_counters(),
         }
     }
 }

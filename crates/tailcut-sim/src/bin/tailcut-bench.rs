@@ -74,18 +74,23 @@ fn main() -> ExitCode {
         {
             let s = Summary::of_where(&tables.flows, &r.scheme, |f| !small || f.size_bytes < 100_000);
             println!(
-                "{:<32} {:<18} {:<6} flows {}/{}  mean FCT {:>9.1} us  p99 FCT {:>9.1} us  timeout frac {:.4}  sent/size {:.3}  redundant/size {:.3}",
+                "{:<32} {:<18} {:<6} flows {}/{}  mean FCT {:>9.1} us  p95 FCT {:>9.1} us  p99 FCT {:>9.1} us  timeout frac {:.4}  sent/size {:.3}  redundant/size {:.3}",
                 exp.name,
                 r.scheme,
                 label,
                 s.completed,
                 s.flows,
                 s.mean_fct_ns / 1e3,
+                s.p95_fct_ns / 1e3,
                 s.p99_fct_ns / 1e3,
                 s.timeout_fraction,
                 s.sent_over_size,
                 s.redundant_over_size,
             );
+        }
+        for r in tables.runs.iter().filter(|r| !r.shim_counters.is_empty()) {
+            let c: Vec<String> = r.shim_counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            println!("{:<32} {:<18} shim   {}", exp.name, r.scheme, c.join("  "));
         }
         println!(
             "{:<32} total wall {:.2}s  peak RSS {:.0} MiB",

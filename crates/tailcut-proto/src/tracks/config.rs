@@ -1,0 +1,148 @@
+//! T-RACKs parameters (paper Sec. IV-A inputs, Sec. V and VI defaults) and counters.
+
+use crate::time::Dur;
+use crate::units::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// Parameters of the T-RACKs shim. Defaults follow the paper: alpha = 10 RTTs (Sec. IV-C, V-C),
+/// phi = 3, gamma = 100 KB and a 1 ms timer (testbed, Sec. VI), TCP min RTO 200 ms, 1 s idle timeout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TracksConfig {
+    /// RTTs without a new ACK before spoofing: beta = alpha * RTT + rand(0..RTT).
+    pub alpha: f64,
+    /// The senders' dupACK threshold: the first burst spoofs `phi - dupACKs already seen` ACKs.
+    pub phi: u32,
+    /// Acknowledged bytes after which a flow is long-lived and no longer tracked. `None` = infinity
+    /// (the paper's simulations track every flow); written `gamma = "inf"` in configuration.
+    #[serde(with = "gamma_serde")]
+    pub gamma: Option<Bytes>,
+    /// Period of the global timer that scans the active small flows (a jiffy-driven timer in the
+    /// kernel module).
+    pub tick: Dur,
+    /// Fixed beta replacing `alpha * RTT + rand(RTT)` (the testbed's 4 ms). `None` = computed.
+    pub fixed_beta: Option<Dur>,
+    /// Lower bound of the computed beta.
+    pub beta_floor: Dur,
+    /// RTT assumed until the first sample (TCP timestamps echo).
+    pub initial_rtt: Dur,
+    /// The senders' minimum RTO. The shim cannot read the VM's TCP, so it is configured; the shim
+    /// stops spoofing when the next tick would reach it (Algorithm 2 line 19).
+    pub min_rto: Dur,
+    /// A flow with no outgoing data for this long is removed (Algorithm 2 line 24).
+    pub idle_timeout: Dur,
+    /// Whether the senders use SACK (a hypervisor reads it from the SYN options; our packets carry no
+    /// SACK-permitted option, so the simulator sets it from the scheme's TCP configuration).
+    #[serde(skip)]
+    pub sack: bool,
+    /// Put the paper's fake SACK block on spoofed ACKs of SACK flows (Sec. IV-C). Off by default: our
+    /// RFC 6675 sender counts an ACK as duplicate only when it SACKs a whole segment not SACKed before,
+    /// so the block has to claim real segments, and a claimed segment that was in fact lost is never
+    /// retransmitted (the sender keeps SACK state across an RTO) and the flow stalls. Without the
+    /// block the spoofed ACKs of SACK flows do not trigger recovery. See docs/tracks.md.
+    pub fake_sack: bool,
+    /// Bytes between the last ACK and the left edge of the fake SACK block (the paper: 40 bytes).
+    pub sack_gap_bytes: u32,
+}
+
+impl Default for TracksConfig {
+    fn default() -> Self {
+        TracksConfig {
+            alpha: 10.0,
+            phi: 3,
+            gamma: Some(Bytes(100_000)),
+            tick: Dur::from_millis(1),
+            fixed_beta: None,
+            beta_floor: Dur::ZERO,
+            initial_rtt: Dur::from_micros(100),
+            min_rto: Dur::from_millis(200),
+            idle_timeout: Dur::from_millis(1_000),
+            sack: false,
+            fake_sack: false,
+            sack_gap_bytes: 40,
+        }
+    }
+}
+
+impl TracksConfig {
+    /// Checks the parameters; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.alpha.is_finite() && self.alpha >= 0.0) {
+            return Err(format!("alpha: must be finite and >= 0, got {}", self.alpha));
+        }
+        if self.phi == 0 {
+            return Err("phi: must be >= 1".into());
+        }
+        if self.tick.0 == 0 {
+            return Err("tick: must be > 0".into());
+        }
+        if self.min_rto <= self.tick {
+            return Err("min_rto: must exceed tick".into());
+        }
+        if self.idle_timeout.0 == 0 {
+            return Err("idle_timeout: must be > 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// What one shim did. Summed over the hosts of a run in the run info.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct TracksCounters {
+    /// Spoofed duplicate ACKs delivered to the local TCP.
+    pub spoofed_acks: u64,
+    /// Recovery episodes started (first burst of spoofed ACKs).
+    pub recoveries: u64,
+    /// Recoveries whose data had in fact arrived: the first new ACK after the trigger echoes a
+    /// timestamp older than the trigger (Eifel-style detection, RFC 3522, seen from the shim).
+    pub spurious_recoveries: u64,
+    /// Episodes abandoned because the sender's min RTO was near (the RTO handles the loss).
+    pub gave_up: u64,
+    /// Real duplicate ACKs dropped while recovering.
+    pub dupacks_dropped: u64,
+    /// Flows marked long-lived (past gamma).
+    pub long_lived: u64,
+}
+
+impl TracksCounters {
+    /// Name/value pairs, for the simulator's run info.
+    pub fn pairs(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            ("tracks_spoofed_acks", self.spoofed_acks),
+            ("tracks_recoveries", self.recoveries),
+            ("tracks_spurious_recoveries", self.spurious_recoveries),
+            ("tracks_gave_up", self.gave_up),
+            ("tracks_dupacks_dropped", self.dupacks_dropped),
+            ("tracks_long_lived", self.long_lived),
+        ]
+    }
+}
+
+/// `gamma`: a size ("100KB", bytes) or "inf".
+mod gamma_serde {
+    use crate::units::Bytes;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<Bytes>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(b) => b.serialize(s),
+            None => s.serialize_str("inf"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Bytes>, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Num(u64),
+            Str(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Num(n) => Ok(Some(Bytes(n))),
+            Raw::Str(s) if s == "inf" || s == "infinity" => Ok(None),
+            Raw::Str(s) => crate::units::parse_bytes(&s)
+                .map(|b| Some(Bytes(b)))
+                .map_err(serde::de::Error::custom),
+        }
+    }
+}

@@ -1,0 +1,365 @@
+//! The T-RACKs shim: Algorithm 1 (packet processing) in `on_egress` / `on_ingress`, Algorithm 2 (the
+//! timer) in `handle_timeout`.
+
+use super::config::{TracksConfig, TracksCounters};
+use super::flow::{Episode, FlowEntry, FlowKey};
+use crate::engine::{Direction, Shim, Verdict};
+use crate::packet::{Packet, Proto, SackBlocks, TcpFlags};
+use crate::rng::Rng;
+use crate::time::{Dur, Time};
+use rand::Rng as _;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// T-RACKs at one host. See the module documentation of [`crate::tracks`].
+pub struct Tracks {
+    cfg: TracksConfig,
+    rng: Rng,
+    flows: BTreeMap<FlowKey, FlowEntry>,
+    /// Active flows not (yet) long-lived: the only ones the timer scans, so a tick costs
+    /// O(active small flows at this host).
+    active: BTreeSet<FlowKey>,
+    inject: VecDeque<(Direction, Packet)>,
+    next_tick: Option<Time>,
+    counters: TracksCounters,
+}
+
+fn micros(t: Time) -> u32 {
+    (t.0 / 1_000) as u32
+}
+
+impl Tracks {
+    pub fn new(cfg: TracksConfig, rng: Rng) -> Tracks {
+        Tracks {
+            cfg,
+            rng,
+            flows: BTreeMap::new(),
+            active: BTreeSet::new(),
+            inject: VecDeque::new(),
+            next_tick: None,
+            counters: TracksCounters::default(),
+        }
+    }
+
+    pub fn counters(&self) -> TracksCounters {
+        self.counters
+    }
+
+    /// Flows in the table (active or long-lived, not yet idle-expired).
+    pub fn tracked_flows(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Flows the timer scans.
+    pub fn active_small_flows(&self) -> usize {
+        self.active.len()
+    }
+
+    /// The timer fires on multiples of `tick`, like a jiffies timer.
+    fn arm_tick(&mut self, now: Time) {
+        let tick = self.cfg.tick.0;
+        let t = Time((now.0 / tick + 1) * tick);
+        if self.next_tick.is_none_or(|n| n > t) {
+            self.next_tick = Some(t);
+        }
+    }
+
+    /// beta = alpha * RTT + rand(RTT) (Algorithm 2 line 4), or the fixed beta.
+    fn beta(&mut self, rtt: Dur) -> Dur {
+        if let Some(b) = self.cfg.fixed_beta {
+            return b;
+        }
+        let jitter = if rtt.0 > 0 {
+            self.rng.random_range(0..rtt.0)
+        } else {
+            0
+        };
+        (rtt.mul_f64(self.cfg.alpha) + Dur(jitter)).max(self.cfg.beta_floor)
+    }
+
+    /// Queue one spoofed duplicate of the flow's last ACK toward the local sender (Sec. IV-C: same
+    /// ACK number and window; timestamps kept consistent; a fake SACK block when SACK is on).
+    fn spoof(&mut self, key: FlowKey, now: Time) {
+        let cfg_sack = self.cfg.sack && self.cfg.fake_sack;
+        let gap = self.cfg.sack_gap_bytes;
+        let Some(f) = self.flows.get_mut(&key) else {
+            return;
+        };
+        let (Some(mut pkt), Some(ack)) = (f.ack_template, f.last_ack) else {
+            return;
+        };
+        let ep = f.episode.as_mut().expect("spoof only during an episode");
+        ep.spoofed += 1;
+        let k = ep.spoofed;
+        let seg = f.seg_bytes.max(1);
+        let snd_end = f.snd_end;
+        let Some(h) = pkt.tcp_mut() else {
+            return;
+        };
+        if h.flags.contains(TcpFlags::SYN) {
+            // The template is the SYN-ACK: the receiver's next sequence is one past its SYN.
+            h.seq = h.seq.wrapping_add(1);
+        }
+        h.ack = ack;
+        h.payload_len = 0;
+        h.flags = TcpFlags::ACK;
+        // The receiver's clock is unknown: reuse its last value (RFC 7323 only needs it not to go
+        // backwards); the echo is the last one the sender saw.
+        h.ext = Default::default();
+        h.sack = SackBlocks::default();
+        if cfg_sack {
+            // Sec. IV-C: a gap after the last ACK, then a block. Our RFC 6675 sender counts an ACK as a
+            // duplicate only if it SACKs a whole segment it had not seen SACKed, so the k-th spoofed
+            // ACK's block ends k+1 segments after the ACK: each one SACKs one more segment
+            // (docs/tracks.md discusses the cost of this white lie).
+            let left = ack.wrapping_add(gap.min(seg));
+            let mut right = ack.wrapping_add(seg.saturating_mul(k.saturating_add(1)));
+            if snd_end.lt(right) {
+                right = snd_end;
+            }
+            if left.lt(right) {
+                h.sack.push(left, right);
+            }
+        }
+        pkt.size_bytes = pkt.size_bytes.saturating_sub(pkt.payload_len());
+        pkt.trimmed = false;
+        self.counters.spoofed_acks += 1;
+        let _ = now;
+        self.inject.push_back((Direction::ToHost, pkt));
+    }
+
+    /// Algorithm 2 for one flow; returns whether the flow stays in the active set.
+    fn check_flow(&mut self, key: FlowKey, now: Time) -> bool {
+        let (phi, min_rto, tick, idle) = (
+            self.cfg.phi,
+            self.cfg.min_rto,
+            self.cfg.tick,
+            self.cfg.idle_timeout,
+        );
+        let Some(f) = self.flows.get(&key) else {
+            return false;
+        };
+        if f.long_lived {
+            return false;
+        }
+        // Line 24: hard reset after a long idle period.
+        if now - f.active_time >= idle {
+            self.flows.remove(&key);
+            return false;
+        }
+        if !f.outstanding() || f.ack_template.is_none() {
+            return true;
+        }
+        let rtt = f.srtt;
+        let rto_ref = f.rto_ref;
+        let t = f.ack_time.max(f.active_time);
+        let episode = f.episode;
+        let parked = f.parked;
+        let dupacks = f.dupacks;
+        // Line 19: stop before the sender's own RTO would fire (the next tick would reach it).
+        if now + tick >= rto_ref + min_rto {
+            if let Some(f) = self.flows.get_mut(&key) {
+                if f.episode.take().is_some() {
+                    self.counters.gave_up += 1;
+                }
+                f.parked = true;
+                f.dupacks = 0;
+            }
+            return true;
+        }
+        match episode {
+            None if !parked => {
+                let beta = self.beta(rtt);
+                // Lines 7-12: no new ACK for beta since the last ACK or activity.
+                if now - t >= beta {
+                    if let Some(f) = self.flows.get_mut(&key) {
+                        f.episode = Some(Episode {
+                            started: now,
+                            beta,
+                            shift: 2,
+                            spoofed: 0,
+                        });
+                    }
+                    self.counters.recoveries += 1;
+                    for _ in 0..phi.saturating_sub(dupacks).max(1) {
+                        self.spoof(key, now);
+                    }
+                }
+            }
+            Some(ep) => {
+                // Lines 14-17: one more spoofed ACK each time beta << x has elapsed, x growing.
+                let wait = ep.beta.saturating_mul(1u64 << ep.shift.min(40));
+                if now - ep.started >= wait {
+                    if let Some(e) = self.flows.get_mut(&key).and_then(|f| f.episode.as_mut()) {
+                        e.shift += 1;
+                    }
+                    self.spoof(key, now);
+                }
+            }
+            None => {}
+        }
+        true
+    }
+
+    fn on_ack(&mut self, key: FlowKey, now: Time, pkt: &Packet) -> Verdict {
+        let gamma = self.cfg.gamma.map_or(u64::MAX, |b| b.0);
+        let Some(f) = self.flows.get_mut(&key) else {
+            return Verdict::Pass;
+        };
+        // Line 23: long-lived flows are not tracked any more.
+        if f.long_lived {
+            return Verdict::Pass;
+        }
+        let Some(h) = pkt.tcp() else {
+            return Verdict::Pass;
+        };
+        if !h.flags.contains(TcpFlags::ACK) {
+            return Verdict::Pass;
+        }
+        let pure = h.payload_len == 0 && !h.flags.contains(TcpFlags::SYN) && !h.flags.contains(TcpFlags::FIN);
+        let is_new = match f.last_ack {
+            None => true,
+            Some(a) => a.lt(h.ack),
+        };
+        if is_new {
+            // Lines 27-32.
+            if let Some(prev) = f.last_ack {
+                f.acked_bytes += u64::from(h.ack.0.wrapping_sub(prev.0));
+            }
+            // RTT from the timestamp echo: our senders stamp microseconds of `now`.
+            if h.ts_ecr != 0 {
+                let sample_us = micros(now).wrapping_sub(h.ts_ecr);
+                if sample_us < (1 << 31) {
+                    f.on_rtt_sample(Dur::from_micros(u64::from(sample_us)));
+                }
+            }
+            if let Some(ep) = f.episode.take() {
+                // Eifel-style (RFC 3522): the ACK echoes a segment sent strictly before the trigger
+                // (the fast retransmission leaves at the trigger instant), so the original data
+                // arrived and the recovery was not needed.
+                let echoed = h.ts_ecr;
+                if echoed != 0 && (echoed.wrapping_sub(micros(ep.started)) as i32) < 0 {
+                    self.counters.spurious_recoveries += 1;
+                }
+            }
+            f.last_ack = Some(h.ack);
+            f.ack_template = Some(*pkt);
+            f.ack_time = now;
+            f.rto_ref = now;
+            f.dupacks = 0;
+            f.parked = false;
+            if f.snd_end.lt(h.ack) {
+                f.snd_end = h.ack;
+            }
+            if f.acked_bytes >= gamma {
+                f.long_lived = true;
+                f.episode = None;
+                self.active.remove(&key);
+                self.counters.long_lived += 1;
+            }
+            return Verdict::Pass;
+        }
+        if pure && f.last_ack == Some(h.ack) && f.outstanding() {
+            // Lines 34-38: a duplicate ACK; dropped while the shim is recovering.
+            f.dupacks += 1;
+            if f.episode.is_some() {
+                self.counters.dupacks_dropped += 1;
+                return Verdict::Drop;
+            }
+            // Keep the freshest window / timestamps for the spoofed copies.
+            f.ack_template = Some(*pkt);
+        }
+        Verdict::Pass
+    }
+}
+
+impl Shim for Tracks {
+    /// Algorithm 1, outgoing handler: SYN or the first data of an inactive flow (re)activates the
+    /// entry; data updates the highest sequence and the activity time.
+    fn on_egress(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
+        let Some(h) = pkt.tcp() else {
+            return Verdict::Pass;
+        };
+        if pkt.tuple.proto != Proto::Tcp {
+            return Verdict::Pass;
+        }
+        let syn = h.flags.contains(TcpFlags::SYN) && !h.flags.contains(TcpFlags::ACK);
+        let len = pkt.payload_len();
+        let is_data = len > 0 || syn;
+        if !is_data {
+            return Verdict::Pass;
+        }
+        let key = FlowKey::of_egress(pkt);
+        let end = h.seq.wrapping_add(len + u32::from(syn));
+        let idle = self.cfg.idle_timeout;
+        let fresh = syn || self.flows.get(&key).is_none_or(|f| now - f.active_time >= idle);
+        if fresh {
+            self.flows
+                .insert(key, FlowEntry::new(now, self.cfg.initial_rtt, h.seq));
+            self.active.insert(key);
+        }
+        let f = self.flows.get_mut(&key).expect("inserted above");
+        if f.long_lived {
+            return Verdict::Pass;
+        }
+        if !f.outstanding() {
+            f.rto_ref = now;
+        }
+        if f.snd_end.lt(end) {
+            f.snd_end = end;
+        }
+        f.seg_bytes = f.seg_bytes.max(len);
+        f.active_time = now;
+        f.parked = false;
+        self.arm_tick(now);
+        Verdict::Pass
+    }
+
+    /// Algorithm 1, incoming handler.
+    fn on_ingress(&mut self, now: Time, pkt: &mut Packet) -> Verdict {
+        if pkt.tuple.proto != Proto::Tcp || pkt.tcp().is_none() {
+            return Verdict::Pass;
+        }
+        let key = FlowKey::of_ingress(pkt);
+        self.on_ack(key, now, pkt)
+    }
+
+    /// Algorithm 2: scan the active small flows.
+    fn handle_timeout(&mut self, now: Time) {
+        if self.next_tick.is_none_or(|t| t > now) {
+            return;
+        }
+        self.next_tick = None;
+        let keys: Vec<FlowKey> = self.active.iter().copied().collect();
+        for key in keys {
+            if !self.check_flow(key, now) {
+                self.active.remove(&key);
+            }
+        }
+        // Keep ticking while a flow has data outstanding; otherwise wake for the idle expiry only.
+        let mut wake: Option<Time> = None;
+        for key in &self.active {
+            let f = &self.flows[key];
+            let t = if f.outstanding() {
+                now + self.cfg.tick
+            } else {
+                f.active_time + self.cfg.idle_timeout
+            };
+            wake = Some(wake.map_or(t, |w: Time| w.min(t)));
+        }
+        if let Some(w) = wake {
+            self.arm_tick(Time(w.0.saturating_sub(1).max(now.0)));
+        }
+    }
+
+    fn poll_inject(&mut self, _now: Time) -> Option<(Direction, Packet)> {
+        self.inject.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.next_tick
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        self.counters.pairs()
+    }
+}

@@ -1,0 +1,84 @@
+//! End-to-end T-RACKs: unmodified TCP senders (min RTO 200 ms) behind the shim in the paper's incast
+//! (experiments/tracks/case1_20.toml, Sec. V-A CASE 1, 20 flows x 5 rounds).
+
+use tailcut_sim::metrics::Summary;
+use tailcut_sim::{api, run};
+
+fn incast(keep: &[&str], sack: bool) -> tailcut_sim::Experiment {
+    let text = include_str!("../../../experiments/tracks/case1_20.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.schemes.retain(|s| keep.contains(&s.name.as_str()));
+    for s in &mut exp.schemes {
+        s.params.insert("sack".into(), sack.into());
+    }
+    exp
+}
+
+#[test]
+fn newreno_behind_the_shim_fast_retransmits_instead_of_timing_out() {
+    let exp = incast(&["droptail", "droptail+tracks"], false);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let (tcp, tracks) = (
+        Summary::of(&t.flows, "droptail"),
+        Summary::of(&t.flows, "droptail+tracks"),
+    );
+    assert_eq!(tcp.completed, 100, "{tcp:?}");
+    assert_eq!(tracks.completed, 100, "{tracks:?}");
+    assert!(tcp.timeout_fraction > 0.1, "incast must cause timeouts: {tcp:?}");
+    assert!(
+        tracks.timeout_fraction < 0.3 * tcp.timeout_fraction,
+        "tracks {tracks:?} tcp {tcp:?}"
+    );
+    assert!(tcp.p95_fct_ns > 150e6, "{tcp:?}");
+    assert!(tracks.p95_fct_ns < 30e6, "{tracks:?}");
+    let run = t.runs.iter().find(|r| r.scheme == "droptail+tracks").unwrap();
+    assert!(
+        run.shim_counters["tracks_recoveries"] > 0,
+        "{:?}",
+        run.shim_counters
+    );
+    assert!(run.shim_counters["tracks_spoofed_acks"] >= run.shim_counters["tracks_recoveries"]);
+    let plain = t.runs.iter().find(|r| r.scheme == "droptail").unwrap();
+    assert!(plain.shim_counters.is_empty());
+}
+
+#[test]
+fn dctcp_behind_the_shim_is_helped_too() {
+    let exp = incast(&["dctcp", "dctcp+tracks"], false);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let (tcp, tracks) = (
+        Summary::of(&t.flows, "dctcp"),
+        Summary::of(&t.flows, "dctcp+tracks"),
+    );
+    assert_eq!(tracks.completed, 100);
+    assert!(
+        tracks.timeout_fraction < 0.3 * tcp.timeout_fraction,
+        "{tracks:?} {tcp:?}"
+    );
+}
+
+#[test]
+fn sack_senders_are_left_unharmed_by_default() {
+    // Without the fake SACK block a SACK sender does not count spoofed ACKs (RFC 6675 needs new SACK
+    // information): every flow still completes and the outcome matches plain TCP.
+    let exp = incast(&["droptail", "droptail+tracks"], true);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let (tcp, tracks) = (
+        Summary::of(&t.flows, "droptail"),
+        Summary::of(&t.flows, "droptail+tracks"),
+    );
+    assert_eq!(tracks.completed, 100, "{tracks:?}");
+    assert_eq!(tracks.timeout_fraction, tcp.timeout_fraction);
+}
+
+#[test]
+fn shim_parameters_are_checked() {
+    let mut exp = incast(&["droptail+tracks"], false);
+    let text = r#"{ "kind": "tracks", "phi": 0 }"#;
+    exp.schemes[0].shim = Some(serde_json::from_str(text).unwrap());
+    let err = run(&exp, &mut |_| true).err().expect("rejected").to_string();
+    assert!(err.contains("schemes[0].shim.phi"), "{err}");
+    let bad: Result<tailcut_sim::config::ShimConfig, _> =
+        serde_json::from_str(r#"{ "kind": "tracks", "alpah": 3 }"#);
+    assert!(bad.is_err());
+}
