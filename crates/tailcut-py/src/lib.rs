@@ -11,6 +11,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use tailcut_sim::api::{self, ApiError};
+use tailcut_sim::run::WallClock;
 
 // Named `tailcut.X` so that the classes pickle (the package re-exports them), e.g. across a process pool.
 create_exception!(
@@ -53,7 +54,16 @@ fn run(
     let (outcome, callback_error, cancelled) = py.allow_threads(|| {
         let mut callback_error: Option<PyErr> = None;
         let mut cancelled = false;
+        // The simulator offers progress every few thousand events (about every millisecond); take the
+        // GIL only every ~100 ms of wall time, and always for the final report.
+        let clock = WallClock::start();
+        let mut last_report = f64::NEG_INFINITY;
         let mut on_progress = |fraction: f64| -> bool {
+            let now = clock.seconds();
+            if fraction < 1.0 && now - last_report < 0.1 {
+                return true;
+            }
+            last_report = now;
             let keep_going = Python::with_gil(|py| match report_progress(py, progress.as_ref(), fraction) {
                 Ok(keep_going) => keep_going,
                 Err(err) => {

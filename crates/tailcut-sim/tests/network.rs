@@ -327,3 +327,106 @@ fn a_host_shim_sees_drops_and_injects_packets() {
     assert!(c.ok);
     assert_eq!(sim.flow_records("x", &["c".into()])[0].finish_ns, Some(1_000_000));
 }
+
+#[test]
+fn a_degraded_link_slows_the_flows_that_cross_it() {
+    let go = |faults: &[FaultConfig]| {
+        let (net, _, _) = leaf_spine(2, 1, 1, 1);
+        let flows = vec![FlowSpec {
+            id: 0,
+            component: 0,
+            src: 0,
+            dst: 1,
+            size_bytes: 1_000_000,
+            start: Time(0),
+            request_bytes: 0,
+        }];
+        // Line rate at 10 Gbps: 1.2 us per 1500 B packet.
+        let comps = [ComponentRun {
+            transport: common::paced(1_200, false),
+            conn_mode: ConnMode::PerFlow,
+        }];
+        let mut sim = run(net, &flows, &comps, faults, 1);
+        (
+            sim.flow_records("x", &["c".into()])[0].finish_ns,
+            sim.conservation(),
+        )
+    };
+    let (fast, _) = go(&[]);
+    let degrade = FaultConfig::Degrade {
+        link: LinkRef {
+            between: ["leaf0".into(), "spine0".into()],
+            index: 0,
+        },
+        rate: tailcut_proto::units::Rate(1_000_000_000),
+        at: Dur::ZERO,
+        until: None,
+    };
+    let (slow, c) = go(&[degrade]);
+    // The paced sender overruns a 1 Gbps hop: the flow loses packets and never completes, and the ones
+    // that pass take 10x longer to serialise.
+    assert!(fast.is_some());
+    assert!(slow.is_none() || slow.unwrap() > 5 * fast.unwrap());
+    assert!(c.ok && c.dropped > 0);
+}
+
+#[test]
+fn random_lossy_links_pick_the_fraction_in_the_tiers_with_rates_from_the_distribution() {
+    let cfg: TopologyConfig = toml::from_str("kind = \"fat_tree\"\nk = 4\nhosts_per_edge = 8").unwrap();
+    let net = Network::build(&topo::build(&cfg, &SwitchQueues::default()).unwrap(), 1);
+    let f = FaultConfig::RandomLossyLinks {
+        fraction: 0.25,
+        tiers: vec![1, 2],
+        tier_weights: None,
+        rates: "fuso-loss".into(),
+    };
+    let plan = fault::plan(&[f], &net, 9).unwrap();
+    // Tiers 1 and 2 of a k = 4 fat-tree have 16 + 16 links; a quarter of them, both directions each.
+    assert_eq!(plan.len(), 2 * 8);
+    for (_, a) in &plan {
+        let fault::FaultAction::SetLoss {
+            port,
+            model: LossConfig::Bernoulli { p },
+        } = a
+        else {
+            panic!("{a:?}")
+        };
+        assert!(
+            (0.01..=0.60).contains(p),
+            "rate {p} outside the FUSO distribution"
+        );
+        assert!([1, 2].contains(&net.ports[*port as usize].tier));
+    }
+    assert_eq!(
+        fault::plan(
+            &[FaultConfig::RandomLossyLinks {
+                fraction: 0.25,
+                tiers: vec![1, 2],
+                tier_weights: None,
+                rates: "fuso-loss".into()
+            }],
+            &net,
+            9
+        )
+        .unwrap()
+        .len(),
+        plan.len()
+    );
+}
+
+#[test]
+fn fuso_testbed_has_three_parallel_paths_between_its_tors() {
+    let cfg: TopologyConfig = toml::from_str("kind = \"fuso_testbed\"").unwrap();
+    let net = Network::build(&topo::build(&cfg, &SwitchQueues::default()).unwrap(), 1);
+    assert_eq!(net.host_count(), 6);
+    let tor0 = net.nodes.iter().position(|n| n.name == "tor0").unwrap() as u32;
+    let tor1 = net.nodes.iter().position(|n| n.name == "tor1").unwrap();
+    let up: Vec<_> = net.nodes[tor0 as usize]
+        .ports
+        .iter()
+        .filter(|&&p| net.ports[p as usize].peer as usize == tor1)
+        .collect();
+    assert_eq!(up.len(), 3);
+    // Host 0 (rack 0) to host 3 (rack 1): ECMP over the three parallel links.
+    assert_eq!(net.routes.next_hops(tor0, net.host_addrs[3][0]).len(), 3);
+}
