@@ -92,3 +92,23 @@ fn unknown_param_is_rejected_with_its_name() {
     assert!(transport::resolve("cloudburst", ok.as_object().unwrap()).is_ok());
     assert!(transport::registry().iter().any(|t| t.name == "cloudburst"));
 }
+
+#[test]
+fn explicit_switch_config_runs() {
+    // The switch section docs/cloudburst.md shows.
+    let net = r#"[network]
+buffer = "300KB"
+aqm = { kind = "ecn", k = "65KB" }
+sched = { kind = "wrr", weights = [4, 1] }
+[[network.classes]]
+classes = [0]
+[[network.classes]]
+classes = [1]
+limit = "3KB"
+aqm = { kind = "drop_tail" }
+"#;
+    let text = experiment(false, "explicit").replace("[network]\nbuffer = \"300KB\"\n", net);
+    assert!(text.contains("network.classes"));
+    let t = run_toml(&text);
+    assert!(t.flows.iter().all(|f| f.finish_ns.is_some()));
+}
