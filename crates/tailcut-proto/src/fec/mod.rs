@@ -7,7 +7,9 @@
 
 mod degree;
 mod lt;
+mod raptorq;
 
+pub use self::raptorq::{RaptorqDecoder, RaptorqEncoder};
 pub use degree::{DegreeDist, SYSTEMATIC_MAX_DEGREE};
 pub use lt::{split_message, LtDecoder, LtEncoder, Progress, MAX_SOURCE_PACKETS};
 
