@@ -112,3 +112,24 @@ aqm = { kind = "drop_tail" }
     let t = run_toml(&text);
     assert!(t.flows.iter().all(|f| f.finish_ns.is_some()));
 }
+
+#[test]
+fn request_response_with_paper_sizes_completes() {
+    // Sec. V: a 1.5 KB request, then a response of 5..93 KB; 93 KB is the 64-packet maximum.
+    for size in ["5KB", "93KB"] {
+        let text = experiment(false, "explicit")
+            .replace(
+                "fixed = \"50KB\"",
+                &format!("fixed = \"{size}\"\nrequest_bytes = \"1500B\""),
+            )
+            .replace("flows = 300", "flows = 100");
+        let t = run_toml(&text);
+        assert!(t.flows.iter().all(|f| f.finish_ns.is_some()), "{size}");
+    }
+    // 94 KB is over the maximum: every message fails, none completes.
+    let text = experiment(false, "explicit")
+        .replace("fixed = \"50KB\"", "fixed = \"94KB\"")
+        .replace("flows = 300", "flows = 10");
+    let t = run_toml(&text);
+    assert!(t.flows.iter().all(|f| f.finish_ns.is_none()));
+}
