@@ -6,7 +6,9 @@
 
 mod macros;
 
+pub mod cloudburst;
 pub mod engine;
+pub mod fec;
 pub mod packet;
 pub mod rng;
 pub mod seq;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use tailcut_proto::cloudburst::{CloudBurstConfig, CloudBurstEndpoint};
 use tailcut_proto::rng::Rng;
 use tailcut_proto::tcp::{
     CongestionControl, PiasConfig, Role, TcpConfig, TcpEndpoint, TcpIrConfig, TlpConfig,
@@ -21,6 +22,8 @@ pub enum Transport {
     /// TCP and the baselines built into the TCP endpoint (TLP, TCP-IR, Proactive, PIAS, pFabric),
     /// optionally replicated over several connections (RepFlow, replicated DCTCP).
     Tcp(TcpTransport),
+    /// CloudBurst (Sec. III): coded multipath messages over UDP-like datagrams, no TCP underneath.
+    CloudBurst(CloudBurstTransport),
     /// Engines from outside the registry (Rust users plugging in their own protocol, and tests).
     Custom(Arc<dyn EngineFactory>),
 }
@@ -41,6 +44,110 @@ impl From<TcpConfig> for TcpTransport {
             switch: SwitchDefault::Unchanged,
         }
     }
+}
+
+/// CloudBurst's endpoint configuration plus the switch queue it needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CloudBurstTransport {
+    pub cfg: CloudBurstConfig,
+    /// Byte limit of the CloudBurst switch class as a share of the port buffer (Sec. IV-B: 1%),
+    /// at least two full packets; used when the experiment lists no classes.
+    pub switch_queue_share: f64,
+    /// WRR weights (background, CloudBurst) of that default (Sec. V-C friendliness: 4:1).
+    pub wrr_weights: [u32; 2],
+}
+
+/// The registry's parameters of `cloudburst` beyond the endpoint's own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CloudBurstSwitchParams {
+    switch_queue_share: f64,
+    wrr_weights: [u32; 2],
+}
+
+/// The endpoint's parameters plus the switch defaults.
+#[derive(Clone, Debug, PartialEq)]
+struct CloudBurstParams {
+    endpoint: CloudBurstConfig,
+    switch: CloudBurstSwitchParams,
+}
+
+impl Default for CloudBurstParams {
+    fn default() -> Self {
+        CloudBurstParams {
+            endpoint: CloudBurstConfig::default(),
+            switch: CloudBurstSwitchParams {
+                switch_queue_share: 0.01,
+                wrr_weights: [4, 1],
+            },
+        }
+    }
+}
+
+impl CloudBurstParams {
+    fn to_map(&self) -> Map<String, Value> {
+        let mut m = to_map(&self.endpoint);
+        m.extend(to_map(&self.switch));
+        m
+    }
+}
+
+const CLOUDBURST_DOCS: &[(&str, &str)] = &[
+    ("codec", "erasure code: lt (the paper's LT code with the 64-bit coefficient set in the header)"),
+    (
+        "degree",
+        "{ kind = \"systematic\" } (default) | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
+    ),
+    ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
+    ("path_mode", "explicit (Route::Path labels 0..paths, XPath) or ecmp (a pool of `paths` source ports)"),
+    ("rate_share", "r of Algorithm 1: rounds start paths x packet / (r x nic_rate) apart"),
+    ("nic_rate", "LINK_CAP of Algorithm 1"),
+    ("transmission_timeout", "t of Algorithm 1: the sender fails the message without a STOP by then"),
+    ("decoder_timeout", "receiver drops a decoder (or a finished message's record) idle this long"),
+    ("max_decoders", "concurrent decoders per peer; the least recently active is evicted beyond it"),
+    ("class", "packet class (DSCP) of CloudBurst packets"),
+    ("symbol_bytes", "source packet size: 1500 - 20 IP - 8 UDP - 12 CloudBurst header"),
+    ("header_bytes", "IP + UDP + CloudBurst header bytes per packet"),
+    (
+        "switch_queue_share",
+        "CloudBurst class limit as a share of the port buffer (>= 2 packets), used when the experiment lists no classes",
+    ),
+    ("wrr_weights", "WRR weights [background, CloudBurst] of that default"),
+];
+
+fn resolve_cloudburst(params: &Map<String, Value>) -> Result<Transport, String> {
+    let d = CloudBurstParams::default();
+    let (mut ep, mut sw) = (to_map(&d.endpoint), to_map(&d.switch));
+    for (k, v) in params {
+        if sw.contains_key(k) {
+            sw.insert(k.clone(), v.clone());
+        } else {
+            ep.insert(k.clone(), v.clone());
+        }
+    }
+    let p = CloudBurstParams {
+        endpoint: parse(ep)?,
+        switch: parse(sw)?,
+    };
+    p.endpoint.validate().map_err(|e| format!("params.{e}"))?;
+    let CloudBurstSwitchParams {
+        switch_queue_share,
+        wrr_weights,
+    } = p.switch;
+    if !(switch_queue_share > 0.0 && switch_queue_share <= 1.0) {
+        return Err("params.switch_queue_share: must be in (0, 1]".into());
+    }
+    if wrr_weights.contains(&0) {
+        return Err("params.wrr_weights: weights must be >= 1".into());
+    }
+    if p.endpoint.class == 0 {
+        return Err("params.class: class 0 is the background class".into());
+    }
+    Ok(Transport::CloudBurst(CloudBurstTransport {
+        cfg: p.endpoint,
+        switch_queue_share,
+        wrr_weights,
+    }))
 }
 
 /// How many connections carry a flow: `copies` for flows smaller than `below_bytes`, one otherwise.
@@ -400,6 +507,12 @@ pub fn registry() -> Vec<TransportInfo> {
                 docs,
             }
         })
+        .chain(std::iter::once(TransportInfo {
+            name: "cloudburst",
+            description: "CloudBurst (Li et al.): LT-coded messages sprayed over paths at share r until the receiver's STOP",
+            params: Value::Object(CloudBurstParams::default().to_map()),
+            docs: CLOUDBURST_DOCS.to_vec(),
+        }))
         .collect()
 }
 
@@ -411,11 +524,14 @@ fn parse<T: serde::de::DeserializeOwned>(m: Map<String, Value>) -> Result<T, Str
 /// Resolves `transport` + `params` (user keys overlaid on the transport's defaults). Errors name the
 /// offending key relative to the scheme.
 pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, String> {
+    if name == "cloudburst" {
+        return resolve_cloudburst(params);
+    }
     let def = SCHEMES.iter().find(|d| d.name == name);
     let (Some(def), Some((base, mut extras))) = (def, defaults(name)) else {
         let known: Vec<&str> = SCHEMES.iter().map(|d| d.name).collect();
         return Err(format!(
-            "transport: unknown transport '{name}' (known: {})",
+            "transport: unknown transport '{name}' (known: {}, cloudburst)",
             known.join(", ")
         ));
     };
@@ -594,6 +710,14 @@ impl Transport {
                 );
                 (Box::new(a), Box::new(b))
             }
+            Transport::CloudBurst(t) => (
+                Box::new(CloudBurstEndpoint::new(t.cfg.clone(), s.tuple, rng_sender)),
+                Box::new(CloudBurstEndpoint::new(
+                    t.cfg.clone(),
+                    s.tuple.reversed(),
+                    rng_receiver,
+                )),
+            ),
             Transport::Custom(f) => f.connect(s, rng_sender, rng_receiver),
         }
     }
@@ -602,6 +726,7 @@ impl Transport {
     pub fn framing(&self) -> (u64, u64) {
         match self {
             Transport::Tcp(t) => (t.cfg.mss_bytes as u64, t.cfg.header_bytes as u64),
+            Transport::CloudBurst(t) => (t.cfg.symbol_bytes as u64, t.cfg.header_bytes as u64),
             Transport::Custom(f) => f.framing(),
         }
     }
@@ -610,7 +735,7 @@ impl Transport {
     pub fn replicas(&self, size_bytes: u64) -> u32 {
         let n = match self {
             Transport::Tcp(t) if size_bytes < t.replicas.below_bytes => t.replicas.copies,
-            Transport::Tcp(_) => 1,
+            Transport::Tcp(_) | Transport::CloudBurst(_) => 1,
             Transport::Custom(f) => f.replicas(size_bytes),
         };
         n.clamp(1, MAX_COPIES)
@@ -618,6 +743,9 @@ impl Transport {
 
     /// The switch queues this transport runs on, given the experiment's `network` section.
     pub fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
+        if let Transport::CloudBurst(cb) = self {
+            return cb.switch_queues(base);
+        }
         let Transport::Tcp(t) = self else {
             return base.clone();
         };
@@ -672,6 +800,36 @@ impl Transport {
     }
 }
 
+impl CloudBurstTransport {
+    /// Sec. IV-B / V: CloudBurst packets in a class of their own with a tiny drop-tail limit, WRR
+    /// against everything else, unless the experiment lists classes itself.
+    pub fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
+        if !base.classes.is_empty() {
+            return base.clone();
+        }
+        let limit = ((base.buffer.0 as f64 * self.switch_queue_share) as u64).max(3000);
+        let background: Vec<u8> = (0..=u8::MAX).filter(|&c| c != self.cfg.class).collect();
+        SwitchQueues {
+            classes: vec![
+                ClassConfig {
+                    classes: background,
+                    limit: None,
+                    aqm: None,
+                },
+                ClassConfig {
+                    classes: vec![self.cfg.class],
+                    limit: Some(Bytes(limit)),
+                    aqm: Some(AqmConfig::DropTail),
+                },
+            ],
+            sched: SchedConfig::Wrr {
+                weights: self.wrr_weights.to_vec(),
+            },
+            ..base.clone()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,7 +838,7 @@ mod tests {
     fn tcp(params: serde_json::Value) -> TcpConfig {
         match resolve("tcp", params.as_object().unwrap()).unwrap() {
             Transport::Tcp(t) => t.cfg,
-            Transport::Custom(_) => unreachable!(),
+            _ => unreachable!(),
         }
     }
 
@@ -700,7 +858,7 @@ mod tests {
             Transport::Tcp(c) => {
                 assert!(c.cfg.ecn && matches!(c.cfg.congestion_control, CongestionControl::Dctcp { .. }))
             }
-            Transport::Custom(_) => unreachable!(),
+            _ => unreachable!(),
         }
         let bad = serde_json::json!({ "ecn": false });
         assert!(resolve("dctcp", bad.as_object().unwrap())

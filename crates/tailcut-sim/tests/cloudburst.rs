@@ -1,0 +1,135 @@
+//! CloudBurst end to end on its testbed (Sec. V): four spine paths, one of them black-holed.
+
+use tailcut_sim::api;
+use tailcut_sim::run::{run, Tables};
+use tailcut_sim::transport;
+
+fn experiment(fault: bool, path_mode: &str) -> String {
+    let fault = if fault {
+        r#"
+[[faults]]
+kind = "loss"
+link = { between = ["leaf0", "spine1"] }
+model = { kind = "bernoulli", p = 1.0 }
+"#
+    } else {
+        ""
+    };
+    format!(
+        r#"
+name = "cb"
+seed = 3
+max_time = "2s"
+[topology]
+kind = "cloudburst_testbed"
+[network]
+buffer = "300KB"
+{fault}
+[[workload]]
+name = "rr"
+pattern = {{ kind = "rack_to_rack", src_rack = 0, dst_rack = 1 }}
+fixed = "50KB"
+load = 0.1
+flows = 300
+[[schemes]]
+name = "cloudburst"
+transport = "cloudburst"
+params = {{ path_mode = "{path_mode}" }}
+"#
+    )
+}
+
+fn run_toml(text: &str) -> Tables {
+    let exp = api::parse_toml(text).unwrap_or_else(|e| panic!("bad experiment: {e}"));
+    run(&exp, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+}
+
+fn mean_fct(t: &Tables) -> f64 {
+    let f: Vec<u64> = t.flows.iter().filter_map(|f| f.fct_ns()).collect();
+    f.iter().sum::<u64>() as f64 / f.len() as f64
+}
+
+#[test]
+fn a_black_holed_path_slows_messages_but_all_complete() {
+    let clean = run_toml(&experiment(false, "explicit"));
+    let holed = run_toml(&experiment(true, "explicit"));
+    for t in [&clean, &holed] {
+        assert_eq!(t.flows.len(), 300);
+        assert!(
+            t.flows.iter().all(|f| f.finish_ns.is_some()),
+            "every message completes"
+        );
+        assert!(t.flows.iter().all(|f| f.stats.timeouts == 0));
+    }
+    let (c, h) = (mean_fct(&clean), mean_fct(&holed));
+    assert!(h > c, "one dead path of four costs time: {h} vs {c}");
+    assert!(h < 2.0 * c, "but only a little: {h} vs {c}");
+    // A quarter of the coded packets die, so the sender sends more of them.
+    let sent = |t: &Tables| t.flows.iter().map(|f| f.stats.sent_bytes).sum::<u64>();
+    assert!(sent(&holed) > sent(&clean));
+    assert!(holed.flows.iter().all(|f| f.stats.redundant_bytes > 0));
+}
+
+#[test]
+fn ecmp_mode_completes_too() {
+    let t = run_toml(&experiment(false, "ecmp"));
+    assert!(t.flows.iter().all(|f| f.finish_ns.is_some()));
+}
+
+#[test]
+fn unknown_param_is_rejected_with_its_name() {
+    let bad = serde_json::json!({ "path_mod": "ecmp" });
+    let err = transport::resolve("cloudburst", bad.as_object().unwrap())
+        .err()
+        .expect("rejected");
+    assert!(err.contains("path_mod"), "{err}");
+    let bad = serde_json::json!({ "rate_share": 1.5 });
+    let err = transport::resolve("cloudburst", bad.as_object().unwrap())
+        .err()
+        .expect("rejected");
+    assert!(err.contains("rate_share"), "{err}");
+    let ok = serde_json::json!({ "wrr_weights": [4, 1], "degree": { "kind": "fixed", "d": 5 } });
+    assert!(transport::resolve("cloudburst", ok.as_object().unwrap()).is_ok());
+    assert!(transport::registry().iter().any(|t| t.name == "cloudburst"));
+}
+
+#[test]
+fn explicit_switch_config_runs() {
+    // The switch section docs/cloudburst.md shows.
+    let net = r#"[network]
+buffer = "300KB"
+aqm = { kind = "ecn", k = "65KB" }
+sched = { kind = "wrr", weights = [4, 1] }
+[[network.classes]]
+classes = [0]
+[[network.classes]]
+classes = [1]
+limit = "3KB"
+aqm = { kind = "drop_tail" }
+"#;
+    let text = experiment(false, "explicit").replace("[network]\nbuffer = \"300KB\"\n", net);
+    assert!(text.contains("network.classes"));
+    let t = run_toml(&text);
+    assert!(t.flows.iter().all(|f| f.finish_ns.is_some()));
+}
+
+#[test]
+fn request_response_with_paper_sizes_completes() {
+    // Sec. V: a 1.5 KB request, then a response of 5..93 KB; 93 KB is the 64-packet maximum.
+    for size in ["5KB", "93KB"] {
+        let text = experiment(false, "explicit")
+            .replace(
+                "fixed = \"50KB\"",
+                &format!("fixed = \"{size}\"\nrequest_bytes = \"1500B\""),
+            )
+            .replace("flows = 300", "flows = 100");
+        let t = run_toml(&text);
+        assert!(t.flows.iter().all(|f| f.finish_ns.is_some()), "{size}");
+    }
+    // 94 KB is over the maximum: every message fails, none completes.
+    let text = experiment(false, "explicit")
+        .replace("fixed = \"50KB\"", "fixed = \"94KB\"")
+        .replace("flows = 300", "flows = 10");
+    let t = run_toml(&text);
+    assert!(t.flows.iter().all(|f| f.finish_ns.is_none()));
+}
