@@ -73,7 +73,8 @@ fn main() -> ExitCode {
             .flat_map(|r| [(r, "all", false), (r, "<100KB", true)])
         {
             let s = Summary::of_where(&tables.flows, &r.scheme, |f| !small || f.size_bytes < 100_000);
-            println!(
+            let _ = writeln!(
+                out,
                 "{:<32} {:<18} {:<6} flows {}/{}  mean FCT {:>9.1} us  p95 FCT {:>9.1} us  p99 FCT {:>9.1} us  timeout frac {:.4}  sent/size {:.3}  redundant/size {:.3}",
                 exp.name,
                 r.scheme,
@@ -90,9 +91,10 @@ fn main() -> ExitCode {
         }
         for r in tables.runs.iter().filter(|r| !r.shim_counters.is_empty()) {
             let c: Vec<String> = r.shim_counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
-            println!("{:<32} {:<18} shim   {}", exp.name, r.scheme, c.join("  "));
+            let _ = writeln!(out, "{:<32} {:<18} shim   {}", exp.name, r.scheme, c.join("  "));
         }
-        println!(
+        let _ = writeln!(
+            out,
             "{:<32} total wall {:.2}s  peak RSS {:.0} MiB",
             exp.name,
             secs,
