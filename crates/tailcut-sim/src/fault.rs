@@ -4,7 +4,6 @@
 
 use crate::net::link::{LossConfig, LossModel};
 use crate::net::Network;
-use crate::topo::NodeKind;
 use crate::workload::EmpiricalCdf;
 use rand::Rng as _;
 use serde::{Deserialize, Serialize};
@@ -312,9 +311,4 @@ pub fn port_name(net: &Network, p: u32) -> (String, String) {
         net.nodes[port.node as usize].name.clone(),
         net.nodes[port.peer as usize].name.clone(),
     )
-}
-
-/// Whether a node is a host.
-pub fn is_host(net: &Network, n: u32) -> bool {
-    net.nodes[n as usize].kind == NodeKind::Host
 }

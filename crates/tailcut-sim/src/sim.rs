@@ -518,12 +518,7 @@ impl<'a> Sim<'a> {
                     // The request reached the server: answer it.
                     let (a, b) = (conn.a, conn.b);
                     let resp = msg | 1;
-                    self.engines[b as usize]
-                        .engine
-                        .expect_message(resp, spec.size_bytes);
-                    self.engines[a as usize]
-                        .engine
-                        .send_message(self.now, resp, spec.size_bytes);
+                    self.hand_message(a, b, resp, spec.size_bytes);
                     self.drain_stack.push(a);
                 } else if self.flow_state[f].finish.is_none() {
                     // The first copy to arrive completes the flow (RepFlow).
@@ -576,24 +571,22 @@ impl<'a> Sim<'a> {
             let c = &self.conns[conn as usize];
             let (a, b) = (c.a, c.b);
             if spec.request_bytes > 0 {
-                self.engines[a as usize]
-                    .engine
-                    .expect_message(base, spec.request_bytes);
-                self.engines[b as usize]
-                    .engine
-                    .send_message(self.now, base, spec.request_bytes);
+                self.hand_message(b, a, base, spec.request_bytes);
                 self.drain(b);
             } else {
                 self.flow_state[f as usize].final_mask |= 1 << (2 * k);
-                self.engines[b as usize]
-                    .engine
-                    .expect_message(base | 1, spec.size_bytes);
-                self.engines[a as usize]
-                    .engine
-                    .send_message(self.now, base | 1, spec.size_bytes);
+                self.hand_message(a, b, base | 1, spec.size_bytes);
                 self.drain(a);
             }
         }
+    }
+
+    /// The application on `from` sends message `msg` of `len` bytes; the one on `to` frames it.
+    fn hand_message(&mut self, from: EngineId, to: EngineId, msg: u64, len: u64) {
+        self.engines[to as usize].engine.expect_message(msg, len);
+        self.engines[from as usize]
+            .engine
+            .send_message(self.now, msg, len);
     }
 
     fn connection_for(&mut self, spec: &FlowSpec) -> u32 {

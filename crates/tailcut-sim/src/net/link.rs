@@ -70,10 +70,6 @@ impl LossModel {
         LossModel { config, bad: false }
     }
 
-    pub fn is_lossless(&self) -> bool {
-        matches!(self.config, LossConfig::None)
-    }
-
     /// Whether the next packet is lost. Draws from `rng` only when the model is random, so lossless links
     /// leave every random stream untouched.
     pub fn lose(&mut self, rng: &mut Rng) -> bool {
