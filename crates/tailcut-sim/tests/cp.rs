@@ -6,29 +6,12 @@
 use tailcut_sim::api;
 use tailcut_sim::run::{run, Tables};
 
+mod common;
+
+use common::fixtures::{incast_star, run_toml};
+
 fn incast(n: u32, network: &str, schemes: &str) -> Tables {
-    let text = format!(
-        r#"
-name = "cp_incast"
-max_time = "5s"
-[topology]
-kind = "star"
-hosts = {hosts}
-host_rate = "1Gbps"
-link_delay = "25us"
-[network]
-buffer = "128KB"
-{network}
-[[workload]]
-name = "incast"
-pattern = {{ kind = "incast", receiver = 0, fanout = {n} }}
-fixed = "64KB"
-{schemes}
-"#,
-        hosts = n + 1
-    );
-    let exp = api::parse_toml(&text).unwrap_or_else(|e| panic!("bad experiment: {e}"));
-    run(&exp, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
+    run_toml(&incast_star(n, network, schemes))
 }
 
 /// (completion of the last response, timeouts, cut packets at switch ports, drops at switch ports).

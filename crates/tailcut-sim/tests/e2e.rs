@@ -2,36 +2,21 @@
 
 use proptest::prelude::*;
 use tailcut_sim::api;
-use tailcut_sim::run::{run, Tables};
+use tailcut_sim::run::run;
 
-fn run_toml(text: &str) -> Tables {
-    let exp = api::parse_toml(text).unwrap_or_else(|e| panic!("bad experiment: {e}"));
-    run(&exp, &mut |_| true).unwrap_or_else(|e| panic!("run failed: {e}"))
-}
+mod common;
 
-fn incast(n: u32) -> String {
-    format!(
-        r#"
-name = "incast"
-max_time = "5s"
-[topology]
-kind = "star"
-hosts = {hosts}
-host_rate = "1Gbps"
-link_delay = "25us"
-[network]
-buffer = "128KB"
-[[workload]]
-name = "incast"
-pattern = {{ kind = "incast", receiver = 0, fanout = {n} }}
-fixed = "64KB"
+use common::fixtures::{incast_star, run_toml};
+
+const TCP_200MS: &str = r#"
 [[schemes]]
 name = "tcp"
 transport = "tcp"
-params = {{ min_rto = "200ms" }}
-"#,
-        hosts = n + 1
-    )
+params = { min_rto = "200ms" }
+"#;
+
+fn incast(n: u32) -> String {
+    incast_star(n, "", TCP_200MS)
 }
 
 /// Completion time of the whole incast (the last response), and total timeouts.

@@ -489,22 +489,22 @@ mod tests {
         assert_eq!(marks, vec![false, false, true, true]);
     }
 
+    /// One class queue per (packet class, optional byte limit), in scheduling order.
+    fn class_queues(spec: &[(u8, Option<Bytes>)]) -> Vec<ClassConfig> {
+        spec.iter()
+            .map(|&(class, limit)| ClassConfig {
+                classes: vec![class],
+                limit,
+                aqm: None,
+            })
+            .collect()
+    }
+
     #[test]
     fn strict_priority_serves_class_zero_first_and_wrr_interleaves() {
         let mut a = PacketArena::default();
         let mut r = stream(1, Stream::Port, 0);
-        let classes = vec![
-            ClassConfig {
-                classes: vec![1],
-                limit: None,
-                aqm: None,
-            },
-            ClassConfig {
-                classes: vec![0],
-                limit: None,
-                aqm: None,
-            },
-        ];
+        let classes = class_queues(&[(1, None), (0, None)]);
         let mut q = PortQueue::new(
             100_000,
             &AqmConfig::DropTail,
@@ -542,18 +542,7 @@ mod tests {
     fn per_class_limit_applies() {
         let mut a = PacketArena::default();
         let mut r = stream(1, Stream::Port, 0);
-        let classes = vec![
-            ClassConfig {
-                classes: vec![0],
-                limit: None,
-                aqm: None,
-            },
-            ClassConfig {
-                classes: vec![1],
-                limit: Some(Bytes(1500)),
-                aqm: None,
-            },
-        ];
+        let classes = class_queues(&[(0, None), (1, Some(Bytes(1500)))]);
         let mut q = PortQueue::new(
             100_000,
             &AqmConfig::DropTail,

@@ -2,6 +2,8 @@
 //! fixed-size datagrams at a fixed gap; the receiver reports the message once every byte arrived.
 #![allow(dead_code)]
 
+pub mod fixtures;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tailcut_proto::rng::Rng;
