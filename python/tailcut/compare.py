@@ -24,10 +24,10 @@ with that single scheme, through the sweep executors (local processes or Ray), o
 marked ``pending`` (with the validation error), and runs as soon as it does validate.
 
 Per cell the table has small-flow (< 100 KB) p50 / p99 / p99.9 FCT over completed flows with the number
-unfinished beside them, the timeout fraction of small flows, extra bytes (sent minus payload, over payload)
-of small flows and of all flows, and the mean throughput of completed large flows (>= 1 MB). Schemes are
-ranked per scenario by p99 small-flow FCT counting unfinished small flows as infinitely late, then by
-p99.9 (same rule), then p50.
+unfinished beside them, the timeout fraction of small flows, extra bytes (sent minus payload, over payload,
+of completed flows) of small flows and of all flows, and the mean throughput of completed large flows
+(>= 1 MB). Schemes are ranked per scenario by p99 small-flow FCT counting unfinished small flows as
+infinitely late, then by the number of unfinished small flows, then p99.9 (same rule), then p50.
 """
 
 from __future__ import annotations
@@ -445,8 +445,11 @@ def cell_metrics(flows: pd.DataFrame) -> dict[str, float | int]:
     unfinished = int((small & ~completed).sum())
 
     def extra(mask: pd.Series) -> float:
-        payload = float(flows.loc[mask, "size_bytes"].sum())
-        sent = float(flows.loc[mask, "sent_bytes"].sum())
+        # Over completed flows: an unfinished flow has sent less than its size, which would read as a
+        # saving (a black hole would look efficient).
+        done = mask & completed
+        payload = float(flows.loc[done, "size_bytes"].sum())
+        sent = float(flows.loc[done, "sent_bytes"].sum())
         return (sent - payload) / payload if payload > 0 else math.nan
 
     done_large = flows[large & completed]
@@ -507,13 +510,19 @@ def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.Da
 def rank(table: pd.DataFrame) -> pd.Series:
     """Rank of each cell within its scenario (1 = best; ties share the lower rank); NaN unless status ok.
 
-    Key: p99 small-flow FCT with unfinished flows infinitely late, then p99.9 likewise, then p50.
+    Key: p99 small-flow FCT with unfinished flows infinitely late, then the number of unfinished small
+    flows (so that, when many flows are stuck, fewer stuck wins), then p99.9 likewise, then p50.
     """
     ranks = pd.Series(np.nan, index=table.index, dtype=float)
     ok = table[table["status"] == OK]
     for _, group in ok.groupby("scenario", sort=False):
         keys = {
-            i: (group.at[i, "rank_p99_us"], group.at[i, "rank_p999_us"], _nan_last(group.at[i, "p50_us"]))
+            i: (
+                group.at[i, "rank_p99_us"],
+                group.at[i, "small_unfinished"],
+                group.at[i, "rank_p999_us"],
+                _nan_last(group.at[i, "p50_us"]),
+            )
             for i in group.index
         }
         ordered = sorted(keys.values())

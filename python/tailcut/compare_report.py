@@ -139,8 +139,9 @@ def headline(table: pd.DataFrame, meta: Mapping[str, Any]) -> str:
 _METRICS_NOTE = (
     "Small flows: < 100 KB; FCT percentiles over completed small flows (unfinished counted beside them); "
     "timeout frac: small flows with at least one retransmission timeout; extra bytes: (sent - payload) / "
-    "payload; large tput: mean throughput of completed flows >= 1 MB. Rank: p99 of small flows with "
-    "unfinished ones counted as infinitely late, then p99.9, then p50."
+    "payload over completed flows; large tput: mean throughput of completed flows >= 1 MB. Rank: p99 of "
+    "small flows with unfinished ones counted as infinitely late, then fewer unfinished small flows, then "
+    "p99.9 (same rule), then p50."
 )
 
 

@@ -231,21 +231,24 @@ def test_cell_metrics() -> None:
     assert m["timeout_fraction"] == pytest.approx(0.01)
     assert m["large_flows"] == 1 and m["large_unfinished"] == 0
     assert m["large_tput_gbps"] == pytest.approx(2_000_000 * 8 / 2e6)
-    assert m["extra_bytes_small"] == pytest.approx(1000 / 10_000)
+    assert m["extra_bytes_small"] == pytest.approx(1000 / 10_000)  # over the 99 completed small flows
 
 
 def test_rank_counts_unfinished_as_worst_and_shares_ties() -> None:
     table = pd.DataFrame(
         {
-            "scenario": ["s"] * 5 + ["t"],
-            "scheme": ["a", "b", "c", "d", "e", "a"],
-            "status": [OK, OK, OK, OK, NOT_APPLICABLE, OK],
-            "rank_p99_us": [10.0, 5.0, math.inf, 5.0, math.nan, 1.0],
-            "rank_p999_us": [20.0, 9.0, math.inf, 9.0, math.nan, 1.0],
-            "p50_us": [1.0, 2.0, 0.5, 2.0, math.nan, 1.0],
+            "scenario": ["s"] * 5 + ["t", "s", "s"],
+            "scheme": ["a", "b", "c", "d", "e", "a", "g", "h"],
+            "status": [OK, OK, OK, OK, NOT_APPLICABLE, OK, OK, OK],
+            "rank_p99_us": [10.0, 5.0, math.inf, 5.0, math.nan, 1.0, math.inf, math.inf],
+            "small_unfinished": [0, 0, 9, 0, 0, 0, 3, 9],
+            "rank_p999_us": [20.0, 9.0, math.inf, 9.0, math.nan, 1.0, math.inf, math.inf],
+            "p50_us": [1.0, 2.0, 0.5, 2.0, math.nan, 1.0, 9.0, 0.4],
         }
     )
-    assert rank(table).tolist()[:4] == [3, 1, 4, 1]
+    # c and h: as many stuck, h faster at the median; g: fewer stuck beats any median.
+    assert rank(table).tolist()[:4] == [3, 1, 6, 1]
+    assert rank(table).tolist()[6:] == [4, 5]
     assert math.isnan(rank(table)[4]) and rank(table)[5] == 1
 
 
