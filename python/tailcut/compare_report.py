@@ -129,10 +129,10 @@ def headline(table: pd.DataFrame, meta: Mapping[str, Any]) -> str:
     c = _counts(table)
     return (
         f"Scale `{meta.get('scale')}`: {len(table)} cells ({table['scenario'].nunique()} scenarios x "
-        f"{table['scheme'].nunique()} schemes): {c[OK]} ran, {c[FAILED]} failed, {c[NOT_APPLICABLE]} n/a, "
-        f"{c[PENDING]} pending. This invocation ran {meta.get('ran')} cells (skipped {meta.get('skipped')} "
-        f"already done) in {meta.get('wall_seconds')} s with {meta.get('executor')} executor, "
-        f"--jobs {meta.get('jobs')}."
+        f"{table['scheme'].nunique()} schemes): {c[OK]} with results, {c[FAILED]} failed, "
+        f"{c[NOT_APPLICABLE]} n/a, {c[PENDING]} pending. The invocation that wrote this page ran "
+        f"{meta.get('ran')} cells in {meta.get('wall_seconds')} s ({meta.get('executor')} executor, "
+        f"--jobs {meta.get('jobs')}) and reused {meta.get('skipped')} cells already done."
     )
 
 
