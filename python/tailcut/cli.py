@@ -1,4 +1,4 @@
-"""The ``tailcut`` command: run, sweep, validate, schemes, report.
+"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report.
 
 Exit codes: 0 success, 1 a run or sweep point failed, 2 bad input (config, TOML syntax, arguments),
 130 interrupted.
@@ -81,6 +81,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>-sweep)")
+
+    p = sub.add_parser(
+        "compare",
+        help="run every scheme of a suite on every scenario and write the comparison page",
+        description="Cross a suite's topologies, workloads, failures and schemes (experiments/compare/), "
+        "run every cell through the sweep executors (resumable: cells already in OUT are skipped) and "
+        "write compare.parquet, compare.md and report.html.",
+    )
+    p.add_argument("suite", type=Path, help="suite file (TOML), e.g. experiments/compare/suite.toml")
+    p.add_argument("--scale", choices=["ci", "small", "full"], default="small")
+    p.add_argument("--jobs", type=int, default=1, help="parallel cells on the local executor (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
+    p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
+    p.add_argument("--out", type=Path, help="output folder (default: results/<suite name>-<scale>)")
 
     p = sub.add_parser(
         "validate",
@@ -239,6 +255,47 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_FAILED if result.failed else 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from tailcut.compare import compare, load_suite
+    from tailcut.sweep import PointOutcome
+
+    suite = load_suite(args.suite)
+    out = args.out or Path("results") / f"{suite.name}-{args.scale}"
+    schemes = [s.strip() for s in args.schemes.split(",")] if args.schemes else None
+    with tqdm(total=0, file=sys.stderr, unit="cell") as bar:
+
+        def planned(n: int) -> None:
+            bar.total = n
+            bar.refresh()
+
+        def cell_done(outcome: PointOutcome) -> None:
+            if outcome.error is not None:
+                bar.write(f"FAILED {outcome.slug}: {outcome.error}", file=sys.stderr)
+            bar.update(1)
+
+        result = compare(
+            suite,
+            out,
+            scale=args.scale,
+            jobs=args.jobs,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            schemes=schemes,
+            scenarios=args.scenarios,
+            on_done=cell_done,
+            on_plan=planned,
+        )
+    status = result.table["status"].value_counts()
+    print(", ".join(f"{n} {s}" for s, n in status.items()) + f" ({result.meta['wall_seconds']} s)")
+    for slug, error in result.failed.items():
+        print(f"  FAILED {slug}: {error}")
+    print(f"results: {out / 'compare.md'}")
+    print(f"report: {out / 'report.html'}")
+    return EXIT_FAILED if result.failed else 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from tailcut.report import report_dirs
 
@@ -253,6 +310,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 COMMANDS = {
     "run": cmd_run,
     "sweep": cmd_sweep,
+    "compare": cmd_compare,
     "validate": cmd_validate,
     "schemes": cmd_schemes,
     "report": cmd_report,
@@ -275,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except (OSError, ValueError) as exc:
         # TOML syntax errors (tomllib.TOMLDecodeError is a ValueError), bad --set/--grid, missing files.
-        name = getattr(args, "file", None)
+        name = getattr(args, "file", None) or getattr(args, "suite", None)
         _error(f"{name}: {exc}" if name is not None and not isinstance(exc, OSError) else str(exc))
         return EXIT_BAD_INPUT
 

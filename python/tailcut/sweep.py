@@ -107,7 +107,7 @@ def run_point(config: dict[str, Any], point: Point, points_dir: str) -> PointOut
         return PointOutcome(point.slug, error=text)
 
 
-def _crashed(point: Point, points_dir: Path, exc: BaseException) -> PointOutcome:
+def _crashed(point: Any, points_dir: Path, exc: BaseException) -> PointOutcome:
     """Outcome for a point whose worker died (run_point itself never raises an Exception)."""
     text = f"worker failed: {type(exc).__name__}: {exc}"
     out = points_dir / point.slug
@@ -116,19 +116,24 @@ def _crashed(point: Point, points_dir: Path, exc: BaseException) -> PointOutcome
     return PointOutcome(point.slug, error=text)
 
 
-def _run_all(
-    config: dict[str, Any],
-    todo: list[Point],
+def run_tasks(
+    tasks: Sequence[tuple[dict[str, Any], Any]],
     points_dir: Path,
     jobs: int,
     executor: str,
     ray_address: str | None,
     on_done: Callable[[PointOutcome], None],
+    runner: Callable[[dict[str, Any], Any, str], PointOutcome] = run_point,
 ) -> list[PointOutcome]:
-    """Run the points on the chosen executor; each outcome is reported to ``on_done`` as it completes."""
-    outcomes: dict[Point, PointOutcome] = {}
+    """Run ``(config, point)`` tasks on the chosen executor; each outcome goes to ``on_done`` as it completes.
 
-    def finish(point: Point, outcome: PointOutcome) -> None:
+    A point is anything hashable with a ``slug`` (its folder under ``points_dir``); ``runner(config, point,
+    points_dir)`` must be a top-level function (process pools and Ray pickle it) that never raises for a
+    failed point but returns its outcome. ``tailcut compare`` runs its cells through here too.
+    """
+    outcomes: dict[Any, PointOutcome] = {}
+
+    def finish(point: Any, outcome: PointOutcome) -> None:
         outcomes[point] = outcome
         on_done(outcome)
 
@@ -139,8 +144,8 @@ def _run_all(
             # Without an address Ray starts on this machine; --jobs then caps its CPUs (1 means all of them).
             # A remote cluster needs tailcut installed on its workers.
             ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
-        remote = ray.remote(run_point)
-        pending = {remote.remote(config, p, str(points_dir)): p for p in todo}
+        remote = ray.remote(runner)
+        pending = {remote.remote(config, p, str(points_dir)): p for config, p in tasks}
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             point = pending.pop(ready[0])
@@ -151,17 +156,17 @@ def _run_all(
     elif executor != "local":
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     elif jobs <= 1:
-        for point in todo:
-            finish(point, run_point(config, point, str(points_dir)))
+        for config, point in tasks:
+            finish(point, runner(config, point, str(points_dir)))
     else:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = {pool.submit(run_point, config, p, str(points_dir)): p for p in todo}
+            futures = {pool.submit(runner, config, p, str(points_dir)): p for config, p in tasks}
             for future in as_completed(futures):
                 try:
                     finish(futures[future], future.result())
                 except Exception as exc:  # e.g. BrokenProcessPool after a worker crash
                     finish(futures[future], _crashed(futures[future], points_dir, exc))
-    return [outcomes[p] for p in todo]
+    return [outcomes[p] for _, p in tasks]
 
 
 def _column_values(values: list[Any]) -> list[Any]:
@@ -264,7 +269,10 @@ def _sweep_into(
     for outcome in outcomes.values():
         on_done(outcome)
     outcomes.update(
-        {o.slug: o for o in _run_all(base, todo, points_dir, jobs, executor, ray_address, on_done)}
+        {
+            o.slug: o
+            for o in run_tasks([(base, p) for p in todo], points_dir, jobs, executor, ray_address, on_done)
+        }
     )
     ordered = [outcomes[p.slug] for p in all_points]
     flows, summary = combine(grid, all_points, points_dir)

@@ -1,0 +1,369 @@
+"""tailcut compare: suite checks, scenario expansion, metrics, ranking, tables, and the checked-in suite's
+``ci`` scale (every scheme completes every scenario; conservation holds; no small flow left unfinished
+without a failure)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from tailcut.compare import (
+    FAILED,
+    NOT_APPLICABLE,
+    OK,
+    PENDING,
+    Cell,
+    SuiteError,
+    cell_metrics,
+    compare,
+    load_suite,
+    plan,
+    rank,
+)
+from tailcut.compare_report import compare_markdown, ranking_table, scenario_table
+
+SUITE = Path(__file__).resolve().parents[2] / "experiments" / "compare" / "suite.toml"
+
+# A suite small enough to run in a second: two leaf-spines, one workload, two failures, three schemes
+# (one of which is not applicable on one topology, one pending on a transport that does not exist).
+MINI: dict[str, Any] = {
+    "name": "mini",
+    "seed": 3,
+    "vars": {"min_rto": "5ms"},
+    "base": {"max_time": "1s", "network": {"buffer": "256KB", "aqm": {"kind": "ecn", "k": "65KB"}}},
+    "scales": {"ci": {"max_time": "500ms", "set": {"query.flows": 30}}},
+    "topologies": {
+        "two": {
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+            "vars": {"core": {"between": ["leaf0", "spine0"]}},
+        },
+        "three": {
+            "topology": {"kind": "leaf_spine", "leaves": 3, "spines": 2, "hosts_per_leaf": 2},
+            "vars": {"core": {"between": ["leaf1", "spine1"]}, "min_rto": "10ms"},
+            "set": {"query.load": 0.2},
+            "not_applicable": {"failure.lossy": "too few links"},
+        },
+    },
+    "workloads": {
+        "ws": {
+            "components": [
+                {
+                    "name": "query",
+                    "pattern": {"kind": "all_to_all"},
+                    "cdf": "websearch",
+                    "max_size": "93440B",
+                    "load": 0.1,
+                    "flows": 1000,
+                }
+            ]
+        }
+    },
+    "failures": {
+        "none": {"faults": []},
+        "lossy": {"faults": [{"kind": "loss", "link": "@core", "model": {"kind": "bernoulli", "p": 0.02}}]},
+    },
+    "schemes": {
+        "tcp": {"transport": "tcp", "params": {"min_rto": "@min_rto"}},
+        "cb": {
+            "transport": "cloudburst",
+            "params": {"nic_rate": "10Gbps"},
+            "carries": ["query"],
+            "other_traffic": {"transport": "dctcp", "params": {"min_rto": "@min_rto"}},
+            "not_applicable": {"topology.three": "demo of a scheme-level n/a"},
+        },
+        "future": {"transport": "no_such_transport", "pending": "its branch"},
+    },
+}
+
+
+def mini(**edits: Any) -> dict[str, Any]:
+    """A copy of MINI with dotted-path edits (a value of None deletes the key)."""
+    suite = copy.deepcopy(MINI)
+    for path, value in edits.items():
+        *parents, last = path.split("/")
+        node = suite
+        for p in parents:
+            node = node[p]
+        if value is None:
+            del node[last]
+        else:
+            node[last] = value
+    return suite
+
+
+def no_validation(config: dict[str, Any]) -> None:
+    if config["schemes"][0]["transport"] == "no_such_transport":
+        raise ValueError("schemes[0].transport: unknown transport")
+
+
+# --- suite checks -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("edits", "field"),
+    [
+        ({"schemes/tcp/transprot": "tcp"}, "schemes.tcp.transprot"),
+        ({"schemes/tcp/transport": None}, "schemes.tcp.transport"),
+        ({"schemes/cb/carries": ["nope"]}, "schemes.cb.carries"),
+        ({"schemes/cb/other_traffic": None}, "schemes.cb.other_traffic"),
+        ({"schemes/tcp/other_traffic": {"transport": "tcp"}}, "schemes.tcp.other_traffic"),
+        ({"schemes/tcp/not_applicable": {"failure.nope": "x"}}, "schemes.tcp.not_applicable.failure.nope"),
+        ({"schemes/tcp/not_applicable": {"scale.ci": "x"}}, "schemes.tcp.not_applicable.scale.ci"),
+        ({"schemes/tcp/pending": ""}, "schemes.tcp.pending"),
+        ({"topologies/two/topology": None}, "topologies.two.topology"),
+        ({"topologies/two/set": {"nope.flows": 1}}, "topologies.two.set.nope.flows"),
+        ({"workloads/ws/components": []}, "workloads.ws.components"),
+        ({"failures/none/faults": None}, "failures.none.faults"),
+        ({"scales/huge": {}}, "scales.huge"),
+        ({"scales/ci/sett": {}}, "scales.ci.sett"),
+        ({"base/schemes": []}, "base.schemes"),
+        ({"schemes": {}}, "schemes"),
+        ({"colour": "red"}, "suite.colour"),
+    ],
+)
+def test_bad_suites_name_the_field(edits: dict[str, Any], field: str) -> None:
+    with pytest.raises(SuiteError) as err:
+        load_suite(mini(**edits))
+    assert str(err.value).startswith(field), str(err.value)
+
+
+def test_missing_placeholder_names_where_it_is_used() -> None:
+    suite = load_suite(mini(**{"topologies/two/vars": {}}))
+    with pytest.raises(
+        SuiteError, match=r"failures\.lossy\.faults\[0\]\.link: no value for placeholder '@core'"
+    ):
+        plan(suite, "ci", validate=no_validation)
+
+
+def test_invalid_experiment_of_a_scheme_that_is_not_pending_is_an_error() -> None:
+    suite = load_suite(mini(**{"schemes/tcp/params": {"min_rto": "soon"}}))
+    with pytest.raises(SuiteError, match=r"two/ws/none x tcp: .*min_rto"):
+        plan(suite, "ci")
+
+
+def test_checked_in_suite_loads() -> None:
+    suite = load_suite(SUITE)
+    assert {"fuso_testbed", "leaf_spine", "fat_tree"} <= set(suite.topologies)
+    assert {"websearch", "datamining", "incast"} <= set(suite.workloads)
+    assert {"none", "loss_1pct", "loss_4pct", "lossy_links", "blackhole", "degraded"} <= set(suite.failures)
+    assert set(suite.scales) == {"ci", "small", "full"}
+
+
+# --- expansion ----------------------------------------------------------------------------------------------
+
+
+def test_plan_crosses_every_axis_and_marks_what_cannot_run() -> None:
+    planned = plan(load_suite(mini()), "ci", validate=no_validation)
+    assert len(planned) == 2 * 1 * 2 * 3
+    status = {(p.cell.topology, p.cell.failure, p.cell.scheme): p for p in planned}
+    assert status[("two", "none", "tcp")].status == OK
+    assert status[("three", "lossy", "tcp")].status == NOT_APPLICABLE  # topology-level
+    assert status[("three", "lossy", "tcp")].reason == "too few links"
+    assert status[("three", "none", "cb")].reason == "demo of a scheme-level n/a"
+    assert status[("two", "none", "future")].status == PENDING
+    assert "its branch" in status[("two", "none", "future")].reason
+    assert "unknown transport" in status[("two", "none", "future")].reason
+    assert [p.cell.scheme for p in planned[:3]] == ["tcp", "cb", "future"]  # suite order
+
+
+def test_cell_config_substitutes_vars_and_applies_sets() -> None:
+    planned = plan(load_suite(mini()), "ci", validate=no_validation)
+    by = {(p.cell.topology, p.cell.failure, p.cell.scheme): p.config for p in planned}
+    tcp3 = by[("three", "none", "tcp")]
+    assert tcp3["schemes"] == [{"name": "tcp", "transport": "tcp", "params": {"min_rto": "10ms"}}]
+    assert tcp3["workload"][0]["load"] == 0.2 and tcp3["workload"][0]["flows"] == 30  # topology, scale
+    assert tcp3["max_time"] == "500ms" and tcp3["seed"] == 3
+    lossy = by[("two", "lossy", "tcp")]
+    assert lossy["faults"][0]["link"] == {"between": ["leaf0", "spine0"]}
+    cb = by[("two", "none", "cb")]
+    assert cb["schemes"][0]["applies_to"] == ["query"]
+    assert cb["other_traffic"] == {"transport": "dctcp", "params": {"min_rto": "5ms"}}
+    assert "other_traffic" not in by[("two", "none", "tcp")]
+    assert MINI["topologies"]["two"]["vars"]["core"] == {"between": ["leaf0", "spine0"]}  # untouched
+
+
+def test_plan_filters_and_unknown_scheme() -> None:
+    suite = load_suite(mini())
+    planned = plan(suite, "ci", schemes=["tcp"], scenarios="two/*", validate=no_validation)
+    assert [p.cell for p in planned] == [Cell("two", "ws", "none", "tcp"), Cell("two", "ws", "lossy", "tcp")]
+    with pytest.raises(SuiteError, match="--schemes: no scheme named 'udp'"):
+        plan(suite, "ci", schemes=["udp"], validate=no_validation)
+    with pytest.raises(SuiteError, match="scale"):
+        plan(suite, "huge", validate=no_validation)
+
+
+def test_slugs_are_unique_and_safe() -> None:
+    cell = Cell("fat tree", "ws", "loss/1", "tcp")
+    assert cell.slug == "fat_tree__ws__loss_1__tcp"
+    assert cell.scenario == "fat tree/ws/loss/1"
+
+
+# --- metrics, ranking, tables -------------------------------------------------------------------------------
+
+
+def flows_table(fcts: list[float | None], sizes: list[int] | None = None) -> pd.DataFrame:
+    sizes = sizes or [10_000] * len(fcts)
+    return pd.DataFrame(
+        {
+            "size_bytes": sizes,
+            "sent_bytes": [s + 1000 for s in sizes],
+            "fct_ns": [math.nan if f is None else f for f in fcts],
+            "completed": [f is not None for f in fcts],
+            "timeouts": [1 if f is not None and f > 5e6 else 0 for f in fcts],
+        }
+    )
+
+
+def test_cell_metrics() -> None:
+    fcts: list[float | None] = [float(i * 1000) for i in range(1, 99)] + [None, 8e6, 2e6]
+    sizes = [10_000] * 100 + [2_000_000]
+    m = cell_metrics(flows_table(fcts, sizes))
+    assert m["small_flows"] == 100 and m["small_unfinished"] == 1
+    assert m["p50_us"] == pytest.approx(50.0, abs=1)
+    # Nearest rank over 100 small flows: the 99th is the slowest completed one, the 100th the unfinished.
+    assert m["rank_p99_us"] == pytest.approx(8000.0) and m["rank_p999_us"] == math.inf
+    assert m["timeout_fraction"] == pytest.approx(0.01)
+    assert m["large_flows"] == 1 and m["large_unfinished"] == 0
+    assert m["large_tput_gbps"] == pytest.approx(2_000_000 * 8 / 2e6)
+    assert m["extra_bytes_small"] == pytest.approx(1000 / 10_000)  # over the 99 completed small flows
+
+
+def test_rank_counts_unfinished_as_worst_and_shares_ties() -> None:
+    table = pd.DataFrame(
+        {
+            "scenario": ["s"] * 5 + ["t", "s", "s"],
+            "scheme": ["a", "b", "c", "d", "e", "a", "g", "h"],
+            "status": [OK, OK, OK, OK, NOT_APPLICABLE, OK, OK, OK],
+            "rank_p99_us": [10.0, 5.0, math.inf, 5.0, math.nan, 1.0, math.inf, math.inf],
+            "small_unfinished": [0, 0, 9, 0, 0, 0, 3, 9],
+            "rank_p999_us": [20.0, 9.0, math.inf, 9.0, math.nan, 1.0, math.inf, math.inf],
+            "p50_us": [1.0, 2.0, 0.5, 2.0, math.nan, 1.0, 9.0, 0.4],
+        }
+    )
+    # c and h: as many stuck, h faster at the median; g: fewer stuck beats any median.
+    assert rank(table).tolist()[:4] == [3, 1, 6, 1]
+    assert rank(table).tolist()[6:] == [4, 5]
+    assert math.isnan(rank(table)[4]) and rank(table)[5] == 1
+
+
+def fake_table() -> pd.DataFrame:
+    rows = []
+    for scenario, values in {"x/w/none": (10.0, 20.0), "x/w/loss": (30.0, 15.0)}.items():
+        for scheme, p99 in zip(("a", "b"), values, strict=True):
+            rows.append(
+                {"scenario": scenario, "topology": "x", "workload": "w", "failure": scenario.split("/")[2],
+                 "scheme": scheme, "combination": False, "status": OK, "reason": "", "small_flows": 10,
+                 "small_unfinished": 0, "p50_us": 1.0, "p99_us": p99, "p999_us": p99, "timeout_fraction": 0.0,
+                 "extra_bytes_small": 0.1, "extra_bytes_all": 0.1, "large_flows": 1, "large_unfinished": 0,
+                 "large_tput_gbps": 9.0, "rank_p99_us": p99, "rank_p999_us": p99, "wall_s": 0.1}
+            )  # fmt: skip
+        rows.append({**rows[-1], "scheme": "c", "status": PENDING, "reason": "needs its branch"})
+    table = pd.DataFrame(rows)
+    table["rank"] = rank(table)
+    return table
+
+
+def test_tables_and_markdown() -> None:
+    table = fake_table()
+    ranking = ranking_table(table)
+    assert ranking["scheme"].tolist() == ["a", "b"] and ranking["mean rank"].tolist() == [1.5, 1.5]
+    assert ranking.set_index("scheme").loc["a", "wins"] == 1
+    one = scenario_table(table[table["scenario"] == "x/w/loss"])
+    assert one["scheme"].tolist() == ["b", "a", "c"] and one["rank"].tolist()[:2] == ["1", "2"]
+    text = compare_markdown(table, {"suite": "t", "scale": "ci", "ran": 4, "skipped": 0, "wall_seconds": 1})
+    assert "## Overall ranking" in text and "### x/w/loss" in text
+    assert "| c | pending | 2 | needs its branch |" in text
+    assert "pending: see Not run" in text
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+def test_mini_suite_runs_writes_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    result = compare(mini(), out, scale="ci", jobs=1)
+    table = result.table
+    assert not result.failed
+    assert set(table["status"]) == {OK, NOT_APPLICABLE, PENDING}
+    ok = table[table["status"] == OK]
+    assert len(ok) == 5 and ok["rank"].notna().all()
+    for name in ("compare.parquet", "compare.md", "compare.json", "report.html"):
+        assert (out / name).exists()
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "compare.parquet"), table)
+    again = compare(mini(), out, scale="ci", jobs=1)
+    assert again.meta["ran"] == 0 and again.meta["skipped"] == 5
+    assert again.table[["scenario", "scheme", "p99_us"]].equals(table[["scenario", "scheme", "p99_us"]])
+
+
+def test_a_failing_cell_is_reported_and_the_rest_complete(tmp_path: Path) -> None:
+    # Reading a missing flow-size file fails inside the run, after validation of everything else.
+    suite = mini(**{"topologies/three/set": {"query.cdf": str(tmp_path / "missing.cdf")}})
+    result = compare(suite, tmp_path / "cmp", scale="ci", schemes=["tcp"], validate=lambda _: None)
+    table = result.table
+    assert set(table.loc[table["topology"] == "three", "status"]) <= {FAILED, NOT_APPLICABLE}
+    assert set(table.loc[table["topology"] == "two", "status"]) == {OK}
+    assert result.failed
+
+
+def test_cli_compare(cli, tmp_path: Path) -> None:
+    import tomli_w
+
+    suite = tmp_path / "mini.toml"
+    suite.write_text(tomli_w.dumps(mini()))
+    assert cli("compare", suite, "--scale", "ci", "--schemes", "tcp", "--out", tmp_path / "o") == 0
+    assert (tmp_path / "o" / "compare.md").exists()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(tomli_w.dumps(mini(**{"schemes/tcp/carries": ["nope"]})))
+    assert cli("compare", bad, "--out", tmp_path / "b") == 2
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="ray is not installed (pip install '.[ray]')"
+)
+def test_ray_executor_matches_local(tmp_path: Path) -> None:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = compare(mini(), tmp_path / "ray", scale="ci", executor="ray", schemes=["tcp"])
+    finally:
+        ray.shutdown()
+    local = compare(mini(), tmp_path / "local", scale="ci", schemes=["tcp"])
+    pd.testing.assert_frame_equal(remote.table.drop(columns="wall_s"), local.table.drop(columns="wall_s"))
+
+
+# --- the checked-in suite at its smallest scale -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ci_suite(tmp_path_factory: pytest.TempPathFactory):
+    return compare(SUITE, tmp_path_factory.mktemp("compare") / "ci", scale="ci", jobs=2)
+
+
+def test_ci_scale_every_scheme_completes_every_scenario(ci_suite) -> None:
+    table = ci_suite.table
+    assert not ci_suite.failed, ci_suite.failed  # a conservation violation fails its cell
+    assert FAILED not in set(table["status"])
+    assert table["scenario"].nunique() == 3 * 3 * 6
+    for scheme, group in table.groupby("scheme"):
+        statuses = set(group["status"]) - {NOT_APPLICABLE}
+        # A scheme runs everywhere it applies, or is pending (not in this build) everywhere.
+        assert statuses == {OK} or statuses == {PENDING}, (scheme, statuses)
+        if OK in statuses:
+            assert (group["status"] == OK).sum() >= 3 * 3 * 5, scheme  # n/a only where the suite says
+    assert not table.loc[table["status"] != OK, "reason"].eq("").any()
+
+
+def test_ci_scale_no_small_flow_unfinished_without_failure(ci_suite) -> None:
+    table = ci_suite.table
+    healthy = table[(table["failure"] == "none") & (table["status"] == OK)]
+    assert len(healthy) > 0
+    assert (healthy["small_flows"] > 0).all()
+    stuck = healthy[healthy["small_unfinished"] > 0]
+    assert stuck.empty, stuck[["scenario", "scheme", "small_unfinished"]].to_string()
