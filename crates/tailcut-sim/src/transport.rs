@@ -93,10 +93,13 @@ impl CloudBurstParams {
 }
 
 const CLOUDBURST_DOCS: &[(&str, &str)] = &[
-    ("codec", "erasure code: lt (the paper's LT code with the 64-bit coefficient set in the header)"),
+    (
+        "codec",
+        "erasure code: lt (the paper's LT code, 64-bit coefficient set in the header) | raptorq (RFC 6330, symbol id in the header; our extension)",
+    ),
     (
         "degree",
-        "{ kind = \"systematic\" } (default) | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
+        "LT only: { kind = \"systematic_random\" } (default) | { kind = \"systematic\" } | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
     ),
     ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
     ("path_mode", "explicit (Route::Path labels 0..paths, XPath) or ecmp (a pool of `paths` source ports)"),
@@ -108,6 +111,10 @@ const CLOUDBURST_DOCS: &[(&str, &str)] = &[
     ("class", "packet class (DSCP) of CloudBurst packets"),
     ("symbol_bytes", "source packet size: 1500 - 20 IP - 8 UDP - 12 CloudBurst header"),
     ("header_bytes", "IP + UDP + CloudBurst header bytes per packet"),
+    (
+        "carry_bytes",
+        "carry real symbol bytes after the header (sockets); off: header only (LT coefficients, RaptorQ 8-byte synthetic symbols)",
+    ),
     (
         "switch_queue_share",
         "CloudBurst class limit as a share of the port buffer (>= 2 packets), used when the experiment lists no classes",
