@@ -169,3 +169,23 @@ fn request_response_with_paper_sizes_completes() {
     let t = run_toml(&text);
     assert!(t.flows.iter().all(|f| f.finish_ns.is_none()));
 }
+
+#[test]
+fn hosts_serve_cloudburst_first_from_a_small_queue_unless_told_otherwise() {
+    use tailcut_sim::topo::SwitchQueues;
+    let t = transport::resolve("cloudburst", &serde_json::Map::new()).expect("defaults");
+    let q = t.switch_queues(&SwitchQueues::default());
+    assert_eq!(q.host_classes.len(), 2);
+    assert_eq!(q.host_classes[0].classes, vec![1]);
+    assert_eq!(q.host_classes[0].limit.map(|b| b.0), Some(8 * 1500));
+    assert!(!q.host_classes[1].classes.contains(&1));
+    // Switches: background and the tiny CloudBurst class (1% of 128 KB is below two packets).
+    assert_eq!(q.classes[1].limit.map(|b| b.0), Some(3000));
+    // Off with 0, and an experiment's own host classes win.
+    let off = serde_json::json!({ "host_queue_packets": 0 });
+    let t0 = transport::resolve("cloudburst", off.as_object().unwrap()).unwrap();
+    assert!(t0.switch_queues(&SwitchQueues::default()).host_classes.is_empty());
+    let mut own = SwitchQueues::default();
+    own.host_classes = vec![q.host_classes[1].clone()];
+    assert_eq!(t.switch_queues(&own).host_classes, own.host_classes);
+}

@@ -484,3 +484,56 @@ mod props {
         }
     }
 }
+
+/// A hand-made LT coded packet of a K = 2 message with wire id `id`.
+fn coded(id: u8, set: u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    CbHeader {
+        packets: 2,
+        message_bytes: 2000,
+        msg_id: id,
+        kind: Kind::Coded { set },
+    }
+    .emit_to_vec(Codec::Lt, &mut buf);
+    buf
+}
+
+#[test]
+fn decoders_are_bounded_per_peer_and_the_least_recent_is_evicted() {
+    let (_, mut b) = pair(CloudBurstConfig {
+        max_decoders: 2,
+        ..CloudBurstConfig::default()
+    });
+    let p = Packet::default();
+    for (t, id) in [(1, 1u8), (2, 2), (3, 3)] {
+        b.handle_packet(Time(t), &p, &coded(id, 0b01));
+    }
+    assert_eq!(b.counters().decoders_evicted, 1);
+    // Message 2 kept its first packet: one more decodes it.
+    b.handle_packet(Time(4), &p, &coded(2, 0b10));
+    assert_eq!(b.poll_event(), Some(AppEvent::MessageReceived { msg: 2 }));
+    // Message 1 was evicted (least recently active): its second packet alone does not decode it.
+    b.handle_packet(Time(5), &p, &coded(1, 0b10));
+    assert_eq!(b.poll_event(), None);
+    assert_eq!(b.counters().messages_decoded, 1);
+}
+
+#[test]
+fn counters_give_coding_rate_and_decode_time() {
+    let (mut a, mut b) = pair(CloudBurstConfig::default());
+    a.send_message(Time::ZERO, 1, 20_000);
+    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    let k = 20_000u64.div_ceil(1460);
+    let c = a.counters();
+    assert_eq!(c.acked_source_packets, k);
+    assert_eq!(c.acked_coded_packets, coded_from_a(&log) as u64);
+    assert_eq!(c.coding_rate(), c.acked_coded_packets as f64 / k as f64);
+    assert!(c.coding_rate() >= 1.0);
+    // Decode time runs from the first packet's arrival to the decoding one: K = 14 packets span
+    // four rounds of four, so three round gaps (48 us each).
+    let d = b.counters();
+    assert_eq!(d.messages_decoded, 1);
+    assert!(d.decode_time_max > Dur::ZERO);
+    assert_eq!(d.decode_time_total, d.decode_time_max);
+    assert_eq!(d.decode_time_max, Dur(3 * CloudBurstConfig::default().round_gap().0));
+}
