@@ -64,7 +64,7 @@ def main():
     print("|---" * (len(SIZES) + 2) + "|")
     for r in (800, 1600, 2000):
         rows, _ = load(f"testbed_{r}")
-        for s in ("cloudburst", "cloudburst_raptorq"):
+        for s in ("cloudburst", "cloudburst_raptorq", "cloudburst_r0.5"):
             if (s, "all") in rows:
                 print(f"| {s} | {r} | " + " | ".join(f"{rows[(s, z)]['cr']:.2f}" for z in SIZES) + " |")
     per_size("ablation_2000", "p99", "Ablation, p99 MCT (ms), 2000 requests/s")

@@ -185,7 +185,9 @@ fn hosts_serve_cloudburst_first_from_a_small_queue_unless_told_otherwise() {
     let off = serde_json::json!({ "host_queue_packets": 0 });
     let t0 = transport::resolve("cloudburst", off.as_object().unwrap()).unwrap();
     assert!(t0.switch_queues(&SwitchQueues::default()).host_classes.is_empty());
-    let mut own = SwitchQueues::default();
-    own.host_classes = vec![q.host_classes[1].clone()];
+    let own = SwitchQueues {
+        host_classes: vec![q.host_classes[1].clone()],
+        ..SwitchQueues::default()
+    };
     assert_eq!(t.switch_queues(&own).host_classes, own.host_classes);
 }

@@ -535,5 +535,8 @@ fn counters_give_coding_rate_and_decode_time() {
     assert_eq!(d.messages_decoded, 1);
     assert!(d.decode_time_max > Dur::ZERO);
     assert_eq!(d.decode_time_total, d.decode_time_max);
-    assert_eq!(d.decode_time_max, Dur(3 * CloudBurstConfig::default().round_gap().0));
+    assert_eq!(
+        d.decode_time_max,
+        Dur(3 * CloudBurstConfig::default().round_gap().0)
+    );
 }
