@@ -207,6 +207,8 @@ fixed = "10GB"
     text += rr(per, "0.5s", '{ kind = "rack_to_rack", src_rack = 1, dst_rack = 0 }') + OTHER
     text += scheme("dctcp", "dctcp", TCP)
     text += cloudburst(extra='wrr_weights = [4, 1]')
+    # Not in the paper: r = 0.2, the CloudBurst share WRR 4:1 leaves on a busy port.
+    text += scheme("cloudburst_r0.2", "cloudburst", "wrr_weights = [4, 1], rate_share = 0.2", '["rr"]')
     write(name, text)
 
 # 6. Sec. V-D large scale: 144 hosts, 9 leaves x 16 x 10 Gbps, 4 spines, 4 x 40 Gbps up per leaf, base RTT
