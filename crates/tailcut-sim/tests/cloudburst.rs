@@ -191,3 +191,25 @@ fn hosts_serve_cloudburst_first_from_a_small_queue_unless_told_otherwise() {
     };
     assert_eq!(t.switch_queues(&own).host_classes, own.host_classes);
 }
+
+#[test]
+fn every_checked_in_experiment_file_is_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/cloudburst");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("experiments/cloudburst") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let exp = api::parse_toml(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        tailcut_sim::run::prepare(&exp).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            exp.schemes.iter().any(|s| s.name.contains("raptorq")),
+            "{}: every comparison has the RaptorQ variant",
+            path.display()
+        );
+        n += 1;
+    }
+    assert_eq!(n, 20);
+}
