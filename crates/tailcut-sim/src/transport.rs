@@ -55,6 +55,9 @@ pub struct CloudBurstTransport {
     pub switch_queue_share: f64,
     /// WRR weights (background, CloudBurst) of that default (Sec. V-C friendliness: 4:1).
     pub wrr_weights: [u32; 2],
+    /// Host NIC: CloudBurst packets first, in a queue of this many packets (0 = the host NIC
+    /// unchanged); used when the experiment lists no host classes. See docs/cloudburst.md.
+    pub host_queue_packets: u32,
 }
 
 /// The registry's parameters of `cloudburst` beyond the endpoint's own.
@@ -63,6 +66,7 @@ pub struct CloudBurstTransport {
 struct CloudBurstSwitchParams {
     switch_queue_share: f64,
     wrr_weights: [u32; 2],
+    host_queue_packets: u32,
 }
 
 /// The endpoint's parameters plus the switch defaults.
@@ -79,6 +83,7 @@ impl Default for CloudBurstParams {
             switch: CloudBurstSwitchParams {
                 switch_queue_share: 0.01,
                 wrr_weights: [4, 1],
+                host_queue_packets: 8,
             },
         }
     }
@@ -93,10 +98,13 @@ impl CloudBurstParams {
 }
 
 const CLOUDBURST_DOCS: &[(&str, &str)] = &[
-    ("codec", "erasure code: lt (the paper's LT code with the 64-bit coefficient set in the header)"),
+    (
+        "codec",
+        "erasure code: lt (the paper's LT code, 64-bit coefficient set in the header) | raptorq (RFC 6330, symbol id in the header; our extension)",
+    ),
     (
         "degree",
-        "{ kind = \"systematic\" } (default) | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
+        "LT only: { kind = \"systematic_random\" } (default) | { kind = \"systematic\" } | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
     ),
     ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
     ("path_mode", "explicit (Route::Path labels 0..paths, XPath) or ecmp (a pool of `paths` source ports)"),
@@ -109,10 +117,18 @@ const CLOUDBURST_DOCS: &[(&str, &str)] = &[
     ("symbol_bytes", "source packet size: 1500 - 20 IP - 8 UDP - 12 CloudBurst header"),
     ("header_bytes", "IP + UDP + CloudBurst header bytes per packet"),
     (
+        "carry_bytes",
+        "carry real symbol bytes after the header (sockets); off: header only (LT coefficients, RaptorQ 8-byte synthetic symbols)",
+    ),
+    (
         "switch_queue_share",
         "CloudBurst class limit as a share of the port buffer (>= 2 packets), used when the experiment lists no classes",
     ),
     ("wrr_weights", "WRR weights [background, CloudBurst] of that default"),
+    (
+        "host_queue_packets",
+        "host NIC: CloudBurst packets served first from a queue of this many packets, the excess dropped at the host (0 = host NIC unchanged); used when the experiment lists no host_classes",
+    ),
 ];
 
 fn resolve_cloudburst(params: &Map<String, Value>) -> Result<Transport, String> {
@@ -133,6 +149,7 @@ fn resolve_cloudburst(params: &Map<String, Value>) -> Result<Transport, String> 
     let CloudBurstSwitchParams {
         switch_queue_share,
         wrr_weights,
+        host_queue_packets,
     } = p.switch;
     if !(switch_queue_share > 0.0 && switch_queue_share <= 1.0) {
         return Err("params.switch_queue_share: must be in (0, 1]".into());
@@ -147,6 +164,7 @@ fn resolve_cloudburst(params: &Map<String, Value>) -> Result<Transport, String> 
         cfg: p.endpoint,
         switch_queue_share,
         wrr_weights,
+        host_queue_packets,
     }))
 }
 
@@ -801,9 +819,37 @@ impl Transport {
 }
 
 impl CloudBurstTransport {
+    /// Several messages of one host (each paced at share r) can together exceed its NIC; a real
+    /// sender's socket buffer is bounded, and a STOP must not wait behind coded packets. So hosts
+    /// serve CloudBurst packets first from a queue of `host_queue_packets` and drop the excess
+    /// (coded packets are interchangeable; a lost STOP is repeated).
+    fn host_queues(&self, base: &SwitchQueues) -> SwitchQueues {
+        if self.host_queue_packets == 0 || !base.host_classes.is_empty() {
+            return base.clone();
+        }
+        let pkt = (self.cfg.symbol_bytes + self.cfg.header_bytes) as u64;
+        let background: Vec<u8> = (0..=u8::MAX).filter(|&c| c != self.cfg.class).collect();
+        SwitchQueues {
+            host_classes: vec![
+                ClassConfig {
+                    classes: vec![self.cfg.class],
+                    limit: Some(Bytes(self.host_queue_packets as u64 * pkt)),
+                    aqm: Some(AqmConfig::DropTail),
+                },
+                ClassConfig {
+                    classes: background,
+                    limit: None,
+                    aqm: None,
+                },
+            ],
+            ..base.clone()
+        }
+    }
+
     /// Sec. IV-B / V: CloudBurst packets in a class of their own with a tiny drop-tail limit, WRR
     /// against everything else, unless the experiment lists classes itself.
     pub fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
+        let base = &self.host_queues(base);
         if !base.classes.is_empty() {
             return base.clone();
         }

@@ -23,6 +23,9 @@ pub enum Codec {
     /// LT code with the 64-bit coefficient vector in the header (the paper's).
     #[default]
     Lt,
+    /// RaptorQ (RFC 6330) with the encoding symbol id in the header (our extension, see
+    /// `header.rs`).
+    Raptorq,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,6 +55,9 @@ pub struct CloudBurstConfig {
     pub symbol_bytes: u32,
     /// IP + UDP + CloudBurst header bytes per packet.
     pub header_bytes: u32,
+    /// Carry real symbol bytes after the header (sockets; byte-exact delivery through
+    /// `send_data`/`take_data`). Off in simulation, where only the header travels.
+    pub carry_bytes: bool,
 }
 
 impl Default for CloudBurstConfig {
@@ -69,6 +75,7 @@ impl Default for CloudBurstConfig {
             class: 1,
             symbol_bytes: 1460,
             header_bytes: 40,
+            carry_bytes: false,
         }
     }
 }
@@ -87,6 +94,9 @@ impl CloudBurstConfig {
         }
         if self.symbol_bytes == 0 {
             return Err("symbol_bytes: must be > 0".into());
+        }
+        if self.codec == Codec::Raptorq && self.symbol_bytes > u16::MAX as u32 {
+            return Err("symbol_bytes: RaptorQ symbols are at most 65535 bytes".into());
         }
         if self.max_decoders == 0 {
             return Err("max_decoders: must be >= 1".into());

@@ -3,21 +3,25 @@
 //!
 //! One [`CloudBurstEndpoint`] is one end of a messaging association; it sends (Algorithm 1) and
 //! receives (Sec. III-B "Receiver operations") at once, as request/response needs both directions.
-//! The simulator does not carry symbol bytes: the endpoint puts the 12-byte header in the packet's
-//! out-of-band payload and decodes coefficient vectors only (the same elimination as the byte codec,
-//! over [`crate::fec::NoBytes`]).
+//! By default the endpoint carries no symbol bytes (simulation): the packet's out-of-band payload holds
+//! the 12-byte header, LT decodes coefficient vectors only (the same elimination as the byte codec,
+//! over [`crate::fec::NoBytes`]) and RaptorQ decodes tiny synthetic symbols (see `code.rs`). With
+//! `carry_bytes`, every coded packet carries its real symbol after the header, as on a socket:
+//! [`CloudBurstEndpoint::send_data`] sends bytes and [`CloudBurstEndpoint::take_data`] returns them.
 
+mod code;
 mod config;
 pub mod header;
 
+pub use code::{synthetic_message, SIM_RAPTORQ_SYMBOL_BYTES};
 pub use config::{CloudBurstConfig, Codec, PathMode};
-pub use header::{Header as CbHeader, HeaderError, Kind, HEADER_BYTES};
+pub use header::{Header as CbHeader, HeaderError, Kind, HEADER_BYTES, MAX_ESI};
 
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
-use crate::fec::{LtDecoder, LtEncoder, NoBytes, Progress};
 use crate::packet::{FiveTuple, Header, Packet, Proto, Route};
 use crate::rng::{mix64, Rng};
 use crate::time::{Dur, Time};
+use code::{symbol_len, InCode, Name, OutCode, Outcome};
 use rand::Rng as _;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -40,6 +44,8 @@ pub struct Counters {
     pub decoders_evicted: u64,
     /// Packets whose header did not parse or did not fit the configuration.
     pub malformed: u64,
+    /// Simulated RaptorQ messages decoded to bytes other than the sender's (must stay 0).
+    pub corrupt_decodes: u64,
 }
 
 impl Counters {
@@ -55,7 +61,8 @@ struct OutMsg {
     msg: MsgId,
     wire_id: u8,
     len_bytes: u64,
-    enc: LtEncoder,
+    k: u32,
+    code: OutCode,
     next_index: u64,
     /// Packets still to send in the current round.
     round_left: u32,
@@ -70,7 +77,7 @@ struct OutMsg {
 struct InMsg {
     packets: u8,
     message_bytes: u32,
-    dec: LtDecoder<NoBytes>,
+    dec: InCode,
     first: Time,
     last: Time,
 }
@@ -98,6 +105,8 @@ pub struct CloudBurstEndpoint {
     expected: BTreeMap<u8, MsgId>,
     events: VecDeque<AppEvent>,
     counters: Counters,
+    /// Decoded message bytes (`carry_bytes`) not yet taken, oldest first; at most `max_decoders`.
+    received: VecDeque<(MsgId, Vec<u8>)>,
 }
 
 impl CloudBurstEndpoint {
@@ -119,6 +128,7 @@ impl CloudBurstEndpoint {
             expected: BTreeMap::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
+            received: VecDeque::new(),
         }
     }
 
@@ -128,6 +138,48 @@ impl CloudBurstEndpoint {
 
     pub fn config(&self) -> &CloudBurstConfig {
         &self.cfg
+    }
+
+    /// Sends `data` as message `msg` (with `carry_bytes`; otherwise only its length counts).
+    pub fn send_data(&mut self, now: Time, msg: MsgId, data: &[u8]) {
+        self.start(now, msg, data.len() as u64, Some(data));
+    }
+
+    /// The bytes of a received message (with `carry_bytes`), once: the endpoint keeps the last
+    /// `max_decoders` untaken messages.
+    pub fn take_data(&mut self, msg: MsgId) -> Option<Vec<u8>> {
+        let i = self.received.iter().position(|(m, _)| *m == msg)?;
+        self.received.remove(i).map(|(_, d)| d)
+    }
+
+    /// Algorithm 1 lines 1-3: refuse messages over 64 packets, arm the transmission timeout t.
+    fn start(&mut self, now: Time, msg: MsgId, len_bytes: u64, data: Option<&[u8]>) {
+        let sym = self.cfg.symbol_bytes as u64;
+        if len_bytes > self.cfg.max_message_bytes() {
+            self.counters.messages_failed += 1;
+            self.events.push_back(AppEvent::MessageFailed {
+                msg,
+                stats: MessageStats::default(),
+            });
+            return;
+        }
+        let k = len_bytes.div_ceil(sym).max(1) as u32;
+        let seed = mix64(self.seed ^ mix64(msg));
+        let data = data.filter(|_| self.cfg.carry_bytes);
+        let wire_id = msg as u8;
+        self.out.push(OutMsg {
+            msg,
+            wire_id,
+            len_bytes,
+            k,
+            code: OutCode::new(&self.cfg, k, seed, data, len_bytes as u32, wire_id),
+            next_index: 0,
+            round_left: 0,
+            next_round: now,
+            deadline: now + self.cfg.transmission_timeout,
+            next_path: 0,
+            sent_packets: 0,
+        });
     }
 
     fn stats_of(&self, m: &OutMsg) -> MessageStats {
@@ -186,18 +238,25 @@ impl CloudBurstEndpoint {
             m.round_left -= 1;
             let path = m.next_path;
             m.next_path = (m.next_path + 1) % paths;
-            let set = m.enc.mask(m.next_index);
+            // The header goes first; its name is known only once the symbol is written after it.
+            let at = payload.len();
+            payload.resize(at + HEADER_BYTES, 0);
+            let name = m.code.next(m.next_index, payload);
             m.next_index += 1;
             m.sent_packets += 1;
             let h = CbHeader {
-                packets: m.enc.source_packets() as u8,
+                packets: m.k as u8,
                 message_bytes: m.len_bytes as u32,
                 msg_id: m.wire_id,
-                kind: Kind::Coded { set },
+                kind: match name {
+                    Name::Set(set) => Kind::Coded { set },
+                    Name::Esi(esi) => Kind::Symbol { esi },
+                },
             };
             self.cursor = (i + 1) % n;
             self.counters.coded_packets_sent += 1;
-            h.emit_to_vec(payload);
+            h.emit(self.cfg.codec, &mut payload[at..])
+                .expect("header kind matches the codec");
             return Some(self.packet(path, self.cfg.symbol_bytes));
         }
         None
@@ -231,9 +290,7 @@ impl CloudBurstEndpoint {
 
     fn on_stop(&mut self, h: &CbHeader) {
         let Some(i) = self.out.iter().position(|m| {
-            m.wire_id == h.msg_id
-                && m.len_bytes == h.message_bytes as u64
-                && m.enc.source_packets() == h.packets as u32
+            m.wire_id == h.msg_id && m.len_bytes == h.message_bytes as u64 && m.k == h.packets as u32
         }) else {
             return; // A repeated STOP of a message already finished.
         };
@@ -244,7 +301,7 @@ impl CloudBurstEndpoint {
         let stats = self.stats_of(&m);
         self.counters.messages_acked += 1;
         self.counters.acked_coded_packets += m.sent_packets as u64;
-        self.counters.acked_source_packets += m.enc.source_packets() as u64;
+        self.counters.acked_source_packets += m.k as u64;
         self.events
             .push_back(AppEvent::MessageAcked { msg: m.msg, stats });
     }
@@ -257,8 +314,9 @@ impl CloudBurstEndpoint {
     }
 
     /// Sec. III-B "Receiver operations".
-    fn on_coded(&mut self, now: Time, h: &CbHeader, set: u64) {
-        if h.check_size(self.cfg.symbol_bytes).is_err() {
+    fn on_coded(&mut self, now: Time, h: &CbHeader, name: Name, symbol: &[u8]) {
+        let want = symbol_len(self.cfg.codec, self.cfg.carry_bytes, self.cfg.symbol_bytes);
+        if h.check_size(self.cfg.symbol_bytes).is_err() || symbol.len() != want {
             self.counters.malformed += 1;
             return;
         }
@@ -292,7 +350,13 @@ impl CloudBurstEndpoint {
                 InMsg {
                     packets: h.packets,
                     message_bytes: h.message_bytes,
-                    dec: LtDecoder::new(h.packets as u32),
+                    dec: InCode::new(
+                        self.cfg.codec,
+                        self.cfg.carry_bytes,
+                        self.cfg.symbol_bytes,
+                        h.packets as u32,
+                        h.message_bytes,
+                    ),
                     first: now,
                     last: now,
                 },
@@ -300,8 +364,9 @@ impl CloudBurstEndpoint {
         }
         let d = self.decoders.get_mut(&h.msg_id).expect("inserted");
         d.last = now;
-        match d.dec.add(set, NoBytes) {
-            Progress::Decoded => {
+        let carry = self.cfg.carry_bytes;
+        match d.dec.add(name, symbol, h.message_bytes, h.msg_id, carry) {
+            Outcome::Decoded(data) => {
                 let first = d.first;
                 self.decoders.remove(&h.msg_id);
                 let took = now.saturating_sub(first);
@@ -317,41 +382,35 @@ impl CloudBurstEndpoint {
                     },
                 );
                 let msg = self.expected.remove(&h.msg_id).unwrap_or(h.msg_id as MsgId);
+                if let Some(data) = data {
+                    if self.received.len() >= self.cfg.max_decoders as usize {
+                        self.received.pop_front();
+                    }
+                    self.received.push_back((msg, data));
+                }
                 self.events.push_back(AppEvent::MessageReceived { msg });
                 self.queue_stop(h);
             }
-            Progress::Invalid => self.counters.malformed += 1,
-            Progress::Innovative | Progress::Redundant | Progress::AlreadyDecoded => {}
+            Outcome::Invalid => self.counters.malformed += 1,
+            Outcome::Corrupt => {
+                // Never expected; dropping the decoder lets the sender's next packets retry.
+                self.counters.corrupt_decodes += 1;
+                self.decoders.remove(&h.msg_id);
+            }
+            Outcome::Pending => {}
         }
     }
 }
 
 impl Engine for CloudBurstEndpoint {
-    /// Algorithm 1 lines 1-3: refuse messages over 64 packets, arm the transmission timeout t.
+    /// With `carry_bytes`, the message's bytes are zeros (use [`CloudBurstEndpoint::send_data`]).
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
-        let sym = self.cfg.symbol_bytes as u64;
-        if len_bytes > self.cfg.max_message_bytes() {
-            self.counters.messages_failed += 1;
-            self.events.push_back(AppEvent::MessageFailed {
-                msg,
-                stats: MessageStats::default(),
-            });
-            return;
+        if self.cfg.carry_bytes && len_bytes <= self.cfg.max_message_bytes() {
+            let zeros = vec![0u8; len_bytes as usize];
+            self.start(now, msg, len_bytes, Some(&zeros));
+        } else {
+            self.start(now, msg, len_bytes, None);
         }
-        let k = len_bytes.div_ceil(sym).max(1) as u32;
-        let seed = mix64(self.seed ^ mix64(msg));
-        self.out.push(OutMsg {
-            msg,
-            wire_id: msg as u8,
-            len_bytes,
-            enc: LtEncoder::new(k, self.cfg.degree, seed),
-            next_index: 0,
-            round_left: 0,
-            next_round: now,
-            deadline: now + self.cfg.transmission_timeout,
-            next_path: 0,
-            sent_packets: 0,
-        });
     }
 
     /// Maps the 8-bit wire id back to the application's id, and forgets an older finished message
@@ -362,7 +421,7 @@ impl Engine for CloudBurstEndpoint {
     }
 
     fn handle_packet(&mut self, now: Time, _pkt: &Packet, payload: &[u8]) {
-        let h = match CbHeader::parse(payload) {
+        let h = match CbHeader::parse(self.cfg.codec, payload) {
             Ok(h) => h,
             Err(_) => {
                 self.counters.malformed += 1;
@@ -371,7 +430,8 @@ impl Engine for CloudBurstEndpoint {
         };
         match h.kind {
             Kind::Stop => self.on_stop(&h),
-            Kind::Coded { set } => self.on_coded(now, &h, set),
+            Kind::Coded { set } => self.on_coded(now, &h, Name::Set(set), &payload[HEADER_BYTES..]),
+            Kind::Symbol { esi } => self.on_coded(now, &h, Name::Esi(esi), &payload[HEADER_BYTES..]),
         }
     }
 
@@ -385,7 +445,7 @@ impl Engine for CloudBurstEndpoint {
             // Repeated STOPs rotate over the paths, so one dead path cannot swallow them all.
             let path = (self.counters.stops_sent % self.cfg.paths as u64) as u32;
             self.counters.stops_sent += 1;
-            h.emit_to_vec(payload);
+            h.emit_to_vec(self.cfg.codec, payload);
             return Some(self.packet(path, 0));
         }
         self.fail_expired(now);

@@ -52,7 +52,7 @@ fn run(
                 let Some(p) = e.poll_transmit(now, &mut buf) else {
                     break;
                 };
-                let h = CbHeader::parse(&buf).expect("own header parses");
+                let h = CbHeader::parse(e.config().codec, &buf).expect("own header parses");
                 log.sent.push((now, from_a, h, p));
                 if !drop(from_a, &h) {
                     seq += 1;
@@ -278,4 +278,265 @@ fn random_loss_still_delivers_everything() {
         assert_eq!(log.b_events.len(), 5, "seed {seed}");
         assert_eq!(a.counters().messages_acked, 5, "seed {seed}");
     }
+}
+
+fn raptorq() -> CloudBurstConfig {
+    CloudBurstConfig {
+        codec: Codec::Raptorq,
+        ..CloudBurstConfig::default()
+    }
+}
+
+#[test]
+fn raptorq_delivers_from_k_packets_without_loss_and_stop_stops() {
+    let (mut a, mut b) = pair(raptorq());
+    a.send_message(Time::ZERO, 7, 30_000);
+    b.expect_message(7, 30_000);
+    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    assert_eq!(
+        log.b_events,
+        vec![(log.b_events[0].0, AppEvent::MessageReceived { msg: 7 })]
+    );
+    let t_ack = log
+        .a_events
+        .iter()
+        .find_map(|(t, e)| matches!(e, AppEvent::MessageAcked { msg: 7, .. }).then_some(*t))
+        .expect("acked");
+    assert!(log.sent.iter().filter(|s| s.1).all(|s| s.0 <= t_ack));
+    // Source symbols first (ESI 0..K): the first K packets decode it, then whatever was in flight.
+    let esis: Vec<u32> = log
+        .sent
+        .iter()
+        .filter_map(|s| match s.2.kind {
+            Kind::Symbol { esi } => Some(esi),
+            _ => None,
+        })
+        .collect();
+    let k = 30_000u32.div_ceil(1460);
+    assert_eq!(esis[..k as usize], (0..k).collect::<Vec<_>>());
+    assert_eq!(b.counters().messages_decoded, 1);
+    assert_eq!(b.counters().corrupt_decodes, 0);
+    assert!(log.sent.iter().all(|s| s.1 || s.2.kind == Kind::Stop));
+}
+
+#[test]
+fn raptorq_random_loss_still_delivers_everything() {
+    for seed in 0..10u64 {
+        let (mut a, mut b) = pair(raptorq());
+        let mut r = Rng::seed_from_u64(seed);
+        for m in 0..5u64 {
+            a.send_message(Time::ZERO, m, 1 + m * 20_000);
+            b.expect_message(m, 1 + m * 20_000);
+        }
+        let log = run(&mut a, &mut b, Time(50_000_000), |_, _| r.random::<f64>() < 0.3);
+        assert_eq!(log.b_events.len(), 5, "seed {seed}");
+        assert_eq!(a.counters().messages_acked, 5, "seed {seed}");
+        assert_eq!(b.counters().corrupt_decodes, 0);
+        assert_eq!(b.counters().malformed, 0);
+    }
+}
+
+/// Received coded packets until decoding, at 30% loss, for LT's default and RaptorQ: RaptorQ needs
+/// at most K + 2 almost always; LT about K + 1.5 on average.
+#[test]
+fn raptorq_needs_at_most_k_plus_2_received_packets() {
+    let k = 40u64;
+    let mut within = 0;
+    let runs = 20;
+    for seed in 0..runs {
+        // One path: rounds (12 us) outlast the 10 us delay, so the STOP leaves before the next
+        // packet and the count is exact.
+        let (mut a, mut b) = pair(CloudBurstConfig {
+            paths: 1,
+            ..raptorq()
+        });
+        let mut r = Rng::seed_from_u64(100 + seed);
+        a.send_message(Time::ZERO, 1, k * 1460);
+        let mut received = 0u64;
+        let mut decoded_at = None;
+        run(&mut a, &mut b, Time(50_000_000), |from_a, h| {
+            let lost = r.random::<f64>() < 0.3;
+            if from_a && !lost && decoded_at.is_none() {
+                received += 1;
+            }
+            if !from_a && h.kind == Kind::Stop && decoded_at.is_none() {
+                decoded_at = Some(received);
+            }
+            lost
+        });
+        let n = decoded_at.expect("decoded");
+        within += (n <= k + 2) as u32;
+    }
+    assert!(within >= runs as u32 - 1, "{within}/{runs}");
+}
+
+#[test]
+fn carry_bytes_is_byte_exact_under_loss_for_both_codecs() {
+    for codec in [Codec::Lt, Codec::Raptorq] {
+        for seed in 0..6u64 {
+            let cfg = CloudBurstConfig {
+                codec,
+                carry_bytes: true,
+                ..CloudBurstConfig::default()
+            };
+            let (mut a, mut b) = pair(cfg);
+            let mut r = Rng::seed_from_u64(seed);
+            let msgs: Vec<Vec<u8>> = (0..4)
+                .map(|i| {
+                    let len = [1, 1460, 1461, 93_440][i] - (seed as usize % 2) * (i > 1) as usize;
+                    (0..len).map(|_| r.random()).collect()
+                })
+                .collect();
+            for (m, d) in msgs.iter().enumerate() {
+                a.send_data(Time::ZERO, m as u64, d);
+                b.expect_message(m as u64, d.len() as u64);
+            }
+            let log = run(&mut a, &mut b, Time(50_000_000), |_, _| r.random::<f64>() < 0.2);
+            assert_eq!(log.b_events.len(), 4, "{codec:?} seed {seed}");
+            for (m, d) in msgs.iter().enumerate() {
+                assert_eq!(b.take_data(m as u64).as_ref(), Some(d), "{codec:?} msg {m}");
+            }
+            assert_eq!(b.take_data(0), None, "taken once");
+            // Every coded packet carried a whole symbol after its header.
+            assert!(log
+                .sent
+                .iter()
+                .all(|s| s.2.kind == Kind::Stop || s.3.header == Header::Datagram { payload_len: 1460 }));
+        }
+    }
+}
+
+#[test]
+fn symbols_of_the_wrong_length_are_malformed() {
+    for (cfg, len) in [
+        (raptorq(), 0usize),
+        (raptorq(), SIM_RAPTORQ_SYMBOL_BYTES as usize + 1),
+        (
+            CloudBurstConfig {
+                carry_bytes: true,
+                ..CloudBurstConfig::default()
+            },
+            1459,
+        ),
+    ] {
+        let codec = cfg.codec;
+        let (_, mut b) = pair(cfg);
+        let h = CbHeader {
+            packets: 1,
+            message_bytes: 100,
+            msg_id: 1,
+            kind: if codec == Codec::Lt {
+                Kind::Coded { set: 1 }
+            } else {
+                Kind::Symbol { esi: 0 }
+            },
+        };
+        let mut buf = Vec::new();
+        h.emit_to_vec(codec, &mut buf);
+        buf.resize(HEADER_BYTES + len, 0);
+        b.handle_packet(Time::ZERO, &Packet::default(), &buf);
+        assert_eq!(b.counters().malformed, 1);
+        assert!(b.poll_event().is_none());
+    }
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// A receiver fed arbitrary packets (valid-looking RaptorQ or LT headers with any ids,
+        /// symbols of any length, random bytes) never panics.
+        #[test]
+        fn receivers_survive_arbitrary_packets(
+            raptor: bool,
+            carry: bool,
+            pkts in proptest::collection::vec(
+                (1u8..=64, 0u32..100_000, any::<u8>(), any::<u64>(), 0usize..20, any::<bool>()),
+                1..40,
+            ),
+        ) {
+            let codec = if raptor { Codec::Raptorq } else { Codec::Lt };
+            let cfg = CloudBurstConfig { codec, carry_bytes: carry, symbol_bytes: 16, ..CloudBurstConfig::default() };
+            let (_, mut b) = pair(cfg);
+            for (i, (packets, size, id, name, len, garbage)) in pkts.into_iter().enumerate() {
+                let mut buf = Vec::new();
+                if garbage {
+                    buf.extend((0..len + 10).map(|j| (name >> (j % 8 * 8)) as u8));
+                } else {
+                    // A size that fits the count more often than not.
+                    let size = if size % 2 == 0 { packets as u32 * 16 - size % 16 } else { size };
+                    let kind = match codec {
+                        Codec::Lt => Kind::Coded { set: name | 1 },
+                        Codec::Raptorq => Kind::Symbol { esi: (name as u32) & MAX_ESI },
+                    };
+                    let h = CbHeader { packets, message_bytes: size, msg_id: id % 4, kind };
+                    let _ = h.emit(codec, &mut [0u8; HEADER_BYTES]);
+                    buf.resize(HEADER_BYTES, 0);
+                    let _ = h.emit(codec, &mut buf);
+                    buf.extend((0..len).map(|j| (name >> (j % 8 * 8)) as u8));
+                }
+                b.handle_packet(Time(i as u64), &Packet::default(), &buf);
+                while b.poll_event().is_some() {}
+                while b.poll_transmit(Time(i as u64), &mut Vec::new()).is_some() {}
+            }
+        }
+    }
+}
+
+/// A hand-made LT coded packet of a K = 2 message with wire id `id`.
+fn coded(id: u8, set: u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    CbHeader {
+        packets: 2,
+        message_bytes: 2000,
+        msg_id: id,
+        kind: Kind::Coded { set },
+    }
+    .emit_to_vec(Codec::Lt, &mut buf);
+    buf
+}
+
+#[test]
+fn decoders_are_bounded_per_peer_and_the_least_recent_is_evicted() {
+    let (_, mut b) = pair(CloudBurstConfig {
+        max_decoders: 2,
+        ..CloudBurstConfig::default()
+    });
+    let p = Packet::default();
+    for (t, id) in [(1, 1u8), (2, 2), (3, 3)] {
+        b.handle_packet(Time(t), &p, &coded(id, 0b01));
+    }
+    assert_eq!(b.counters().decoders_evicted, 1);
+    // Message 2 kept its first packet: one more decodes it.
+    b.handle_packet(Time(4), &p, &coded(2, 0b10));
+    assert_eq!(b.poll_event(), Some(AppEvent::MessageReceived { msg: 2 }));
+    // Message 1 was evicted (least recently active): its second packet alone does not decode it.
+    b.handle_packet(Time(5), &p, &coded(1, 0b10));
+    assert_eq!(b.poll_event(), None);
+    assert_eq!(b.counters().messages_decoded, 1);
+}
+
+#[test]
+fn counters_give_coding_rate_and_decode_time() {
+    let (mut a, mut b) = pair(CloudBurstConfig::default());
+    a.send_message(Time::ZERO, 1, 20_000);
+    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    let k = 20_000u64.div_ceil(1460);
+    let c = a.counters();
+    assert_eq!(c.acked_source_packets, k);
+    assert_eq!(c.acked_coded_packets, coded_from_a(&log) as u64);
+    assert_eq!(c.coding_rate(), c.acked_coded_packets as f64 / k as f64);
+    assert!(c.coding_rate() >= 1.0);
+    // Decode time runs from the first packet's arrival to the decoding one: K = 14 packets span
+    // four rounds of four, so three round gaps (48 us each).
+    let d = b.counters();
+    assert_eq!(d.messages_decoded, 1);
+    assert!(d.decode_time_max > Dur::ZERO);
+    assert_eq!(d.decode_time_total, d.decode_time_max);
+    assert_eq!(
+        d.decode_time_max,
+        Dur(3 * CloudBurstConfig::default().round_gap().0)
+    );
 }

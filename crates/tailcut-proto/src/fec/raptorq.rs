@@ -59,6 +59,24 @@ impl RaptorqEncoder {
     }
 }
 
+impl RaptorqEncoder {
+    /// Appends the `index`-th packet's bytes to `out` and returns its encoding symbol id (as
+    /// [`RaptorqEncoder::symbol`], without allocating for source symbols).
+    pub fn symbol_into(&self, index: u32, out: &mut Vec<u8>) -> u32 {
+        if let Some(p) = self.sources.get(index as usize) {
+            out.extend_from_slice(p.data());
+            return p.payload_id().encoding_symbol_id();
+        }
+        let p = self
+            .enc
+            .repair_packets(index - self.k, 1)
+            .pop()
+            .expect("one repair packet");
+        out.extend_from_slice(p.data());
+        p.payload_id().encoding_symbol_id()
+    }
+}
+
 /// Decodes one message of `len_bytes` bytes.
 pub struct RaptorqDecoder {
     dec: SourceBlockDecoder,
@@ -77,7 +95,8 @@ impl RaptorqDecoder {
         }
     }
 
-    /// Offers symbol `esi`; returns the message once decodable.
+    /// Offers symbol `esi` (of `symbol_bytes` bytes: the caller checks); returns the message once
+    /// decodable.
     pub fn add(&mut self, esi: u32, data: Vec<u8>) -> Option<&[u8]> {
         if self.result.is_none() {
             let pkt = EncodingPacket::new(PayloadId::new(0, esi), data);
