@@ -575,7 +575,7 @@ fn no_recovery_copy_while_new_data_remains() {
     let mut k = 0u64;
     n.set_fault(move |c| {
         k += 1;
-        !(c.from == 0 && c.copy == 0 && k % 17 == 0)
+        !(c.from == 0 && c.copy == 0 && k.is_multiple_of(17))
     });
     n.send(0, 1, 300_000);
     n.run();

@@ -118,11 +118,16 @@ pub(super) fn registry() -> Vec<TransportInfo> {
         let (tcp, m, f) = defaults(fuso);
         let mut params = to_map(&tcp);
         params.extend(to_map(&m));
-        let mut docs = TCP_DOCS.to_vec();
-        docs.push((
-            "initial_cwnd_segments",
-            "the connection's total initial window, split evenly over the sub-flows (at least 1 each)",
-        ));
+        let mut docs: Vec<(&str, &str)> = TCP_DOCS
+            .iter()
+            .map(|&(k, d)| match k {
+                "initial_cwnd_segments" => (
+                    k,
+                    "the connection's total initial window, segments, split evenly over the sub-flows (at least 1 each)",
+                ),
+                _ => (k, d),
+            })
+            .collect();
         docs.extend_from_slice(MPTCP_DOCS);
         if fuso {
             params.extend(to_map(&f));
@@ -253,5 +258,33 @@ mod tests {
             .err()
             .unwrap();
         assert!(e.contains("warmup"), "{e}");
+        let e = resolve_any("fuso", json!({"handshake": true}).as_object().unwrap())
+            .err()
+            .unwrap();
+        assert!(e.contains("handshake"), "{e}");
+    }
+
+    #[test]
+    fn every_parameter_is_documented_once() {
+        // TCP's own scheme switches (set by other transports) are not parameters of these two.
+        let switches = [
+            "tlp",
+            "tcp_ir",
+            "proactive",
+            "pias",
+            "pfabric_priority",
+            "pfabric_probe_after",
+            "cp",
+            "spray_paths",
+        ];
+        for info in super::registry() {
+            let serde_json::Value::Object(params) = &info.params else {
+                panic!("params of {} are not a table", info.name)
+            };
+            for k in params.keys().filter(|k| !switches.contains(&k.as_str())) {
+                let n = info.docs.iter().filter(|(d, _)| d == k).count();
+                assert_eq!(n, 1, "{}: {k}", info.name);
+            }
+        }
     }
 }
