@@ -614,7 +614,8 @@ impl<'a> Sim<'a> {
     /// `n` consecutive ports (MPTCP sub-flows), restarting at 1024 rather than wrapping mid-block.
     fn alloc_ports(&mut self, host: u32, n: u16) -> u16 {
         let p = &mut self.next_port[host as usize];
-        if p.checked_add(n).is_none() {
+        // The block's last port must fit (n = 1 wraps exactly as a single port always did).
+        if p.checked_add(n - 1).is_none() {
             *p = 1024;
         }
         let port = *p;
