@@ -356,7 +356,7 @@ def main():
     subflow_count()
     # Data-mining queries are rarer per byte of load: fewer of them keep the run near a minute.
     fat_tree("websearch", 0.5, 3000)
-    fat_tree("datamining", 0.5, 600)
+    fat_tree("datamining", 0.5, 200)
 
 
 if __name__ == "__main__":
