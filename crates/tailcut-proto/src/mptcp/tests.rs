@@ -75,6 +75,8 @@ struct Net {
     wire: BTreeMap<(Time, u64), (usize, Packet)>,
     seq: u64,
     fault: Fault,
+    /// Data packets for which this returns true arrive CE-marked.
+    mark_ce: fn(&Ctx) -> bool,
     copies: HashMap<(usize, usize, u64), u64>,
     dsns_seen: [HashMap<u64, u32>; 2],
     sent: Vec<Sent>,
@@ -101,6 +103,7 @@ impl Net {
             wire: BTreeMap::new(),
             seq: 0,
             fault: Box::new(|_| true),
+            mark_ce: |_| false,
             copies: HashMap::new(),
             dsns_seen: [HashMap::new(), HashMap::new()],
             sent: Vec::new(),
@@ -131,7 +134,7 @@ impl Net {
         }
     }
 
-    fn put(&mut self, from: usize, p: Packet) {
+    fn put(&mut self, from: usize, mut p: Packet) {
         let sub = usize::from(p.tuple.src_port - PORTS[from]);
         let h = p.tcp().expect("tcp");
         let TcpExt::Dss { dsn, .. } = h.ext else {
@@ -167,6 +170,9 @@ impl Net {
             ctx,
             delivered: deliver,
         });
+        if deliver && data && (self.mark_ce)(&ctx) {
+            p.ecn = crate::packet::Ecn::Ce;
+        }
         if deliver {
             let at = self.now + self.delay[sub];
             self.wire.insert((at, self.seq), (1 - from, p));
@@ -350,6 +356,29 @@ fn coupled_increase_is_slower_than_uncoupled() {
     };
     let (c, u) = (total(true), total(false));
     assert!(c < u, "coupled {c} uncoupled {u}");
+}
+
+/// "DCTCP-style ECN reaction where the experiment asks for it": each sub-flow runs DCTCP, echoes CE
+/// on its own ACKs and cuts its own window by alpha / 2.
+#[test]
+fn subflows_react_to_ce_marks_as_dctcp() {
+    let tcp = TcpConfig {
+        ecn: true,
+        congestion_control: crate::tcp::CongestionControl::Dctcp { g: 1.0 / 16.0 },
+        ..tcp_cfg()
+    };
+    let mut n = Net::new(tcp, plain(2), vec![us(30), us(30)]);
+    // Sub-flow 1's data is marked from its 20th segment on; sub-flow 0's never.
+    n.mark_ce = |c| c.sub == 1 && c.offset.is_some_and(|o| o >= 20_000);
+    n.send(0, 1, 400_000);
+    n.run();
+    assert!(n.received(1).is_some());
+    let (s0, s1) = (n.eps[0].subflow_stats(0), n.eps[0].subflow_stats(1));
+    assert_eq!(s0.ecn_reductions, 0);
+    assert!(s1.ecn_reductions > 0);
+    assert_eq!(s0.retransmits + s1.retransmits, 0);
+    // The marked sub-flow ends with the smaller window.
+    assert!(n.eps[0].subflow_cwnd(1) < n.eps[0].subflow_cwnd(0));
 }
 
 #[test]
