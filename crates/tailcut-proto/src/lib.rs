@@ -9,6 +9,7 @@ mod macros;
 pub mod cloudburst;
 pub mod engine;
 pub mod fec;
+pub mod mptcp;
 pub mod packet;
 pub mod rng;
 pub mod seq;

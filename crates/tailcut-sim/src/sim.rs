@@ -611,16 +611,28 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn alloc_port(&mut self, host: u32) -> u16 {
+    /// `n` consecutive ports (MPTCP sub-flows), restarting at 1024 rather than wrapping mid-block.
+    fn alloc_ports(&mut self, host: u32, n: u16) -> u16 {
         let p = &mut self.next_port[host as usize];
+        // The block's last port must fit (n = 1 wraps exactly as a single port always did).
+        if p.checked_add(n - 1).is_none() {
+            *p = 1024;
+        }
         let port = *p;
-        *p = p.checked_add(1).unwrap_or(1024);
+        *p = p.checked_add(n).unwrap_or(1024);
         port
     }
 
     fn open_connection(&mut self, spec: &FlowSpec) -> u32 {
         let idx = self.conns.len() as u64;
-        let (pa, pb) = (self.alloc_port(spec.src), self.alloc_port(spec.dst));
+        let ports = self.components[spec.component as usize]
+            .transport
+            .ports_per_end()
+            .max(1);
+        let (pa, pb) = (
+            self.alloc_ports(spec.src, ports),
+            self.alloc_ports(spec.dst, ports),
+        );
         let tuple = FiveTuple {
             src: self.net.host_addrs[spec.src as usize][0],
             dst: self.net.host_addrs[spec.dst as usize][0],
@@ -644,6 +656,11 @@ impl<'a> Sim<'a> {
         let conn = self.conns.len() as u32;
         let a = self.add_engine(ea, spec.src, tuple.src.0, pa, conn);
         let b = self.add_engine(eb, spec.dst, tuple.dst.0, pb, conn);
+        // Every port of a multi-port end (MPTCP sub-flows) reaches the same engine.
+        for k in 1..ports {
+            self.demux.insert((tuple.src.0, pa + k), a);
+            self.demux.insert((tuple.dst.0, pb + k), b);
+        }
         self.conns.push(Conn { a, b });
         // A connection with a handshake starts talking at once.
         self.drain(a);

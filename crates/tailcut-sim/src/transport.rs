@@ -16,6 +16,9 @@ use tailcut_proto::tcp::{
 use tailcut_proto::units::Bytes;
 use tailcut_proto::{Dur, Engine, FiveTuple, Seq, Time};
 
+mod mptcp;
+pub use mptcp::MptcpTransport;
+
 /// A resolved transport.
 #[derive(Clone)]
 pub enum Transport {
@@ -24,6 +27,8 @@ pub enum Transport {
     Tcp(TcpTransport),
     /// CloudBurst (Sec. III): coded multipath messages over UDP-like datagrams, no TCP underneath.
     CloudBurst(CloudBurstTransport),
+    /// MPTCP and FUSO (`transport/mptcp.rs`): one engine per connection end owning its sub-flows.
+    Mptcp(MptcpTransport),
     /// Engines from outside the registry (Rust users plugging in their own protocol, and tests).
     Custom(Arc<dyn EngineFactory>),
 }
@@ -531,6 +536,7 @@ pub fn registry() -> Vec<TransportInfo> {
             params: Value::Object(CloudBurstParams::default().to_map()),
             docs: CLOUDBURST_DOCS.to_vec(),
         }))
+        .chain(mptcp::registry())
         .collect()
 }
 
@@ -545,11 +551,14 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
     if name == "cloudburst" {
         return resolve_cloudburst(params);
     }
+    if mptcp::is_mptcp(name) {
+        return mptcp::resolve(name, params).map(Transport::Mptcp);
+    }
     let def = SCHEMES.iter().find(|d| d.name == name);
     let (Some(def), Some((base, mut extras))) = (def, defaults(name)) else {
         let known: Vec<&str> = SCHEMES.iter().map(|d| d.name).collect();
         return Err(format!(
-            "transport: unknown transport '{name}' (known: {}, cloudburst)",
+            "transport: unknown transport '{name}' (known: {}, cloudburst, mptcp, fuso)",
             known.join(", ")
         ));
     };
@@ -736,6 +745,7 @@ impl Transport {
                     rng_receiver,
                 )),
             ),
+            Transport::Mptcp(t) => t.connect(s, rng_sender, rng_receiver),
             Transport::Custom(f) => f.connect(s, rng_sender, rng_receiver),
         }
     }
@@ -745,6 +755,7 @@ impl Transport {
         match self {
             Transport::Tcp(t) => (t.cfg.mss_bytes as u64, t.cfg.header_bytes as u64),
             Transport::CloudBurst(t) => (t.cfg.symbol_bytes as u64, t.cfg.header_bytes as u64),
+            Transport::Mptcp(t) => (t.tcp.mss_bytes as u64, t.tcp.header_bytes as u64),
             Transport::Custom(f) => f.framing(),
         }
     }
@@ -753,10 +764,18 @@ impl Transport {
     pub fn replicas(&self, size_bytes: u64) -> u32 {
         let n = match self {
             Transport::Tcp(t) if size_bytes < t.replicas.below_bytes => t.replicas.copies,
-            Transport::Tcp(_) | Transport::CloudBurst(_) => 1,
+            Transport::Tcp(_) | Transport::CloudBurst(_) | Transport::Mptcp(_) => 1,
             Transport::Custom(f) => f.replicas(size_bytes),
         };
         n.clamp(1, MAX_COPIES)
+    }
+
+    /// Consecutive ports each end of a connection uses (one per MPTCP sub-flow; 1 otherwise).
+    pub fn ports_per_end(&self) -> u16 {
+        match self {
+            Transport::Mptcp(t) => t.ports(),
+            _ => 1,
+        }
     }
 
     /// The switch queues this transport runs on, given the experiment's `network` section.

@@ -62,6 +62,9 @@ pub(crate) struct CongestionState {
     ssthresh_bytes: u64,
     /// RFC 5681 Sec. 3.1 byte counting in congestion avoidance (RFC 3465).
     ca_acked_bytes: u64,
+    /// Share of the uncoupled congestion-avoidance increase this window gets, in (0, 1]: 1 for plain
+    /// TCP; MPTCP's coupled increase (RFC 6356) sets it before each ACK.
+    ca_scale: f64,
     pub(crate) dctcp: Option<Dctcp>,
 }
 
@@ -76,6 +79,7 @@ impl CongestionState {
             // RFC 5681 Sec. 3.1: the initial ssthresh SHOULD be arbitrarily high.
             ssthresh_bytes: u64::MAX,
             ca_acked_bytes: 0,
+            ca_scale: 1.0,
             dctcp: match cc {
                 CongestionControl::NewReno => None,
                 CongestionControl::Dctcp { g } => Some(Dctcp::new(g)),
@@ -104,12 +108,25 @@ impl CongestionState {
         if self.cwnd_bytes < self.ssthresh_bytes {
             self.cwnd_bytes += acked_bytes.min(self.mss_bytes);
         } else {
-            self.ca_acked_bytes += acked_bytes;
+            self.ca_acked_bytes += if self.ca_scale >= 1.0 {
+                acked_bytes
+            } else {
+                (acked_bytes as f64 * self.ca_scale).round() as u64
+            };
             if self.ca_acked_bytes >= self.cwnd_bytes {
                 self.ca_acked_bytes -= self.cwnd_bytes;
                 self.cwnd_bytes += self.mss_bytes;
             }
         }
+    }
+
+    /// Scale the congestion-avoidance increase by `scale` (clamped to (0, 1]).
+    pub(crate) fn set_ca_scale(&mut self, scale: f64) {
+        self.ca_scale = if scale.is_finite() {
+            scale.clamp(1e-6, 1.0)
+        } else {
+            1.0
+        };
     }
 
     /// RFC 5681 Sec. 3.2 eq. (4): ssthresh = max(FlightSize / 2, 2 SMSS). Returns the new ssthresh.

@@ -73,6 +73,16 @@ impl Scoreboard {
         &self.segs[idx]
     }
 
+    /// Set the scheme-owned tag of segment `idx` (e.g. an MPTCP data sequence number).
+    pub(crate) fn set_tag(&mut self, idx: usize, tag: u64) {
+        self.segs[idx].tag = tag;
+    }
+
+    /// The segments from `snd_una` up, in stream order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &SegRecord> + '_ {
+        self.segs.iter()
+    }
+
     /// RFC 6675 Sec. 4 SetPipe, kept incrementally: outstanding bytes, minus SACKed, minus presumed
     /// lost, plus retransmissions still in flight.
     pub(crate) fn pipe_bytes(&self, outstanding_bytes: u64) -> u64 {

@@ -79,7 +79,7 @@ pub(crate) struct Sender {
     ecn_recover: Option<u64>,
     cwr_pending: bool,
     /// Timeouts since snd_una last advanced (RFC 5681 Sec. 3.1: ssthresh held on repeated timeouts).
-    consecutive_timeouts: u32,
+    pub(crate) consecutive_timeouts: u32,
     last_data_sent_at: Option<Time>,
     /// Segments to retransmit at once regardless of cwnd (fast retransmit, NewReno partial ACKs,
     /// explicit loss notifications).
@@ -139,7 +139,7 @@ impl Sender {
     }
 
     /// RFC 5681 FlightSize outside recovery; RFC 6675 pipe inside.
-    fn used_window_bytes(&self) -> u64 {
+    pub(crate) fn used_window_bytes(&self) -> u64 {
         match self.recovery {
             None => self.flight_bytes(),
             Some(_) => self.scoreboard.pipe_bytes(self.flight_bytes()),
