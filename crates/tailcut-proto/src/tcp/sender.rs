@@ -448,14 +448,19 @@ impl Sender {
         self.cc
             .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
         self.consecutive_timeouts += 1;
-        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off.
-        if !self.probe.on_timeout(self.consecutive_timeouts) {
+        let reneged = self.scoreboard.head_sacked();
+        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off. Not
+        // after reneging: Linux doubles the RTO there too, but collapses it again on the first ACK
+        // of the resent data (its RTT sample from the timestamp echo resets the back-off), while our
+        // Karn estimator would keep it doubled until data never retransmitted is ACKed; so we skip the
+        // doubling and end up where Linux does once the left edge is ACKed (docs/tcp.md).
+        if !self.probe.on_timeout(self.consecutive_timeouts) && !reneged {
             self.rtt.back_off();
         }
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost. But if the
         // first unacknowledged segment is SACKed the receiver reneged: forget every SACK mark
         // (RFC 2018 Sec. 8; Linux `tcp_timeout_mark_lost`), so the left edge is resent.
-        if self.scoreboard.head_sacked() {
+        if reneged {
             self.scoreboard.mark_all_lost_forgetting_sacks();
         } else {
             self.scoreboard.mark_all_lost();

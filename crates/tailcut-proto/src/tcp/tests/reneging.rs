@@ -64,6 +64,8 @@ fn a_cumulative_ack_stopping_at_sacked_data_times_out_after_half_an_rtt_and_rese
     assert_eq!(s.stats.timeouts, 1);
     // The SACK marks are gone: go back from the left edge (cwnd = 1 segment after the timeout).
     assert_eq!(sends(&mut s, ms(350)), vec![2 * MSS]);
+    // The RTO is not doubled (Linux would collapse the doubling at the next ACK anyway).
+    assert_eq!(s.rto_deadline, Some(ms(650)));
     ack(&mut s, ms(450), 3 * MSS, &[(10 * MSS, 11 * MSS)]);
     assert_eq!(sends(&mut s, ms(450)), vec![3 * MSS, 4 * MSS]);
 }
@@ -101,7 +103,8 @@ fn an_ordinary_timeout_keeps_the_sack_scoreboard() {
     let mut s = sender_in_recovery(true);
     s.on_rto(ms(500));
     assert_eq!(s.stats.sack_renegings, 0);
-    // Segment 1 first (cwnd = 1 after the timeout); SACKed 2-10 never.
+    // Segment 1 first (cwnd = 1 after the timeout); SACKed 2-10 never. The RTO doubles (600 ms).
     assert_eq!(sends(&mut s, ms(500)), vec![MSS]);
+    assert_eq!(s.rto_deadline, Some(ms(1100)));
     ack(&mut s, ms(600), 2 * MSS, &[(2 * MSS, 11 * MSS)]);
 }
