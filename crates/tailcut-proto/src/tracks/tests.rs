@@ -228,6 +228,16 @@ fn long_lived_flows_are_ignored_past_gamma() {
     assert!(run_until(&mut s, ms(300)).is_empty());
     // Its duplicate ACKs are not touched either.
     assert_eq!(s.on_ingress(ms(1), &mut ack(21, 0)), Verdict::Pass);
+    // A long-lived flow that keeps sending past the idle timeout stays long-lived (it is not
+    // silent, so it is not re-activated and tracked again).
+    for i in 30..40 {
+        let t = ms(500 * u64::from(i - 29));
+        s.on_egress(t, &mut data(i, t));
+    }
+    s.on_ingress(ms(5_000), &mut ack(22, 0));
+    assert!(run_until(&mut s, ms(5_400)).is_empty());
+    assert_eq!(s.counters().long_lived, 1);
+    assert_eq!(s.active_small_flows(), 0);
 }
 
 #[test]
