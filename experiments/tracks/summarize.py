@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Markdown tables from experiments/tracks/results/*.txt (tailcut-bench output).
 
-    python3 experiments/tracks/summarize.py
+python3 experiments/tracks/summarize.py
 """
+
 import re
 from pathlib import Path
 
@@ -23,8 +24,9 @@ def load(name, all_flows=None):
             all_flows[m[2]] = float(m[5]) / 1e3
         m = LINE.match(line)
         if m:
-            rows[m[2]] = dict(done=int(m[3]), n=int(m[4]), mean=float(m[5]) / 1e3, p95=float(m[6]) / 1e3,
-                              to=float(m[8]))
+            rows[m[2]] = dict(
+                done=int(m[3]), n=int(m[4]), mean=float(m[5]) / 1e3, p95=float(m[6]) / 1e3, to=float(m[8])
+            )
         m = SHIM.match(line)
         if m:
             kv = m[3].split()
@@ -35,17 +37,21 @@ def load(name, all_flows=None):
 def table(name):
     rows, shim = load(name)
     print(f"\n{name}: small flows (< 100 KB)\n")
-    print("| AQM | done | p95 ms | p95 ms +T-RACKs | p95 ratio | mean ms | mean ms +T-RACKs | timeout frac | +T-RACKs | recoveries | spoofed | gave up | spurious |")
+    print(
+        "| AQM | done | p95 ms | p95 ms +T-RACKs | p95 ratio | mean ms | mean ms +T-RACKs | timeout frac | +T-RACKs | recoveries | spoofed | gave up | spurious |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for aqm in [k for k in rows if "+" not in k]:
         a, b = rows[aqm], rows.get(aqm + "+tracks")
         if b is None:
             continue
         s = shim.get(aqm + "+tracks", {})
-        print(f"| {aqm} | {a['done']}/{a['n']} -> {b['done']}/{b['n']} | {a['p95']:.1f} | {b['p95']:.1f} | "
-              f"{a['p95'] / b['p95']:.1f}x | {a['mean']:.1f} | {b['mean']:.1f} | {a['to']:.3f} | {b['to']:.3f} | "
-              f"{s.get('tracks_recoveries', 0)} | {s.get('tracks_spoofed_acks', 0)} | {s.get('tracks_gave_up', 0)} | "
-              f"{s.get('tracks_spurious_recoveries', 0)} |")
+        print(
+            f"| {aqm} | {a['done']}/{a['n']} -> {b['done']}/{b['n']} | {a['p95']:.1f} | {b['p95']:.1f} | "
+            f"{a['p95'] / b['p95']:.1f}x | {a['mean']:.1f} | {b['mean']:.1f} | {a['to']:.3f} | {b['to']:.3f} | "
+            f"{s.get('tracks_recoveries', 0)} | {s.get('tracks_spoofed_acks', 0)} | {s.get('tracks_gave_up', 0)} | "
+            f"{s.get('tracks_spurious_recoveries', 0)} |"
+        )
 
 
 def all_flow_means(prefix):
