@@ -197,6 +197,28 @@ impl Scoreboard {
         newly
     }
 
+    /// Whether the oldest outstanding segment is SACKed. Right after a cumulative ACK this is evidence
+    /// of reneging (RFC 2018 Sec. 8): an honest receiver's cumulative ACK covers every byte it holds
+    /// contiguously, so it can stop at a SACKed segment only if that data was discarded, or was
+    /// never there (a middlebox's SACK block, e.g. a T-RACKs fake block, claimed it).
+    pub(crate) fn head_sacked(&self) -> bool {
+        self.segs.front().is_some_and(|s| s.sacked)
+    }
+
+    /// A timeout with reneging suspected (RFC 2018 Sec. 8: "after a retransmit timeout the data
+    /// sender SHOULD turn off all of the SACKed bits"; Linux `tcp_timeout_mark_lost` does so when the
+    /// head is SACKed): forget every SACK mark, then presume everything lost as `mark_all_lost`.
+    pub(crate) fn mark_all_lost_forgetting_sacks(&mut self) {
+        for i in 0..self.segs.len() {
+            if self.segs[i].sacked {
+                self.uncount(i);
+                self.segs[i].sacked = false;
+                self.count(i);
+            }
+        }
+        self.mark_all_lost();
+    }
+
     /// CP: a PACK reported the latest transmission of segment `idx` cut. It is lost and, if it was a
     /// retransmission, no longer in flight (it leaves `pipe`).
     pub(crate) fn mark_cut(&mut self, idx: usize) {
@@ -353,6 +375,24 @@ mod tests {
         assert_eq!(b.next_lost(), Some(0));
     }
 
+    #[test]
+    fn forgetting_sacks_after_reneging_lets_a_timeout_resend_everything() {
+        // Segments 1-3 SACKed, then a cumulative ACK of segment 0 stops at SACKed segment 1.
+        let mut b = board(4);
+        b.sack(100, 400);
+        b.ack_to(100);
+        assert!(b.head_sacked());
+        b.mark_all_lost();
+        // Without forgetting, the SACKed segments would never be sent again.
+        assert_eq!(b.next_lost(), None);
+        b.mark_all_lost_forgetting_sacks();
+        assert_eq!(b.sacked_bytes(), 0);
+        assert_eq!(b.pipe_bytes(300), 0);
+        assert_eq!(b.next_lost(), Some(0));
+        assert_eq!(b.seg(0).start, 100);
+        check(&b);
+    }
+
     /// Recompute every incremental counter from the records and check the invariants.
     fn check(b: &Scoreboard) {
         let (mut sacked, mut lost, mut rtx, mut below) = (0, 0, 0, 0);
@@ -387,6 +427,7 @@ mod tests {
         MarkLost(u8),
         Timeout,
         Retransmit,
+        Renege,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -397,6 +438,7 @@ mod tests {
             2 => (0u8..4).prop_map(Op::MarkLost),
             1 => Just(Op::Timeout),
             3 => Just(Op::Retransmit),
+            1 => Just(Op::Renege),
         ]
     }
 
@@ -440,6 +482,11 @@ mod tests {
                         }
                     }
                     Op::Timeout => b.mark_all_lost(),
+                    Op::Renege => {
+                        b.mark_all_lost_forgetting_sacks();
+                        prop_assert_eq!(b.sacked_bytes(), 0);
+                        prop_assert_eq!(b.pipe_bytes(nxt - una), 0);
+                    }
                     Op::Retransmit => {
                         match b.next_lost() {
                             Some(idx) => b.on_retransmit(idx, now),

@@ -10,13 +10,17 @@ use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
 use crate::engine::AppEvent;
-use crate::time::Time;
+use crate::time::{Dur, Time};
 use probe::ProbeMode;
 use std::collections::VecDeque;
 use tlp::Tlp;
 
 mod probe;
 mod tlp;
+
+/// Linux's floor on the wait between suspecting SACK reneging and timing out
+/// (`tcp_check_sack_reneging`: `max(srtt / 2, 10 ms)`).
+const RENEGING_MIN_WAIT: Dur = Dur::from_millis(10);
 
 /// Why the sender is in loss recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,6 +216,9 @@ impl Sender {
             self.probe.on_new_ack();
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
             self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
+            if self.sack && self.scoreboard.head_sacked() {
+                self.suspect_reneging(now);
+            }
         } else {
             is_dup = self.snd_una < self.snd_nxt
                 && ack.pure
@@ -416,6 +423,18 @@ impl Sender {
         true
     }
 
+    /// The cumulative ACK stopped at a SACKed segment: the receiver does not hold data it SACKed
+    /// (RFC 2018 Sec. 8). As Linux (`tcp_check_sack_reneging`), give it a short while to send more
+    /// ACKs, then time out: the timer is re-armed to `max(SRTT / 2, 10 ms)` (never later than the RTO),
+    /// and the timeout forgets the SACK marks (`on_rto`). Without this a segment SACKed but not held
+    /// is never sent again and the flow stalls for good.
+    fn suspect_reneging(&mut self, now: Time) {
+        self.stats.sack_renegings += 1;
+        let half_srtt = self.rtt.srtt().map_or(Dur::ZERO, |s| Dur(s.0 / 2));
+        let wait = half_srtt.max(RENEGING_MIN_WAIT).min(self.rtt.rto());
+        self.rto_deadline = Some(now + wait);
+    }
+
     /// RFC 6298 Sec. 5.4-5.6 and RFC 5681 Sec. 3.1: the retransmission timer expired.
     pub(crate) fn on_rto(&mut self, now: Time) {
         match self.rto_deadline {
@@ -429,12 +448,23 @@ impl Sender {
         self.cc
             .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
         self.consecutive_timeouts += 1;
-        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off.
-        if !self.probe.on_timeout(self.consecutive_timeouts) {
+        let reneged = self.scoreboard.head_sacked();
+        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off. Not
+        // after reneging: Linux doubles the RTO there too, but collapses it again on the first ACK
+        // of the resent data (its RTT sample from the timestamp echo resets the back-off), while our
+        // Karn estimator would keep it doubled until data never retransmitted is ACKed; so we skip the
+        // doubling and end up where Linux does once the left edge is ACKed (docs/tcp.md).
+        if !self.probe.on_timeout(self.consecutive_timeouts) && !reneged {
             self.rtt.back_off();
         }
-        // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost.
-        self.scoreboard.mark_all_lost();
+        // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost. But if the
+        // first unacknowledged segment is SACKed the receiver reneged: forget every SACK mark
+        // (RFC 2018 Sec. 8; Linux `tcp_timeout_mark_lost`), so the left edge is resent.
+        if reneged {
+            self.scoreboard.mark_all_lost_forgetting_sacks();
+        } else {
+            self.scoreboard.mark_all_lost();
+        }
         self.forced_rtx.clear();
         self.pack_rtx.clear();
         self.recovery = Some(Recovery {

@@ -42,4 +42,6 @@ pub struct ConnStats {
     pub packs_received: u64,
     /// CP: segments retransmitted because a PACK named them.
     pub precise_retransmits: u64,
+    /// Cumulative ACKs that stopped at a SACKed segment (SACK reneging suspected, RFC 2018 Sec. 8).
+    pub sack_renegings: u64,
 }

@@ -35,11 +35,11 @@ pub struct TracksConfig {
     /// SACK-permitted option, so the simulator sets it from the scheme's TCP configuration).
     #[serde(skip)]
     pub sack: bool,
-    /// Put the paper's fake SACK block on spoofed ACKs of SACK flows (Sec. IV-C). Off by default: our
-    /// RFC 6675 sender counts an ACK as duplicate only when it SACKs a whole segment not SACKed before,
-    /// so the block has to claim real segments, and a claimed segment that was in fact lost is never
-    /// retransmitted (the sender keeps SACK state across an RTO) and the flow stalls. Without the
-    /// block the spoofed ACKs of SACK flows do not trigger recovery. See docs/tracks.md.
+    /// Put the paper's fake SACK block on spoofed ACKs of SACK flows (Sec. IV-C), so that an RFC 6675
+    /// sender counts them as duplicates. The block claims whole segments above the last ACK (a
+    /// sender, like Linux, only credits whole segments); a claimed segment that was in fact lost is
+    /// recovered by the sender's SACK-reneging handling (RFC 2018 Sec. 8, docs/tcp.md). `false`:
+    /// spoofed ACKs carry no block and SACK senders ignore them. See docs/tracks.md.
     pub fake_sack: bool,
     /// Bytes between the last ACK and the left edge of the fake SACK block (the paper: 40 bytes).
     pub sack_gap_bytes: u32,
@@ -58,7 +58,7 @@ impl Default for TracksConfig {
             min_rto: Dur::from_millis(200),
             idle_timeout: Dur::from_millis(1_000),
             sack: false,
-            fake_sack: false,
+            fake_sack: true,
             sack_gap_bytes: 40,
         }
     }

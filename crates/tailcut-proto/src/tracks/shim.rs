@@ -299,6 +299,9 @@ impl Shim for Tracks {
         }
         let f = self.flows.get_mut(&key).expect("inserted above");
         if f.long_lived {
+            // Still sending, so not idle: otherwise the entry would be reset (and the flow tracked
+            // again) every `idle_timeout` while it runs.
+            f.active_time = now;
             return Verdict::Pass;
         }
         if !f.outstanding() {

@@ -2,7 +2,7 @@
 //! serialisation rate per direction. A fault script decides each packet's fate (deliver, drop,
 //! CE-mark, extra delay for reordering). A step limit turns a livelock into a failure.
 
-use crate::engine::{AppEvent, Engine};
+use crate::engine::{AppEvent, Direction, Engine, Shim, Verdict};
 use crate::packet::{Addr, Ecn, FiveTuple, Packet, TcpExt, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
@@ -94,6 +94,8 @@ pub struct Harness {
     /// Call `handle_timeout` on both endpoints at every step, deadline due or not (engines must
     /// ignore early calls).
     pub early_timer_calls: bool,
+    /// A host shim at side 0 (between its endpoint and the wire), as the simulator installs one.
+    pub shim: Option<Box<dyn Shim>>,
     started: bool,
 }
 
@@ -159,6 +161,7 @@ impl Harness {
             steps: 0,
             step_limit: 1_000_000,
             early_timer_calls: false,
+            shim: None,
             started: false,
         }
     }
@@ -210,6 +213,17 @@ impl Harness {
     }
 
     fn put_on_wire(&mut self, from: usize, mut pkt: Packet) {
+        if from == 0 {
+            if let Some(shim) = self.shim.as_mut() {
+                if shim.on_egress(self.now, &mut pkt) == Verdict::Drop {
+                    return;
+                }
+            }
+        }
+        self.put_on_wire_past_shim(from, pkt);
+    }
+
+    fn put_on_wire_past_shim(&mut self, from: usize, mut pkt: Packet) {
         let h = *pkt.tcp().expect("tcp packet");
         // TCP-IR coded packets carry payload but no stream bytes of their own.
         let is_data = pkt.payload_len() > 0 && !matches!(h.ext, TcpExt::XorCoded { .. });
@@ -276,7 +290,8 @@ impl Harness {
     /// The next instant something happens, if anything is pending.
     fn next_time(&self) -> Option<Time> {
         let w = self.wire.keys().next().map(|k| k.0);
-        [w, self.eps[0].poll_timeout(), self.eps[1].poll_timeout()]
+        let shim = self.shim.as_ref().and_then(|s| s.poll_timeout());
+        [w, self.eps[0].poll_timeout(), self.eps[1].poll_timeout(), shim]
             .into_iter()
             .flatten()
             .min()
@@ -310,6 +325,22 @@ impl Harness {
                 return true;
             }
         }
+        if let Some(mut shim) = self.shim.take() {
+            if shim.poll_timeout().is_some_and(|d| d <= self.now) {
+                shim.handle_timeout(self.now);
+            }
+            let mut injected = Vec::new();
+            while let Some(x) = shim.poll_inject(self.now) {
+                injected.push(x);
+            }
+            self.shim = Some(shim);
+            for (dir, pkt) in injected {
+                match dir {
+                    Direction::ToHost => self.deliver_past_shim(0, pkt),
+                    Direction::ToNetwork => self.put_on_wire_past_shim(0, pkt),
+                }
+            }
+        }
         for side in 0..2 {
             let due = self.eps[side].poll_timeout().is_some_and(|d| d <= self.now);
             if due || self.early_timer_calls {
@@ -320,7 +351,18 @@ impl Harness {
         true
     }
 
-    fn deliver(&mut self, to: usize, pkt: Packet) {
+    fn deliver(&mut self, to: usize, mut pkt: Packet) {
+        if to == 0 {
+            if let Some(shim) = self.shim.as_mut() {
+                if shim.on_ingress(self.now, &mut pkt) == Verdict::Drop {
+                    return;
+                }
+            }
+        }
+        self.deliver_past_shim(to, pkt);
+    }
+
+    fn deliver_past_shim(&mut self, to: usize, pkt: Packet) {
         self.arrivals.push(Arrival {
             time: self.now,
             to,

@@ -7,4 +7,6 @@ mod ecn;
 mod harness;
 mod loss;
 mod props;
+mod reneging;
 mod schemes;
+mod tracks;
