@@ -7,6 +7,7 @@
 mod macros;
 
 pub mod cloudburst;
+pub mod dcquic;
 pub mod engine;
 pub mod fec;
 pub mod packet;
