@@ -15,6 +15,7 @@ pub mod rng;
 pub mod seq;
 pub mod tcp;
 pub mod time;
+pub mod tls13;
 pub mod tracks;
 pub mod units;
 
