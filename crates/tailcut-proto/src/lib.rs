@@ -11,6 +11,7 @@ pub mod dcquic;
 pub mod engine;
 pub mod fec;
 pub mod packet;
+pub mod reconnect;
 pub mod rng;
 pub mod seq;
 pub mod tcp;

@@ -5,12 +5,75 @@ use crate::transport::{self, ConnSetup, EngineFactory, Transport, TransportInfo}
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use tailcut_proto::dcquic::{DcquicConfig, DcquicEngine, Shared};
+use tailcut_proto::reconnect::Reconnect;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::tls13::{TlsModel, TlsTcp};
 use tailcut_proto::Engine;
 
 pub const DCQUIC: &str = "dcquic";
 pub const TLS_SCHEMES: [(&str, &str); 2] = [("tcp_tls13", "tcp"), ("dctcp_tls13", "dctcp")];
+pub const RECONNECT_SCHEMES: [(&str, &str); 2] = [("tcp_reconnect", "tcp"), ("dctcp_reconnect", "dctcp")];
+
+const RECONNECT_DOCS: &[(&str, &str)] = &[(
+    "reconnect_after",
+    "the client reconnects from its next NIC when an RPC has made no progress this long (DCQUIC Sec. 4.3's application-level reconnection)",
+)];
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReconnectParams {
+    reconnect_after: tailcut_proto::Dur,
+}
+
+impl Default for ReconnectParams {
+    fn default() -> Self {
+        ReconnectParams {
+            reconnect_after: tailcut_proto::Dur::from_millis(1000),
+        }
+    }
+}
+
+struct ReconnectFactory {
+    cfg: tailcut_proto::tcp::TcpConfig,
+    reconnect_after: tailcut_proto::Dur,
+}
+
+impl EngineFactory for ReconnectFactory {
+    fn connect(
+        &self,
+        s: &ConnSetup,
+        rng_sender: Rng,
+        rng_receiver: Rng,
+    ) -> (Box<dyn Engine>, Box<dyn Engine>) {
+        let a = Reconnect::new(
+            self.cfg.clone(),
+            s.tuple,
+            s.sender_opens,
+            s.sender_addrs.clone(),
+            s.isn_sender,
+            s.isn_receiver,
+            rng_sender,
+            self.reconnect_after,
+            s.now,
+        );
+        let b = Reconnect::new(
+            self.cfg.clone(),
+            s.tuple.reversed(),
+            !s.sender_opens,
+            s.receiver_addrs.clone(),
+            s.isn_receiver,
+            s.isn_sender,
+            rng_receiver,
+            self.reconnect_after,
+            s.now,
+        );
+        (Box::new(a), Box::new(b))
+    }
+
+    fn framing(&self) -> (u64, u64) {
+        (self.cfg.mss_bytes as u64, self.cfg.header_bytes as u64)
+    }
+}
 
 const DCQUIC_DOCS: &[(&str, &str)] = &[
     (
@@ -150,6 +213,31 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Option<Result<Transpo
             })))
         }));
     }
+    if let Some((_, base)) = RECONNECT_SCHEMES.iter().find(|(n, _)| *n == name) {
+        let mut own = to_map(&ReconnectParams::default());
+        let mut rest = Map::new();
+        for (k, v) in params {
+            if own.contains_key(k) {
+                own.insert(k.clone(), v.clone());
+            } else {
+                rest.insert(k.clone(), v.clone());
+            }
+        }
+        return Some((|| {
+            let p: ReconnectParams = parse(own)?;
+            if p.reconnect_after.0 == 0 {
+                return Err("params.reconnect_after: must be > 0".into());
+            }
+            rest.entry("handshake").or_insert(Value::Bool(true));
+            match transport::resolve(base, &rest)? {
+                Transport::Tcp(t) => Ok(Transport::Custom(Arc::new(ReconnectFactory {
+                    cfg: t.cfg,
+                    reconnect_after: p.reconnect_after,
+                }))),
+                _ => Err("transport: reconnecting TCP needs a TCP base".into()),
+            }
+        })());
+    }
     let (_, base) = TLS_SCHEMES.iter().find(|(n, _)| *n == name)?;
     let mut tls = to_map(&TlsModel::default());
     let mut rest = Map::new();
@@ -179,6 +267,30 @@ pub fn registry() -> Vec<TransportInfo> {
         params: Value::Object(to_map(&DcquicConfig::default())),
         docs: DCQUIC_DOCS.to_vec(),
     }];
+    for (name, base) in RECONNECT_SCHEMES {
+        let info = transport::builtin_registry()
+            .into_iter()
+            .find(|t| t.name == base)
+            .expect("base registered");
+        let mut params = match info.params {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        params.insert("handshake".into(), Value::Bool(true));
+        params.extend(to_map(&ReconnectParams::default()));
+        let mut docs = info.docs;
+        docs.extend_from_slice(RECONNECT_DOCS);
+        out.push(TransportInfo {
+            name,
+            description: if base == "tcp" {
+                "TCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)"
+            } else {
+                "DCTCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)"
+            },
+            params: Value::Object(params),
+            docs,
+        });
+    }
     for (name, base) in TLS_SCHEMES {
         let info = transport::builtin_registry()
             .into_iter()

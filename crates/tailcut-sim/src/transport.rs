@@ -541,7 +541,7 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
     let (Some(def), Some((base, mut extras))) = (def, defaults(name)) else {
         let known: Vec<&str> = SCHEMES.iter().map(|d| d.name).collect();
         return Err(format!(
-            "transport: unknown transport '{name}' (known: {}, cloudburst, dcquic, tcp_tls13, dctcp_tls13)",
+            "transport: unknown transport '{name}' (known: {}, cloudburst, dcquic, tcp_tls13, dctcp_tls13, tcp_reconnect, dctcp_reconnect)",
             known.join(", ")
         ));
     };

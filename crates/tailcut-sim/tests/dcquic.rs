@@ -30,7 +30,7 @@ fn in_failure(f: &&FlowRecord) -> bool {
 
 #[test]
 fn failure_phase_dcquic_migrates_and_keeps_completing_while_tcp_stalls() {
-    let exp = migration(&["dcquic", "dctcp"], false);
+    let exp = migration(&["dcquic", "dctcp", "dctcp_reconnect"], false);
     let t = run(&exp, &mut |_| true).expect("runs");
     let q: Vec<&FlowRecord> = t
         .flows
@@ -58,6 +58,35 @@ fn failure_phase_dcquic_migrates_and_keeps_completing_while_tcp_stalls() {
     // DCTCP stays on the dead path: nothing started in the failure completes before it ends.
     assert!(!d.is_empty());
     assert!(d.iter().all(|f| f.finish_ns.is_none_or(|e| e >= 7_000_000_000)));
+    // The reconnecting client stalls for its timeout, then completes from its second NIC.
+    let r: Vec<&FlowRecord> = t.flows.iter().filter(|f| f.scheme == "dctcp_reconnect").collect();
+    let failed_at = 5_000_000_000;
+    let stalled: Vec<_> = r
+        .iter()
+        .filter(|f| f.start_ns >= failed_at && f.start_ns < failed_at + 500_000_000)
+        .collect();
+    assert!(!stalled.is_empty());
+    assert!(
+        stalled.iter().all(|f| f
+            .finish_ns
+            .is_some_and(|e| e >= failed_at + 1_000_000_000 && e < 7_000_000_000)),
+        "{stalled:?}"
+    );
+    let late: Vec<_> = r
+        .iter()
+        .filter(|f| f.start_ns > 6_200_000_000 && f.start_ns < 6_900_000_000)
+        .collect();
+    let fast = late
+        .iter()
+        .filter(|f| f.fct_ns().is_some_and(|x| x < 10_000_000))
+        .count();
+    assert!(
+        late.len() > 50 && fast * 10 >= late.len() * 9,
+        "after reconnecting RPCs are fast: {fast} of {}",
+        late.len()
+    );
+    let run_r = t.runs.iter().find(|r| r.scheme == "dctcp_reconnect").unwrap();
+    assert_eq!(run_r.engine_counters["tcp_reconnects"], 3, "one per client");
 }
 
 #[test]
