@@ -69,6 +69,9 @@ pub struct TlsTcp {
     ready: bool,
     held: VecDeque<(MsgId, u64)>,
     events: VecDeque<AppEvent>,
+    start: Time,
+    /// Client: time from opening (SYN) to the server's flight received, i.e. when data may flow.
+    handshake_ns: Option<u64>,
 }
 
 impl TlsTcp {
@@ -88,6 +91,8 @@ impl TlsTcp {
             ready: false,
             held: VecDeque::new(),
             events: VecDeque::new(),
+            start: now,
+            handshake_ns: None,
         }
     }
 
@@ -118,6 +123,9 @@ impl TlsTcp {
 
     fn open(&mut self, now: Time) {
         self.ready = true;
+        if self.client {
+            self.handshake_ns = Some(now.saturating_sub(self.start).0);
+        }
         self.events.push_back(AppEvent::Connected);
         while let Some((m, l)) = self.held.pop_front() {
             self.inner.send_message(now, m, l);
@@ -168,6 +176,11 @@ impl Engine for TlsTcp {
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
-        self.inner.counters()
+        let mut c = self.inner.counters();
+        if let Some(ns) = self.handshake_ns {
+            c.push(("tls_handshakes", 1));
+            c.push(("tls_handshake_ns", ns));
+        }
+        c
     }
 }
