@@ -102,3 +102,34 @@ fn same_seed_same_dcquic_results() {
     assert_eq!(a.runs[0].engine_counters, b.runs[0].engine_counters);
     assert_eq!(a.runs[0].events, b.runs[0].events);
 }
+
+#[test]
+fn dcquic_sets_up_in_one_round_trip_dctcp_with_tls_in_two() {
+    let text = include_str!("../../../experiments/dcquic/rpc.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    for w in &mut exp.workload {
+        w.until = Some(tailcut_proto::Dur::from_millis(300));
+    }
+    exp.max_time = tailcut_proto::Dur::from_millis(400);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let mean = |scheme: &str, n: &str, d: &str| {
+        let r = t.runs.iter().find(|r| r.scheme == scheme).unwrap();
+        r.engine_counters[n] as f64 / r.engine_counters[d] as f64
+    };
+    // Base RTT 100 us plus serialisation.
+    let q = mean("dcquic", "dcquic_handshake_ns", "dcquic_handshakes");
+    let tls = mean("dctcp_tls13", "tls_handshake_ns", "tls_handshakes");
+    assert!((100e3..150e3).contains(&q), "dcquic handshake {q}");
+    assert!((200e3..260e3).contains(&tls), "tcp + tls handshake {tls}");
+    // So a small RPC on a fresh connection completes sooner over DCQUIC.
+    let mean_fct = |scheme: &str| {
+        let v: Vec<u64> = t
+            .flows
+            .iter()
+            .filter(|f| f.scheme == scheme && f.size_bytes == 10_000)
+            .filter_map(|f| f.fct_ns())
+            .collect();
+        v.iter().sum::<u64>() as f64 / v.len() as f64
+    };
+    assert!(mean_fct("dcquic") < 0.8 * mean_fct("dctcp_tls13"));
+}

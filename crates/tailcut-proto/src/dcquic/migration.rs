@@ -45,7 +45,7 @@ impl MigrationConfig {
                 self.long_window, self.short_window
             ));
         }
-        if !(self.alpha > 0.0) {
+        if self.alpha.is_nan() || self.alpha <= 0.0 {
             return Err(format!("migration.alpha: must be > 0, got {}", self.alpha));
         }
         if self.check_interval.0 == 0 {

@@ -112,7 +112,7 @@ impl DcquicConfig {
         let mut t = TransportConfig::default();
         let win = VarInt::from_u64(self.socket_buffer.0).expect("validated");
         t.initial_mtu(mps)
-            .min_mtu(mps.min(1200).max(1200))
+            .min_mtu(1200)
             .mtu_discovery_config(None)
             .stream_receive_window(win)
             .receive_window(win)
@@ -574,10 +574,7 @@ impl DcquicEngine {
 
     /// Runs quinn's endpoint/connection event exchange and our stream logic after any input.
     fn process(&mut self, now: Time) {
-        loop {
-            let Some((ch, conn)) = self.conn.as_mut() else {
-                break;
-            };
+        while let Some((ch, conn)) = self.conn.as_mut() {
             let mut progressed = false;
             while let Some(ev) = conn.poll_endpoint_events() {
                 progressed = true;
@@ -744,14 +741,14 @@ impl Engine for DcquicEngine {
                 if self.conn.is_none() && self.server_cfg.is_some() {
                     self.tuple.dst = pkt.tuple.src;
                     self.tuple.dst_port = pkt.tuple.src_port;
-                    match self.endpoint.accept(
+                    // A refused handshake (bad Initial) leaves the server waiting for a good one.
+                    if let Ok((ch, c)) = self.endpoint.accept(
                         incoming,
                         to_instant(now),
                         &mut self.scratch,
                         self.server_cfg.clone(),
                     ) {
-                        Ok((ch, c)) => self.conn = Some((ch, c)),
-                        Err(_) => {}
+                        self.conn = Some((ch, c));
                     }
                 } else {
                     self.endpoint.ignore(incoming);
@@ -779,9 +776,7 @@ impl Engine for DcquicEngine {
     }
 
     fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
-        let Some((_, conn)) = self.conn.as_mut() else {
-            return None;
-        };
+        let (_, conn) = self.conn.as_mut()?;
         let Some(t) = conn.poll_transmit(to_instant(now), 1, payload) else {
             self.refresh_timeout(now);
             return None;

@@ -4,12 +4,15 @@ use crate::rng;
 use quinn_proto::congestion::Controller;
 use std::collections::{BTreeMap, BinaryHeap};
 
+/// A datagram in flight: (arrival, sequence, to engine, bytes, source address, size on the wire).
+type InFlight = std::cmp::Reverse<(Time, u64, usize, Vec<u8>, u8, u32)>;
+
 /// A two-engine driver: engine 0 is the client (addresses 1 and 2, port 1000), engine 1 the server
 /// (address 10, port 2000). A datagram takes `delay(src, dst)` one way and is lost if `lost(now, src)`.
 struct Pair {
     e: [DcquicEngine; 2],
     now: Time,
-    q: BinaryHeap<std::cmp::Reverse<(Time, u64, usize, Vec<u8>, u8, u32)>>,
+    q: BinaryHeap<InFlight>,
     seq: u64,
     log: Vec<(Time, usize, AppEvent)>,
     sizes: Vec<u32>,
@@ -143,8 +146,8 @@ impl Pair {
                 self.drain(to);
                 self.drain(1 - to);
             } else {
-                for i in 0..2 {
-                    if next_to[i].is_some_and(|d| d <= self.now) {
+                for (i, to) in next_to.iter().enumerate() {
+                    if to.is_some_and(|d| d <= self.now) {
                         self.e[i].handle_timeout(self.now);
                         self.drain(i);
                     }
