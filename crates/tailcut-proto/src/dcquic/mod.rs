@@ -164,6 +164,15 @@ fn to_time(i: Instant) -> Time {
     Time(i.saturating_duration_since(base_instant()).as_nanos() as u64)
 }
 
+/// quinn's server wall clock (retry and validation tokens), frozen: an engine reads no clock.
+struct FrozenClock;
+
+impl quinn_proto::TimeSource for FrozenClock {
+    fn now(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_secs(1_893_456_000)
+    }
+}
+
 /// Simulated addresses as IPv4 (10.0.0.0/8 + the address number).
 fn sock(addr: Addr, port: u16) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0A00_0000 | addr.0)), port)
@@ -283,7 +292,14 @@ impl DcquicEngine {
             rng.fill_bytes(&mut token_key);
             let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token_key);
             let mut sc = ServerConfig::new(shared.server.clone(), Arc::new(prk));
-            sc.transport_config(transport.clone()).migration(true);
+            let mut tokens = quinn_proto::ValidationTokenConfig::default();
+            // No NEW_TOKEN frames: connections are not re-opened from tokens here, and issuing one
+            // would stamp it with the wall clock.
+            tokens.sent(0);
+            sc.transport_config(transport.clone())
+                .migration(true)
+                .validation_token_config(tokens)
+                .time_source(Arc::new(FrozenClock));
             server_cfg = Some(Arc::new(sc));
         }
         let mut endpoint = Endpoint::new(Arc::new(ep_cfg), server_cfg.clone(), false, Some(seed));
