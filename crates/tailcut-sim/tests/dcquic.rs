@@ -133,3 +133,48 @@ fn dcquic_sets_up_in_one_round_trip_dctcp_with_tls_in_two() {
     };
     assert!(mean_fct("dcquic") < 0.8 * mean_fct("dctcp_tls13"));
 }
+
+#[test]
+fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
+    use tailcut_sim::transport;
+    let reg = transport::registry();
+    for n in [
+        "dcquic",
+        "tcp_tls13",
+        "dctcp_tls13",
+        "tcp_reconnect",
+        "dctcp_reconnect",
+    ] {
+        let info = reg.iter().find(|i| i.name == n).unwrap_or_else(|| panic!("{n}"));
+        assert!(!info.docs.is_empty());
+        transport::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+    let bad = |name: &str, json: &str| -> String {
+        let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).unwrap();
+        match transport::resolve(name, &m) {
+            Ok(_) => panic!("{name} {json} should fail"),
+            Err(e) => e,
+        }
+    };
+    assert!(bad("dcquic", r#"{"mps": {"small_task": "100B"}}"#).starts_with("params.mps.small_task:"));
+    assert!(
+        bad("dcquic", r#"{"migration": {"short_window": 50}}"#).starts_with("params.migration.short_window:")
+    );
+    assert!(bad("dcquic", r#"{"migration": {"alpha": 0}}"#).starts_with("params.migration.alpha:"));
+    assert!(
+        bad("dcquic", r#"{"congestion_control": {"kind": "dctcp", "g": 2}}"#)
+            .starts_with("params.congestion_control.g:")
+    );
+    assert!(
+        bad("dcquic", r#"{"congestion_control": {"kind": "bbr"}}"#).starts_with("params.congestion_control")
+    );
+    assert!(bad("dcquic", r#"{"mtu": 9000}"#).starts_with("params"));
+    assert!(bad("dctcp_tls13", r#"{"tls_server_flight": "0B"}"#).starts_with("params.tls_server_flight:"));
+    assert!(bad("dctcp_reconnect", r#"{"reconnect_after": "0ms"}"#).starts_with("params.reconnect_after:"));
+    // Nested tables overlay key by key: the other MPS defaults stay.
+    transport::resolve(
+        "dcquic",
+        &serde_json::from_str(r#"{"mps": {"negotiate": false}}"#).unwrap(),
+    )
+    .unwrap();
+}
