@@ -89,6 +89,12 @@ pub trait Engine {
     /// Counters so far for a message this engine is sending and has not reported final (used for
     /// messages still unfinished when a run ends).
     fn message_stats(&self, msg: MsgId) -> Option<MessageStats>;
+
+    /// Named counters the engine keeps (summed over engines into the run info); none by default.
+    /// Read once at the end of a run.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// Whether a shim lets a packet through.

@@ -7,14 +7,17 @@
 mod macros;
 
 pub mod cloudburst;
+pub mod dcquic;
 pub mod engine;
 pub mod fec;
 pub mod mptcp;
 pub mod packet;
+pub mod reconnect;
 pub mod rng;
 pub mod seq;
 pub mod tcp;
 pub mod time;
+pub mod tls13;
 pub mod tracks;
 pub mod units;
 

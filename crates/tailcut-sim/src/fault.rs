@@ -64,6 +64,19 @@ pub enum FaultConfig {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Dur>,
     },
+    /// Add `extra` to a link's propagation delay from `at` (until `until`): congestion or a failing
+    /// switch on that path (DCQUIC Sec. 4.3's network damage simulator). Packets already on the wire
+    /// keep their arrival time.
+    Delay {
+        link: LinkRef,
+        #[serde(default)]
+        direction: Direction,
+        extra: Dur,
+        #[serde(default)]
+        at: Dur,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        until: Option<Dur>,
+    },
     /// Make `fraction` of the links in `tiers` lossy (both directions), each with a Bernoulli loss rate
     /// drawn from `rates` (a distribution file or builtin name, e.g. "fuso-loss"). Lossy links are
     /// placed in tier i with probability `tier_weights[i]` (uniform if absent), uniformly within the tier.
@@ -87,6 +100,7 @@ pub enum FaultAction {
     SetLoss { port: u32, model: LossConfig },
     SetUp { link_ports: [u32; 2], up: bool },
     SetRate { link_ports: [u32; 2], rate_bps: u64 },
+    SetDelay { port: u32, delay: Dur },
 }
 
 /// Resolves a link reference to its two ports (forward, backward).
@@ -152,6 +166,33 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                                 model: LossConfig::None,
                             },
                         ));
+                    }
+                }
+            }
+            FaultConfig::Delay {
+                link,
+                direction,
+                extra,
+                at,
+                until,
+            } => {
+                let [fw, bw] = resolve(net, link).map_err(ctx)?;
+                let ports: Vec<u32> = match direction {
+                    Direction::Both => vec![fw, bw],
+                    Direction::Forward => vec![fw],
+                    Direction::Backward => vec![bw],
+                };
+                for p in ports {
+                    let base = net.ports[p as usize].delay;
+                    out.push((
+                        *at,
+                        FaultAction::SetDelay {
+                            port: p,
+                            delay: Dur(base.0 + extra.0),
+                        },
+                    ));
+                    if let Some(u) = until {
+                        out.push((*u, FaultAction::SetDelay { port: p, delay: base }));
                     }
                 }
             }
@@ -299,6 +340,10 @@ pub fn apply(net: &mut Network, a: &FaultAction) -> bool {
             for p in link_ports {
                 net.ports[*p as usize].rate_bps = *rate_bps;
             }
+            false
+        }
+        FaultAction::SetDelay { port, delay } => {
+            net.ports[*port as usize].delay = *delay;
             false
         }
     }

@@ -8,6 +8,7 @@
 pub mod api;
 pub mod arena;
 pub mod config;
+pub mod dcquic_transport;
 pub mod event;
 pub mod fault;
 mod hash;

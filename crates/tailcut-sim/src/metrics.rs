@@ -82,6 +82,9 @@ pub struct RunInfo {
     /// Host shim counters summed over hosts (e.g. `tracks_spoofed_acks`); absent without a shim.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub shim_counters: BTreeMap<String, u64>,
+    /// Engine counters summed over engines (e.g. `dcquic_migrations`); absent if no engine keeps any.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub engine_counters: BTreeMap<String, u64>,
 }
 
 /// One scheme's headline numbers over a set of flow records (used by `tailcut-bench` and the tests).

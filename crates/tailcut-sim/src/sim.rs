@@ -646,6 +646,9 @@ impl<'a> Sim<'a> {
             isn_sender: Seq(self.conn_rng.random()),
             isn_receiver: Seq(self.conn_rng.random()),
             now: self.now,
+            size_bytes: spec.size_bytes,
+            sender_addrs: self.net.host_addrs[spec.src as usize].clone(),
+            receiver_addrs: self.net.host_addrs[spec.dst as usize].clone(),
         };
         let comp = &self.components[spec.component as usize];
         let (ea, eb) = comp.transport.connect(
@@ -654,13 +657,8 @@ impl<'a> Sim<'a> {
             rng::stream(self.seed, Stream::Engine, 2 * idx + 1),
         );
         let conn = self.conns.len() as u32;
-        let a = self.add_engine(ea, spec.src, tuple.src.0, pa, conn);
-        let b = self.add_engine(eb, spec.dst, tuple.dst.0, pb, conn);
-        // Every port of a multi-port end (MPTCP sub-flows) reaches the same engine.
-        for k in 1..ports {
-            self.demux.insert((tuple.src.0, pa + k), a);
-            self.demux.insert((tuple.dst.0, pb + k), b);
-        }
+        let a = self.add_engine(ea, spec.src, pa, ports, conn);
+        let b = self.add_engine(eb, spec.dst, pb, ports, conn);
         self.conns.push(Conn { a, b });
         // A connection with a handshake starts talking at once.
         self.drain(a);
@@ -668,12 +666,14 @@ impl<'a> Sim<'a> {
         (self.conns.len() - 1) as u32
     }
 
+    /// Registers an engine that owns `ports` consecutive ports from `first` (an MPTCP end owns one per
+    /// sub-flow).
     fn add_engine(
         &mut self,
         engine: Box<dyn Engine>,
         host: u32,
-        addr: u32,
-        port: u16,
+        first: u16,
+        ports: u16,
         conn: u32,
     ) -> EngineId {
         let id = self.engines.len() as EngineId;
@@ -683,7 +683,13 @@ impl<'a> Sim<'a> {
             conn,
             scheduled: Time::MAX,
         });
-        self.demux.insert((addr, port), id);
+        // Ports are allocated per host, so the engine owns its port on every address of the host: a
+        // connection that migrates to another NIC (DCQUIC) keeps receiving.
+        for a in &self.net.host_addrs[host as usize] {
+            for port in first..first + ports {
+                self.demux.insert((a.0, port), id);
+            }
+        }
         id
     }
 
@@ -823,6 +829,17 @@ impl<'a> Sim<'a> {
         m
     }
 
+    /// Every engine's counters, summed by name.
+    pub fn engine_counters(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut m = std::collections::BTreeMap::new();
+        for e in &self.engines {
+            for (k, v) in e.engine.counters() {
+                *m.entry(k.to_string()).or_insert(0) += v;
+            }
+        }
+        m
+    }
+
     /// Number of hosts (shims are installed per host).
     pub fn host_count(&self) -> u32 {
         self.shims.len() as u32
@@ -839,6 +856,7 @@ impl<'a> Sim<'a> {
             flows_started: self.flows_started as u64,
             flows_finished: self.flows_finished as u64,
             shim_counters: self.shim_counters(),
+            engine_counters: self.engine_counters(),
         }
     }
 }

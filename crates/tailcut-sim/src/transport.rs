@@ -515,6 +515,13 @@ fn defaults(name: &str) -> Option<(TcpConfig, Map<String, Value>)> {
 
 /// Every registered transport with its default parameters.
 pub fn registry() -> Vec<TransportInfo> {
+    let mut all = builtin_registry();
+    all.extend(crate::dcquic_transport::registry());
+    all
+}
+
+/// The transports defined in this module.
+pub(crate) fn builtin_registry() -> Vec<TransportInfo> {
     SCHEMES
         .iter()
         .map(|d| {
@@ -554,11 +561,14 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
     if mptcp::is_mptcp(name) {
         return mptcp::resolve(name, params).map(Transport::Mptcp);
     }
+    if let Some(t) = crate::dcquic_transport::resolve(name, params) {
+        return t;
+    }
     let def = SCHEMES.iter().find(|d| d.name == name);
     let (Some(def), Some((base, mut extras))) = (def, defaults(name)) else {
         let known: Vec<&str> = SCHEMES.iter().map(|d| d.name).collect();
         return Err(format!(
-            "transport: unknown transport '{name}' (known: {}, cloudburst, mptcp, fuso)",
+            "transport: unknown transport '{name}' (known: {}, cloudburst, mptcp, fuso, dcquic, tcp_tls13, dctcp_tls13, tcp_reconnect, dctcp_reconnect)",
             known.join(", ")
         ));
     };
@@ -700,6 +710,12 @@ pub struct ConnSetup {
     pub isn_sender: Seq,
     pub isn_receiver: Seq,
     pub now: Time,
+    /// Size of the flow that opens the connection (DCQUIC picks its packet size by task size).
+    pub size_bytes: u64,
+    /// Every address of the sender's and the receiver's host (multi-homed hosts have several; the
+    /// tuple uses the first).
+    pub sender_addrs: Vec<tailcut_proto::Addr>,
+    pub receiver_addrs: Vec<tailcut_proto::Addr>,
 }
 
 impl Transport {

@@ -93,6 +93,14 @@ fn main() -> ExitCode {
             let c: Vec<String> = r.shim_counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
             let _ = writeln!(out, "{:<32} {:<18} shim   {}", exp.name, r.scheme, c.join("  "));
         }
+        for r in tables.runs.iter().filter(|r| !r.engine_counters.is_empty()) {
+            let c: Vec<String> = r
+                .engine_counters
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            let _ = writeln!(out, "{:<32} {:<18} engine {}", exp.name, r.scheme, c.join("  "));
+        }
         let _ = writeln!(
             out,
             "{:<32} total wall {:.2}s  peak RSS {:.0} MiB",

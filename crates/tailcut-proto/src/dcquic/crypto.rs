@@ -1,0 +1,134 @@
+//! TLS 1.3 for DCQUIC: rustls (ring provider) with a shipped Ed25519 test identity and a pinned-
+//! certificate verifier.
+//!
+//! Why these choices:
+//! - Ed25519 signatures are always 64 bytes (ECDSA's DER signatures vary by a byte or two), so the
+//!   handshake's packet sizes, hence its timing in the simulator, are the same in every run even though
+//!   rustls and ring draw their nonces and key shares from OS randomness.
+//! - The verifier pins the one test certificate instead of walking a chain: chain validation reads the
+//!   wall clock (certificate validity), which an engine must not depend on.
+//! - Both sides get a fixed [`TimeProvider`], so session-ticket ages never depend on the wall clock.
+
+use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn_proto::rustls;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
+use rustls::time_provider::TimeProvider;
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use std::sync::Arc;
+
+/// Self-signed Ed25519 certificate for the name [`SERVER_NAME`] (test identity, not a secret).
+const CERT_DER: &[u8] = include_bytes!("cert.der");
+/// Its PKCS#8 private key.
+const KEY_DER: &[u8] = include_bytes!("key.der");
+/// The server name clients ask for.
+pub const SERVER_NAME: &str = "tailcut";
+
+/// A wall clock frozen at one instant (2030-01-01): ticket ages are then always zero, which is what a
+/// simulated run of milliseconds would see anyway.
+#[derive(Debug)]
+struct FixedTime;
+
+impl TimeProvider for FixedTime {
+    fn current_time(&self) -> Option<UnixTime> {
+        Some(UnixTime::since_unix_epoch(std::time::Duration::from_secs(
+            1_893_456_000,
+        )))
+    }
+}
+
+#[derive(Debug)]
+struct PinnedCert {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for PinnedCert {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if end_entity.as_ref() == CERT_DER {
+            Ok(ServerCertVerified::assertion())
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The client's QUIC crypto configuration. `zero_rtt` keeps session tickets and offers early data.
+pub fn client(zero_rtt: bool) -> Arc<QuicClientConfig> {
+    let p = provider();
+    let mut cfg = rustls::ClientConfig::builder_with_details(p.clone(), Arc::new(FixedTime))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3 is supported by the ring provider")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(PinnedCert { provider: p }))
+        .with_no_client_auth();
+    cfg.enable_early_data = zero_rtt;
+    if !zero_rtt {
+        cfg.resumption = rustls::client::Resumption::disabled();
+    }
+    Arc::new(QuicClientConfig::try_from(cfg).expect("TLS 1.3 with an initial cipher suite"))
+}
+
+/// The server's QUIC crypto configuration. `zero_rtt` issues session tickets and accepts early data.
+pub fn server(zero_rtt: bool) -> Arc<QuicServerConfig> {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY_DER.to_vec()));
+    let mut cfg = rustls::ServerConfig::builder_with_details(provider(), Arc::new(FixedTime))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3 is supported by the ring provider")
+        .with_no_client_auth()
+        .with_single_cert(vec![CertificateDer::from(CERT_DER.to_vec())], key)
+        .expect("the shipped Ed25519 key matches its certificate");
+    if zero_rtt {
+        cfg.max_early_data_size = u32::MAX;
+    } else {
+        cfg.send_tls13_tickets = 0;
+    }
+    Arc::new(QuicServerConfig::try_from(cfg).expect("TLS 1.3 with an initial cipher suite"))
+}

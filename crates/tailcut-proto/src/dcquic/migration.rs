@@ -1,0 +1,161 @@
+//! Proactive connection migration's trigger (DCQUIC Sec. 3.4.1), as a pure rule over stream records.
+//!
+//! Each finished stream gives a record <StreamID, EstTime, EndTime, TotalBytes> and its completion time
+//! per byte (Eq. 2). With the latest stream n, the rule (Eq. 4) fires when the mean per-byte time of
+//! the last `w` streams exceeds `alpha` times the mean over the `W` streams before them.
+
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Parameters of proactive migration (paper defaults W = 50, w = 10, alpha = 2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MigrationConfig {
+    /// Migrate at all (clients only: QUIC lets only the client change its address).
+    pub enabled: bool,
+    /// W: long-term observation window, streams.
+    pub long_window: u32,
+    /// w: short-term observation window, streams (w < W).
+    pub short_window: u32,
+    /// alpha: the network fluctuation threshold.
+    pub alpha: f64,
+    /// How often an RPC still in flight is checked against the rule (its elapsed time is a lower
+    /// bound on its completion time, so an outage shows without waiting for a FIN that never comes).
+    pub check_interval: crate::Dur,
+}
+
+impl Default for MigrationConfig {
+    fn default() -> Self {
+        MigrationConfig {
+            enabled: true,
+            long_window: 50,
+            short_window: 10,
+            alpha: 2.0,
+            check_interval: crate::Dur::from_millis(1),
+        }
+    }
+}
+
+impl MigrationConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.short_window == 0 || self.short_window >= self.long_window {
+            return Err(format!(
+                "migration.short_window: must be in 1..long_window ({}), got {}",
+                self.long_window, self.short_window
+            ));
+        }
+        if self.alpha.is_nan() || self.alpha <= 0.0 {
+            return Err(format!("migration.alpha: must be > 0, got {}", self.alpha));
+        }
+        if self.check_interval.0 == 0 {
+            return Err("migration.check_interval: must be > 0".into());
+        }
+        Ok(())
+    }
+}
+
+/// One finished stream (Sec. 3.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamRecord {
+    pub id: u64,
+    pub start: Time,
+    pub end: Time,
+    /// Offset + length of the frame with FIN (Eq. 1).
+    pub total_bytes: u64,
+}
+
+impl StreamRecord {
+    /// Eq. 2, in ns per byte.
+    pub fn time_per_byte(&self) -> f64 {
+        self.end.saturating_sub(self.start).0 as f64 / self.total_bytes.max(1) as f64
+    }
+}
+
+/// The last W + w stream records of one connection on its current path.
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    long: usize,
+    short: usize,
+    alpha: f64,
+    /// Per-byte completion times, oldest first, at most W + w.
+    samples: VecDeque<f64>,
+    /// Their total bytes (to size the provisional sample of a stream whose length is unknown).
+    bytes: VecDeque<u64>,
+}
+
+impl Monitor {
+    pub fn new(cfg: &MigrationConfig) -> Monitor {
+        let cap = (cfg.long_window + cfg.short_window) as usize;
+        Monitor {
+            long: cfg.long_window as usize,
+            short: cfg.short_window as usize,
+            alpha: cfg.alpha,
+            samples: VecDeque::with_capacity(cap),
+            bytes: VecDeque::with_capacity(cap),
+        }
+    }
+
+    /// Adds a finished stream; true if the rule now fires.
+    pub fn record(&mut self, r: &StreamRecord) -> bool {
+        if self.samples.len() == self.long + self.short {
+            self.samples.pop_front();
+            self.bytes.pop_front();
+        }
+        self.samples.push_back(r.time_per_byte());
+        self.bytes.push_back(r.total_bytes);
+        self.fires(&[])
+    }
+
+    /// Mean total bytes of the recorded streams (0 if none).
+    pub fn mean_bytes(&self) -> u64 {
+        if self.bytes.is_empty() {
+            return 0;
+        }
+        self.bytes.iter().sum::<u64>() / self.bytes.len() as u64
+    }
+
+    /// Eq. 4 over the records followed by `provisional` per-byte times (streams still in flight, in
+    /// opening order). Needs W + w samples in all.
+    pub fn fires(&self, provisional: &[f64]) -> bool {
+        let n = self.samples.len() + provisional.len();
+        if n < self.long + self.short {
+            return false;
+        }
+        let at = |i: usize| -> f64 {
+            if i < self.samples.len() {
+                self.samples[i]
+            } else {
+                provisional[i - self.samples.len()]
+            }
+        };
+        let short_start = n - self.short;
+        let long_start = short_start - self.long;
+        let short: f64 = (short_start..n).map(at).sum::<f64>() / self.short as f64;
+        let long: f64 = (long_start..short_start).map(at).sum::<f64>() / self.long as f64;
+        short > self.alpha * long
+    }
+
+    /// Mean per-byte time of the newest W samples (the baseline a provisional sample is compared to).
+    pub fn recent_mean(&self) -> f64 {
+        let k = self.samples.len().min(self.long);
+        if k == 0 {
+            return 0.0;
+        }
+        self.samples.iter().rev().take(k).sum::<f64>() / k as f64
+    }
+
+    /// Forgets the records: they describe the path just left.
+    pub fn reset(&mut self) {
+        self.samples.clear();
+        self.bytes.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.samples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+}

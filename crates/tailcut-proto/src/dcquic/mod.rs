@@ -1,0 +1,865 @@
+//! DCQUIC (seed 004): QUIC tuned for the datacenter, on quinn-proto.
+//!
+//! One [`DcquicEngine`] is one end of one QUIC connection: a quinn-proto `Endpoint` holding a single
+//! `Connection`, driven through the [`Engine`] contract with real datagrams (the simulator carries the
+//! bytes beside the packet). On top of stock QUIC it adds what the paper adds:
+//! - RPCs as streams on a long-lived connection: a request opens a bidirectional stream and its
+//!   response comes back on it; a message without a request (a push) opens a unidirectional stream;
+//! - per-connection maximum packet size chosen by task size ([`mps`], Sec. 4.2) and a socket-buffer
+//!   size (flow-control windows);
+//! - pluggable congestion control: quinn's Cubic and NewReno, and a DCTCP-style controller ([`cc`]);
+//! - proactive connection migration ([`migration`], Sec. 3.4.1): the client keeps stream records and
+//!   moves the connection to its next local address (another NIC) when the rule fires; QUIC's path
+//!   validation does the rest. Passive migration (the host's address changed under the connection) is
+//!   [`DcquicEngine::rebind`].
+//!
+//! Message ids follow the simulator's RPC convention: a request has an even id and its response the id
+//! with the low bit set; that is how an engine knows which stream a response belongs on.
+//!
+//! Determinism: quinn-proto's endpoint RNG is seeded from the engine's RNG, its stateless-reset and
+//! token keys are fixed, and the TLS identity signs with Ed25519 (see [`crypto`]), so every packet size
+//! and timer is the same across runs. quinn-proto allocates internally (per packet: a `BytesMut` for
+//! each received datagram, frames and stream buffers); that cost stays inside the engine.
+
+pub mod cc;
+pub mod crypto;
+pub mod migration;
+pub mod mps;
+#[cfg(test)]
+mod tests;
+
+use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
+use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto};
+use crate::rng::Rng;
+use crate::time::{Dur, Time};
+use crate::units::Bytes;
+use quinn_proto::{
+    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Endpoint, EndpointConfig,
+    Event, ServerConfig, Side, StreamEvent, StreamId, TransportConfig, VarInt,
+};
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+pub use cc::CcKind;
+pub use migration::{MigrationConfig, Monitor, StreamRecord};
+pub use mps::MpsConfig;
+
+/// DCQUIC's parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DcquicConfig {
+    pub congestion_control: CcKind,
+    /// Initial congestion window, packets of the connection's MPS.
+    pub initial_window_packets: u32,
+    /// Mark packets ECN-capable and report CE counts (RFC 9000 Sec. 13.4).
+    pub ecn: bool,
+    pub mps: MpsConfig,
+    /// Socket buffer: the receive windows (per stream and per connection) and the send buffer.
+    pub socket_buffer: Bytes,
+    /// RTT assumed before the first sample (RFC 9002's 333 ms is for the Internet; datacenter tuning).
+    pub initial_rtt: Dur,
+    /// IPv4 + UDP header bytes per datagram on the wire.
+    pub header_bytes: u32,
+    /// Streams each side may have open at once.
+    pub max_streams: u32,
+    pub migration: MigrationConfig,
+}
+
+impl Default for DcquicConfig {
+    fn default() -> Self {
+        DcquicConfig {
+            congestion_control: CcKind::Cubic,
+            initial_window_packets: 10,
+            ecn: true,
+            mps: MpsConfig::default(),
+            socket_buffer: Bytes(1_000_000),
+            initial_rtt: Dur::from_millis(1),
+            header_bytes: 28,
+            max_streams: 1024,
+            migration: MigrationConfig::default(),
+        }
+    }
+}
+
+impl DcquicConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        self.congestion_control.validate()?;
+        self.mps.validate()?;
+        self.migration.validate()?;
+        if self.initial_window_packets == 0 {
+            return Err("initial_window_packets: must be >= 1".into());
+        }
+        if self.socket_buffer.0 < 16_384 || self.socket_buffer.0 > (1 << 40) {
+            return Err(format!(
+                "socket_buffer: must be in 16KB..=1TB, got {}",
+                self.socket_buffer.0
+            ));
+        }
+        if self.initial_rtt.0 == 0 {
+            return Err("initial_rtt: must be > 0".into());
+        }
+        if self.max_streams == 0 {
+            return Err("max_streams: must be >= 1".into());
+        }
+        Ok(())
+    }
+
+    fn transport(&self, mps: u16) -> Arc<TransportConfig> {
+        let mut t = TransportConfig::default();
+        let win = VarInt::from_u64(self.socket_buffer.0).expect("validated");
+        t.initial_mtu(mps)
+            .min_mtu(1200)
+            .mtu_discovery_config(None)
+            .stream_receive_window(win)
+            .receive_window(win)
+            .send_window(self.socket_buffer.0)
+            .initial_rtt(Duration::from_nanos(self.initial_rtt.0))
+            .max_concurrent_bidi_streams(self.max_streams.into())
+            .max_concurrent_uni_streams(self.max_streams.into())
+            .enable_segmentation_offload(false)
+            .congestion_controller_factory(
+                self.congestion_control
+                    .factory(self.initial_window_packets as u64 * mps as u64),
+            );
+        Arc::new(t)
+    }
+}
+
+/// Crypto configurations, built once per transport (parsing the key and certificate is not free).
+#[derive(Clone)]
+pub struct Shared {
+    pub cfg: DcquicConfig,
+    client: Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
+    server: Arc<quinn_proto::crypto::rustls::QuicServerConfig>,
+}
+
+impl Shared {
+    pub fn new(cfg: DcquicConfig) -> Shared {
+        Shared {
+            cfg,
+            client: crypto::client(false),
+            server: crypto::server(false),
+        }
+    }
+}
+
+/// The one fixed `Instant` that simulated time is laid on: quinn-proto's time type is
+/// `std::time::Instant`, which cannot be built from a number. Read once; only differences from it are
+/// ever used, so its value never affects a result (the same pattern as `run::WallClock`).
+fn base_instant() -> Instant {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    #[allow(clippy::disallowed_methods)]
+    *BASE.get_or_init(Instant::now)
+}
+
+fn to_instant(t: Time) -> Instant {
+    base_instant() + Duration::from_nanos(t.0)
+}
+
+fn to_time(i: Instant) -> Time {
+    Time(i.saturating_duration_since(base_instant()).as_nanos() as u64)
+}
+
+/// quinn's server wall clock (retry and validation tokens), frozen: an engine reads no clock.
+struct FrozenClock;
+
+impl quinn_proto::TimeSource for FrozenClock {
+    fn now(&self) -> std::time::SystemTime {
+        std::time::UNIX_EPOCH + Duration::from_secs(1_893_456_000)
+    }
+}
+
+/// Simulated addresses as IPv4 (10.0.0.0/8 + the address number).
+fn sock(addr: Addr, port: u16) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::from(0x0A00_0000 | addr.0)), port)
+}
+
+fn addr_of(s: SocketAddr) -> Addr {
+    match s.ip() {
+        IpAddr::V4(v4) => Addr(u32::from(v4) & 0x00FF_FFFF),
+        IpAddr::V6(_) => Addr(u32::MAX),
+    }
+}
+
+/// Zero bytes that stand for application data.
+static ZEROS: [u8; 16 * 1024] = [0; 16 * 1024];
+
+#[derive(Debug, Default)]
+struct SendSide {
+    msg: MsgId,
+    len: u64,
+    written: u64,
+    finished: bool,
+    acked: bool,
+}
+
+#[derive(Debug, Default)]
+struct RecvSide {
+    /// The message this side carries, once the application has framed it.
+    msg: Option<(MsgId, u64)>,
+    got: u64,
+    fin: bool,
+    reported: bool,
+}
+
+#[derive(Debug)]
+struct StreamState {
+    opened: Time,
+    send: Option<SendSide>,
+    recv: RecvSide,
+    /// Opened by us as a request: its FIN-bearing response ends a stream record.
+    rpc: bool,
+}
+
+/// Counters of one engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DcquicCounters {
+    pub handshakes: u64,
+    /// Client side: from `connect` to quinn's `Connected`, summed.
+    pub handshake_ns: u64,
+    pub migrations: u64,
+    pub rebinds: u64,
+    pub streams_completed: u64,
+    pub stream_ns: u64,
+    pub lost_packets: u64,
+}
+
+/// One end of a DCQUIC connection.
+pub struct DcquicEngine {
+    shared: Arc<Shared>,
+    endpoint: Endpoint,
+    conn: Option<(ConnectionHandle, Connection)>,
+    server_cfg: Option<Arc<ServerConfig>>,
+    side: Side,
+    /// Our current address and port, and the peer's (as our packets carry them).
+    tuple: FiveTuple,
+    local_addrs: Vec<Addr>,
+    addr_idx: usize,
+    start: Time,
+    connected: bool,
+    events: VecDeque<AppEvent>,
+    quinn_timeout: Option<Time>,
+    next_check: Option<Time>,
+    streams: BTreeMap<StreamId, StreamState>,
+    pending: VecDeque<(MsgId, u64)>,
+    /// Requests the peer sent on its bidirectional streams, waiting for their responses.
+    requests_in: BTreeMap<MsgId, StreamId>,
+    /// Our requests, by id, on our bidirectional streams.
+    requests_out: BTreeMap<MsgId, StreamId>,
+    /// Messages the application framed on the peer's streams, by peer stream index: [bidi, uni].
+    expect: [Vec<(MsgId, u64)>; 2],
+    monitor: Monitor,
+    counters: DcquicCounters,
+    scratch: Vec<u8>,
+    /// Streams whose data was complete before the application framed their message.
+    framed_late: Vec<StreamId>,
+}
+
+impl DcquicEngine {
+    /// `tuple` is this end's view (src = own address). `client` opens the connection; `local_addrs`
+    /// are the host's addresses (migration moves through them; the first must be `tuple.src`);
+    /// `task_bytes` sizes the MPS.
+    pub fn new(
+        shared: Arc<Shared>,
+        tuple: FiveTuple,
+        client: bool,
+        local_addrs: Vec<Addr>,
+        task_bytes: u64,
+        mut rng: Rng,
+        now: Time,
+    ) -> DcquicEngine {
+        let cfg = &shared.cfg;
+        let mps = cfg.mps.select(task_bytes);
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        let mut reset_key = [0u8; 32];
+        rng.fill_bytes(&mut reset_key);
+        let mut ep_cfg = EndpointConfig::new(Arc::new(ring::hmac::Key::new(
+            ring::hmac::HMAC_SHA256,
+            &reset_key,
+        )));
+        ep_cfg
+            .max_udp_payload_size(mps)
+            .expect("validated MPS is a legal UDP payload");
+        let transport = cfg.transport(mps);
+        let mut server_cfg = None;
+        if !client {
+            let mut token_key = [0u8; 32];
+            rng.fill_bytes(&mut token_key);
+            let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token_key);
+            let mut sc = ServerConfig::new(shared.server.clone(), Arc::new(prk));
+            let mut tokens = quinn_proto::ValidationTokenConfig::default();
+            // No NEW_TOKEN frames: connections are not re-opened from tokens here, and issuing one
+            // would stamp it with the wall clock.
+            tokens.sent(0);
+            sc.transport_config(transport.clone())
+                .migration(true)
+                .validation_token_config(tokens)
+                .time_source(Arc::new(FrozenClock));
+            server_cfg = Some(Arc::new(sc));
+        }
+        let mut endpoint = Endpoint::new(Arc::new(ep_cfg), server_cfg.clone(), false, Some(seed));
+        let local_addrs = if local_addrs.is_empty() {
+            vec![tuple.src]
+        } else {
+            local_addrs
+        };
+        let addr_idx = local_addrs.iter().position(|&a| a == tuple.src).unwrap_or(0);
+        let mut conn = None;
+        if client {
+            let mut cc = ClientConfig::new(shared.client.clone());
+            cc.transport_config(transport);
+            let (ch, c) = endpoint
+                .connect(
+                    to_instant(now),
+                    cc,
+                    sock(tuple.dst, tuple.dst_port),
+                    crypto::SERVER_NAME,
+                )
+                .expect("a fresh endpoint has connection ids and a valid peer address");
+            conn = Some((ch, c));
+        }
+        let monitor = Monitor::new(&cfg.migration);
+        let mut e = DcquicEngine {
+            shared,
+            endpoint,
+            conn,
+            server_cfg,
+            side: if client { Side::Client } else { Side::Server },
+            tuple: FiveTuple {
+                proto: Proto::Udp,
+                ..tuple
+            },
+            local_addrs,
+            addr_idx,
+            start: now,
+            connected: false,
+            events: VecDeque::new(),
+            quinn_timeout: None,
+            next_check: None,
+            streams: BTreeMap::new(),
+            pending: VecDeque::new(),
+            requests_in: BTreeMap::new(),
+            requests_out: BTreeMap::new(),
+            expect: [Vec::new(), Vec::new()],
+            monitor,
+            counters: DcquicCounters::default(),
+            scratch: Vec::new(),
+            framed_late: Vec::new(),
+        };
+        e.process(now);
+        e
+    }
+
+    pub fn counters(&self) -> DcquicCounters {
+        let mut c = self.counters;
+        if let Some((_, conn)) = &self.conn {
+            c.lost_packets = conn.stats().path.lost_packets;
+        }
+        c
+    }
+
+    /// The address this end currently sends from.
+    pub fn local_addr(&self) -> Addr {
+        self.tuple.src
+    }
+
+    /// The maximum UDP payload this connection currently sends.
+    pub fn mps(&self) -> Option<u16> {
+        self.conn.as_ref().map(|(_, c)| c.current_mtu())
+    }
+
+    /// Proactive migration: move to the next local address (another NIC, hence another path). QUIC
+    /// switches to a fresh connection ID and the peer validates the new path.
+    pub fn migrate(&mut self, now: Time) -> bool {
+        if self.side != Side::Client || self.local_addrs.len() < 2 || self.conn.is_none() {
+            return false;
+        }
+        self.addr_idx = (self.addr_idx + 1) % self.local_addrs.len();
+        self.tuple.src = self.local_addrs[self.addr_idx];
+        if let Some((_, c)) = self.conn.as_mut() {
+            c.local_address_changed();
+        }
+        self.counters.migrations += 1;
+        self.monitor.reset();
+        self.process(now);
+        true
+    }
+
+    /// Passive migration: the host's address changed under the connection (e.g. a migrated VM); the
+    /// connection keeps going from `addr`, the peer sees a new address and validates it.
+    pub fn rebind(&mut self, now: Time, addr: Addr) {
+        self.tuple.src = addr;
+        if !self.local_addrs.contains(&addr) {
+            self.local_addrs.push(addr);
+        }
+        self.addr_idx = self.local_addrs.iter().position(|&a| a == addr).unwrap_or(0);
+        self.counters.rebinds += 1;
+        self.monitor.reset();
+        self.process(now);
+    }
+
+    fn peer_side(&self) -> Side {
+        match self.side {
+            Side::Client => Side::Server,
+            Side::Server => Side::Client,
+        }
+    }
+
+    /// Opens streams for queued messages while the peer's stream limit allows.
+    fn open_pending(&mut self, now: Time) {
+        while let Some(&(msg, len)) = self.pending.front() {
+            let Some((_, conn)) = self.conn.as_mut() else {
+                return;
+            };
+            let dir = if msg & 1 == 0 { Dir::Bi } else { Dir::Uni };
+            let Some(id) = conn.streams().open(dir) else {
+                break;
+            };
+            self.pending.pop_front();
+            self.streams.insert(
+                id,
+                StreamState {
+                    opened: now,
+                    send: Some(SendSide {
+                        msg,
+                        len,
+                        ..SendSide::default()
+                    }),
+                    recv: RecvSide::default(),
+                    rpc: dir == Dir::Bi,
+                },
+            );
+            if dir == Dir::Bi {
+                self.requests_out.insert(msg, id);
+            }
+            self.write(id);
+        }
+    }
+
+    /// Writes as much of a stream's message as flow control and the send buffer take.
+    fn write(&mut self, id: StreamId) {
+        let Some((_, conn)) = self.conn.as_mut() else {
+            return;
+        };
+        let Some(s) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            return;
+        };
+        let mut stream = conn.send_stream(id);
+        while s.written < s.len {
+            let n = (s.len - s.written).min(ZEROS.len() as u64) as usize;
+            match stream.write(&ZEROS[..n]) {
+                Ok(k) if k > 0 => s.written += k as u64,
+                _ => break,
+            }
+        }
+        if s.written == s.len && !s.finished {
+            s.finished = stream.finish().is_ok();
+        }
+    }
+
+    fn read(&mut self, now: Time, id: StreamId) {
+        let Some((_, conn)) = self.conn.as_mut() else {
+            return;
+        };
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        if s.recv.fin {
+            return;
+        }
+        let mut stream = conn.recv_stream(id);
+        let Ok(mut chunks) = stream.read(true) else {
+            return;
+        };
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(c)) => s.recv.got += c.bytes.len() as u64,
+                Ok(None) => {
+                    s.recv.fin = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        if s.recv.fin {
+            self.received(now, id);
+        }
+    }
+
+    /// A stream's receive side is complete (or was just framed): report the message, end the record.
+    fn received(&mut self, now: Time, id: StreamId) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let (Some((msg, _)), true, false) = (s.recv.msg, s.recv.fin, s.recv.reported) else {
+            return;
+        };
+        s.recv.reported = true;
+        self.events.push_back(AppEvent::MessageReceived { msg });
+        if id.dir() == Dir::Bi && id.initiator() != self.side {
+            self.requests_in.insert(msg, id);
+        }
+        if s.rpc {
+            let rec = StreamRecord {
+                id: id.index(),
+                start: s.opened,
+                end: now,
+                total_bytes: s.recv.got,
+            };
+            self.counters.streams_completed += 1;
+            self.counters.stream_ns += rec.end.saturating_sub(rec.start).0;
+            if let Some(req) = s.send.as_ref().map(|x| x.msg) {
+                self.requests_out.remove(&req);
+            }
+            if self.shared.cfg.migration.enabled && self.monitor.record(&rec) {
+                self.migrate(now);
+            }
+        }
+        self.gc(id);
+    }
+
+    fn report_framed_late(&mut self, now: Time) {
+        while let Some(id) = self.framed_late.pop() {
+            self.received(now, id);
+        }
+    }
+
+    /// Drops a stream's state once both of its sides are done.
+    fn gc(&mut self, id: StreamId) {
+        let Some(s) = self.streams.get(&id) else {
+            return;
+        };
+        let send_done = s.send.as_ref().is_none_or(|x| x.acked);
+        let has_recv = id.dir() == Dir::Bi || id.initiator() != self.side;
+        let recv_done = !has_recv || s.recv.reported;
+        // A peer's request stream stays until our response on it is acknowledged.
+        let awaiting_response = id.dir() == Dir::Bi && id.initiator() != self.side && s.send.is_none();
+        if send_done && recv_done && !awaiting_response {
+            self.streams.remove(&id);
+        }
+    }
+
+    fn accept(&mut self, now: Time, dir: Dir) {
+        loop {
+            let Some((_, conn)) = self.conn.as_mut() else {
+                return;
+            };
+            let Some(id) = conn.streams().accept(dir) else {
+                return;
+            };
+            let k = dir as usize;
+            let msg = self.expect[k].get(id.index() as usize).copied();
+            self.streams.insert(
+                id,
+                StreamState {
+                    opened: now,
+                    send: None,
+                    recv: RecvSide {
+                        msg,
+                        ..RecvSide::default()
+                    },
+                    rpc: false,
+                },
+            );
+            self.read(now, id);
+        }
+    }
+
+    fn acked(&mut self, id: StreamId) {
+        let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+            return;
+        };
+        if send.acked {
+            return;
+        }
+        send.acked = true;
+        let stats = MessageStats {
+            sent_bytes: send.len,
+            ..MessageStats::default()
+        };
+        self.events
+            .push_back(AppEvent::MessageAcked { msg: send.msg, stats });
+        self.gc(id);
+    }
+
+    /// Runs quinn's endpoint/connection event exchange and our stream logic after any input.
+    fn process(&mut self, now: Time) {
+        while let Some((ch, conn)) = self.conn.as_mut() {
+            let mut progressed = false;
+            while let Some(ev) = conn.poll_endpoint_events() {
+                progressed = true;
+                if let Some(cev) = self.endpoint.handle_event(*ch, ev) {
+                    conn.handle_event(cev);
+                }
+            }
+            let Some(ev) = conn.poll() else {
+                if !progressed {
+                    break;
+                }
+                continue;
+            };
+            match ev {
+                Event::Connected => {
+                    if !self.connected {
+                        self.connected = true;
+                        if self.side == Side::Client {
+                            self.counters.handshakes += 1;
+                            self.counters.handshake_ns += now.saturating_sub(self.start).0;
+                        }
+                        self.events.push_back(AppEvent::Connected);
+                    }
+                    self.open_pending(now);
+                }
+                Event::ConnectionLost { .. } => {
+                    let mut failed: Vec<(StreamId, MsgId, u64)> = self
+                        .streams
+                        .iter()
+                        .filter_map(|(&id, s)| {
+                            s.send.as_ref().filter(|x| !x.acked).map(|x| (id, x.msg, x.len))
+                        })
+                        .collect();
+                    failed.sort_unstable_by_key(|f| f.0);
+                    let queued: Vec<(MsgId, u64)> = self.pending.drain(..).collect();
+                    for (msg, len) in failed.into_iter().map(|(_, m, l)| (m, l)).chain(queued) {
+                        self.events.push_back(AppEvent::MessageFailed {
+                            msg,
+                            stats: MessageStats {
+                                sent_bytes: len,
+                                ..MessageStats::default()
+                            },
+                        });
+                    }
+                    self.streams.clear();
+                    self.conn = None;
+                    break;
+                }
+                Event::Stream(StreamEvent::Opened { dir }) => self.accept(now, dir),
+                Event::Stream(StreamEvent::Readable { id }) => self.read(now, id),
+                Event::Stream(StreamEvent::Writable { id }) => self.write(id),
+                Event::Stream(StreamEvent::Finished { id }) => self.acked(id),
+                Event::Stream(StreamEvent::Available { .. }) => self.open_pending(now),
+                _ => {}
+            }
+        }
+        self.refresh_timeout(now);
+    }
+
+    fn refresh_timeout(&mut self, now: Time) {
+        self.quinn_timeout = self
+            .conn
+            .as_mut()
+            .and_then(|(_, c)| c.poll_timeout())
+            .map(to_time);
+        let rpc_in_flight =
+            self.side == Side::Client && self.shared.cfg.migration.enabled && !self.requests_out.is_empty();
+        if !rpc_in_flight {
+            self.next_check = None;
+        } else if self.next_check.is_none_or(|t| t <= now) {
+            self.next_check = Some(now + self.shared.cfg.migration.check_interval);
+        }
+    }
+
+    /// Proactive migration's periodic check: RPCs still in flight count with their elapsed time so far
+    /// when that already exceeds the recent mean (a lower bound says nothing when it is below it).
+    fn check_migration(&mut self, now: Time) {
+        let base = self.monitor.recent_mean();
+        let mean_bytes = self.monitor.mean_bytes().max(1);
+        let mut in_flight: Vec<(StreamId, f64)> = self
+            .requests_out
+            .values()
+            .filter_map(|id| self.streams.get(id).map(|s| (*id, s)))
+            .map(|(id, s)| {
+                let bytes = s.recv.msg.map_or(mean_bytes, |(_, l)| l.max(1));
+                (id, now.saturating_sub(s.opened).0 as f64 / bytes as f64)
+            })
+            .filter(|&(_, v)| v > base)
+            .collect();
+        in_flight.sort_unstable_by_key(|x| x.0);
+        let prov: Vec<f64> = in_flight.into_iter().map(|x| x.1).collect();
+        if !prov.is_empty() && self.monitor.fires(&prov) {
+            self.migrate(now);
+        }
+    }
+}
+
+impl Engine for DcquicEngine {
+    fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        if msg & 1 == 1 {
+            if let Some(id) = self.requests_in.remove(&(msg ^ 1)) {
+                if let Some(s) = self.streams.get_mut(&id) {
+                    s.send = Some(SendSide {
+                        msg,
+                        len: len_bytes,
+                        ..SendSide::default()
+                    });
+                    self.write(id);
+                    self.process(now);
+                    return;
+                }
+            }
+        }
+        self.pending.push_back((msg, len_bytes));
+        self.open_pending(now);
+        self.process(now);
+    }
+
+    fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
+        if msg & 1 == 1 {
+            if let Some(&id) = self.requests_out.get(&(msg ^ 1)) {
+                if let Some(s) = self.streams.get_mut(&id) {
+                    s.recv.msg = Some((msg, len_bytes));
+                    // A response already complete is reported at the next input (no `now` here).
+                    if s.recv.fin {
+                        self.framed_late.push(id);
+                    }
+                    return;
+                }
+            }
+        }
+        let dir = if msg & 1 == 0 { Dir::Bi } else { Dir::Uni };
+        let k = dir as usize;
+        let idx = self.expect[k].len() as u64;
+        self.expect[k].push((msg, len_bytes));
+        let id = StreamId::new(self.peer_side(), dir, idx);
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.recv.msg = Some((msg, len_bytes));
+            if s.recv.fin {
+                self.framed_late.push(id);
+            }
+        }
+    }
+
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {
+        let remote = sock(pkt.tuple.src, pkt.tuple.src_port);
+        let ecn = match pkt.ecn {
+            Ecn::NotEct => None,
+            Ecn::Ect0 => Some(EcnCodepoint::Ect0),
+            Ecn::Ce => Some(EcnCodepoint::Ce),
+        };
+        let data = bytes::BytesMut::from(payload);
+        self.scratch.clear();
+        match self
+            .endpoint
+            .handle(to_instant(now), remote, None, ecn, data, &mut self.scratch)
+        {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) => {
+                if let Some((_, c)) = self.conn.as_mut() {
+                    c.handle_event(ev);
+                }
+            }
+            Some(DatagramEvent::NewConnection(incoming)) => {
+                if self.conn.is_none() && self.server_cfg.is_some() {
+                    self.tuple.dst = pkt.tuple.src;
+                    self.tuple.dst_port = pkt.tuple.src_port;
+                    // A refused handshake (bad Initial) leaves the server waiting for a good one.
+                    if let Ok((ch, c)) = self.endpoint.accept(
+                        incoming,
+                        to_instant(now),
+                        &mut self.scratch,
+                        self.server_cfg.clone(),
+                    ) {
+                        self.conn = Some((ch, c));
+                    }
+                } else {
+                    self.endpoint.ignore(incoming);
+                }
+            }
+            // Stateless responses (version negotiation, resets) do not arise between our own peers.
+            Some(DatagramEvent::Response(_)) | None => {}
+        }
+        self.report_framed_late(now);
+        self.process(now);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.report_framed_late(now);
+        if self.quinn_timeout.is_some_and(|t| t <= now) {
+            if let Some((_, c)) = self.conn.as_mut() {
+                c.handle_timeout(to_instant(now));
+            }
+        }
+        if self.next_check.is_some_and(|t| t <= now) {
+            self.next_check = None;
+            self.check_migration(now);
+        }
+        self.process(now);
+    }
+
+    fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
+        let (_, conn) = self.conn.as_mut()?;
+        let Some(t) = conn.poll_transmit(to_instant(now), 1, payload) else {
+            self.refresh_timeout(now);
+            return None;
+        };
+        payload.truncate(t.size);
+        let dst = addr_of(t.destination);
+        let tuple = FiveTuple {
+            src: self.tuple.src,
+            dst,
+            src_port: self.tuple.src_port,
+            dst_port: t.destination.port(),
+            proto: Proto::Udp,
+        };
+        let ecn = match t.ecn {
+            Some(EcnCodepoint::Ect0) | Some(EcnCodepoint::Ect1) if self.shared.cfg.ecn => Ecn::Ect0,
+            Some(EcnCodepoint::Ce) => Ecn::Ce,
+            _ => Ecn::NotEct,
+        };
+        Some(Packet {
+            tuple,
+            size_bytes: t.size as u32 + self.shared.cfg.header_bytes,
+            ecn,
+            header: Header::Datagram {
+                payload_len: t.size as u32,
+            },
+            ..Packet::default()
+        })
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        match (self.quinn_timeout, self.next_check) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.events.pop_front()
+    }
+
+    fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
+        self.streams
+            .values()
+            .filter_map(|s| s.send.as_ref())
+            .find(|x| x.msg == msg)
+            .map(|x| MessageStats {
+                sent_bytes: x.written,
+                ..MessageStats::default()
+            })
+            .or_else(|| {
+                self.pending
+                    .iter()
+                    .find(|p| p.0 == msg)
+                    .map(|_| MessageStats::default())
+            })
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = self.counters();
+        vec![
+            ("dcquic_handshakes", c.handshakes),
+            ("dcquic_handshake_ns", c.handshake_ns),
+            ("dcquic_migrations", c.migrations),
+            ("dcquic_rebinds", c.rebinds),
+            ("dcquic_streams_completed", c.streams_completed),
+            ("dcquic_stream_ns", c.stream_ns),
+            ("dcquic_lost_packets", c.lost_packets),
+        ]
+    }
+}

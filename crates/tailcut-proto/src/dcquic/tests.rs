@@ -1,0 +1,413 @@
+use super::cc::Dctcp;
+use super::*;
+use crate::rng;
+use quinn_proto::congestion::Controller;
+use std::collections::{BTreeMap, BinaryHeap};
+
+/// A datagram in flight: (arrival, sequence, to engine, bytes, source address, size on the wire).
+type InFlight = std::cmp::Reverse<(Time, u64, usize, Vec<u8>, u8, u32)>;
+
+/// A two-engine driver: engine 0 is the client (addresses 1 and 2, port 1000), engine 1 the server
+/// (address 10, port 2000). A datagram takes `delay(src, dst)` one way and is lost if `lost(now, src)`.
+struct Pair {
+    e: [DcquicEngine; 2],
+    now: Time,
+    q: BinaryHeap<InFlight>,
+    seq: u64,
+    log: Vec<(Time, usize, AppEvent)>,
+    sizes: Vec<u32>,
+    delay: Box<dyn Fn(Time, Addr) -> Dur>,
+    lost: Box<dyn Fn(Time, Addr) -> bool>,
+    /// Response size per request id, answered by the server as soon as the request arrives.
+    responses: BTreeMap<MsgId, u64>,
+}
+
+fn cfg() -> DcquicConfig {
+    DcquicConfig::default()
+}
+
+impl Pair {
+    fn new(cfg: DcquicConfig, task: u64, seed: u64) -> Pair {
+        let shared = Arc::new(Shared::new(cfg));
+        let t = FiveTuple {
+            src: Addr(1),
+            dst: Addr(10),
+            src_port: 1000,
+            dst_port: 2000,
+            proto: Proto::Udp,
+        };
+        let c = DcquicEngine::new(
+            shared.clone(),
+            t,
+            true,
+            vec![Addr(1), Addr(2)],
+            task,
+            rng::stream(seed, rng::Stream::Engine, 0),
+            Time::ZERO,
+        );
+        let s = DcquicEngine::new(
+            shared,
+            t.reversed(),
+            false,
+            vec![Addr(10)],
+            task,
+            rng::stream(seed, rng::Stream::Engine, 1),
+            Time::ZERO,
+        );
+        let mut p = Pair {
+            e: [c, s],
+            now: Time::ZERO,
+            q: BinaryHeap::new(),
+            seq: 0,
+            log: Vec::new(),
+            sizes: Vec::new(),
+            delay: Box::new(|_, _| Dur::from_micros(10)),
+            lost: Box::new(|_, _| false),
+            responses: BTreeMap::new(),
+        };
+        p.drain(0);
+        p
+    }
+
+    fn drain(&mut self, i: usize) {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let Some(pkt) = self.e[i].poll_transmit(self.now, &mut buf) else {
+                break;
+            };
+            self.sizes.push(pkt.size_bytes);
+            if (self.lost)(self.now, pkt.tuple.src) || (self.lost)(self.now, pkt.tuple.dst) {
+                continue;
+            }
+            let at = self.now + (self.delay)(self.now, if i == 0 { pkt.tuple.src } else { pkt.tuple.dst });
+            self.seq += 1;
+            self.q.push(std::cmp::Reverse((
+                at,
+                self.seq,
+                1 - i,
+                buf.clone(),
+                (pkt.tuple.src.0) as u8,
+                pkt.size_bytes,
+            )));
+        }
+        let mut answer = Vec::new();
+        while let Some(ev) = self.e[i].poll_event() {
+            self.log.push((self.now, i, ev));
+            if let (1, AppEvent::MessageReceived { msg }) = (i, ev) {
+                if let Some(&len) = self.responses.get(&msg) {
+                    answer.push((msg | 1, len));
+                }
+            }
+        }
+        for (msg, len) in answer {
+            self.e[0].expect_message(msg, len);
+            self.e[1].send_message(self.now, msg, len);
+            self.drain(1);
+        }
+    }
+
+    /// Runs until `until` or until nothing is left to do.
+    fn run(&mut self, until: Time) {
+        loop {
+            let next_pkt = self.q.peek().map(|r| r.0 .0);
+            let next_to = [0, 1].map(|i| self.e[i].poll_timeout());
+            let mut t = Time::MAX;
+            for x in [next_pkt, next_to[0], next_to[1]].into_iter().flatten() {
+                t = t.min(x);
+            }
+            if t == Time::MAX || t > until {
+                self.now = until;
+                return;
+            }
+            self.now = self.now.max(t);
+            if next_pkt == Some(t) {
+                let std::cmp::Reverse((_, _, to, bytes, src, size)) = self.q.pop().unwrap();
+                let (sa, sp, da, dp) = if to == 1 {
+                    (Addr(src as u32), 1000, Addr(10), 2000)
+                } else {
+                    (Addr(10), 2000, Addr(src as u32), 1000)
+                };
+                let pkt = Packet {
+                    tuple: FiveTuple {
+                        src: sa,
+                        dst: da,
+                        src_port: sp,
+                        dst_port: dp,
+                        proto: Proto::Udp,
+                    },
+                    size_bytes: size,
+                    header: Header::Datagram {
+                        payload_len: bytes.len() as u32,
+                    },
+                    ..Packet::default()
+                };
+                self.e[to].handle_packet(self.now, &pkt, &bytes);
+                self.drain(to);
+                self.drain(1 - to);
+            } else {
+                for (i, to) in next_to.iter().enumerate() {
+                    if to.is_some_and(|d| d <= self.now) {
+                        self.e[i].handle_timeout(self.now);
+                        self.drain(i);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts one RPC: request `req` bytes from the client, response `resp` bytes from the server.
+    fn rpc(&mut self, id: u64, req: u64, resp: u64) {
+        self.responses.insert(id, resp);
+        self.e[1].expect_message(id, req);
+        self.e[0].send_message(self.now, id, req);
+        self.drain(0);
+    }
+
+    fn received(&self, msg: MsgId) -> Option<Time> {
+        self.log
+            .iter()
+            .find_map(|&(t, i, ev)| (i == 0 && ev == AppEvent::MessageReceived { msg }).then_some(t))
+    }
+
+    /// Sequential RPCs of `resp` bytes starting at `from`; returns each one's completion time.
+    fn sequential(&mut self, first_id: u64, n: u64, resp: u64, limit: Time) -> Vec<Option<Dur>> {
+        let mut out = Vec::new();
+        for k in 0..n {
+            let id = (first_id + k) << 1;
+            let start = self.now;
+            self.rpc(id, 100, resp);
+            let mut done = None;
+            while self.now < limit {
+                let step = self.now + Dur::from_millis(1);
+                self.run(step);
+                if let Some(t) = self.received(id | 1) {
+                    done = Some(t.saturating_sub(start));
+                    break;
+                }
+            }
+            out.push(done);
+        }
+        out
+    }
+}
+
+#[test]
+fn handshake_then_rpc_completes_over_one_connection() {
+    let mut p = Pair::new(cfg(), 10_000, 1);
+    p.run(Time(1_000_000));
+    let c = p.e[0].counters();
+    assert_eq!(c.handshakes, 1);
+    // 1-RTT handshake: the client is connected after one round trip of 20 us plus serialisation-free
+    // processing, well under two.
+    assert!(
+        c.handshake_ns >= 20_000 && c.handshake_ns < 40_000,
+        "{}",
+        c.handshake_ns
+    );
+    p.rpc(0, 1000, 100_000);
+    p.run(Time(50_000_000));
+    assert!(p.received(1).is_some(), "{:?}", p.log);
+    assert!(p
+        .log
+        .iter()
+        .any(|&(_, i, ev)| i == 1 && matches!(ev, AppEvent::MessageAcked { msg: 1, .. })));
+    // A second RPC reuses the connection: no new handshake.
+    p.rpc(2, 1000, 10_000);
+    p.run(Time(100_000_000));
+    assert!(p.received(3).is_some());
+    assert_eq!(p.e[0].counters().handshakes, 1);
+}
+
+#[test]
+fn same_seed_gives_identical_runs() {
+    let trace = |seed| {
+        let mut p = Pair::new(cfg(), 10_000, seed);
+        p.rpc(0, 1000, 200_000);
+        p.rpc(2, 5000, 30_000);
+        p.run(Time(100_000_000));
+        (p.log.clone(), p.sizes.clone())
+    };
+    let a = trace(7);
+    assert!(a.0.len() >= 4, "{:?}", a.0);
+    assert_eq!(a, trace(7));
+}
+
+#[test]
+fn mps_is_chosen_by_task_size_and_used_on_the_wire() {
+    let m = MpsConfig::default();
+    assert_eq!(m.select(100), 9000);
+    assert_eq!(m.select(999_999), 9000);
+    assert_eq!(m.select(1_000_000), 5000);
+    assert_eq!(m.select(2_000_000), 5000);
+    let off = MpsConfig {
+        negotiate: false,
+        ..MpsConfig::default()
+    };
+    assert_eq!(off.select(100), 1252);
+    assert_eq!(off.select(2_000_000), 1252);
+    for (task, mps) in [(10_000u64, 9000u32), (2_000_000, 5000)] {
+        let mut p = Pair::new(cfg(), task, 3);
+        p.rpc(0, 100, 300_000);
+        p.run(Time(100_000_000));
+        assert!(p.received(1).is_some());
+        let biggest = *p.sizes.iter().max().unwrap();
+        assert_eq!(biggest, mps + 28, "task {task}");
+        assert_eq!(p.e[0].mps(), Some(mps as u16));
+    }
+}
+
+#[test]
+fn dctcp_reduces_by_half_its_marked_fraction() {
+    let t0 = to_instant(Time(0));
+    let mtu = 1000u16;
+    for (g, marked_of_10, expect_factor) in [(1.0, 10u64, 0.5), (1.0, 4, 0.8), (1.0, 0, 1.0)] {
+        let mut c = Dctcp::new(g, 10_000, t0, mtu);
+        // Window 1: ten 1000-byte packets acked one ACK frame each, `marked_of_10` of them marked.
+        for k in 0..10u64 {
+            let now = to_instant(Time(1000 + k));
+            c.acked(t0, 1000, true);
+            c.end_acks();
+            if k < marked_of_10 {
+                c.congestion(now, t0, false, 0);
+            }
+        }
+        // A window with marks reduces once, by the previous windows' alpha (1 at start, as Linux).
+        let after_first = c.window();
+        assert_eq!(after_first, if marked_of_10 > 0 { 5000 } else { 10_000 });
+        // Window 2: one mark; cwnd *= 1 - alpha / 2 with alpha the fraction of window 1.
+        let w = c.window();
+        let now = to_instant(Time(5000));
+        c.acked(t0, 1000, true);
+        c.end_acks();
+        assert!(
+            (c.alpha() - marked_of_10 as f64 / 10.0).abs() < 1e-9,
+            "alpha {}",
+            c.alpha()
+        );
+        c.congestion(now, t0, false, 0);
+        let want = ((w as f64) * expect_factor) as u64;
+        assert_eq!(c.window(), want.max(2 * mtu as u64), "marked {marked_of_10}/10");
+    }
+}
+
+#[test]
+fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
+    let mc = MigrationConfig {
+        long_window: 5,
+        short_window: 2,
+        alpha: 2.0,
+        ..MigrationConfig::default()
+    };
+    let rec = |i: u64, ns: u64| StreamRecord {
+        id: i,
+        start: Time(0),
+        end: Time(ns),
+        total_bytes: 1,
+    };
+    // Fewer than W + w records never fire, however slow.
+    let mut m = Monitor::new(&mc);
+    for i in 0..6 {
+        assert!(!m.record(&rec(i, if i < 4 { 10 } else { 1000 })));
+    }
+    // The 7th completes the windows: long = 5 x 10 (records 0-4)... records 0..4 are 10,10,10,10,1000
+    // so long mean = 208, short = (1000 + x) / 2 > 416 iff x > -168: fires.
+    assert!(m.record(&rec(6, 1000)));
+
+    // Boundary: long mean 10, short mean exactly 20 = alpha x long: does not fire; 20.5 fires.
+    let mut m = Monitor::new(&mc);
+    for i in 0..5 {
+        m.record(&rec(i, 10));
+    }
+    m.record(&rec(5, 20));
+    assert!(!m.record(&rec(6, 20)));
+    let mut m = Monitor::new(&mc);
+    for i in 0..5 {
+        m.record(&rec(i, 10));
+    }
+    m.record(&rec(5, 20));
+    assert!(m.record(&rec(6, 21)));
+    // Only the last w count as short and the W before them as long: old slow records slide out.
+    let mut m = Monitor::new(&mc);
+    for i in 0..7 {
+        m.record(&rec(i, 1000));
+    }
+    for i in 7..12 {
+        assert!(!m.record(&rec(i, 10)), "record {i}");
+    }
+    assert!(!m.record(&rec(12, 20)));
+    assert!(!m.record(&rec(13, 20)));
+    assert!(m.record(&rec(14, 21)) || !m.fires(&[]));
+    // Provisional samples join the short window.
+    let mut m = Monitor::new(&mc);
+    for i in 0..6 {
+        m.record(&rec(i, 10));
+    }
+    assert!(!m.fires(&[20.0]));
+    assert!(m.fires(&[31.0]));
+    // Per-byte normalisation (Eq. 2).
+    assert_eq!(
+        StreamRecord {
+            id: 0,
+            start: Time(100),
+            end: Time(1100),
+            total_bytes: 500
+        }
+        .time_per_byte(),
+        2.0
+    );
+}
+
+#[test]
+fn migrated_connection_keeps_its_streams_and_finishes_them() {
+    let mut p = Pair::new(cfg(), 10_000, 5);
+    p.rpc(0, 1000, 10_000_000);
+    p.run(Time(200_000));
+    assert!(p.received(1).is_none(), "still in flight at the migration");
+    assert!(p.e[0].migrate(p.now));
+    assert_eq!(p.e[0].local_addr(), Addr(2));
+    // The old address is dead from now on.
+    p.lost = Box::new(|_, a| a == Addr(1));
+    p.run(Time(200_000_000));
+    assert!(p.received(1).is_some(), "{:?}", p.log);
+    assert_eq!(p.e[0].counters().migrations, 1);
+    p.rpc(2, 1000, 10_000);
+    p.run(Time(300_000_000));
+    assert!(p.received(3).is_some());
+}
+
+#[test]
+fn passive_rebind_keeps_the_connection() {
+    let mut p = Pair::new(cfg(), 10_000, 6);
+    p.sequential(0, 3, 10_000, Time(50_000_000));
+    p.e[0].rebind(p.now, Addr(2));
+    p.lost = Box::new(|_, a| a == Addr(1));
+    let r = p.sequential(10, 3, 10_000, Time(200_000_000));
+    assert!(r.iter().all(|x| x.is_some()), "{r:?}");
+}
+
+#[test]
+fn delay_on_the_used_path_triggers_proactive_migration() {
+    let mut c = cfg();
+    c.migration.long_window = 10;
+    c.migration.short_window = 3;
+    let mut p = Pair::new(c, 10_000, 8);
+    let base = p.sequential(0, 20, 10_000, Time(100_000_000));
+    assert!(base.iter().all(|x| x.is_some()));
+    assert_eq!(p.e[0].counters().migrations, 0, "no migration on a steady path");
+    // +10 ms one way on the client's first NIC.
+    p.delay = Box::new(|_, a| {
+        if a == Addr(1) {
+            Dur::from_millis(10)
+        } else {
+            Dur::from_micros(10)
+        }
+    });
+    let slow = p.sequential(100, 10, 10_000, Time(2_000_000_000));
+    assert!(slow.iter().all(|x| x.is_some()), "{slow:?}");
+    assert_eq!(p.e[0].counters().migrations, 1);
+    assert_eq!(p.e[0].local_addr(), Addr(2));
+    // After migrating, RPCs are fast again.
+    let last = slow.last().unwrap().unwrap();
+    assert!(last < Dur::from_millis(2), "{last:?}");
+}

@@ -1,0 +1,336 @@
+//! The TCP baseline of DCQUIC's migration experiment (Sec. 4.3, "Server #2"): an RPC client over TCP
+//! that, when the network looks unavailable, reconnects at application level from its next local
+//! address (another NIC) and re-sends its unanswered requests.
+//!
+//! Unavailability is what an RPC framework can see: an outstanding request with no progress (no
+//! response and no acknowledgement) for `reconnect_after`. The new connection's SYN carries the
+//! application's resume header (the connection number and the ids of the re-sent requests, in order),
+//! so the server side knows which requests are repeats: it re-sends the responses it had already sent
+//! instead of handing a request to its application twice, and sends the responses of the resumed
+//! requests in their order.
+
+use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
+use crate::packet::{Addr, FiveTuple, Packet};
+use crate::rng::Rng;
+use crate::seq::Seq;
+use crate::tcp::{Role, TcpConfig, TcpEndpoint};
+use crate::time::{Dur, Time};
+use crate::TcpFlags;
+use rand::{RngCore, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Sequence space between the ISNs of successive connections.
+const ISN_STRIDE: u32 = 0x1000_0000;
+
+/// One end of a reconnecting TCP RPC channel.
+pub struct Reconnect {
+    cfg: TcpConfig,
+    client: bool,
+    /// This end's view: src = own address.
+    tuple: FiveTuple,
+    addrs: Vec<Addr>,
+    idx: usize,
+    isn: Seq,
+    peer_isn: Seq,
+    /// Connection number (0 = the original).
+    k: u32,
+    rng: Rng,
+    inner: TcpEndpoint,
+    reconnect_after: Dur,
+    connected_once: bool,
+    events: VecDeque<AppEvent>,
+    reconnects: u64,
+    // Client side.
+    /// Requests without a complete response, in sending order, with their lengths.
+    outstanding: Vec<(MsgId, u64)>,
+    resp_len: BTreeMap<MsgId, u64>,
+    registered: BTreeSet<MsgId>,
+    last_progress: Time,
+    resume: Option<Vec<u8>>,
+    // Server side.
+    expected: Vec<(MsgId, u64)>,
+    delivered: BTreeMap<MsgId, u64>,
+    sent_responses: BTreeMap<MsgId, u64>,
+    duplicates: BTreeSet<MsgId>,
+    resume_order: VecDeque<MsgId>,
+    held: Vec<(MsgId, u64)>,
+}
+
+impl Reconnect {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: TcpConfig,
+        tuple: FiveTuple,
+        client: bool,
+        addrs: Vec<Addr>,
+        isn: Seq,
+        peer_isn: Seq,
+        mut rng: Rng,
+        reconnect_after: Dur,
+        now: Time,
+    ) -> Reconnect {
+        let role = if client { Role::Client } else { Role::Server };
+        let inner_rng = Rng::seed_from_u64(rng.next_u64());
+        let inner = TcpEndpoint::new(cfg.clone(), tuple, role, isn, peer_isn, inner_rng, now);
+        let addrs = if addrs.is_empty() { vec![tuple.src] } else { addrs };
+        let idx = addrs.iter().position(|&a| a == tuple.src).unwrap_or(0);
+        Reconnect {
+            cfg,
+            client,
+            tuple,
+            addrs,
+            idx,
+            isn,
+            peer_isn,
+            k: 0,
+            rng,
+            inner,
+            reconnect_after,
+            connected_once: false,
+            events: VecDeque::new(),
+            reconnects: 0,
+            outstanding: Vec::new(),
+            resp_len: BTreeMap::new(),
+            registered: BTreeSet::new(),
+            last_progress: now,
+            resume: None,
+            expected: Vec::new(),
+            delivered: BTreeMap::new(),
+            sent_responses: BTreeMap::new(),
+            duplicates: BTreeSet::new(),
+            resume_order: VecDeque::new(),
+            held: Vec::new(),
+        }
+    }
+
+    fn fresh_inner(&mut self, role: Role, now: Time) {
+        let off = ISN_STRIDE.wrapping_mul(self.k);
+        let rng = Rng::seed_from_u64(self.rng.next_u64());
+        self.inner = TcpEndpoint::new(
+            self.cfg.clone(),
+            self.tuple,
+            role,
+            Seq(self.isn.0.wrapping_add(off)),
+            Seq(self.peer_isn.0.wrapping_add(off)),
+            rng,
+            now,
+        );
+    }
+
+    /// Client: registers response framings on the current connection, in request order.
+    fn flush_expect(&mut self) {
+        for &(req, _) in &self.outstanding {
+            if self.registered.contains(&req) {
+                continue;
+            }
+            let Some(&len) = self.resp_len.get(&req) else {
+                break;
+            };
+            self.inner.expect_message(req | 1, len);
+            self.registered.insert(req);
+        }
+    }
+
+    /// Client: the application gives up on the connection and opens a new one from its next NIC.
+    fn reconnect(&mut self, now: Time) {
+        self.k += 1;
+        self.idx = (self.idx + 1) % self.addrs.len();
+        self.tuple.src = self.addrs[self.idx];
+        self.fresh_inner(Role::Client, now);
+        self.registered.clear();
+        let mut hdr = Vec::with_capacity(8 * (1 + self.outstanding.len()));
+        hdr.extend_from_slice(&(self.k as u64).to_le_bytes());
+        for &(req, len) in &self.outstanding {
+            hdr.extend_from_slice(&req.to_le_bytes());
+            self.inner.send_message(now, req, len);
+        }
+        self.flush_expect();
+        self.resume = Some(hdr);
+        self.reconnects += 1;
+        self.last_progress = now;
+    }
+
+    /// Server: a SYN from a new address with a resume header.
+    fn accept_resumed(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {
+        let k = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes")) as u32;
+        let list: Vec<MsgId> = payload[8..]
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        self.k = k;
+        self.tuple.dst = pkt.tuple.src;
+        self.tuple.dst_port = pkt.tuple.src_port;
+        self.fresh_inner(Role::Server, now);
+        self.duplicates.clear();
+        self.held.clear();
+        let in_list: BTreeSet<MsgId> = list.iter().copied().collect();
+        for &req in &list {
+            if let Some(&len) = self.delivered.get(&req) {
+                self.inner.expect_message(req, len);
+                self.duplicates.insert(req);
+                if let Some(&rlen) = self.sent_responses.get(&(req | 1)) {
+                    self.held.push((req | 1, rlen));
+                }
+            } else if let Some(&(_, len)) = self.expected.iter().find(|e| e.0 == req) {
+                self.inner.expect_message(req, len);
+            }
+        }
+        for &(req, len) in &self.expected {
+            if !in_list.contains(&req) {
+                self.inner.expect_message(req, len);
+            }
+        }
+        self.resume_order = list.into();
+        self.release(now);
+    }
+
+    /// Server: sends held responses as the resume order allows.
+    fn release(&mut self, now: Time) {
+        loop {
+            let next = match self.resume_order.front() {
+                None => {
+                    for (m, l) in std::mem::take(&mut self.held) {
+                        self.inner.send_message(now, m, l);
+                    }
+                    return;
+                }
+                Some(&req) => req | 1,
+            };
+            let Some(pos) = self.held.iter().position(|h| h.0 == next) else {
+                return;
+            };
+            let (m, l) = self.held.remove(pos);
+            self.inner.send_message(now, m, l);
+            self.resume_order.pop_front();
+        }
+    }
+
+    fn pump(&mut self, now: Time) {
+        while let Some(ev) = self.inner.poll_event() {
+            match ev {
+                AppEvent::Connected => {
+                    self.resume = None;
+                    if !self.connected_once {
+                        self.connected_once = true;
+                        self.events.push_back(ev);
+                    }
+                }
+                AppEvent::MessageFailed { .. } => {}
+                AppEvent::MessageReceived { msg } => {
+                    if self.client {
+                        self.outstanding.retain(|o| o.0 != msg ^ 1);
+                        self.registered.remove(&(msg ^ 1));
+                        self.resp_len.remove(&(msg ^ 1));
+                        self.last_progress = now;
+                        self.events.push_back(ev);
+                    } else if self.duplicates.remove(&msg) {
+                        // A repeat of a request already handed up; its response was re-sent.
+                    } else {
+                        if let Some(pos) = self.expected.iter().position(|e| e.0 == msg) {
+                            let (_, len) = self.expected.remove(pos);
+                            self.delivered.insert(msg, len);
+                        }
+                        self.events.push_back(ev);
+                    }
+                }
+                AppEvent::MessageAcked { msg, .. } => {
+                    self.last_progress = now;
+                    if !self.client {
+                        self.sent_responses.remove(&msg);
+                    }
+                    self.events.push_back(ev);
+                }
+            }
+        }
+    }
+}
+
+impl Engine for Reconnect {
+    fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        if self.client {
+            if self.outstanding.is_empty() {
+                self.last_progress = now;
+            }
+            self.outstanding.push((msg, len_bytes));
+            self.inner.send_message(now, msg, len_bytes);
+            return;
+        }
+        self.sent_responses.insert(msg, len_bytes);
+        if self.resume_order.is_empty() {
+            self.inner.send_message(now, msg, len_bytes);
+        } else {
+            self.held.push((msg, len_bytes));
+            self.release(now);
+        }
+    }
+
+    fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
+        if self.client {
+            self.resp_len.insert(msg ^ 1, len_bytes);
+            self.flush_expect();
+        } else {
+            self.expected.push((msg, len_bytes));
+            self.inner.expect_message(msg, len_bytes);
+        }
+    }
+
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {
+        if self.client {
+            if pkt.tuple.dst != self.tuple.src {
+                return; // for a connection the application abandoned
+            }
+        } else if pkt.tuple.src != self.tuple.dst || pkt.tuple.src_port != self.tuple.dst_port {
+            let syn = pkt.tcp().is_some_and(|h| h.flags.contains(TcpFlags::SYN));
+            if !(syn && payload.len() >= 8) {
+                return;
+            }
+            self.accept_resumed(now, pkt, payload);
+        }
+        self.inner.handle_packet(now, pkt, &[]);
+        self.pump(now);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.inner.handle_timeout(now);
+        self.pump(now);
+        if self.client
+            && !self.outstanding.is_empty()
+            && self.addrs.len() > 1
+            && now >= self.last_progress + self.reconnect_after
+        {
+            self.reconnect(now);
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
+        let mut pkt = self.inner.poll_transmit(now, payload)?;
+        if let Some(hdr) = &self.resume {
+            if pkt.tcp().is_some_and(|h| h.flags.contains(TcpFlags::SYN)) {
+                payload.extend_from_slice(hdr);
+                pkt.size_bytes += hdr.len() as u32;
+            }
+        }
+        Some(pkt)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        let own = (self.client && !self.outstanding.is_empty() && self.addrs.len() > 1)
+            .then(|| self.last_progress + self.reconnect_after);
+        match (self.inner.poll_timeout(), own) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.events.pop_front()
+    }
+
+    fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
+        self.inner.message_stats(msg).or(Some(MessageStats::default()))
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("tcp_reconnects", self.reconnects)]
+    }
+}

@@ -1,0 +1,180 @@
+//! End-to-end DCQUIC in the simulator: the migration experiment (experiments/dcquic/migration.toml)
+//! scaled down, the TLS 1.3 baseline, MPS on the wire, determinism.
+
+use tailcut_sim::metrics::FlowRecord;
+use tailcut_sim::{api, run, Experiment};
+
+fn migration(keep: &[&str], delay_phase: bool) -> Experiment {
+    let text = include_str!("../../../experiments/dcquic/migration.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.schemes.retain(|s| keep.contains(&s.name.as_str()));
+    exp.topology = tailcut_sim::topo::TopologyConfig::File(tailcut_sim::topo::File {
+        path: concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../experiments/dcquic/migration_topo.toml"
+        )
+        .into(),
+    });
+    if !delay_phase {
+        exp.faults.remove(0);
+    }
+    exp.max_time = tailcut_proto::Dur::from_millis(7_500);
+    exp.workload[0].until = Some(tailcut_proto::Dur::from_millis(6_900));
+    exp
+}
+
+fn in_failure(f: &&FlowRecord) -> bool {
+    // Started once the failure (5 s .. 7 s) is established and well before it ends.
+    f.start_ns >= 5_300_000_000 && f.start_ns < 6_500_000_000
+}
+
+#[test]
+fn failure_phase_dcquic_migrates_and_keeps_completing_while_tcp_stalls() {
+    let exp = migration(&["dcquic", "dctcp", "dctcp_reconnect"], false);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let q: Vec<&FlowRecord> = t
+        .flows
+        .iter()
+        .filter(|f| f.scheme == "dcquic")
+        .filter(in_failure)
+        .collect();
+    let d: Vec<&FlowRecord> = t
+        .flows
+        .iter()
+        .filter(|f| f.scheme == "dctcp")
+        .filter(in_failure)
+        .collect();
+    assert!(q.len() > 100, "{}", q.len());
+    // DCQUIC: every RPC of the failure phase completes, and quickly (on the second NIC).
+    assert!(q.iter().all(|f| f.finish_ns.is_some_and(|e| e < 7_000_000_000)));
+    let slow = q.iter().filter(|f| f.fct_ns().unwrap() > 10_000_000).count();
+    assert!(slow * 20 < q.len(), "{slow} of {} slow", q.len());
+    let run_q = t.runs.iter().find(|r| r.scheme == "dcquic").unwrap();
+    assert!(
+        run_q.engine_counters["dcquic_migrations"] >= 3,
+        "{:?}",
+        run_q.engine_counters
+    );
+    // DCTCP stays on the dead path: nothing started in the failure completes before it ends.
+    assert!(!d.is_empty());
+    assert!(d.iter().all(|f| f.finish_ns.is_none_or(|e| e >= 7_000_000_000)));
+    // The reconnecting client stalls for its timeout, then completes from its second NIC.
+    let r: Vec<&FlowRecord> = t.flows.iter().filter(|f| f.scheme == "dctcp_reconnect").collect();
+    let failed_at = 5_000_000_000;
+    let stalled: Vec<_> = r
+        .iter()
+        .filter(|f| f.start_ns >= failed_at && f.start_ns < failed_at + 500_000_000)
+        .collect();
+    assert!(!stalled.is_empty());
+    assert!(
+        stalled.iter().all(|f| f
+            .finish_ns
+            .is_some_and(|e| e >= failed_at + 1_000_000_000 && e < 7_000_000_000)),
+        "{stalled:?}"
+    );
+    let late: Vec<_> = r
+        .iter()
+        .filter(|f| f.start_ns > 6_200_000_000 && f.start_ns < 6_900_000_000)
+        .collect();
+    let fast = late
+        .iter()
+        .filter(|f| f.fct_ns().is_some_and(|x| x < 10_000_000))
+        .count();
+    assert!(
+        late.len() > 50 && fast * 10 >= late.len() * 9,
+        "after reconnecting RPCs are fast: {fast} of {}",
+        late.len()
+    );
+    let run_r = t.runs.iter().find(|r| r.scheme == "dctcp_reconnect").unwrap();
+    assert_eq!(run_r.engine_counters["tcp_reconnects"], 3, "one per client");
+}
+
+#[test]
+fn same_seed_same_dcquic_results() {
+    let mut exp = migration(&["dcquic"], true);
+    exp.max_time = tailcut_proto::Dur::from_millis(2_500);
+    let a = run(&exp, &mut |_| true).expect("runs");
+    let b = run(&exp, &mut |_| true).expect("runs");
+    let key = |t: &tailcut_sim::Tables| -> Vec<(u64, Option<u64>)> {
+        t.flows.iter().map(|f| (f.flow_id, f.finish_ns)).collect()
+    };
+    assert_eq!(key(&a), key(&b));
+    assert_eq!(a.runs[0].engine_counters, b.runs[0].engine_counters);
+    assert_eq!(a.runs[0].events, b.runs[0].events);
+}
+
+#[test]
+fn dcquic_sets_up_in_one_round_trip_dctcp_with_tls_in_two() {
+    let text = include_str!("../../../experiments/dcquic/rpc.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    for w in &mut exp.workload {
+        w.until = Some(tailcut_proto::Dur::from_millis(300));
+    }
+    exp.max_time = tailcut_proto::Dur::from_millis(400);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let mean = |scheme: &str, n: &str, d: &str| {
+        let r = t.runs.iter().find(|r| r.scheme == scheme).unwrap();
+        r.engine_counters[n] as f64 / r.engine_counters[d] as f64
+    };
+    // Base RTT 100 us plus serialisation.
+    let q = mean("dcquic", "dcquic_handshake_ns", "dcquic_handshakes");
+    let tls = mean("dctcp_tls13", "tls_handshake_ns", "tls_handshakes");
+    assert!((100e3..150e3).contains(&q), "dcquic handshake {q}");
+    assert!((200e3..260e3).contains(&tls), "tcp + tls handshake {tls}");
+    // So a small RPC on a fresh connection completes sooner over DCQUIC.
+    let mean_fct = |scheme: &str| {
+        let v: Vec<u64> = t
+            .flows
+            .iter()
+            .filter(|f| f.scheme == scheme && f.size_bytes == 10_000)
+            .filter_map(|f| f.fct_ns())
+            .collect();
+        v.iter().sum::<u64>() as f64 / v.len() as f64
+    };
+    assert!(mean_fct("dcquic") < 0.8 * mean_fct("dctcp_tls13"));
+}
+
+#[test]
+fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
+    use tailcut_sim::transport;
+    let reg = transport::registry();
+    for n in [
+        "dcquic",
+        "tcp_tls13",
+        "dctcp_tls13",
+        "tcp_reconnect",
+        "dctcp_reconnect",
+    ] {
+        let info = reg.iter().find(|i| i.name == n).unwrap_or_else(|| panic!("{n}"));
+        assert!(!info.docs.is_empty());
+        transport::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
+    }
+    let bad = |name: &str, json: &str| -> String {
+        let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).unwrap();
+        match transport::resolve(name, &m) {
+            Ok(_) => panic!("{name} {json} should fail"),
+            Err(e) => e,
+        }
+    };
+    assert!(bad("dcquic", r#"{"mps": {"small_task": "100B"}}"#).starts_with("params.mps.small_task:"));
+    assert!(
+        bad("dcquic", r#"{"migration": {"short_window": 50}}"#).starts_with("params.migration.short_window:")
+    );
+    assert!(bad("dcquic", r#"{"migration": {"alpha": 0}}"#).starts_with("params.migration.alpha:"));
+    assert!(
+        bad("dcquic", r#"{"congestion_control": {"kind": "dctcp", "g": 2}}"#)
+            .starts_with("params.congestion_control.g:")
+    );
+    assert!(
+        bad("dcquic", r#"{"congestion_control": {"kind": "bbr"}}"#).starts_with("params.congestion_control")
+    );
+    assert!(bad("dcquic", r#"{"mtu": 9000}"#).starts_with("params"));
+    assert!(bad("dctcp_tls13", r#"{"tls_server_flight": "0B"}"#).starts_with("params.tls_server_flight:"));
+    assert!(bad("dctcp_reconnect", r#"{"reconnect_after": "0ms"}"#).starts_with("params.reconnect_after:"));
+    // Nested tables overlay key by key: the other MPS defaults stay.
+    transport::resolve(
+        "dcquic",
+        &serde_json::from_str(r#"{"mps": {"negotiate": false}}"#).unwrap(),
+    )
+    .unwrap();
+}
