@@ -296,6 +296,65 @@ mod tests {
     }
 
     #[test]
+    fn cp_on_subflows_sets_cps_endpoint_and_switch_defaults() {
+        use super::super::SwitchDefault;
+        use crate::net::aqm::AqmConfig;
+        for name in ["mptcp", "fuso"] {
+            let Transport::Mptcp(t) = resolve_any(name, json!({"cp": true}).as_object().unwrap()).unwrap()
+            else {
+                panic!()
+            };
+            assert!(
+                t.tcp.cp && t.tcp.sack && t.tcp.dupack_threshold == u32::MAX,
+                "{name}"
+            );
+            assert!(
+                matches!(t.switch, SwitchDefault::Trim { header_bytes: 66, .. }),
+                "{name}"
+            );
+            let Transport::Mptcp(t) = resolve_any(name, &serde_json::Map::new()).unwrap() else {
+                panic!()
+            };
+            assert!(!t.tcp.cp && t.switch == SwitchDefault::Unchanged && t.tcp.dupack_threshold == 3);
+        }
+        // The experiment's ECN K is kept as the trimming queue's ecn_k, as for `cp_dctcp`.
+        let t = resolve_any(
+            "fuso",
+            json!({"cp": true, "dupack_threshold": 3}).as_object().unwrap(),
+        )
+        .unwrap();
+        let Transport::Mptcp(m) = &t else { panic!() };
+        assert_eq!(
+            m.tcp.dupack_threshold, 3,
+            "a user's dupACK threshold wins (hybrid)"
+        );
+        let base = crate::topo::SwitchQueues {
+            aqm: AqmConfig::Ecn {
+                k: tailcut_proto::units::Bytes(30_000),
+            },
+            ..Default::default()
+        };
+        let q = t.switch_queues(&base);
+        assert!(
+            matches!(q.aqm, AqmConfig::Trim { ecn_k: Some(k), .. } if k.0 == 30_000),
+            "{:?}",
+            q.aqm
+        );
+        for (params, field) in [
+            (json!({"switch_header_bytes": "66B"}), "switch_header_bytes"),
+            (json!({"cp": true, "sack": false}), "sack"),
+            (
+                json!({"cp": true, "switch_header_bytes": "0B"}),
+                "switch_header_bytes",
+            ),
+            (json!({"cp": "yes"}), "cp"),
+        ] {
+            let e = resolve_any("fuso", params.as_object().unwrap()).err().unwrap();
+            assert!(e.contains(field), "{e}");
+        }
+    }
+
+    #[test]
     fn every_parameter_is_documented_once() {
         // TCP's own scheme switches (set by other transports) are not parameters of these two.
         let switches = [
