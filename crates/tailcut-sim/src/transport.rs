@@ -448,6 +448,21 @@ fn cp_cfg(base: TcpConfig) -> TcpConfig {
     }
 }
 
+/// CP's switch default (also `mptcp` / `fuso` with `cp = true`).
+fn cp_switch(p: &CpParams) -> Result<SwitchDefault, String> {
+    if p.switch_header_bytes.0 == 0 || p.switch_header_bytes.0 > 1500 {
+        return Err(format!(
+            "params.switch_header_bytes: must be in 1..=1500, got {}",
+            p.switch_header_bytes.0
+        ));
+    }
+    Ok(SwitchDefault::Trim {
+        header_bytes: p.switch_header_bytes.0,
+        header_headroom: p.switch_header_headroom.0,
+        priority_headers: p.switch_priority_headers,
+    })
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PfabricParams {
@@ -654,20 +669,10 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Str
         }
         "cp" | "cp_dctcp" => {
             let p: CpParams = parse(extras)?;
-            if p.switch_header_bytes.0 == 0 || p.switch_header_bytes.0 > 1500 {
-                return Err(format!(
-                    "params.switch_header_bytes: must be in 1..=1500, got {}",
-                    p.switch_header_bytes.0
-                ));
-            }
+            t.switch = cp_switch(&p)?;
             if !cfg.sack {
                 return Err("params.sack: CP's PACK is a SACK-format option; needs sack = true".into());
             }
-            t.switch = SwitchDefault::Trim {
-                header_bytes: p.switch_header_bytes.0,
-                header_headroom: p.switch_header_headroom.0,
-                priority_headers: p.switch_priority_headers,
-            };
             cfg.cp = true;
         }
         _ => {}
@@ -799,10 +804,12 @@ impl Transport {
         if let Transport::CloudBurst(cb) = self {
             return cb.switch_queues(base);
         }
-        let Transport::Tcp(t) = self else {
-            return base.clone();
+        let switch = match self {
+            Transport::Tcp(t) => t.switch,
+            Transport::Mptcp(t) => t.switch,
+            _ => return base.clone(),
         };
-        match t.switch {
+        match switch {
             SwitchDefault::Unchanged => base.clone(),
             SwitchDefault::PriorityClasses { levels } if base.classes.is_empty() => {
                 let classes: Vec<ClassConfig> = (0..levels)

@@ -57,3 +57,43 @@ fn mptcp_runs_are_deterministic() {
     };
     assert_eq!(key(&a), key(&b));
 }
+
+/// FUSO with CP trimming (issue #10): the testbed incast at N = 20 (experiments/fuso/incast_cp_20.toml,
+/// 3 rounds). Cut sub-flow segments are PACKed and resent at once, so fewer flows wait for a sub-flow
+/// RTO than with FUSO over dropping switches; the switches cut instead of dropping.
+#[test]
+fn fuso_with_cp_trimming_times_out_less_in_incast_than_fuso() {
+    let text = include_str!("../../../experiments/fuso/incast_cp_20.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.schemes
+        .retain(|s| ["fuso", "fuso_cp"].contains(&s.name.as_str()));
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let s = |name: &str| Summary::of(&t.flows, name);
+    let (fuso, fuso_cp) = (s("fuso"), s("fuso_cp"));
+    for x in [&fuso, &fuso_cp] {
+        assert_eq!(x.completed, 200, "{x:?}");
+    }
+    let ports = |name: &str, f: fn(&tailcut_sim::net::PortCounters) -> u64| -> u64 {
+        t.ports
+            .iter()
+            .filter(|p| p.scheme == name)
+            .map(|p| f(&p.counters))
+            .sum()
+    };
+    let (drops, cuts) = (
+        ports("fuso_cp", |c| c.dropped_overflow),
+        ports("fuso_cp", |c| c.trimmed),
+    );
+    assert!(
+        cuts > 0 && drops == 0 && ports("fuso", |c| c.trimmed) == 0,
+        "{drops} {cuts}"
+    );
+    assert!(
+        fuso_cp.timeout_fraction < fuso.timeout_fraction,
+        "fuso_cp {fuso_cp:?} fuso {fuso:?}"
+    );
+    assert!(
+        fuso_cp.p99_fct_ns < fuso.p99_fct_ns,
+        "fuso_cp {fuso_cp:?} fuso {fuso:?}"
+    );
+}

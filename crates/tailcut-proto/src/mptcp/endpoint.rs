@@ -7,7 +7,7 @@ use super::fuso::{self, PathView};
 use super::lia;
 use super::subflow::{Subflow, DSN_MASK, PROTECTED, RECOVERY};
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
-use crate::packet::{Ecn, FiveTuple, Packet, TcpExt, TcpFlags};
+use crate::packet::{Ecn, FiveTuple, Packet, SackBlocks, TcpExt, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::tcp::ledger::{Charge, SendLedger};
@@ -515,6 +515,65 @@ impl MptcpEndpoint {
                 self.ledger.charge_fast_retransmit(dsn);
             }
         }
+        if self.tcp.cp {
+            self.on_packs(i, h);
+        }
+    }
+
+    /// CP sender on sub-flow `i` (as `TcpEndpoint::on_packs`): every SACK-format block with right <
+    /// left is a PACK naming the cut range `[right, left)`; the sub-flow's own TCP sender retransmits
+    /// that segment, which keeps its scoreboard tag and so its DSN. A PACK that opens a recovery is
+    /// charged, like a fast retransmit, to the message owning the cut segment's DSN.
+    fn on_packs(&mut self, i: usize, h: &crate::packet::TcpHeader) {
+        for (l, r) in h.sack.iter() {
+            let s = &mut self.subs[i];
+            let (isn, una) = (s.isn, s.sender.snd_una);
+            let (Some(left), Some(right)) = (l.unwrap_near(isn, una), r.unwrap_near(isn, una)) else {
+                continue;
+            };
+            if right >= left {
+                continue;
+            }
+            let fast = s.sender.stats.fast_retransmits;
+            if s.sender.on_pack(right, h.ts_ecr) && s.sender.stats.fast_retransmits != fast {
+                if let Some(dsn) = self.dsn_at(i, right) {
+                    self.ledger.charge_fast_retransmit(dsn);
+                }
+            }
+        }
+    }
+
+    /// CP receiver on sub-flow `i` (as `TcpEndpoint::send_pack`): a cut segment is no data; if any
+    /// of its sub-flow range is still missing, a PACK (the cut range with its edges swapped as the
+    /// first SACK block, echoing the cut segment's timestamp) goes out at once, ahead of anything else.
+    /// The cut segment's DSN is not needed: the sender's retransmission carries it again.
+    fn send_pack(&mut self, i: usize, now: Time, h: &crate::packet::TcpHeader) {
+        let s = &mut self.subs[i];
+        s.sender.stats.cut_segments_received += 1;
+        let Some(start) = h.seq.unwrap_near(s.peer_isn, s.receiver.rcv_nxt) else {
+            return;
+        };
+        if start <= s.receiver.rcv_nxt {
+            s.receiver.ts_recent = h.ts_val;
+        }
+        let end = start + u64::from(h.payload_len);
+        if end <= s.receiver.rcv_nxt {
+            return;
+        }
+        let peer_isn = s.peer_isn;
+        let mut p = self.ack_packet(i, now);
+        if let Some(ph) = p.tcp_mut() {
+            let mut blocks = SackBlocks::default();
+            blocks.push(Seq::from_offset(peer_isn, end), Seq::from_offset(peer_isn, start));
+            for (l, r) in ph.sack.iter().take(SackBlocks::MAX - 1) {
+                blocks.push(l, r);
+            }
+            ph.sack = blocks;
+            ph.ts_ecr = h.ts_val;
+        }
+        let s = &mut self.subs[i];
+        s.sender.stats.packs_sent += 1;
+        s.control.push_back(p);
     }
 
     fn on_data_ack(&mut self, now: Time, data_ack: u64, window: u32) {
@@ -660,6 +719,13 @@ impl Engine for MptcpEndpoint {
         if h.flags.contains(TcpFlags::ACK) {
             self.on_subflow_ack(i, now, pkt);
             self.on_data_ack(now, data_ack, h.window);
+        }
+        if pkt.trimmed && h.payload_len > 0 {
+            // Without CP a cut segment is simply lost (its payload is gone).
+            if self.tcp.cp {
+                self.send_pack(i, now, h);
+            }
+            return;
         }
         if pkt.payload_len() > 0 {
             self.on_subflow_data(i, now, pkt, dsn);

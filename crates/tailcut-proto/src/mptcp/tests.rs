@@ -77,6 +77,8 @@ struct Net {
     fault: Fault,
     /// Data packets for which this returns true arrive CE-marked.
     mark_ce: fn(&Ctx) -> bool,
+    /// Data packets for which this returns true arrive payload-cut (CP's trimming switch).
+    cut: Fault,
     copies: HashMap<(usize, usize, u64), u64>,
     dsns_seen: [HashMap<u64, u32>; 2],
     sent: Vec<Sent>,
@@ -104,6 +106,7 @@ impl Net {
             seq: 0,
             fault: Box::new(|_| true),
             mark_ce: |_| false,
+            cut: Box::new(|_| false),
             copies: HashMap::new(),
             dsns_seen: [HashMap::new(), HashMap::new()],
             sent: Vec::new(),
@@ -172,6 +175,10 @@ impl Net {
         });
         if deliver && data && (self.mark_ce)(&ctx) {
             p.ecn = crate::packet::Ecn::Ce;
+        }
+        if deliver && data && (self.cut)(&ctx) {
+            p.trimmed = true;
+            p.size_bytes = 66;
         }
         if deliver {
             let at = self.now + self.delay[sub];
@@ -797,6 +804,44 @@ mod props {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
+        /// CP on the sub-flows under random payload cuts (and a few real drops, recovered by the RTO
+        /// with dupACK threshold inf): every message is delivered and acknowledged, the data level ends
+        /// complete on both sides, and every cut that left a hole was PACKed.
+        #[test]
+        fn cp_subflows_deliver_everything_under_random_cuts(
+            seed in 0u64..1_000,
+            cut in 0.0f64..0.3,
+            loss in 0.0f64..0.05,
+            subflows in 1u32..5,
+            fuso_on in any::<bool>(),
+            lens in proptest::collection::vec(1u64..40_000, 1..5),
+        ) {
+            let cfg = if fuso_on { fuso(subflows) } else { plain(subflows) };
+            let delays = (0..subflows).map(|i| us(20 + 15 * u64::from(i))).collect();
+            let mut n = Net::new(cp_tcp(), cfg, delays);
+            let mut rng = crate::rng::Rng::seed_from_u64(seed);
+            n.set_fault(move |_| !rand::Rng::random_bool(&mut rng, loss));
+            let mut rng = crate::rng::Rng::seed_from_u64(seed + 1);
+            n.cut = Box::new(move |_| rand::Rng::random_bool(&mut rng, cut));
+            let total: u64 = lens.iter().sum();
+            for (m, &len) in lens.iter().enumerate() {
+                n.send(0, m as u64, len);
+            }
+            n.run_until(Time::ZERO + Dur::from_millis(60_000));
+            for (m, &len) in lens.iter().enumerate() {
+                prop_assert!(n.received(m as u64).is_some(), "message {} not received", m);
+                let st = n.acked(m as u64).expect("acked");
+                prop_assert!(st.sent_bytes >= len + st.redundant_bytes);
+            }
+            prop_assert_eq!(n.eps[1].data_rcv_nxt(), total);
+            prop_assert_eq!(n.eps[0].data_una(), total);
+            for i in 0..subflows as usize {
+                let rcv = n.eps[1].subflow_stats(i);
+                prop_assert!(rcv.packs_sent <= rcv.cut_segments_received);
+                prop_assert!(n.eps[0].subflow_stats(i).packs_received == rcv.packs_sent || loss > 0.0);
+            }
+        }
+
         /// Under any random loss in both directions, every message is delivered and acknowledged
         /// exactly, the data level ends complete on both sides, and no DSN gets more than one FUSO
         /// copy.
@@ -841,5 +886,95 @@ mod props {
                 prop_assert_eq!(n.eps[0].stats().recovery_packets, 0);
             }
         }
+    }
+}
+
+// ---- CP on sub-flows (issue #10) ---------------------------------------------------------------
+
+fn cp_tcp() -> TcpConfig {
+    TcpConfig {
+        cp: true,
+        sack: true,
+        dupack_threshold: u32::MAX,
+        initial_cwnd_segments: 8,
+        ..tcp_cfg()
+    }
+}
+
+/// Side 0's transmissions of (sub-flow, offset), in order.
+fn transmissions(n: &Net, sub: usize, off: u64) -> Vec<Sent> {
+    n.sent
+        .iter()
+        .filter(|s| s.ctx.from == 0 && s.ctx.sub == sub && s.ctx.offset == Some(off))
+        .copied()
+        .collect()
+}
+
+#[test]
+fn a_cut_subflow_segment_is_packed_and_resent_precisely_with_its_dsn() {
+    for cfg in [plain(2), fuso(2)] {
+        let mut n = Net::new(cp_tcp(), cfg.clone(), vec![us(20), us(30)]);
+        n.cut = Box::new(|c| c.from == 0 && c.sub == 1 && c.offset == Some(1_000) && c.copy == 0);
+        n.send(0, 1, 8_000);
+        n.run();
+        let rx = n.received(1).expect("received");
+        // One RTT for the PACK plus one for the retransmission: far below the 5 ms RTO.
+        assert!(rx < Time::ZERO + Dur::from_millis(1), "{rx}");
+        let tx = transmissions(&n, 1, 1_000);
+        assert_eq!(tx.len(), 2, "exactly one precise retransmission: {tx:?}");
+        assert_eq!(tx[0].ctx.dsn, tx[1].ctx.dsn, "the DSS mapping survives the cut");
+        let (snd, rcv) = (n.eps[0].subflow_stats(1), n.eps[1].subflow_stats(1));
+        assert_eq!((rcv.cut_segments_received, rcv.packs_sent), (1, 1));
+        assert_eq!((snd.packs_received, snd.precise_retransmits), (1, 1));
+        for i in 0..2 {
+            assert_eq!(n.eps[0].subflow_stats(i).timeouts, 0);
+        }
+        let st = n.acked(1).expect("acked");
+        assert_eq!((st.timeouts, st.fast_retransmits), (0, 1), "{st:?}");
+        assert_eq!(st.retransmitted_bytes, 1_000);
+        // The precise retransmission is a retransmission for FUSO's C_l (docs/fuso.md).
+        if let Some(f) = cfg.fuso {
+            assert!(n.eps[0].subs[1].loss_cost(f.alpha, f.beta).unwrap() > 0.0);
+        }
+    }
+}
+
+#[test]
+fn without_cp_a_cut_subflow_segment_is_a_loss_and_no_pack() {
+    let tcp = TcpConfig {
+        cp: false,
+        ..cp_tcp()
+    };
+    let mut n = Net::new(tcp, plain(2), vec![us(20), us(30)]);
+    n.cut = Box::new(|c| c.from == 0 && c.sub == 1 && c.offset == Some(1_000) && c.copy == 0);
+    n.send(0, 1, 8_000);
+    n.run();
+    assert!(n.received(1).is_some());
+    assert_eq!(n.eps[1].subflow_stats(1).packs_sent, 0);
+    // With dupACK threshold inf and no PACK only the RTO recovers it.
+    assert_eq!(n.eps[0].subflow_stats(1).timeouts, 1);
+}
+
+#[test]
+fn a_cut_recovery_copy_is_packed_and_resent_by_its_carrier() {
+    let tcp = TcpConfig {
+        initial_cwnd_segments: 4,
+        ..cp_tcp()
+    };
+    let mut n = Net::new(tcp, fuso(2), vec![us(20), us(20)]);
+    // Cut sub-flow 0's first segment once, and the first FUSO recovery copy once.
+    n.cut = Box::new(|c| c.from == 0 && (c.dsn_copy || (c.sub == 0 && c.offset == Some(0) && c.copy == 0)));
+    n.send(0, 1, 4_000);
+    n.run();
+    let rx = n.received(1).expect("received");
+    assert!(rx < Time::ZERO + Dur::from_millis(1), "{rx}");
+    let first = n.recovery_copies()[0];
+    let (sub, off) = (first.ctx.sub, first.ctx.offset.unwrap());
+    let tx = transmissions(&n, sub, off);
+    assert!(tx.len() >= 2, "the carrier resends its cut copy: {tx:?}");
+    assert_eq!(tx[1].ctx.dsn, first.ctx.dsn);
+    assert!(n.eps[0].subflow_stats(sub).precise_retransmits > 0);
+    for i in 0..2 {
+        assert_eq!(n.eps[0].subflow_stats(i).timeouts, 0);
     }
 }

@@ -2,7 +2,10 @@
 //! top of it (Chen et al., USENIX ATC'16). Sub-flows take every TCP parameter of `tcp`; the multipath
 //! parameters are listed in `MPTCP_DOCS` / `FUSO_DOCS`.
 
-use super::{parse, to_map, validate_tcp, ConnSetup, TransportInfo, TCP_DOCS};
+use super::{
+    cp_cfg, cp_switch, parse, to_map, validate_tcp, ConnSetup, CpParams, SwitchDefault, TransportInfo,
+    CP_DOCS, TCP_DOCS,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tailcut_proto::mptcp::{FusoConfig, MptcpConfig, MptcpEndpoint};
@@ -17,6 +20,8 @@ use tailcut_proto::Engine;
 pub struct MptcpTransport {
     pub tcp: TcpConfig,
     pub cfg: MptcpConfig,
+    /// `cp = true`: CP's payload-cutting switch ports, as the `cp` transport declares them.
+    pub switch: SwitchDefault,
 }
 
 /// The registry's view of `MptcpConfig` (units on sizes; FUSO's weights flattened).
@@ -30,6 +35,7 @@ struct MptcpParams {
     dead_after_timeouts: u32,
     warmup: Bytes,
     ofo_to_data_level: bool,
+    cp: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -65,6 +71,10 @@ pub(super) const MPTCP_DOCS: &[(&str, &str)] = &[
         "ofo_to_data_level",
         "receiver: sub-flow out-of-sequence segments go straight to the data-level buffer (FUSO Sec. 4.1)",
     ),
+    (
+        "cp",
+        "CP on every sub-flow (issue #10): receiver PACKs for cut segments, precise retransmission, dupACK threshold inf, payload-cutting switches as transport cp; the switch_* parameters apply only with it",
+    ),
 ];
 
 pub(super) const FUSO_DOCS: &[(&str, &str)] = &[
@@ -92,6 +102,7 @@ fn defaults(fuso: bool) -> (TcpConfig, MptcpParams, FusoParams) {
             dead_after_timeouts: c.dead_after_timeouts,
             warmup: Bytes(c.warmup_bytes),
             ofo_to_data_level: c.ofo_to_data_level,
+            cp: false,
         },
         FusoParams {
             alpha: f.alpha,
@@ -118,6 +129,7 @@ pub(super) fn registry() -> Vec<TransportInfo> {
         let (tcp, m, f) = defaults(fuso);
         let mut params = to_map(&tcp);
         params.extend(to_map(&m));
+        params.extend(to_map(&CpParams::default()));
         let mut docs: Vec<(&str, &str)> = TCP_DOCS
             .iter()
             .map(|&(k, d)| match k {
@@ -129,6 +141,7 @@ pub(super) fn registry() -> Vec<TransportInfo> {
             })
             .collect();
         docs.extend_from_slice(MPTCP_DOCS);
+        docs.extend_from_slice(CP_DOCS);
         if fuso {
             params.extend(to_map(&f));
             docs.extend_from_slice(FUSO_DOCS);
@@ -150,16 +163,23 @@ pub(super) fn is_mptcp(name: &str) -> bool {
 pub(super) fn resolve(name: &str, params: &Map<String, Value>) -> Result<MptcpTransport, String> {
     let fuso = name == "fuso";
     let (tcp, m, f) = defaults(fuso);
-    let (mut tcp_map, mut m_map, mut f_map) = (to_map(&tcp), to_map(&m), to_map(&f));
+    let (mut m_map, mut f_map, mut cp_map) = (to_map(&m), to_map(&f), to_map(&CpParams::default()));
+    let mut tcp_user = Map::new();
     for (k, v) in params {
         if m_map.contains_key(k) {
             m_map.insert(k.clone(), v.clone());
         } else if fuso && f_map.contains_key(k) {
             f_map.insert(k.clone(), v.clone());
+        } else if cp_map.contains_key(k) {
+            cp_map.insert(k.clone(), v.clone());
         } else {
-            tcp_map.insert(k.clone(), v.clone());
+            tcp_user.insert(k.clone(), v.clone());
         }
     }
+    let m: MptcpParams = parse(m_map)?;
+    // With CP the sub-flows start from CP's TCP defaults (SACK, dupACK threshold inf), as `cp` does.
+    let mut tcp_map = to_map(&if m.cp { cp_cfg(tcp) } else { tcp });
+    tcp_map.extend(tcp_user);
     let mut tcp: TcpConfig = parse(tcp_map)?;
     if !tcp.handshake && !params.contains_key("initial_rto") {
         // As for TCP (see `resolve`): without a handshake the first RTO is the minimum RTO.
@@ -169,10 +189,21 @@ pub(super) fn resolve(name: &str, params: &Map<String, Value>) -> Result<MptcpTr
     if tcp.handshake {
         return Err("params.handshake: MPTCP sub-flows start established (no MP_CAPABLE / MP_JOIN handshake modelled)".into());
     }
-    if tcp.tlp.is_some() || tcp.tcp_ir.is_some() || tcp.proactive || tcp.pias.is_some() || tcp.cp {
-        return Err("params: MPTCP sub-flows are plain TCP (no TLP, TCP-IR, Proactive, PIAS or CP)".into());
+    if tcp.tlp.is_some() || tcp.tcp_ir.is_some() || tcp.proactive || tcp.pias.is_some() {
+        return Err("params: MPTCP sub-flows are plain TCP (no TLP, TCP-IR, Proactive or PIAS)".into());
     }
-    let m: MptcpParams = parse(m_map)?;
+    let switch = if m.cp {
+        if !tcp.sack {
+            return Err("params.sack: CP's PACK is a SACK-format option; needs sack = true".into());
+        }
+        tcp.cp = true;
+        cp_switch(&parse(cp_map)?)?
+    } else {
+        if let Some(k) = CP_DOCS.iter().map(|(k, _)| *k).find(|k| params.contains_key(*k)) {
+            return Err(format!("params.{k}: only with cp = true"));
+        }
+        SwitchDefault::Unchanged
+    };
     let f: FusoParams = parse(f_map)?;
     let cfg = MptcpConfig {
         subflows: m.subflows,
@@ -188,7 +219,7 @@ pub(super) fn resolve(name: &str, params: &Map<String, Value>) -> Result<MptcpTr
         }),
     };
     cfg.validate().map_err(|e| format!("params.{e}"))?;
-    Ok(MptcpTransport { tcp, cfg })
+    Ok(MptcpTransport { tcp, cfg, switch })
 }
 
 impl MptcpTransport {
@@ -265,6 +296,65 @@ mod tests {
     }
 
     #[test]
+    fn cp_on_subflows_sets_cps_endpoint_and_switch_defaults() {
+        use super::super::SwitchDefault;
+        use crate::net::aqm::AqmConfig;
+        for name in ["mptcp", "fuso"] {
+            let Transport::Mptcp(t) = resolve_any(name, json!({"cp": true}).as_object().unwrap()).unwrap()
+            else {
+                panic!()
+            };
+            assert!(
+                t.tcp.cp && t.tcp.sack && t.tcp.dupack_threshold == u32::MAX,
+                "{name}"
+            );
+            assert!(
+                matches!(t.switch, SwitchDefault::Trim { header_bytes: 66, .. }),
+                "{name}"
+            );
+            let Transport::Mptcp(t) = resolve_any(name, &serde_json::Map::new()).unwrap() else {
+                panic!()
+            };
+            assert!(!t.tcp.cp && t.switch == SwitchDefault::Unchanged && t.tcp.dupack_threshold == 3);
+        }
+        // The experiment's ECN K is kept as the trimming queue's ecn_k, as for `cp_dctcp`.
+        let t = resolve_any(
+            "fuso",
+            json!({"cp": true, "dupack_threshold": 3}).as_object().unwrap(),
+        )
+        .unwrap();
+        let Transport::Mptcp(m) = &t else { panic!() };
+        assert_eq!(
+            m.tcp.dupack_threshold, 3,
+            "a user's dupACK threshold wins (hybrid)"
+        );
+        let base = crate::topo::SwitchQueues {
+            aqm: AqmConfig::Ecn {
+                k: tailcut_proto::units::Bytes(30_000),
+            },
+            ..Default::default()
+        };
+        let q = t.switch_queues(&base);
+        assert!(
+            matches!(q.aqm, AqmConfig::Trim { ecn_k: Some(k), .. } if k.0 == 30_000),
+            "{:?}",
+            q.aqm
+        );
+        for (params, field) in [
+            (json!({"switch_header_bytes": "66B"}), "switch_header_bytes"),
+            (json!({"cp": true, "sack": false}), "sack"),
+            (
+                json!({"cp": true, "switch_header_bytes": "0B"}),
+                "switch_header_bytes",
+            ),
+            (json!({"cp": "yes"}), "cp"),
+        ] {
+            let e = resolve_any("fuso", params.as_object().unwrap()).err().unwrap();
+            assert!(e.contains(field), "{e}");
+        }
+    }
+
+    #[test]
     fn every_parameter_is_documented_once() {
         // TCP's own scheme switches (set by other transports) are not parameters of these two.
         let switches = [
@@ -274,7 +364,6 @@ mod tests {
             "pias",
             "pfabric_priority",
             "pfabric_probe_after",
-            "cp",
             "spray_paths",
         ];
         for info in super::registry() {
