@@ -92,8 +92,8 @@ def write(name, text):
 
 
 # 1. Sec. V-B: all-to-all request/response at 800 / 1600 / 2000 requests/s in total (100 / 200 / 250 per
-#    server), background DCTCP; DCTCP+ECMP, PIAS, replicated DCTCP (2-4 copies), CloudBurst (LT, RaptorQ).
-#    MPTCP is added once it lands on main.
+#    server), background DCTCP; DCTCP+ECMP, PIAS, replicated DCTCP (2-4 copies), MPTCP (4 sub-flows, one
+#    per path by ECMP, LIA over DCTCP's ECN reaction like the DCTCP baselines), CloudBurst (LT, RaptorQ).
 for total in (800, 1600, 2000):
     per = total // 8
     text = header(
@@ -107,6 +107,7 @@ for total in (800, 1600, 2000):
     text += scheme("pias", "pias", TCP)
     for c in (2, 3, 4):
         text += scheme(f"replicated_dctcp_{c}", "replicated_dctcp", f"{TCP}, copies = {c}", '["rr"]')
+    text += scheme("mptcp", "mptcp", f'{TCP}, subflows = 4, ecn = true, congestion_control = {{ kind = "dctcp" }}', '["rr"]')
     text += cloudburst()
     # Not in the paper: r = 0.5 trades a little latency for far fewer coded packets in flight.
     text += scheme("cloudburst_r0.5", "cloudburst", f"{WRR11}, rate_share = 0.5", '["rr"]')
