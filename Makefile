@@ -20,6 +20,6 @@ test: venv
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release
-	$(BIN)/ruff check python tests
-	$(BIN)/ruff format --check python tests
+	$(BIN)/ruff check python tests experiments docs/figures
+	$(BIN)/ruff format --check python tests experiments docs/figures
 	$(BIN)/pytest -q tests/python

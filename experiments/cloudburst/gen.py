@@ -83,7 +83,11 @@ WRR11 = "wrr_weights = [1, 1]"
 def cloudburst(name="cloudburst", extra=WRR11, applies_to='["rr"]', network=None):
     p = extra
     return scheme(name, "cloudburst", p, applies_to, network) + scheme(
-        name + "_raptorq", "cloudburst", ", ".join(x for x in [p, 'codec = "raptorq"'] if x), applies_to, network
+        name + "_raptorq",
+        "cloudburst",
+        ", ".join(x for x in [p, 'codec = "raptorq"'] if x),
+        applies_to,
+        network,
     )
 
 
@@ -107,19 +111,29 @@ for total in (800, 1600, 2000):
     text += scheme("pias", "pias", TCP)
     for c in (2, 3, 4):
         text += scheme(f"replicated_dctcp_{c}", "replicated_dctcp", f"{TCP}, copies = {c}", '["rr"]')
-    text += scheme("mptcp", "mptcp", f'{TCP}, subflows = 4, ecn = true, congestion_control = {{ kind = "dctcp" }}', '["rr"]')
+    text += scheme(
+        "mptcp",
+        "mptcp",
+        f'{TCP}, subflows = 4, ecn = true, congestion_control = {{ kind = "dctcp" }}',
+        '["rr"]',
+    )
     text += cloudburst()
     # Not in the paper: r = 0.5 trades a little latency for far fewer coded packets in flight.
     text += scheme("cloudburst_r0.5", "cloudburst", f"{WRR11}, rate_share = 0.5", '["rr"]')
     write(f"testbed_{total}", text)
+
 
 # 2. Sec. V-A design ablation at 2000 requests/s. A: FEC on one path (ECMP-hashed per connection) at line
 #    rate, CloudBurst packets in a normal-size queue; B: A + spraying over the 4 paths; C: A + the tiny
 #    queue; D: all three (CloudBurst). The CloudBurst class is WRR 4:1 against background throughout.
 def cb_classes(limit):
     return (
-        '{ buffer = "300KB", ' + ECN.replace("aqm = ", "aqm = ") + ', sched = { kind = "wrr", weights = [1, 1] }, '
-        'classes = [{ classes = [0] }, { classes = [1], limit = "' + limit + '", aqm = { kind = "drop_tail" } }], '
+        '{ buffer = "300KB", '
+        + ECN.replace("aqm = ", "aqm = ")
+        + ', sched = { kind = "wrr", weights = [1, 1] }, '
+        'classes = [{ classes = [0] }, { classes = [1], limit = "'
+        + limit
+        + '", aqm = { kind = "drop_tail" } }], '
         # A scheme's own network replaces the transport's defaults, so the host NIC's is written out.
         'host_classes = [{ classes = [1], limit = "12000B", aqm = { kind = "drop_tail" } }, { classes = [0] }] }'
     )
@@ -163,7 +177,9 @@ fixed = "90KB"
     text += scheme("replicated_dctcp_2", "replicated_dctcp", f"{TCP}, copies = 2")
     # t = 10 ms (the friendliness setting) is below N x 90 KB at 1 Gbps from N = 16 on: the last
     # messages cannot arrive in time. The paper does not give t here; 200 ms lets every message finish.
-    text += cloudburst(extra=f'{WRR11}, transmission_timeout = "200ms", decoder_timeout = "200ms"', applies_to=None)
+    text += cloudburst(
+        extra=f'{WRR11}, transmission_timeout = "200ms", decoder_timeout = "200ms"', applies_to=None
+    )
     write(f"incast_{n}", text)
 
 # 4. Sec. V-C failed paths 0..3 at 2000 requests/s: the links of spines 1..k are down (routing knows, as
@@ -207,7 +223,7 @@ fixed = "10GB"
 """
     text += rr(per, "0.5s", '{ kind = "rack_to_rack", src_rack = 1, dst_rack = 0 }') + OTHER
     text += scheme("dctcp", "dctcp", TCP)
-    text += cloudburst(extra='wrr_weights = [4, 1]')
+    text += cloudburst(extra="wrr_weights = [4, 1]")
     # Not in the paper: r = 0.2, the CloudBurst share WRR 4:1 leaves on a busy port.
     text += scheme("cloudburst_r0.2", "cloudburst", "wrr_weights = [4, 1], rate_share = 0.2", '["rr"]')
     write(name, text)
@@ -260,5 +276,7 @@ text += LS.format(fabric="20Gbps", ecn=ECN, until="0.05s") + rr(2000, "0.05s") +
 text += scheme("dctcp", "dctcp", 'min_rto = "1ms", initial_rto = "1ms"')
 for r in (0.1, 0.25, 0.5, 1.0):
     text += scheme(f"cloudburst_r{r}", "cloudburst", f"{CB10}, {WRR11}, rate_share = {r}", '["rr"]')
-text += scheme("cloudburst_raptorq_r0.5", "cloudburst", f'{CB10}, {WRR11}, rate_share = 0.5, codec = "raptorq"', '["rr"]')
+text += scheme(
+    "cloudburst_raptorq_r0.5", "cloudburst", f'{CB10}, {WRR11}, rate_share = 0.5, codec = "raptorq"', '["rr"]'
+)
 write("oversub_2to1", text)

@@ -23,7 +23,13 @@ def load(name):
         if m:
             s, _, size, done, n, p50, mean, p99, to, cr = m.groups()
             rows[(s, size)] = dict(
-                done=int(done), n=int(n), p50=float(p50), mean=float(mean), p99=float(p99), to=int(to), cr=float(cr)
+                done=int(done),
+                n=int(n),
+                p50=float(p50),
+                mean=float(mean),
+                p99=float(p99),
+                to=int(to),
+                cr=float(cr),
             )
         m = BG.match(line)
         if m:
@@ -78,7 +84,12 @@ def main():
         for n in ns:
             rows, _ = load(f"incast_{n}")
             a = rows.get((s, "all"))
-            cells.append(f"{a['mean']:.2f} / {a['p99']:.2f}" + ("" if a["done"] == a["n"] else f" ({a['n'] - a['done']} failed)") if a else "-")
+            cells.append(
+                f"{a['mean']:.2f} / {a['p99']:.2f}"
+                + ("" if a["done"] == a["n"] else f" ({a['n'] - a['done']} failed)")
+                if a
+                else "-"
+            )
         print(f"| {s} | " + " | ".join(cells) + " |")
     print("\n**Failed paths: p99 MCT (ms) over all sizes, 2000 requests/s**\n")
     first, _ = load("failed_paths_0")
@@ -89,7 +100,11 @@ def main():
         for k in range(4):
             rows, _ = load(f"failed_paths_{k}")
             a = rows.get((s, "all"))
-            cells.append(f"{a['p99']:.2f}" + ("" if a["done"] == a["n"] else f" ({a['n'] - a['done']} failed)") if a else "-")
+            cells.append(
+                f"{a['p99']:.2f}" + ("" if a["done"] == a["n"] else f" ({a['n'] - a['done']} failed)")
+                if a
+                else "-"
+            )
         print(f"| {s} | " + " | ".join(cells) + " |")
     print("\n**Friendliness: background sending rate (Mbps, 4 flows) and CloudBurst completion %**\n")
     pers = (350, 500, 750, 900, 1000)

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Markdown tables from experiments/fuso/results/*.txt (fuso_report output), as in docs/results-fuso.md.
 
-    python3 experiments/fuso/summarize.py
+python3 experiments/fuso/summarize.py
 """
+
 import re
 from pathlib import Path
 
@@ -22,8 +23,14 @@ def load(name):
         m = LINE.match(line)
         if m:
             rows[m[2]] = dict(
-                done=int(m[3]), n=int(m[4]), mean=float(m[5]), p99=float(m[6]), to=float(m[7]),
-                extra=float(m[8]), rounds=m[11] and float(m[11]), rmax=m[12] and float(m[12]),
+                done=int(m[3]),
+                n=int(m[4]),
+                mean=float(m[5]),
+                p99=float(m[6]),
+                to=float(m[7]),
+                extra=float(m[8]),
+                rounds=m[11] and float(m[11]),
+                rmax=m[12] and float(m[12]),
             )
     return rows
 
@@ -32,9 +39,9 @@ def sweep(title, files, labels, schemes, metrics):
     print(f"\n{title}\n")
     for key, head, fmt in metrics:
         print(f"{head}\n")
-        print("| " + " | ".join(["point"] + schemes) + " |")
+        print("| " + " | ".join(["point", *schemes]) + " |")
         print("|---" * (len(schemes) + 1) + "|")
-        for f, label in zip(files, labels):
+        for f, label in zip(files, labels, strict=False):
             r = load(f)
             if not r:
                 continue
@@ -47,18 +54,38 @@ def main():
     rates = ["0p125", "0p25", "0p5", "1", "2", "4"]
     labels = ["0.125%", "0.25%", "0.5%", "1%", "2%", "4%"]
     tb = ["tcp", "tlp", "mptcp", "repflow", "proactive", "fuso"]
-    m = [("p99", "p99 FCT (ms)", "{:.2f}"), ("to", "timeout fraction", "{:.4f}"), ("extra", "extra load", "{:.2f}")]
+    m = [
+        ("p99", "p99 FCT (ms)", "{:.2f}"),
+        ("to", "timeout fraction", "{:.4f}"),
+        ("extra", "extra load", "{:.2f}"),
+    ]
     sweep("Network loss (P1)", [f"net_loss_{r}" for r in rates], labels, tb, m)
     sweep("Edge loss (H4-H6 access links)", [f"edge_loss_{r}" for r in rates], labels, tb, m)
     loads = [10, 30, 50, 70, 90]
-    sweep("Failure + congestion (2% on P1)", [f"fail_cong_{x}" for x in loads], [f"{x / 100}" for x in loads],
-          ["tcp", "tlp", "mptcp", "fuso"],
-          [("mean", "mean FCT (ms)", "{:.2f}"), ("p99", "p99 FCT (ms)", "{:.2f}"),
-           ("to", "timeout fraction", "{:.4f}"), ("extra", "extra load", "{:.2f}")])
+    sweep(
+        "Failure + congestion (2% on P1)",
+        [f"fail_cong_{x}" for x in loads],
+        [f"{x / 100}" for x in loads],
+        ["tcp", "tlp", "mptcp", "fuso"],
+        [
+            ("mean", "mean FCT (ms)", "{:.2f}"),
+            ("p99", "p99 FCT (ms)", "{:.2f}"),
+            ("to", "timeout fraction", "{:.4f}"),
+            ("extra", "extra load", "{:.2f}"),
+        ],
+    )
     fan = [5, 10, 20, 30, 40, 50, 60, 70]
-    sweep("Incast", [f"incast_{n}" for n in fan], [str(n) for n in fan], tb,
-          [("rounds", "round completion, mean (ms)", "{:.1f}"), ("rmax", "round completion, worst (ms)", "{:.1f}"),
-           ("to", "timeout fraction", "{:.3f}")])
+    sweep(
+        "Incast",
+        [f"incast_{n}" for n in fan],
+        [str(n) for n in fan],
+        tb,
+        [
+            ("rounds", "round completion, mean (ms)", "{:.1f}"),
+            ("rmax", "round completion, worst (ms)", "{:.1f}"),
+            ("to", "timeout fraction", "{:.3f}"),
+        ],
+    )
     r = load("subflows_2")
     if r:
         print("\nSub-flow count (2% on P1)\n")
@@ -74,7 +101,9 @@ def main():
             print("| scheme | done | mean FCT (ms) | p99 FCT (ms) | timeout frac | extra load |")
             print("|---|---|---|---|---|---|")
             for s, x in r.items():
-                print(f"| {s} | {x['done']}/{x['n']} | {x['mean']:.2f} | {x['p99']:.2f} | {x['to']:.4f} | {x['extra']:.2f} |")
+                print(
+                    f"| {s} | {x['done']}/{x['n']} | {x['mean']:.2f} | {x['p99']:.2f} | {x['to']:.4f} | {x['extra']:.2f} |"
+                )
 
 
 if __name__ == "__main__":
