@@ -181,9 +181,8 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
 
 #[test]
 fn zero_rtt_resumes_and_stays_deterministic() {
-    let text = include_str!("../../../experiments/dcquic/rpc.toml").to_string()
-        + "\n[[schemes]]\nname = \"dcquic_0rtt\"\ntransport = \"dcquic\"\nparams = { zero_rtt = true }\n";
-    let mut exp = api::parse_toml(&text).expect("valid experiment");
+    let text = include_str!("../../../experiments/dcquic/rpc.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.schemes
         .retain(|s| s.name == "dcquic_cubic" || s.name == "dcquic_0rtt");
     for w in &mut exp.workload {
