@@ -99,6 +99,10 @@ const DCQUIC_DOCS: &[(&str, &str)] = &[
         "migration.check_interval",
         "how often in-flight RPCs are checked (their elapsed time is a lower bound on completion)",
     ),
+    (
+        "zero_rtt",
+        "0-RTT resumption: a client host keeps session tickets per server (deterministic store) and sends its requests with the first flight of later connections",
+    ),
 ];
 
 const TLS_DOCS: &[(&str, &str)] = &[

@@ -178,3 +178,43 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
     )
     .unwrap();
 }
+
+#[test]
+fn zero_rtt_resumes_and_stays_deterministic() {
+    let text = include_str!("../../../experiments/dcquic/rpc.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    exp.schemes
+        .retain(|s| s.name == "dcquic_cubic" || s.name == "dcquic_0rtt");
+    for w in &mut exp.workload {
+        w.until = Some(tailcut_proto::Dur::from_millis(200));
+    }
+    exp.max_time = tailcut_proto::Dur::from_millis(300);
+    let a = run(&exp, &mut |_| true).expect("runs");
+    let b = run(&exp, &mut |_| true).expect("runs");
+    let key = |t: &tailcut_sim::Tables| -> Vec<(u64, Option<u64>)> {
+        t.flows.iter().map(|f| (f.flow_id, f.finish_ns)).collect()
+    };
+    assert_eq!(key(&a), key(&b));
+    for (ra, rb) in a.runs.iter().zip(&b.runs) {
+        assert_eq!(ra.engine_counters, rb.engine_counters);
+        assert_eq!(ra.events, rb.events);
+    }
+    let c = |scheme: &str, n: &str| {
+        let r = a.runs.iter().find(|r| r.scheme == scheme).unwrap();
+        r.engine_counters.get(n).copied().unwrap_or(0)
+    };
+    assert_eq!(c("dcquic_cubic", "dcquic_0rtt_attempts"), 0);
+    let (att, acc) = (
+        c("dcquic_0rtt", "dcquic_0rtt_attempts"),
+        c("dcquic_0rtt", "dcquic_0rtt_accepted"),
+    );
+    // Every client meets each server more than once in 200 ms: most connections resume.
+    assert!(acc > 0 && acc == att, "attempts {att} accepted {acc}");
+    let fb = |s: &str| c(s, "dcquic_first_byte_ns") as f64 / c(s, "dcquic_first_bytes") as f64;
+    assert!(
+        fb("dcquic_0rtt") < fb("dcquic_cubic"),
+        "{} {}",
+        fb("dcquic_0rtt"),
+        fb("dcquic_cubic")
+    );
+}

@@ -18,6 +18,11 @@ use rustls::time_provider::TimeProvider;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use std::sync::Arc;
 
+use super::tickets::TicketStore;
+
+/// Sessions a server remembers for resumption (FIFO eviction beyond this; rustls preallocates it).
+const SERVER_SESSIONS: usize = 1 << 14;
+
 /// Self-signed Ed25519 certificate for the name [`SERVER_NAME`] (test identity, not a secret).
 const CERT_DER: &[u8] = include_bytes!("cert.der");
 /// Its PKCS#8 private key.
@@ -100,8 +105,9 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// The client's QUIC crypto configuration. `zero_rtt` keeps session tickets and offers early data.
-pub fn client(zero_rtt: bool) -> Arc<QuicClientConfig> {
+/// The client's QUIC crypto configuration. With a ticket `store` it keeps session tickets there and
+/// offers early data (0-RTT); without one, resumption is off.
+pub fn client(store: Option<Arc<TicketStore>>) -> Arc<QuicClientConfig> {
     let p = provider();
     let mut cfg = rustls::ClientConfig::builder_with_details(p.clone(), Arc::new(FixedTime))
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -109,9 +115,12 @@ pub fn client(zero_rtt: bool) -> Arc<QuicClientConfig> {
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(PinnedCert { provider: p }))
         .with_no_client_auth();
-    cfg.enable_early_data = zero_rtt;
-    if !zero_rtt {
-        cfg.resumption = rustls::client::Resumption::disabled();
+    match store {
+        Some(store) => {
+            cfg.enable_early_data = true;
+            cfg.resumption = rustls::client::Resumption::store(store);
+        }
+        None => cfg.resumption = rustls::client::Resumption::disabled(),
     }
     Arc::new(QuicClientConfig::try_from(cfg).expect("TLS 1.3 with an initial cipher suite"))
 }
@@ -126,7 +135,12 @@ pub fn server(zero_rtt: bool) -> Arc<QuicServerConfig> {
         .with_single_cert(vec![CertificateDer::from(CERT_DER.to_vec())], key)
         .expect("the shipped Ed25519 key matches its certificate");
     if zero_rtt {
+        // quinn requires u32::MAX (QUIC flow control bounds early data, not TLS). Tickets are
+        // stateful (rustls' default: a random id into a session cache, no ticket-encryption key
+        // rotated by the wall clock); 0-RTT takes the session out of the cache, which is the
+        // single-use anti-replay rule. Eviction is FIFO, so deterministic.
         cfg.max_early_data_size = u32::MAX;
+        cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SERVER_SESSIONS);
     } else {
         cfg.send_tls13_tickets = 0;
     }

@@ -27,6 +27,7 @@ pub mod migration;
 pub mod mps;
 #[cfg(test)]
 mod tests;
+pub mod tickets;
 
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto};
@@ -41,7 +42,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use cc::CcKind;
@@ -67,6 +68,9 @@ pub struct DcquicConfig {
     /// Streams each side may have open at once.
     pub max_streams: u32,
     pub migration: MigrationConfig,
+    /// 0-RTT resumption: a client's second and later connections to a server send their requests
+    /// with the first flight, on a session ticket from an earlier connection of the same host.
+    pub zero_rtt: bool,
 }
 
 impl Default for DcquicConfig {
@@ -81,6 +85,7 @@ impl Default for DcquicConfig {
             header_bytes: 28,
             max_streams: 1024,
             migration: MigrationConfig::default(),
+            zero_rtt: false,
         }
     }
 }
@@ -129,22 +134,59 @@ impl DcquicConfig {
     }
 }
 
-/// Crypto configurations, built once per transport (parsing the key and certificate is not free).
-#[derive(Clone)]
+/// Crypto configurations, built once per transport (parsing the key and certificate is not free),
+/// and with `zero_rtt` the session-ticket store of each client host (one per transport, so one per
+/// run: tickets never cross runs).
 pub struct Shared {
     pub cfg: DcquicConfig,
     client: Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
     server: Arc<quinn_proto::crypto::rustls::QuicServerConfig>,
+    /// Per client host (its first address): its ticket store and the client config that uses it.
+    hosts: Mutex<BTreeMap<Addr, HostTickets>>,
 }
+
+type HostTickets = (
+    Arc<tickets::TicketStore>,
+    Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
+);
 
 impl Shared {
     pub fn new(cfg: DcquicConfig) -> Shared {
+        let server = crypto::server(cfg.zero_rtt);
         Shared {
             cfg,
-            client: crypto::client(false),
-            server: crypto::server(false),
+            client: crypto::client(None),
+            server,
+            hosts: Mutex::new(BTreeMap::new()),
         }
     }
+
+    /// The client crypto config for connections from `host`: with 0-RTT, the host's own (its tickets).
+    fn client_for(&self, host: Addr) -> Arc<quinn_proto::crypto::rustls::QuicClientConfig> {
+        if !self.cfg.zero_rtt {
+            return self.client.clone();
+        }
+        let mut m = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(host)
+            .or_insert_with(|| {
+                let store = Arc::new(tickets::TicketStore::default());
+                (store.clone(), crypto::client(Some(store)))
+            })
+            .1
+            .clone()
+    }
+
+    /// Session tickets `host` holds for `server` (0 without `zero_rtt`).
+    pub fn tickets(&self, host: Addr, server: Addr) -> usize {
+        let m = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(&host).map_or(0, |h| h.0.tickets(&server_name(server)))
+    }
+}
+
+/// The name a client asks for: with 0-RTT, one per server address, so a host's tickets are kept per
+/// server (the pinned-certificate verifier accepts any name).
+fn server_name(server: Addr) -> String {
+    format!("h{}.{}", server.0, crypto::SERVER_NAME)
 }
 
 /// The one fixed `Instant` that simulated time is laid on: quinn-proto's time type is
@@ -226,6 +268,13 @@ pub struct DcquicCounters {
     pub streams_completed: u64,
     pub stream_ns: u64,
     pub lost_packets: u64,
+    /// Client side: connections that sent 0-RTT data (a ticket was at hand), and those the server
+    /// accepted it on.
+    pub zero_rtt_attempts: u64,
+    pub zero_rtt_accepted: u64,
+    /// Client side: from `connect` to the first response byte, summed over `first_bytes` connections.
+    pub first_byte_ns: u64,
+    pub first_bytes: u64,
 }
 
 /// One end of a DCQUIC connection.
@@ -310,17 +359,24 @@ impl DcquicEngine {
         };
         let addr_idx = local_addrs.iter().position(|&a| a == tuple.src).unwrap_or(0);
         let mut conn = None;
+        let mut counters = DcquicCounters::default();
         if client {
-            let mut cc = ClientConfig::new(shared.client.clone());
+            let host = local_addrs.first().copied().unwrap_or(tuple.src);
+            let mut cc = ClientConfig::new(shared.client_for(host));
             cc.transport_config(transport);
+            let name = if cfg.zero_rtt {
+                server_name(tuple.dst)
+            } else {
+                crypto::SERVER_NAME.to_string()
+            };
             let (ch, c) = endpoint
-                .connect(
-                    to_instant(now),
-                    cc,
-                    sock(tuple.dst, tuple.dst_port),
-                    crypto::SERVER_NAME,
-                )
+                .connect(to_instant(now), cc, sock(tuple.dst, tuple.dst_port), &name)
                 .expect("a fresh endpoint has connection ids and a valid peer address");
+            // 0-RTT keys exist from the start when a ticket was taken: streams open right away and
+            // their data goes out as 0-RTT packets (quinn's `into_0rtt` is this, in the async API).
+            if c.has_0rtt() {
+                counters.zero_rtt_attempts += 1;
+            }
             conn = Some((ch, c));
         }
         let monitor = Monitor::new(&cfg.migration);
@@ -347,7 +403,7 @@ impl DcquicEngine {
             requests_out: BTreeMap::new(),
             expect: [Vec::new(), Vec::new()],
             monitor,
-            counters: DcquicCounters::default(),
+            counters,
             scratch: Vec::new(),
             framed_late: Vec::new(),
         };
@@ -487,6 +543,10 @@ impl DcquicEngine {
             }
         }
         let _ = chunks.finalize();
+        if self.side == Side::Client && self.counters.first_bytes == 0 && s.recv.got > 0 {
+            self.counters.first_bytes = 1;
+            self.counters.first_byte_ns = now.saturating_sub(self.start).0;
+        }
         if s.recv.fin {
             self.received(now, id);
         }
@@ -611,6 +671,13 @@ impl DcquicEngine {
                         if self.side == Side::Client {
                             self.counters.handshakes += 1;
                             self.counters.handshake_ns += now.saturating_sub(self.start).0;
+                            if conn.has_0rtt() {
+                                if conn.accepted_0rtt() {
+                                    self.counters.zero_rtt_accepted += 1;
+                                } else {
+                                    self.zero_rtt_rejected();
+                                }
+                            }
                         }
                         self.events.push_back(AppEvent::Connected);
                     }
@@ -648,6 +715,55 @@ impl DcquicEngine {
             }
         }
         self.refresh_timeout(now);
+    }
+
+    /// The server refused our 0-RTT data: quinn has dropped the streams we opened (and what we
+    /// wrote on them) and will number new ones from 0 again. Re-open them in the same order, so they
+    /// get the same ids, and write their messages again as 1-RTT data; what the application framed on
+    /// them (the expected responses) stays.
+    fn zero_rtt_rejected(&mut self) {
+        let ours: Vec<StreamId> = self
+            .streams
+            .keys()
+            .copied()
+            .filter(|id| id.initiator() == self.side)
+            .collect();
+        for id in ours {
+            let Some((_, conn)) = self.conn.as_mut() else {
+                return;
+            };
+            let reopened = conn.streams().open(id.dir());
+            let Some(mut s) = self.streams.remove(&id) else {
+                continue;
+            };
+            if let Some(x) = s.send.as_mut() {
+                x.written = 0;
+                x.finished = false;
+                x.acked = false;
+            }
+            s.recv.got = 0;
+            s.recv.fin = false;
+            match reopened {
+                Some(new) => {
+                    // Same id: quinn restarts numbering and we re-open in id order.
+                    debug_assert_eq!(new, id);
+                    if let Some(x) = s.send.as_ref() {
+                        if id.dir() == Dir::Bi {
+                            self.requests_out.insert(x.msg, new);
+                        }
+                    }
+                    self.streams.insert(new, s);
+                    self.write(new);
+                }
+                None => {
+                    // The new stream limit is below the remembered one: queue it like a new message.
+                    if let Some(x) = s.send {
+                        self.requests_out.remove(&x.msg);
+                        self.pending.push_back((x.msg, x.len));
+                    }
+                }
+            }
+        }
     }
 
     fn refresh_timeout(&mut self, now: Time) {
@@ -860,6 +976,10 @@ impl Engine for DcquicEngine {
             ("dcquic_streams_completed", c.streams_completed),
             ("dcquic_stream_ns", c.stream_ns),
             ("dcquic_lost_packets", c.lost_packets),
+            ("dcquic_0rtt_attempts", c.zero_rtt_attempts),
+            ("dcquic_0rtt_accepted", c.zero_rtt_accepted),
+            ("dcquic_first_byte_ns", c.first_byte_ns),
+            ("dcquic_first_bytes", c.first_bytes),
         ]
     }
 }

@@ -29,6 +29,12 @@ fn cfg() -> DcquicConfig {
 impl Pair {
     fn new(cfg: DcquicConfig, task: u64, seed: u64) -> Pair {
         let shared = Arc::new(Shared::new(cfg));
+        Pair::with_shared(shared.clone(), shared, task, seed)
+    }
+
+    /// A pair whose client and server take their crypto (and ticket stores) from `client` / `server`.
+    fn with_shared(client: Arc<Shared>, server: Arc<Shared>, task: u64, seed: u64) -> Pair {
+        let shared = client;
         let t = FiveTuple {
             src: Addr(1),
             dst: Addr(10),
@@ -46,7 +52,7 @@ impl Pair {
             Time::ZERO,
         );
         let s = DcquicEngine::new(
-            shared,
+            server,
             t.reversed(),
             false,
             vec![Addr(10)],
@@ -410,4 +416,95 @@ fn delay_on_the_used_path_triggers_proactive_migration() {
     // After migrating, RPCs are fast again.
     let last = slow.last().unwrap().unwrap();
     assert!(last < Dur::from_millis(2), "{last:?}");
+}
+
+fn zero_rtt_cfg() -> DcquicConfig {
+    DcquicConfig {
+        zero_rtt: true,
+        ..cfg()
+    }
+}
+
+/// One RPC (1 KB response) on a fresh pair, started at time 0 (before the handshake): its completion
+/// time. Small, because before the client's address is validated (its Handshake packet, one RTT in)
+/// the server may send only 3x what it received (RFC 9000 8.1): a larger response gains less.
+fn first_rpc(p: &mut Pair) -> Dur {
+    let done = p.sequential(0, 1, 1000, Time(50_000_000))[0].expect("RPC completes");
+    // Let the session tickets (sent after the handshake) arrive.
+    p.run(p.now + Dur::from_millis(5));
+    done
+}
+
+#[test]
+fn zero_rtt_second_connection_resumes_one_rtt_sooner() {
+    let shared = Arc::new(Shared::new(zero_rtt_cfg()));
+    let mut p1 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 1);
+    let t1 = first_rpc(&mut p1);
+    let c1 = p1.e[0].counters();
+    assert_eq!((c1.zero_rtt_attempts, c1.zero_rtt_accepted), (0, 0));
+    assert!(shared.tickets(Addr(1), Addr(10)) > 0);
+    // No tickets for another server.
+    assert_eq!(shared.tickets(Addr(1), Addr(11)), 0);
+
+    let mut p2 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 2);
+    let t2 = first_rpc(&mut p2);
+    let c2 = p2.e[0].counters();
+    assert_eq!((c2.zero_rtt_attempts, c2.zero_rtt_accepted), (1, 1));
+    // The request went with the first flight: one RTT (20 us) less to the response.
+    assert!(
+        t2.0 + 15_000 <= t1.0 && t2.0 + 25_000 >= t1.0,
+        "1-RTT {t1:?} 0-RTT {t2:?}"
+    );
+    assert!(c2.first_byte_ns + 15_000 <= c1.first_byte_ns, "{c1:?} {c2:?}");
+    // A second RPC on the resumed connection is ordinary.
+    let more = p2.sequential(1, 1, 10_000, Time(100_000_000));
+    assert!(more[0].is_some());
+}
+
+#[test]
+fn zero_rtt_rejected_is_resent_as_one_rtt() {
+    // The client holds a ticket, but the server it meets has never seen it (another session cache):
+    // it refuses the early data and the request must go again after the handshake.
+    let client = Arc::new(Shared::new(zero_rtt_cfg()));
+    let mut p1 = Pair::with_shared(client.clone(), client.clone(), 10_000, 1);
+    let t1 = first_rpc(&mut p1);
+    let stranger = Arc::new(Shared::new(zero_rtt_cfg()));
+    let mut p2 = Pair::with_shared(client.clone(), stranger, 10_000, 2);
+    let t2 = first_rpc(&mut p2);
+    let c2 = p2.e[0].counters();
+    assert_eq!((c2.zero_rtt_attempts, c2.zero_rtt_accepted), (1, 0));
+    assert!(t2.0 + 5_000 >= t1.0, "1-RTT {t1:?} rejected 0-RTT {t2:?}");
+    assert!(p2
+        .log
+        .iter()
+        .any(|&(_, i, ev)| i == 1 && ev == AppEvent::MessageReceived { msg: 0 }));
+}
+
+#[test]
+fn zero_rtt_same_seed_gives_identical_runs() {
+    let run = || {
+        let shared = Arc::new(Shared::new(zero_rtt_cfg()));
+        let mut out = Vec::new();
+        for seed in 1..=3 {
+            let mut p = Pair::with_shared(shared.clone(), shared.clone(), 10_000, seed);
+            let t = first_rpc(&mut p);
+            out.push((t, p.sizes.clone(), p.log.clone(), p.e[0].counters()));
+        }
+        out
+    };
+    let a = run();
+    assert_eq!(a, run());
+    assert_eq!(a[2].3.zero_rtt_accepted, 1);
+}
+
+#[test]
+fn zero_rtt_off_takes_no_tickets() {
+    let shared = Arc::new(Shared::new(cfg()));
+    let mut p1 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 1);
+    let t1 = first_rpc(&mut p1);
+    let mut p2 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 2);
+    let t2 = first_rpc(&mut p2);
+    assert_eq!(shared.tickets(Addr(1), Addr(10)), 0);
+    assert_eq!(t1, t2);
+    assert_eq!(p2.e[0].counters().zero_rtt_attempts, 0);
 }
