@@ -930,6 +930,22 @@ mod tests {
         }
     }
 
+    /// `tailcut schemes` shows each top-level parameter with its documentation; one without a doc line
+    /// would be a parameter users cannot look up.
+    #[test]
+    fn every_top_level_parameter_of_every_transport_is_documented() {
+        for info in registry() {
+            let params = info.params.as_object().expect("params are a table");
+            for name in params.keys() {
+                assert!(
+                    info.docs.iter().any(|(d, text)| d == name && !text.is_empty()),
+                    "{}: parameter `{name}` has no documentation",
+                    info.name
+                );
+            }
+        }
+    }
+
     #[test]
     fn initial_rto_follows_min_rto_only_without_a_handshake() {
         let c = tcp(serde_json::json!({ "min_rto": "5ms" }));
