@@ -274,52 +274,56 @@ pub fn registry() -> Vec<TransportInfo> {
         docs: DCQUIC_DOCS.to_vec(),
     }];
     for (name, base) in RECONNECT_SCHEMES {
-        let info = transport::builtin_registry()
-            .into_iter()
-            .find(|t| t.name == base)
-            .expect("base registered");
-        let mut params = match info.params {
-            Value::Object(m) => m,
-            _ => Map::new(),
+        let description = if base == "tcp" {
+            "TCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)"
+        } else {
+            "DCTCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)"
         };
-        params.insert("handshake".into(), Value::Bool(true));
-        params.extend(to_map(&ReconnectParams::default()));
-        let mut docs = info.docs;
-        docs.extend_from_slice(RECONNECT_DOCS);
-        out.push(TransportInfo {
-            name,
-            description: if base == "tcp" {
-                "TCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)"
-            } else {
-                "DCTCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)"
-            },
-            params: Value::Object(params),
-            docs,
-        });
+        let extra = to_map(&ReconnectParams::default());
+        out.push(over_tcp(name, base, description, extra, RECONNECT_DOCS));
     }
     for (name, base) in TLS_SCHEMES {
-        let info = transport::builtin_registry()
-            .into_iter()
-            .find(|t| t.name == base)
-            .expect("base registered");
-        let mut params = match info.params {
-            Value::Object(m) => m,
-            _ => Map::new(),
+        let description = if base == "tcp" {
+            "TCP with its 3-way handshake plus a TLS 1.3 handshake (one more round trip and its bytes) before data"
+        } else {
+            "DCTCP with its 3-way handshake plus a TLS 1.3 handshake (one more round trip and its bytes) before data"
         };
-        params.insert("handshake".into(), Value::Bool(true));
-        params.extend(to_map(&TlsModel::default()));
-        let mut docs = info.docs;
-        docs.extend_from_slice(TLS_DOCS);
-        out.push(TransportInfo {
+        out.push(over_tcp(
             name,
-            description: if base == "tcp" {
-                "TCP with its 3-way handshake plus a TLS 1.3 handshake (one more round trip and its bytes) before data"
-            } else {
-                "DCTCP with its 3-way handshake plus a TLS 1.3 handshake (one more round trip and its bytes) before data"
-            },
-            params: Value::Object(params),
-            docs,
-        });
+            base,
+            description,
+            to_map(&TlsModel::default()),
+            TLS_DOCS,
+        ));
     }
     out
+}
+
+/// A registry entry for a scheme layered over a built-in TCP transport: the base's parameters and docs
+/// (with the handshake on, which both layers need) plus the layer's own.
+fn over_tcp(
+    name: &'static str,
+    base: &str,
+    description: &'static str,
+    extra: Map<String, Value>,
+    extra_docs: &[(&'static str, &'static str)],
+) -> TransportInfo {
+    let info = transport::builtin_registry()
+        .into_iter()
+        .find(|t| t.name == base)
+        .expect("base registered");
+    let mut params = match info.params {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    params.insert("handshake".into(), Value::Bool(true));
+    params.extend(extra);
+    let mut docs = info.docs;
+    docs.extend_from_slice(extra_docs);
+    TransportInfo {
+        name,
+        description,
+        params: Value::Object(params),
+        docs,
+    }
 }
