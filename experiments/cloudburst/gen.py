@@ -266,6 +266,25 @@ text += scheme("pfabric", "pfabric", 'min_rto = "1ms", initial_cwnd_segments = 1
 text += cloudburst(extra=f"{CB10}, {WRR11}")
 write("leafspine_2000", text)
 
+# Sec. V-D also runs the 144-host fabric with one core (leaf-spine) link failed or degraded to 1 Gbps.
+# 0.02 s of requests (about 5 800 messages) keeps each scheme under a minute here.
+for tag, fault in (
+    ("core_failed", '[[faults]]\nkind = "link_down"\nlink = { between = ["leaf0", "spine0"] }\n'),
+    (
+        "core_degraded",
+        '[[faults]]\nkind = "degrade"\nlink = { between = ["leaf0", "spine0"] }\nrate = "1Gbps"\n',
+    ),
+):
+    text = header(
+        f"leafspine_{tag}",
+        f"CloudBurst Sec. V-D: 144-host leaf-spine, 2000 requests/s per host, leaf0-spine0 {tag.split('_')[1]}.",
+        "0.03s",
+    )
+    text += LS.format(fabric="40Gbps", ecn=ECN, until="0.02s") + rr(2000, "0.02s") + OTHER + "\n" + fault
+    text += scheme("dctcp", "dctcp", 'min_rto = "1ms", initial_rto = "1ms"')
+    text += cloudburst(extra=f"{CB10}, {WRR11}")
+    write(f"leafspine_{tag}", text)
+
 text = header(
     "oversub_2to1",
     "CloudBurst Sec. V-D (Fig. 22): 2:1 oversubscribed leaf-spine (20 Gbps uplinks), rate share r in 0.1 .. 1.",

@@ -211,5 +211,5 @@ fn every_checked_in_experiment_file_is_valid() {
         );
         n += 1;
     }
-    assert_eq!(n, 20);
+    assert_eq!(n, 22);
 }
