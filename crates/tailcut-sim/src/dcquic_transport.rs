@@ -207,6 +207,14 @@ fn parse<T: serde::de::DeserializeOwned>(m: Map<String, Value>) -> Result<T, Str
         .map_err(|e| format!("params.{}: {}", e.path(), e.inner()))
 }
 
+/// The `Instant` the DCQUIC engines lay simulated time on (quinn-proto's time type cannot be built from a
+/// number). The driver reads the clock once for it; only differences from it are used, so it never
+/// affects a result (as `run::WallClock`, the other allowed read).
+fn quic_epoch() -> std::time::Instant {
+    #[allow(clippy::disallowed_methods)]
+    std::time::Instant::now()
+}
+
 /// Resolves `dcquic`, `tcp_tls13` or `dctcp_tls13`; `None` for any other name.
 pub fn resolve(name: &str, params: &Map<String, Value>) -> Option<Result<Transport, String>> {
     if name == DCQUIC {
@@ -215,7 +223,7 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Option<Result<Transpo
         return Some(parse::<DcquicConfig>(m).and_then(|cfg| {
             cfg.validate().map_err(|e| format!("params.{e}"))?;
             Ok(Transport::Custom(Arc::new(DcquicFactory {
-                shared: Arc::new(Shared::new(cfg)),
+                shared: Arc::new(Shared::new(cfg, quic_epoch())),
             })))
         }));
     }

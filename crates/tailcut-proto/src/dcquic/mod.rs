@@ -42,7 +42,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use cc::CcKind;
@@ -143,6 +143,10 @@ pub struct Shared {
     server: Arc<quinn_proto::crypto::rustls::QuicServerConfig>,
     /// Per client host (its first address): its ticket store and the client config that uses it.
     hosts: Mutex<BTreeMap<Addr, HostTickets>>,
+    /// The `Instant` simulated time is laid on, handed in by the driver: quinn-proto's time type is
+    /// `std::time::Instant`, which cannot be built from a number, and an engine reads no clock. Only
+    /// differences from it are used, so its value never affects a result.
+    epoch: Instant,
 }
 
 type HostTickets = (
@@ -151,13 +155,14 @@ type HostTickets = (
 );
 
 impl Shared {
-    pub fn new(cfg: DcquicConfig) -> Shared {
+    pub fn new(cfg: DcquicConfig, epoch: Instant) -> Shared {
         let server = crypto::server(cfg.zero_rtt);
         Shared {
             cfg,
             client: crypto::client(None),
             server,
             hosts: Mutex::new(BTreeMap::new()),
+            epoch,
         }
     }
 
@@ -189,21 +194,12 @@ fn server_name(server: Addr) -> String {
     format!("h{}.{}", server.0, crypto::SERVER_NAME)
 }
 
-/// The one fixed `Instant` that simulated time is laid on: quinn-proto's time type is
-/// `std::time::Instant`, which cannot be built from a number. Read once; only differences from it are
-/// ever used, so its value never affects a result (the same pattern as `run::WallClock`).
-fn base_instant() -> Instant {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    #[allow(clippy::disallowed_methods)]
-    *BASE.get_or_init(Instant::now)
+fn to_instant(epoch: Instant, t: Time) -> Instant {
+    epoch + Duration::from_nanos(t.0)
 }
 
-fn to_instant(t: Time) -> Instant {
-    base_instant() + Duration::from_nanos(t.0)
-}
-
-fn to_time(i: Instant) -> Time {
-    Time(i.saturating_duration_since(base_instant()).as_nanos() as u64)
+fn to_time(epoch: Instant, i: Instant) -> Time {
+    Time(i.saturating_duration_since(epoch).as_nanos() as u64)
 }
 
 /// quinn's server wall clock (retry and validation tokens), frozen: an engine reads no clock.
@@ -370,7 +366,12 @@ impl DcquicEngine {
                 crypto::SERVER_NAME.to_string()
             };
             let (ch, c) = endpoint
-                .connect(to_instant(now), cc, sock(tuple.dst, tuple.dst_port), &name)
+                .connect(
+                    to_instant(shared.epoch, now),
+                    cc,
+                    sock(tuple.dst, tuple.dst_port),
+                    &name,
+                )
                 .expect("a fresh endpoint has connection ids and a valid peer address");
             // 0-RTT keys exist from the start when a ticket was taken: streams open right away and
             // their data goes out as 0-RTT packets (quinn's `into_0rtt` is this, in the async API).
@@ -771,7 +772,7 @@ impl DcquicEngine {
             .conn
             .as_mut()
             .and_then(|(_, c)| c.poll_timeout())
-            .map(to_time);
+            .map(|i| to_time(self.shared.epoch, i));
         let rpc_in_flight =
             self.side == Side::Client && self.shared.cfg.migration.enabled && !self.requests_out.is_empty();
         if !rpc_in_flight {
@@ -860,10 +861,14 @@ impl Engine for DcquicEngine {
         };
         let data = bytes::BytesMut::from(payload);
         self.scratch.clear();
-        match self
-            .endpoint
-            .handle(to_instant(now), remote, None, ecn, data, &mut self.scratch)
-        {
+        match self.endpoint.handle(
+            to_instant(self.shared.epoch, now),
+            remote,
+            None,
+            ecn,
+            data,
+            &mut self.scratch,
+        ) {
             Some(DatagramEvent::ConnectionEvent(_, ev)) => {
                 if let Some((_, c)) = self.conn.as_mut() {
                     c.handle_event(ev);
@@ -876,7 +881,7 @@ impl Engine for DcquicEngine {
                     // A refused handshake (bad Initial) leaves the server waiting for a good one.
                     if let Ok((ch, c)) = self.endpoint.accept(
                         incoming,
-                        to_instant(now),
+                        to_instant(self.shared.epoch, now),
                         &mut self.scratch,
                         self.server_cfg.clone(),
                     ) {
@@ -897,7 +902,7 @@ impl Engine for DcquicEngine {
         self.report_framed_late(now);
         if self.quinn_timeout.is_some_and(|t| t <= now) {
             if let Some((_, c)) = self.conn.as_mut() {
-                c.handle_timeout(to_instant(now));
+                c.handle_timeout(to_instant(self.shared.epoch, now));
             }
         }
         if self.next_check.is_some_and(|t| t <= now) {
@@ -909,7 +914,7 @@ impl Engine for DcquicEngine {
 
     fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
         let (_, conn) = self.conn.as_mut()?;
-        let Some(t) = conn.poll_transmit(to_instant(now), 1, payload) else {
+        let Some(t) = conn.poll_transmit(to_instant(self.shared.epoch, now), 1, payload) else {
             self.refresh_timeout(now);
             return None;
         };
