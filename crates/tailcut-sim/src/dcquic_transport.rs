@@ -105,6 +105,14 @@ const DCQUIC_DOCS: &[(&str, &str)] = &[
         "zero_rtt",
         "0-RTT resumption: a client host keeps session tickets per server (deterministic store) and sends its requests with the first flight of later connections",
     ),
+    (
+        "tail_fec",
+        "not in the paper: after each message, an XOR parity of its tail in QUIC DATAGRAM frames; a receiver missing at most one MTU of the tail rebuilds it and delivers at once (QUIC still retransmits)",
+    ),
+    (
+        "tail_fec_packets",
+        "k: the protected tail is the message's last k chunks of one path MTU (the parity is one MTU whatever k; 4 covers the last packets QUIC's 3-packet threshold cannot declare lost, plus one)",
+    ),
 ];
 
 const TLS_DOCS: &[(&str, &str)] = &[

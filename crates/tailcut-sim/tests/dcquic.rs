@@ -218,3 +218,132 @@ fn zero_rtt_resumes_and_stays_deterministic() {
         fb("dcquic_cubic")
     );
 }
+
+/// experiments/dcquic/tail_fec.toml with its workloads cut to `until`.
+fn tail_fec(until_ms: u64) -> Experiment {
+    let text = include_str!("../../../experiments/dcquic/tail_fec.toml");
+    let mut exp = api::parse_toml(text).expect("valid experiment");
+    for w in &mut exp.workload {
+        w.until = Some(tailcut_proto::Dur::from_millis(until_ms));
+    }
+    exp.max_time = tailcut_proto::Dur::from_millis(until_ms + 500);
+    exp
+}
+
+/// FCTs (ns, sorted) of one scheme's flows of one component, and whether all completed.
+fn fcts(t: &tailcut_sim::Tables, scheme: &str, component: &str) -> (Vec<u64>, bool) {
+    let fs: Vec<&FlowRecord> = t
+        .flows
+        .iter()
+        .filter(|f| f.scheme == scheme && f.component == component)
+        .collect();
+    let mut v: Vec<u64> = fs.iter().filter_map(|f| f.fct_ns()).collect();
+    v.sort_unstable();
+    let all = v.len() == fs.len() && !v.is_empty();
+    (v, all)
+}
+
+fn pct(v: &[u64], p: f64) -> u64 {
+    v[((v.len() - 1) as f64 * p / 100.0).round() as usize]
+}
+
+#[test]
+fn tail_fec_cuts_the_tail_of_small_rpcs_under_random_loss() {
+    let exp = tail_fec(300);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    let counter = |scheme: &str, n: &str| {
+        let r = t.runs.iter().find(|r| r.scheme == scheme).unwrap();
+        r.engine_counters.get(n).copied().unwrap_or(0)
+    };
+    assert!(counter("dcquic", "dcquic_lost_packets") > 10);
+    assert_eq!(counter("dcquic", "dcquic_fec_repairs"), 0);
+    assert!(counter("dcquic_fec", "dcquic_fec_recovered") > 5);
+    for c in ["rpc4k", "rpc30k"] {
+        let (plain, all_p) = fcts(&t, "dcquic", c);
+        let (fec, all_f) = fcts(&t, "dcquic_fec", c);
+        assert!(all_p && all_f, "{c}: every RPC completes");
+        // Same flows; the median RPC sees no loss either way.
+        assert_eq!(plain.len(), fec.len());
+        assert!(pct(&fec, 50.0) <= pct(&plain, 50.0) + 5_000, "{c}");
+        assert!(
+            pct(&fec, 99.0) * 2 < pct(&plain, 99.0),
+            "{c}: p99 {} vs {}",
+            pct(&fec, 99.0),
+            pct(&plain, 99.0)
+        );
+        assert!(fec.last() < plain.last(), "{c}: max");
+    }
+    // The repairs are extra bytes of the flows, and only with tail_fec.
+    let redundant = |scheme: &str| -> u64 {
+        t.flows
+            .iter()
+            .filter(|f| f.scheme == scheme)
+            .map(|f| f.stats.redundant_bytes)
+            .sum()
+    };
+    assert_eq!(redundant("dcquic"), 0);
+    assert_eq!(
+        redundant("dcquic_fec"),
+        counter("dcquic_fec", "dcquic_fec_repair_bytes")
+    );
+}
+
+#[test]
+fn tail_fec_same_seed_same_results() {
+    let exp = tail_fec(100);
+    let a = run(&exp, &mut |_| true).expect("runs");
+    let b = run(&exp, &mut |_| true).expect("runs");
+    let key = |t: &tailcut_sim::Tables| -> Vec<(u64, Option<u64>, u64)> {
+        t.flows
+            .iter()
+            .map(|f| (f.flow_id, f.finish_ns, f.stats.sent_bytes))
+            .collect()
+    };
+    assert_eq!(key(&a), key(&b));
+    for (ra, rb) in a.runs.iter().zip(&b.runs) {
+        assert_eq!(ra.engine_counters, rb.engine_counters);
+    }
+}
+
+/// The numbers of docs/results-dcquic.md, "DCQUIC with FEC-protected tails" (the full experiment).
+#[test]
+#[ignore = "prints the experiment's table; run with --ignored --nocapture"]
+fn tail_fec_experiment() {
+    let text = include_str!("../../../experiments/dcquic/tail_fec.toml");
+    let exp = api::parse_toml(text).expect("valid experiment");
+    let t = run(&exp, &mut |_| true).expect("runs");
+    for scheme in ["dcquic", "dcquic_fec"] {
+        for c in ["rpc4k", "rpc30k"] {
+            let (v, all) = fcts(&t, scheme, c);
+            let fs = t.flows.iter().filter(|f| f.scheme == scheme && f.component == c);
+            let (size, sent, red) = fs.fold((0u64, 0u64, 0u64), |a, f| {
+                (
+                    a.0 + f.size_bytes + f.request_bytes,
+                    a.1 + f.stats.sent_bytes,
+                    a.2 + f.stats.redundant_bytes,
+                )
+            });
+            println!(
+                "{scheme:<11} {c:<7} flows {:>5} all done {all}  p50 {:>8.1} us  p99 {:>8.1} us  p99.9 {:>8.1} us  max {:>8.1} us  mean {:>7.1} us  sent/payload {:.3}  redundant/payload {:.3}",
+                v.len(),
+                pct(&v, 50.0) as f64 / 1e3,
+                pct(&v, 99.0) as f64 / 1e3,
+                pct(&v, 99.9) as f64 / 1e3,
+                *v.last().unwrap() as f64 / 1e3,
+                v.iter().sum::<u64>() as f64 / v.len() as f64 / 1e3,
+                sent as f64 / size as f64,
+                red as f64 / size as f64,
+            );
+        }
+        let r = t.runs.iter().find(|r| r.scheme == scheme).unwrap();
+        let c = |n: &str| r.engine_counters.get(n).copied().unwrap_or(0);
+        println!(
+            "{scheme:<11} lost packets {}  fec recovered {} ({} B)  repairs {} ({} B)",
+            c("dcquic_lost_packets"),
+            c("dcquic_fec_recovered"),
+            c("dcquic_fec_recovered_bytes"),
+            c("dcquic_fec_repairs"),
+            c("dcquic_fec_repair_bytes")
+        );
+    }
+}

@@ -25,6 +25,7 @@ pub mod cc;
 pub mod crypto;
 pub mod migration;
 pub mod mps;
+pub mod tailfec;
 #[cfg(test)]
 mod tests;
 pub mod tickets;
@@ -71,6 +72,12 @@ pub struct DcquicConfig {
     /// 0-RTT resumption: a client's second and later connections to a server send their requests
     /// with the first flight, on a session ticket from an earlier connection of the same host.
     pub zero_rtt: bool,
+    /// Protect the tail of every message with an XOR parity sent as QUIC DATAGRAM frames ([`tailfec`];
+    /// not in the paper).
+    pub tail_fec: bool,
+    /// k: the protected tail is the message's last k chunks of one path MTU each (the parity is one
+    /// chunk whatever k is).
+    pub tail_fec_packets: u32,
 }
 
 impl Default for DcquicConfig {
@@ -86,6 +93,8 @@ impl Default for DcquicConfig {
             max_streams: 1024,
             migration: MigrationConfig::default(),
             zero_rtt: false,
+            tail_fec: false,
+            tail_fec_packets: 4,
         }
     }
 }
@@ -110,6 +119,12 @@ impl DcquicConfig {
         if self.max_streams == 0 {
             return Err("max_streams: must be >= 1".into());
         }
+        if !(1..=64).contains(&self.tail_fec_packets) {
+            return Err(format!(
+                "tail_fec_packets: must be in 1..=64, got {}",
+                self.tail_fec_packets
+            ));
+        }
         Ok(())
     }
 
@@ -130,6 +145,14 @@ impl DcquicConfig {
                 self.congestion_control
                     .factory(self.initial_window_packets as u64 * mps as u64),
             );
+        if self.tail_fec {
+            // quinn enables the datagram extension by default (1.25 MB in, 1 MB out); with tail FEC the
+            // repairs use it, sized like the stream buffers. Left untouched otherwise, so the
+            // transport parameters (and the handshake's bytes) of plain DCQUIC stay as they were.
+            let buf = self.socket_buffer.0 as usize;
+            t.datagram_receive_buffer_size(Some(buf))
+                .datagram_send_buffer_size(buf);
+        }
         Arc::new(t)
     }
 }
@@ -223,9 +246,6 @@ fn addr_of(s: SocketAddr) -> Addr {
     }
 }
 
-/// Zero bytes that stand for application data.
-static ZEROS: [u8; 16 * 1024] = [0; 16 * 1024];
-
 #[derive(Debug, Default)]
 struct SendSide {
     msg: MsgId,
@@ -233,6 +253,9 @@ struct SendSide {
     written: u64,
     finished: bool,
     acked: bool,
+    /// Tail FEC: the repair is queued (or sent), and its bytes on the wire (headers included).
+    repair_queued: bool,
+    repair_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -271,6 +294,12 @@ pub struct DcquicCounters {
     /// Client side: from `connect` to the first response byte, summed over `first_bytes` connections.
     pub first_byte_ns: u64,
     pub first_bytes: u64,
+    /// Tail FEC: messages delivered from the parity before QUIC repaired them, the bytes rebuilt, and
+    /// the repair datagrams sent with their payload bytes.
+    pub fec_recovered: u64,
+    pub fec_recovered_bytes: u64,
+    pub fec_repairs: u64,
+    pub fec_repair_bytes: u64,
 }
 
 /// One end of a DCQUIC connection.
@@ -302,6 +331,17 @@ pub struct DcquicEngine {
     scratch: Vec<u8>,
     /// Streams whose data was complete before the application framed their message.
     framed_late: Vec<StreamId>,
+    /// Tail FEC, receive side: per stream of the peer's data not yet delivered.
+    fec_rx: BTreeMap<StreamId, tailfec::TailRecv>,
+    /// Tail FEC, send side: messages fully written whose repair goes out once quinn has sent their
+    /// data (so a repair never shares a packet with the bytes it protects).
+    repairs_due: Vec<(StreamId, MsgId, u64)>,
+    fec_scratch: Vec<u8>,
+    /// Peer streams accepted so far, per direction [bidi, uni].
+    accepted: [u64; 2],
+    /// Reconstructions: (message, start offset of the kept window, its bytes), for tests to check.
+    #[cfg(test)]
+    fec_log: Vec<(MsgId, u64, Vec<u8>)>,
 }
 
 impl DcquicEngine {
@@ -407,6 +447,12 @@ impl DcquicEngine {
             counters,
             scratch: Vec::new(),
             framed_late: Vec::new(),
+            fec_rx: BTreeMap::new(),
+            repairs_due: Vec::new(),
+            fec_scratch: Vec::new(),
+            accepted: [0; 2],
+            #[cfg(test)]
+            fec_log: Vec::new(),
         };
         e.process(now);
         e
@@ -508,8 +554,8 @@ impl DcquicEngine {
         };
         let mut stream = conn.send_stream(id);
         while s.written < s.len {
-            let n = (s.len - s.written).min(ZEROS.len() as u64) as usize;
-            match stream.write(&ZEROS[..n]) {
+            let n = (s.len - s.written).min(tailfec::SPAN as u64) as usize;
+            match stream.write(tailfec::payload(s.msg, s.written, n)) {
                 Ok(k) if k > 0 => s.written += k as u64,
                 _ => break,
             }
@@ -517,9 +563,197 @@ impl DcquicEngine {
         if s.written == s.len && !s.finished {
             s.finished = stream.finish().is_ok();
         }
+        if s.finished && !s.repair_queued && s.len > 0 && self.shared.cfg.tail_fec {
+            s.repair_queued = true;
+            self.repairs_due.push((id, s.msg, s.len));
+        }
+    }
+
+    /// Queues the repair datagrams of the messages whose data quinn has sent: the XOR parity of each
+    /// message's tail ([`tailfec`]), in pieces that fit a datagram.
+    fn send_repairs(&mut self) {
+        let Some((_, conn)) = self.conn.as_mut() else {
+            self.repairs_due.clear();
+            return;
+        };
+        let k = self.shared.cfg.tail_fec_packets;
+        for (id, msg, len) in self.repairs_due.drain(..) {
+            let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
+                continue;
+            };
+            // Already acknowledged (the data went out long before quinn was idle): nothing to protect.
+            if send.acked || send.msg != msg {
+                continue;
+            }
+            let Some(room) = conn
+                .datagrams()
+                .max_size()
+                .and_then(|m| m.checked_sub(tailfec::HEADER))
+            else {
+                continue;
+            };
+            if room == 0 {
+                continue;
+            }
+            let chunk = conn.current_mtu();
+            let tail = tailfec::tail_len(len, k, chunk);
+            tailfec::parity(msg, len - tail as u64, tail, chunk, &mut self.fec_scratch);
+            for (j, piece) in self.fec_scratch.chunks(room).enumerate() {
+                let h = tailfec::RepairHeader {
+                    stream: id.into(),
+                    len,
+                    tail,
+                    chunk,
+                    piece: (j * room) as u32,
+                };
+                let mut d = Vec::with_capacity(tailfec::HEADER + piece.len());
+                h.encode(&mut d);
+                d.extend_from_slice(piece);
+                let n = d.len() as u64;
+                if conn.datagrams().send(d.into(), false).is_err() {
+                    break;
+                }
+                send.repair_bytes += n;
+                self.counters.fec_repairs += 1;
+                self.counters.fec_repair_bytes += n;
+            }
+        }
+    }
+
+    /// Repair datagrams from the peer: keep each piece with its stream's receive state and try to
+    /// rebuild the tail.
+    fn repairs_in(&mut self, now: Time) {
+        loop {
+            let Some((_, conn)) = self.conn.as_mut() else {
+                return;
+            };
+            let Some(d) = conn.datagrams().recv() else {
+                return;
+            };
+            if !self.shared.cfg.tail_fec {
+                continue;
+            }
+            let Some((h, piece)) = tailfec::RepairHeader::decode(&d) else {
+                continue;
+            };
+            let Ok(v) = VarInt::from_u64(h.stream) else {
+                continue;
+            };
+            let id = StreamId::from(v);
+            // Only streams the peer sends on: its own, and the responses on our bidirectional ones.
+            if id.initiator() == self.side && id.dir() == Dir::Uni {
+                continue;
+            }
+            if self.recv_done(id) {
+                continue;
+            }
+            let f = self.fec_rx.entry(id).or_default();
+            if f.add_repair(h, piece) && !f.has_window() {
+                f.set_window(h.len, h.tail_start());
+            }
+            self.try_fec(now, id);
+        }
+    }
+
+    /// The receive side of stream `id` is delivered (or the stream is gone): repairs and late data for it
+    /// are dropped.
+    fn recv_done(&self, id: StreamId) -> bool {
+        match self.streams.get(&id) {
+            Some(s) => s.recv.reported,
+            None if id.initiator() == self.side => true,
+            None => id.index() < self.accepted[id.dir() as usize],
+        }
+    }
+
+    /// Delivers stream `id`'s message from its tail parity if the missing bytes allow it.
+    fn try_fec(&mut self, now: Time, id: StreamId) {
+        let Some(s) = self.streams.get(&id) else {
+            return;
+        };
+        let (Some((_msg, len)), false) = (s.recv.msg, s.recv.reported) else {
+            return;
+        };
+        let Some(f) = self.fec_rx.get_mut(&id) else {
+            return;
+        };
+        let Some(r) = f.try_recover(len, &mut self.fec_scratch) else {
+            return;
+        };
+        self.counters.fec_recovered += 1;
+        self.counters.fec_recovered_bytes += r.bytes;
+        #[cfg(test)]
+        if let Some((start, kept)) = f.kept() {
+            self.fec_log.push((_msg, start, kept.to_vec()));
+        }
+        self.fec_rx.remove(&id);
+        self.deliver(now, id);
+    }
+
+    /// Tail FEC's read: unordered, so the engine knows which byte ranges arrived. Data of a stream
+    /// already delivered from its parity (QUIC's retransmitted copy) is read and dropped: it holds
+    /// flow-control credit.
+    fn read_unordered(&mut self, now: Time, id: StreamId) {
+        let done = self.recv_done(id);
+        let Some((_, conn)) = self.conn.as_mut() else {
+            return;
+        };
+        let mtu = conn.current_mtu();
+        let mut stream = conn.recv_stream(id);
+        let Some(s) = self.streams.get_mut(&id) else {
+            if done {
+                if let Ok(mut chunks) = stream.read(false) {
+                    while let Ok(Some(_)) = chunks.next(usize::MAX) {}
+                    let _ = chunks.finalize();
+                }
+            }
+            return;
+        };
+        if s.recv.fin {
+            return;
+        }
+        let mut fec = (!done).then(|| self.fec_rx.entry(id).or_default());
+        if let (Some(f), Some((_, len))) = (fec.as_mut(), s.recv.msg) {
+            if !f.has_window() {
+                let k = self.shared.cfg.tail_fec_packets;
+                f.set_window(len, len - tailfec::tail_len(len, k, mtu) as u64);
+            }
+        }
+        let Ok(mut chunks) = stream.read(false) else {
+            return;
+        };
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(c)) => {
+                    s.recv.got += c.bytes.len() as u64;
+                    if let Some(f) = fec.as_mut() {
+                        f.add_data(c.offset, &c.bytes);
+                    }
+                }
+                Ok(None) => {
+                    s.recv.fin = true;
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        let _ = chunks.finalize();
+        if self.side == Side::Client && self.counters.first_bytes == 0 && s.recv.got > 0 {
+            self.counters.first_bytes = 1;
+            self.counters.first_byte_ns = now.saturating_sub(self.start).0;
+        }
+        if s.recv.fin {
+            self.fec_rx.remove(&id);
+            self.received(now, id);
+        } else if !done {
+            self.try_fec(now, id);
+        }
     }
 
     fn read(&mut self, now: Time, id: StreamId) {
+        if self.shared.cfg.tail_fec {
+            self.read_unordered(now, id);
+            return;
+        }
         let Some((_, conn)) = self.conn.as_mut() else {
             return;
         };
@@ -558,7 +792,18 @@ impl DcquicEngine {
         let Some(s) = self.streams.get_mut(&id) else {
             return;
         };
-        let (Some((msg, _)), true, false) = (s.recv.msg, s.recv.fin, s.recv.reported) else {
+        let (Some(_), true, false) = (s.recv.msg, s.recv.fin, s.recv.reported) else {
+            return;
+        };
+        self.deliver(now, id);
+    }
+
+    /// Reports a stream's message (complete, or rebuilt from its tail parity) and ends its record.
+    fn deliver(&mut self, now: Time, id: StreamId) {
+        let Some(s) = self.streams.get_mut(&id) else {
+            return;
+        };
+        let Some((msg, len)) = s.recv.msg else {
             return;
         };
         s.recv.reported = true;
@@ -571,7 +816,8 @@ impl DcquicEngine {
                 id: id.index(),
                 start: s.opened,
                 end: now,
-                total_bytes: s.recv.got,
+                // Rebuilt from the parity, the message is complete before all its bytes arrived.
+                total_bytes: s.recv.got.max(len),
             };
             self.counters.streams_completed += 1;
             self.counters.stream_ns += rec.end.saturating_sub(rec.start).0;
@@ -615,6 +861,7 @@ impl DcquicEngine {
                 return;
             };
             let k = dir as usize;
+            self.accepted[k] = self.accepted[k].max(id.index() + 1);
             let msg = self.expect[k].get(id.index() as usize).copied();
             self.streams.insert(
                 id,
@@ -641,7 +888,8 @@ impl DcquicEngine {
         }
         send.acked = true;
         let stats = MessageStats {
-            sent_bytes: send.len,
+            sent_bytes: send.len + send.repair_bytes,
+            redundant_bytes: send.repair_bytes,
             ..MessageStats::default()
         };
         self.events
@@ -704,6 +952,8 @@ impl DcquicEngine {
                         });
                     }
                     self.streams.clear();
+                    self.fec_rx.clear();
+                    self.repairs_due.clear();
                     self.conn = None;
                     break;
                 }
@@ -712,6 +962,7 @@ impl DcquicEngine {
                 Event::Stream(StreamEvent::Writable { id }) => self.write(id),
                 Event::Stream(StreamEvent::Finished { id }) => self.acked(id),
                 Event::Stream(StreamEvent::Available { .. }) => self.open_pending(now),
+                Event::DatagramReceived => self.repairs_in(now),
                 _ => {}
             }
         }
@@ -741,7 +992,10 @@ impl DcquicEngine {
                 x.written = 0;
                 x.finished = false;
                 x.acked = false;
+                x.repair_queued = false;
             }
+            self.repairs_due.retain(|r| r.0 != id);
+            self.fec_rx.remove(&id);
             s.recv.got = 0;
             s.recv.fin = false;
             match reopened {
@@ -913,8 +1167,15 @@ impl Engine for DcquicEngine {
     }
 
     fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
+        let at = to_instant(self.shared.epoch, now);
         let (_, conn) = self.conn.as_mut()?;
-        let Some(t) = conn.poll_transmit(to_instant(self.shared.epoch, now), 1, payload) else {
+        let mut sent = conn.poll_transmit(at, 1, payload);
+        if sent.is_none() && !self.repairs_due.is_empty() {
+            // quinn has sent what it could of the messages: now their repairs.
+            self.send_repairs();
+            sent = self.conn.as_mut()?.1.poll_transmit(at, 1, payload);
+        }
+        let Some(t) = sent else {
             self.refresh_timeout(now);
             return None;
         };
@@ -960,7 +1221,8 @@ impl Engine for DcquicEngine {
             .filter_map(|s| s.send.as_ref())
             .find(|x| x.msg == msg)
             .map(|x| MessageStats {
-                sent_bytes: x.written,
+                sent_bytes: x.written + x.repair_bytes,
+                redundant_bytes: x.repair_bytes,
                 ..MessageStats::default()
             })
             .or_else(|| {
@@ -985,6 +1247,10 @@ impl Engine for DcquicEngine {
             ("dcquic_0rtt_accepted", c.zero_rtt_accepted),
             ("dcquic_first_byte_ns", c.first_byte_ns),
             ("dcquic_first_bytes", c.first_bytes),
+            ("dcquic_fec_recovered", c.fec_recovered),
+            ("dcquic_fec_recovered_bytes", c.fec_recovered_bytes),
+            ("dcquic_fec_repairs", c.fec_repairs),
+            ("dcquic_fec_repair_bytes", c.fec_repair_bytes),
         ]
     }
 }

@@ -18,6 +18,8 @@ struct Pair {
     sizes: Vec<u32>,
     delay: Box<dyn Fn(Time, Addr) -> Dur>,
     lost: Box<dyn Fn(Time, Addr) -> bool>,
+    /// Drops a datagram by who sends it (engine index) and its size on the wire.
+    drop_pkt: Box<dyn FnMut(usize, u32) -> bool>,
     /// Response size per request id, answered by the server as soon as the request arrives.
     responses: BTreeMap<MsgId, u64>,
 }
@@ -69,6 +71,7 @@ impl Pair {
             sizes: Vec::new(),
             delay: Box::new(|_, _| Dur::from_micros(10)),
             lost: Box::new(|_, _| false),
+            drop_pkt: Box::new(|_, _| false),
             responses: BTreeMap::new(),
         };
         p.drain(0);
@@ -83,7 +86,10 @@ impl Pair {
                 break;
             };
             self.sizes.push(pkt.size_bytes);
-            if (self.lost)(self.now, pkt.tuple.src) || (self.lost)(self.now, pkt.tuple.dst) {
+            if (self.lost)(self.now, pkt.tuple.src)
+                || (self.lost)(self.now, pkt.tuple.dst)
+                || (self.drop_pkt)(i, pkt.size_bytes)
+            {
                 continue;
             }
             let at = self.now + (self.delay)(self.now, if i == 0 { pkt.tuple.src } else { pkt.tuple.dst });
@@ -514,4 +520,166 @@ fn zero_rtt_off_takes_no_tickets() {
 fn epoch() -> std::time::Instant {
     #[allow(clippy::disallowed_methods)]
     std::time::Instant::now()
+}
+
+// ---- tail FEC ----------------------------------------------------------------------------------
+
+fn fec_cfg() -> DcquicConfig {
+    DcquicConfig {
+        tail_fec: true,
+        ..cfg()
+    }
+}
+
+/// A connected pair whose server drops the data packets (above 1000 B on the wire) of the next
+/// response listed in `drop` (1-based among that response's big packets); returns the pair after one
+/// RPC of `resp` bytes and that RPC's completion time.
+fn rpc_dropping(cfg: DcquicConfig, resp: u64, drop: &'static [u32], seed: u64) -> (Pair, Option<Dur>) {
+    let mut p = Pair::new(cfg, 10_000, seed);
+    // A first RPC finishes the handshake and gives an RTT sample.
+    assert!(p.sequential(0, 1, 1000, Time(50_000_000))[0].is_some());
+    p.run(p.now + Dur::from_millis(1));
+    let mut big = 0u32;
+    p.drop_pkt = Box::new(move |from, size| {
+        if from != 1 || size <= 1000 {
+            return false;
+        }
+        big += 1;
+        drop.contains(&big)
+    });
+    let t = p.sequential(1, 1, resp, Time(500_000_000))[0];
+    (p, t)
+}
+
+/// Message `msg`'s bytes `off .. off + n` as the engine writes them.
+fn sent_bytes(msg: MsgId, off: u64, n: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    while v.len() < n {
+        let k = (n - v.len()).min(tailfec::SPAN);
+        v.extend_from_slice(tailfec::payload(msg, off + v.len() as u64, k));
+    }
+    v
+}
+
+#[test]
+fn tail_fec_rebuilds_a_lost_last_packet_without_waiting_for_quic() {
+    // 30 KB response: four data packets at the 9 KB MPS; the fourth (the FIN) is dropped.
+    let (plain, t_plain) = rpc_dropping(cfg(), 30_000, &[4], 1);
+    let (fec, t_fec) = rpc_dropping(fec_cfg(), 30_000, &[4], 1);
+    let (t_plain, t_fec) = (t_plain.expect("QUIC recovers"), t_fec.expect("FEC recovers"));
+    // Plain QUIC waits for its probe timeout (RTT + 1 ms granularity + 25 ms max ack delay); the
+    // parity arrives right behind the data.
+    assert!(t_plain.0 > 1_000_000, "plain {t_plain:?}");
+    assert!(t_fec.0 < 200_000, "fec {t_fec:?}");
+    assert_eq!(plain.e[0].counters().fec_recovered, 0);
+    let c = fec.e[0].counters();
+    assert_eq!(c.fec_recovered, 1);
+    assert!(
+        c.fec_recovered_bytes > 3000 && c.fec_recovered_bytes < 9000,
+        "{c:?}"
+    );
+    // The rebuilt bytes are those sent: the kept window is the whole 4-chunk tail of message 3.
+    let log = &fec.e[0].fec_log;
+    assert_eq!(log.len(), 1);
+    let (msg, start, ref bytes) = log[0];
+    assert_eq!(msg, 3);
+    assert_eq!(start + bytes.len() as u64, 30_000);
+    assert_eq!(bytes, &sent_bytes(3, start, bytes.len()));
+}
+
+#[test]
+fn tail_fec_repair_bytes_are_counted_as_redundant() {
+    let (mut p, t) = rpc_dropping(fec_cfg(), 30_000, &[], 2);
+    assert!(t.is_some());
+    p.run(p.now + Dur::from_millis(50));
+    let acked = |msg| {
+        p.log.iter().find_map(|&(_, i, ev)| match ev {
+            AppEvent::MessageAcked { msg: m, stats } if i == 1 && m == msg => Some(stats),
+            _ => None,
+        })
+    };
+    let s = acked(3).expect("response acknowledged");
+    let c = p.e[1].counters();
+    // Two RPCs answered: the 1000 B one and the 30 KB one, each with its parity (a copy for 1000 B; a
+    // 9000 B parity in two datagrams for 30 KB).
+    assert_eq!(c.fec_repairs, 3, "{c:?}");
+    assert!(s.redundant_bytes > 9000 && s.redundant_bytes < 9200, "{s:?}");
+    assert_eq!(s.sent_bytes, 30_000 + s.redundant_bytes);
+    let first = acked(1).expect("first response acknowledged");
+    assert_eq!(c.fec_repair_bytes, s.redundant_bytes + first.redundant_bytes);
+    assert_eq!(first.redundant_bytes, 1000 + tailfec::HEADER as u64);
+    // The client's requests are protected too.
+    assert_eq!(p.e[0].counters().fec_repairs, 2);
+    // Nothing lost, nothing rebuilt.
+    assert_eq!(p.e[0].counters().fec_recovered, 0);
+}
+
+#[test]
+fn tail_fec_leaves_losses_before_the_tail_to_quic() {
+    // 100 KB: twelve data packets; the second is far ahead of the 4-packet tail.
+    let (p, t) = rpc_dropping(fec_cfg(), 100_000, &[2], 3);
+    assert!(t.is_some());
+    assert_eq!(p.e[0].counters().fec_recovered, 0);
+    assert!(p.e[1].counters().lost_packets >= 1);
+}
+
+#[test]
+fn tail_fec_two_losses_in_the_tail_fall_back_to_retransmission() {
+    // The last two data packets (8970 + 3090 B of stream data) are lost: more than one chunk apart,
+    // so the parity alone cannot rebuild them.
+    let (plain, t_plain) = rpc_dropping(cfg(), 30_000, &[3, 4], 4);
+    let (fec, t_fec) = rpc_dropping(fec_cfg(), 30_000, &[3, 4], 4);
+    let (t_plain, t_fec) = (t_plain.unwrap(), t_fec.unwrap());
+    assert!(plain.e[1].counters().lost_packets >= 2);
+    // The repair packets behind the lost ones are acknowledged, so QUIC's time threshold (at least its
+    // 1 ms granularity) declares them lost and retransmits; once the first retransmission is in, one
+    // packet is missing and the parity rebuilds it. Plain QUIC waits for its probe timeout.
+    assert!(t_fec.0 >= 1_000_000, "fec {t_fec:?}");
+    assert!(t_fec.0 < t_plain.0 / 5, "fec {t_fec:?} plain {t_plain:?}");
+    let c = fec.e[0].counters();
+    assert!(c.fec_recovered_bytes < 9000, "{c:?}");
+}
+
+#[test]
+fn tail_fec_same_seed_gives_identical_runs() {
+    let trace = |seed| {
+        let mut p = Pair::new(fec_cfg(), 10_000, seed);
+        let mut n = 0u32;
+        // Every seventh datagram of either side is lost.
+        p.drop_pkt = Box::new(move |_, _| {
+            n += 1;
+            n % 7 == 0
+        });
+        p.rpc(0, 1000, 200_000);
+        p.rpc(2, 5000, 30_000);
+        p.rpc(4, 20_000, 12_000);
+        p.run(Time(500_000_000));
+        (
+            p.log.clone(),
+            p.sizes.clone(),
+            p.e[0].counters(),
+            p.e[1].counters(),
+        )
+    };
+    let a = trace(7);
+    assert!(
+        a.0.iter()
+            .filter(|e| matches!(e.2, AppEvent::MessageReceived { .. }))
+            .count()
+            == 6,
+        "{:?}",
+        a.0
+    );
+    assert_eq!(a, trace(7));
+}
+
+#[test]
+fn tail_fec_rebuilds_a_one_packet_response_lost_whole() {
+    // A 5 KB response is one packet; its parity is a copy of it, and the client's stream is open.
+    let (p, t) = rpc_dropping(fec_cfg(), 5000, &[1], 5);
+    assert!(t.expect("rebuilt").0 < 200_000, "{t:?}");
+    assert_eq!(p.e[0].counters().fec_recovered_bytes, 5000);
+    let (msg, start, ref bytes) = p.e[0].fec_log[0];
+    assert_eq!((msg, start), (3, 0));
+    assert_eq!(bytes, &sent_bytes(3, 0, 5000));
 }
