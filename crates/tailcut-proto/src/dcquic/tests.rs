@@ -648,7 +648,7 @@ fn tail_fec_same_seed_gives_identical_runs() {
         // Every seventh datagram of either side is lost.
         p.drop_pkt = Box::new(move |_, _| {
             n += 1;
-            n % 7 == 0
+            n.is_multiple_of(7)
         });
         p.rpc(0, 1000, 200_000);
         p.rpc(2, 5000, 30_000);
