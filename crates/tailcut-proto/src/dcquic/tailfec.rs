@@ -440,6 +440,34 @@ mod tests {
         assert!(r.kept().is_none() && r.has_window());
     }
 
+    proptest::proptest! {
+        /// Whatever the packet cut and the losses: a rebuild gives the bytes sent, and a message that
+        /// lost one packet (no longer than a chunk) inside its tail is always rebuilt.
+        #[test]
+        fn rebuilt_bytes_are_the_sent_ones(
+            len in 1u64..40_000,
+            chunk in 200u16..3000,
+            k in 1u32..6,
+            pkt_frac in 0.3f64..1.0,
+            lost in proptest::collection::vec(0u64..60, 0..3),
+            piece in 100usize..4000,
+        ) {
+            let pkt = ((chunk as f64 * pkt_frac) as u64).max(1);
+            let (r, ok) = run(len, pkt, chunk, k, &lost, piece);
+            if r.is_some() {
+                proptest::prop_assert!(ok);
+            }
+            let ts = len - tail_len(len, k, chunk) as u64;
+            let mut lost_in = lost.clone();
+            lost_in.sort_unstable();
+            lost_in.dedup();
+            lost_in.retain(|&i| i * pkt < len);
+            if lost_in.len() == 1 && lost_in[0] * pkt >= ts {
+                proptest::prop_assert!(r.is_some() && ok);
+            }
+        }
+    }
+
     #[test]
     fn ranges_merge() {
         let mut v = Vec::new();
