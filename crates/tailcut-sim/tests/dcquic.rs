@@ -169,6 +169,14 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
         bad("dcquic", r#"{"congestion_control": {"kind": "bbr"}}"#).starts_with("params.congestion_control")
     );
     assert!(bad("dcquic", r#"{"mtu": 9000}"#).starts_with("params"));
+    assert!(bad("dcquic", r#"{"tail_fec_packets": 0}"#).starts_with("params.tail_fec_packets:"));
+    assert!(bad("dcquic", r#"{"tail_fec": "yes"}"#).starts_with("params.tail_fec:"));
+    // The compare suite's dcquic_fec parameters.
+    transport::resolve(
+        "dcquic",
+        &serde_json::from_str(r#"{"tail_fec": true, "tail_fec_packets": 4}"#).unwrap(),
+    )
+    .unwrap();
     assert!(bad("dctcp_tls13", r#"{"tls_server_flight": "0B"}"#).starts_with("params.tls_server_flight:"));
     assert!(bad("dctcp_reconnect", r#"{"reconnect_after": "0ms"}"#).starts_with("params.reconnect_after:"));
     // Nested tables overlay key by key: the other MPS defaults stay.
