@@ -333,8 +333,10 @@ pub struct DcquicEngine {
     framed_late: Vec<StreamId>,
     /// Tail FEC, receive side: per stream of the peer's data not yet delivered.
     fec_rx: BTreeMap<StreamId, tailfec::TailRecv>,
-    /// Tail FEC, send side: messages fully written whose repair goes out once quinn has sent their
-    /// data (so a repair never shares a packet with the bytes it protects).
+    /// Tail FEC, send side: messages fully written whose repair goes out when quinn next has nothing to
+    /// send: normally after their data, so a repair does not share a packet with the bytes it protects
+    /// (quinn writes DATAGRAM frames first); a congestion-blocked message's repair may overtake its
+    /// last bytes (`docs/dcquic.md`).
     repairs_due: Vec<(StreamId, MsgId, u64)>,
     fec_scratch: Vec<u8>,
     /// Peer streams accepted so far, per direction [bidi, uni].
