@@ -935,20 +935,22 @@ impl DcquicEngine {
                     self.open_pending(now);
                 }
                 Event::ConnectionLost { .. } => {
-                    let mut failed: Vec<(StreamId, MsgId, u64)> = self
+                    let mut failed: Vec<(StreamId, MsgId, u64, u64)> = self
                         .streams
                         .iter()
                         .filter_map(|(&id, s)| {
-                            s.send.as_ref().filter(|x| !x.acked).map(|x| (id, x.msg, x.len))
+                            let x = s.send.as_ref().filter(|x| !x.acked)?;
+                            Some((id, x.msg, x.len, x.repair_bytes))
                         })
                         .collect();
                     failed.sort_unstable_by_key(|f| f.0);
-                    let queued: Vec<(MsgId, u64)> = self.pending.drain(..).collect();
-                    for (msg, len) in failed.into_iter().map(|(_, m, l)| (m, l)).chain(queued) {
+                    let queued = self.pending.drain(..).map(|(m, l)| (m, l, 0));
+                    for (msg, len, repair) in failed.into_iter().map(|(_, m, l, r)| (m, l, r)).chain(queued) {
                         self.events.push_back(AppEvent::MessageFailed {
                             msg,
                             stats: MessageStats {
-                                sent_bytes: len,
+                                sent_bytes: len + repair,
+                                redundant_bytes: repair,
                                 ..MessageStats::default()
                             },
                         });
