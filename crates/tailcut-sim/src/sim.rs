@@ -191,7 +191,7 @@ impl<'a> Sim<'a> {
                 Event::TxDone(p) => self.tx_done(p),
                 Event::Arrive(pkt) => self.arrive(pkt),
                 Event::EngineTimer(e) => self.engine_timer(e, t),
-                Event::HostQueueWake(e) => self.drain(e),
+                Event::HostQueueWake(e) => self.host_queue_wake(e),
                 Event::ShimTimer(h) => self.shim_timer(h, t),
                 Event::FlowStart(f) => self.start_flow(f),
                 Event::Fault(i) => {
@@ -540,12 +540,27 @@ impl<'a> Sim<'a> {
         }
         let slot = &mut self.engines[e as usize];
         if let Some(t) = slot.engine.poll_timeout() {
+            // A held engine whose deadline has come wants to send (a retransmission, a paced packet),
+            // which it may not: its wake-up serves the deadline, else the timer would spin.
+            if slot.held && t <= self.now {
+                return;
+            }
             let t = t.max(self.now);
             if t < slot.scheduled {
                 slot.scheduled = t;
                 self.events.push(t, Event::EngineTimer(e));
             }
         }
+    }
+
+    /// An engine's bytes in its NIC queue fell to the budget: serve a deadline that passed while it was
+    /// held, and let it send.
+    fn host_queue_wake(&mut self, e: EngineId) {
+        let slot = &mut self.engines[e as usize];
+        if slot.engine.poll_timeout().is_some_and(|d| d <= self.now) {
+            slot.engine.handle_timeout(self.now);
+        }
+        self.drain(e);
     }
 
     fn engine_timer(&mut self, e: EngineId, t: Time) {

@@ -119,3 +119,29 @@ fn without_a_budget_no_engine_is_held() {
     let t = shared_nic("", "tcp");
     assert!(!t.runs[0].engine_counters.contains_key("host_tsq_holds"));
 }
+
+#[test]
+fn every_transport_finishes_under_a_tight_budget() {
+    // A budget below one packet holds an engine after every packet; engines whose deadline is due
+    // while held (TCP-IR's redundant copies, paced senders) must wait for the wake-up, not spin.
+    for transport in [
+        "tcp",
+        "dctcp",
+        "tlp",
+        "tcp_ir",
+        "proactive",
+        "repflow",
+        "mptcp",
+        "fuso",
+        "cp",
+        "pias",
+        "pfabric",
+        "dcquic",
+    ] {
+        let t = shared_nic("host_tsq = \"1KB\"", transport);
+        let run = &t.runs[0];
+        assert!(run.conservation.ok, "{transport}: {:?}", run.conservation);
+        assert_eq!(run.flows_finished, run.flows_started, "{transport}");
+        assert!(run.engine_counters["host_tsq_holds"] > 0, "{transport}");
+    }
+}
