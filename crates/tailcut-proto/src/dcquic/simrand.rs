@@ -320,3 +320,109 @@ impl Session for SeededSession {
         self.inner.export_keying_material(output, label, context)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quinn_proto::crypto::ClientConfig as _;
+
+    fn seed(b: u8) -> SimSeed {
+        SimSeed([b; 32])
+    }
+
+    fn bytes<const N: usize>() -> Result<[u8; N], GetRandomFailed> {
+        let mut b = [0u8; N];
+        SimRandom.fill(&mut b).map(|()| b)
+    }
+
+    #[test]
+    fn randomness_exists_only_while_lent_and_goes_back_home() {
+        assert!(bytes::<8>().is_err());
+        let mut expect = seed(1).stream(Purpose::ServerTls, 0);
+        let mut other = seed(1).stream(Purpose::ServerTls, 1);
+        let mut home = Some(seed(1).stream(Purpose::ServerTls, 0));
+        let mut inner = Some(seed(1).stream(Purpose::ServerTls, 1));
+        let (mut e, mut o) = ([0u8; 8], [0u8; 8]);
+        lend(&mut home, || {
+            expect.fill_bytes(&mut e);
+            assert_eq!(bytes::<8>().unwrap(), e);
+            // A nested lend shadows the outer generator and restores it.
+            lend(&mut inner, || {
+                other.fill_bytes(&mut o);
+                assert_eq!(bytes::<8>().unwrap(), o);
+            });
+            expect.fill_bytes(&mut e);
+            assert_eq!(bytes::<8>().unwrap(), e);
+        });
+        assert!(bytes::<8>().is_err());
+        // Both generators came back, advanced by what was drawn.
+        expect.fill_bytes(&mut e);
+        assert_eq!(home.as_mut().unwrap().next_u64().to_le_bytes(), e);
+        other.fill_bytes(&mut o);
+        assert_eq!(inner.as_mut().unwrap().next_u64().to_le_bytes(), o);
+        // Streams of other purposes, indices or seeds differ.
+        let first = |s: SimSeed, p, i| s.stream(p, i).next_u64();
+        let a = first(seed(1), Purpose::ClientTls, 0);
+        assert_ne!(a, first(seed(1), Purpose::ServerTls, 0));
+        assert_ne!(a, first(seed(1), Purpose::ClientTls, 1));
+        assert_ne!(a, first(seed(2), Purpose::ClientTls, 0));
+        assert_eq!(a, first(seed(1), Purpose::ClientTls, 0));
+    }
+
+    #[test]
+    fn x25519_agrees_is_seeded_and_refuses_bad_peer_keys() {
+        assert!(X25519.start().is_err(), "no key share without a lent generator");
+        let mut rng = Some(seed(3).stream(Purpose::ClientTls, 0));
+        let (a, b, a_again) = lend(&mut rng, || {
+            let a = X25519.start().unwrap();
+            let b = X25519.start().unwrap();
+            (a, b, X25519.start().unwrap())
+        });
+        let mut rng = Some(seed(3).stream(Purpose::ClientTls, 0));
+        let replay = lend(&mut rng, || X25519.start().unwrap());
+        assert_eq!(a.pub_key(), replay.pub_key());
+        assert_ne!(a.pub_key(), b.pub_key());
+        let (pa, pb) = (a.pub_key().to_vec(), b.pub_key().to_vec());
+        let sa = a.complete(&pb).unwrap();
+        let sb = b.complete(&pa).unwrap();
+        assert_eq!(sa.secret_bytes(), sb.secret_bytes());
+        assert_eq!(sa.secret_bytes().len(), 32);
+        // The all-zero point has low order (the secret would be all zeros); a key must be 32 bytes.
+        assert!(a_again.complete(&[0u8; 32]).is_err());
+        assert!(replay.complete(&pb[..31]).is_err());
+    }
+
+    #[test]
+    fn connection_ids_are_seeded() {
+        let gen = |s: SimSeed| {
+            let mut g = s.cid_generator()();
+            [g.generate_cid(), g.generate_cid()]
+        };
+        let a = gen(seed(4));
+        assert_eq!(a, gen(seed(4)));
+        assert_ne!(a[0], a[1]);
+        assert_ne!(a, gen(seed(5)));
+        assert_eq!(a[0].len(), 8);
+        let init = |s: SimSeed| {
+            let p = s.initial_dst_cid();
+            [p(), p()]
+        };
+        let i = init(seed(4));
+        assert_eq!(i, init(seed(4)));
+        assert_ne!(i[0], i[1]);
+        assert_eq!(i[0].len(), 20);
+    }
+
+    #[test]
+    fn the_provider_refuses_to_start_a_handshake_unseeded() {
+        let params = TransportParameters::read(Side::Server, &mut &[][..]).expect("empty parameters parse");
+        let raw = super::super::crypto::client(None);
+        // quinn unwraps rustls' FailedToGetRandomBytes: an unseeded client cannot even say hello.
+        let unseeded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            raw.clone().start_session(1, "tailcut", &params).is_ok()
+        }));
+        assert!(!matches!(unseeded, Ok(true)));
+        let seeded = SeededClient::new(raw, seed(6));
+        assert!(seeded.start_session(1, "tailcut", &params).is_ok());
+    }
+}

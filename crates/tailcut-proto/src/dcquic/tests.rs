@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, BinaryHeap};
 /// A datagram in flight: (arrival, sequence, to engine, bytes, source address, size on the wire).
 type InFlight = std::cmp::Reverse<(Time, u64, usize, Vec<u8>, u8, u32)>;
 
+/// Datagrams as sent: (sending engine, bytes).
+type Wire = Vec<(usize, Vec<u8>)>;
+
 /// A two-engine driver: engine 0 is the client (addresses 1 and 2, port 1000), engine 1 the server
 /// (address 10, port 2000). A datagram takes `delay(src, dst)` one way and is lost if `lost(now, src)`.
 struct Pair {
@@ -17,7 +20,7 @@ struct Pair {
     log: Vec<(Time, usize, AppEvent)>,
     sizes: Vec<u32>,
     /// Every datagram's bytes, in send order, with the sending engine.
-    wire: Vec<(usize, Vec<u8>)>,
+    wire: Wire,
     delay: Box<dyn Fn(Time, Addr) -> Dur>,
     lost: Box<dyn Fn(Time, Addr) -> bool>,
     /// Response size per request id, answered by the server as soon as the request arrives.
@@ -516,7 +519,7 @@ fn zero_rtt_off_takes_no_tickets() {
 
 /// Every byte the engines put on the wire, over a 1-RTT handshake + RPCs and then (same shared
 /// state) a 0-RTT resumed connection + RPC.
-fn wire_bytes(seed: u64) -> (Vec<(usize, Vec<u8>)>, Vec<(usize, Vec<u8>)>, DcquicCounters) {
+fn wire_bytes(seed: u64) -> (Wire, Wire, DcquicCounters) {
     let shared = Arc::new(Shared::new(zero_rtt_cfg(), epoch()));
     let mut p1 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, seed);
     first_rpc(&mut p1);
