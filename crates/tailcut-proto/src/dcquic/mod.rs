@@ -19,8 +19,8 @@
 //! Determinism: quinn-proto's endpoint RNG is seeded from the engine's RNG, its stateless-reset and
 //! token keys are fixed, and connection ids and every TLS random and key share come from a seeded
 //! stream ([`simrand`]; simulation only, not secure), so every packet's bytes and every timer are the
-//! same across runs. quinn-proto allocates internally (per packet: a `BytesMut` for
-//! each received datagram, frames and stream buffers); that cost stays inside the engine.
+//! same across runs. quinn-proto allocates internally (per packet: a `BytesMut` for each received
+//! datagram, frames and stream buffers); that cost stays inside the engine.
 
 pub mod cc;
 pub mod crypto;
