@@ -6,8 +6,8 @@
 //! and the session-ticket ids and nonces from OS entropy, and quinn-proto's connection-id generators
 //! from `rand::rng()`, so two runs with the same seed put different bytes on the wire. An engine must
 //! be deterministic, so all of it (and the initial destination connection id a client picks) comes
-//! from a ChaCha20 stream keyed by a seed the engine draws from
-//! its own RNG ([`SimSeed`]), with one stream per (purpose, connection).
+//! from a ChaCha20 stream keyed by a seed the engine draws from its own RNG ([`SimSeed`]), with one
+//! stream per (purpose, connection).
 //!
 //! How the bytes reach rustls: its `CryptoProvider` holds its randomness and key-exchange groups as
 //! `&'static` objects whose methods receive no context, so a per-connection generator cannot live in
