@@ -7,9 +7,10 @@ Exit codes: 0 success, 1 a run or sweep point failed, 2 bad input (config, TOML 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -217,9 +218,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
-    from tailcut.sweep import PointOutcome, parse_grid_option, sweep
+    from tailcut.sweep import parse_grid_option, sweep
     from tailcut.sweep import points as grid_points
 
     grid = dict(parse_grid_option(g) for g in args.grid)
@@ -228,13 +227,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     config = _load(args)
     out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-sweep"
     total = len(grid_points(grid, range(args.seeds)))
-    with tqdm(total=total, file=sys.stderr, unit="point") as bar:
-
-        def point_done(outcome: PointOutcome) -> None:
-            if outcome.error is not None:
-                bar.write(f"FAILED {outcome.slug}: {outcome.error}", file=sys.stderr)
-            bar.update(1)
-
+    with _progress("point", total) as (_, point_done):
         result = sweep(
             config,
             grid,
@@ -255,25 +248,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_FAILED if result.failed else 0
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
+@contextlib.contextmanager
+def _progress(unit: str, total: int) -> Iterator[tuple[Any, Callable[[Any], None]]]:
+    """A progress bar on stderr and the callback that advances it, printing failed points above it."""
     from tqdm import tqdm
 
+    with tqdm(total=total, file=sys.stderr, unit=unit) as bar:
+
+        def done(outcome: Any) -> None:
+            if outcome.error is not None:
+                bar.write(f"FAILED {outcome.slug}: {outcome.error}", file=sys.stderr)
+            bar.update(1)
+
+        yield bar, done
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
     from tailcut.compare import compare, load_suite
-    from tailcut.sweep import PointOutcome
 
     suite = load_suite(args.suite)
     out = args.out or Path("results") / f"{suite.name}-{args.scale}"
     schemes = [s.strip() for s in args.schemes.split(",")] if args.schemes else None
-    with tqdm(total=0, file=sys.stderr, unit="cell") as bar:
+    with _progress("cell", 0) as (bar, cell_done):
 
         def planned(n: int) -> None:
             bar.total = n
             bar.refresh()
-
-        def cell_done(outcome: PointOutcome) -> None:
-            if outcome.error is not None:
-                bar.write(f"FAILED {outcome.slug}: {outcome.error}", file=sys.stderr)
-            bar.update(1)
 
         result = compare(
             suite,

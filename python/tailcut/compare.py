@@ -10,8 +10,9 @@ A *suite* (TOML, ``experiments/compare/suite.toml``) names four sets and crosses
 - ``[failures.NAME]``: ``faults``, a list of ``[[faults]]`` tables (empty for no failure).
 - ``[schemes.NAME]``: ``transport``, ``params``, optional ``network``, ``shim`` (as in an experiment's
   ``[[schemes]]``), ``carries`` (the workload components the scheme carries; the others go on
-  ``other_traffic``, required then), ``not_applicable``, ``pending`` and ``combination`` (a pairing the
-  papers did not try).
+  ``other_traffic``, required then), ``not_applicable``, ``pending``, ``combination`` (a pairing the
+  papers did not try) and ``not_measured`` (``{ timeout_fraction = "why", extra_bytes = "why" }``: metrics
+  the scheme's engine does not count; shown as ``n/m``, never as zero).
 
 ``[scales.ci|small|full]`` give ``max_time`` and ``set`` (as for topologies) so one suite runs at three
 sizes; ``[base]`` holds experiment keys shared by every scenario; ``[vars]`` default values of placeholders.
@@ -60,7 +61,13 @@ _WORKLOAD_KEYS = {"description", "components"}
 _FAILURE_KEYS = {"description", "faults"}
 _SCALE_KEYS = {"description", "max_time", "set"}
 _SCHEME_KEYS = {"description", "transport", "params", "network", "shim", "carries", "other_traffic",
-                "not_applicable", "pending", "combination"}  # fmt: skip
+                "not_applicable", "pending", "combination", "not_measured"}  # fmt: skip
+# Metrics a scheme may declare it cannot measure (``not_measured = { extra_bytes = "why" }``), and the
+# table columns each one blanks.
+NOT_MEASURABLE = {
+    "timeout_fraction": ("timeout_fraction",),
+    "extra_bytes": ("extra_bytes_small", "extra_bytes_all"),
+}
 _AXES = ("topology", "workload", "failure")
 
 # Status of a cell in the results table.
@@ -186,6 +193,9 @@ def _check(suite: Suite) -> None:
             raise SuiteError(f"{where}.transport: missing (a transport from `tailcut schemes`)")
         _table(s.get("params", {}), f"{where}.params")
         _check_na(s.get("not_applicable", {}), f"{where}.not_applicable", names)
+        for key in _string_map(s.get("not_measured", {}), f"{where}.not_measured"):
+            if key not in NOT_MEASURABLE:
+                raise SuiteError(f"{where}.not_measured.{key}: expected one of {', '.join(NOT_MEASURABLE)}")
         if "pending" in s and (not isinstance(s["pending"], str) or not s["pending"].strip()):
             raise SuiteError(f"{where}.pending: expected a string saying what the scheme needs")
         if not isinstance(s.get("combination", False), bool):
@@ -475,7 +485,7 @@ COLUMNS = [
     "scenario", "topology", "workload", "failure", "scheme", "combination", "status", "reason",
     "small_flows", "small_unfinished", "p50_us", "p99_us", "p999_us", "timeout_fraction",
     "extra_bytes_small", "extra_bytes_all", "large_flows", "large_unfinished", "large_tput_gbps",
-    "rank_p99_us", "rank_p999_us", "wall_s", "rank",
+    "rank_p99_us", "rank_p999_us", "wall_s", "rank", "not_measured",
 ]  # fmt: skip
 
 
@@ -493,6 +503,12 @@ def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.Da
         if p.status == OK:
             if (folder / "flows.parquet").exists():
                 row.update(cell_metrics(pd.read_parquet(folder / "flows.parquet")))
+                # A number the scheme's engine does not measure would read as a real zero.
+                not_measured = suite.schemes[c.scheme].get("not_measured", {})
+                for metric in not_measured:
+                    for column in NOT_MEASURABLE[metric]:
+                        row[column] = math.nan
+                row["not_measured"] = "; ".join(f"{m}: {why}" for m, why in not_measured.items())
                 runs = (
                     json.loads((folder / "runs.json").read_text()) if (folder / "runs.json").exists() else []
                 )

@@ -81,6 +81,25 @@ def not_run_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["scheme", "status", "cells", "reason"])
 
 
+def not_measured_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The metrics schemes declare they do not measure (``not_measured`` in the suite), and why."""
+    rows: list[dict[str, str]] = []
+    if "not_measured" not in table.columns:
+        return pd.DataFrame(rows, columns=["scheme", "metric", "why"])
+    for scheme, notes in table.dropna(subset=["not_measured"]).groupby("scheme", sort=False)["not_measured"]:
+        for note in dict.fromkeys(n for v in notes if v for n in str(v).split("; ")):
+            metric, _, why = note.partition(": ")
+            rows.append({"scheme": scheme, "metric": metric, "why": why})
+    return pd.DataFrame(rows, columns=["scheme", "metric", "why"])
+
+
+def _measured(r: pd.Series, metric: str, column: str, digits: int) -> str:
+    notes = r.get("not_measured")
+    if isinstance(notes, str) and f"{metric}: " in notes:
+        return "n/m"
+    return _num(r[column], digits)
+
+
 def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
     """One scenario: schemes that ran by rank, then the others with their status."""
     ran = group[group["status"] == OK].sort_values(["rank", "scheme"], kind="stable")
@@ -95,9 +114,9 @@ def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
                 "p99 (us)": _num(r["p99_us"]),
                 "p99.9 (us)": _num(r["p999_us"]),
                 "unfinished / small": f"{int(r['small_unfinished'])} / {int(r['small_flows'])}",
-                "timeout frac": _num(r["timeout_fraction"], 3),
-                "extra bytes small": _num(r["extra_bytes_small"], 3),
-                "extra bytes all": _num(r["extra_bytes_all"], 3),
+                "timeout frac": _measured(r, "timeout_fraction", "timeout_fraction", 3),
+                "extra bytes small": _measured(r, "extra_bytes", "extra_bytes_small", 3),
+                "extra bytes all": _measured(r, "extra_bytes", "extra_bytes_all", 3),
                 "large tput (Gbps)": _num(r["large_tput_gbps"], 3),
                 "large unfinished": f"{int(r['large_unfinished'])} / {int(r['large_flows'])}",
             }
@@ -153,6 +172,9 @@ def _sections(table: pd.DataFrame) -> list[tuple[int, str, pd.DataFrame | None, 
         (2, "Mean rank by workload", rank_by(table, "workload"), ""),
         (2, "Mean rank by topology", rank_by(table, "topology"), ""),
     ]
+    not_measured = not_measured_table(table)
+    if not not_measured.empty:
+        out.append((2, "Not measured (n/m)", not_measured, ""))
     not_run = not_run_table(table)
     if not not_run.empty:
         out.append((2, "Not run: not applicable or pending", not_run, ""))

@@ -116,6 +116,8 @@ def no_validation(config: dict[str, Any]) -> None:
         ({"schemes/tcp/not_applicable": {"failure.nope": "x"}}, "schemes.tcp.not_applicable.failure.nope"),
         ({"schemes/tcp/not_applicable": {"scale.ci": "x"}}, "schemes.tcp.not_applicable.scale.ci"),
         ({"schemes/tcp/pending": ""}, "schemes.tcp.pending"),
+        ({"schemes/tcp/not_measured": {"p99": "x"}}, "schemes.tcp.not_measured.p99"),
+        ({"schemes/tcp/not_measured": {"extra_bytes": 3}}, "schemes.tcp.not_measured.extra_bytes"),
         ({"topologies/two/topology": None}, "topologies.two.topology"),
         ({"topologies/two/set": {"nope.flows": 1}}, "topologies.two.set.nope.flows"),
         ({"workloads/ws/components": []}, "workloads.ws.components"),
@@ -299,6 +301,19 @@ def test_mini_suite_runs_writes_and_resumes(tmp_path: Path) -> None:
     again = compare(mini(), out, scale="ci", jobs=1)
     assert again.meta["ran"] == 0 and again.meta["skipped"] == 5
     assert again.table[["scenario", "scheme", "p99_us"]].equals(table[["scenario", "scheme", "p99_us"]])
+
+
+def test_metrics_a_scheme_does_not_measure_are_blank_and_marked(tmp_path: Path) -> None:
+    why = "the engine does not attribute retransmissions to messages"
+    suite = mini(**{"schemes/tcp/not_measured": {"extra_bytes": why}})
+    result = compare(suite, tmp_path / "cmp", scale="ci", schemes=["tcp"], scenarios="two/*")
+    ok = result.table[result.table["status"] == OK]
+    assert len(ok) == 2
+    assert ok["extra_bytes_small"].isna().all() and ok["extra_bytes_all"].isna().all()
+    assert ok["timeout_fraction"].notna().all()
+    text = (tmp_path / "cmp" / "compare.md").read_text()
+    assert "## Not measured (n/m)" in text and f"| tcp | extra_bytes | {why} |" in text
+    assert "| n/m | n/m |" in text
 
 
 def test_a_failing_cell_is_reported_and_the_rest_complete(tmp_path: Path) -> None:

@@ -15,7 +15,13 @@ pub struct PacketArena {
     link_of: Vec<u32>,
     /// Payload bytes for packets that carry them (QUIC and other byte-level engines); empty otherwise.
     payloads: Vec<Vec<u8>>,
+    /// The engine whose TCP-small-queues budget a packet counts against while it waits in its host's
+    /// NIC queue; [`NO_OWNER`] otherwise.
+    owner: Vec<u32>,
 }
+
+/// A packet no engine's host-queue budget tracks.
+pub const NO_OWNER: u32 = u32::MAX;
 
 impl PacketArena {
     pub fn insert(&mut self, pkt: Packet) -> PktId {
@@ -29,6 +35,7 @@ impl PacketArena {
                 self.slots.push(pkt);
                 self.payloads.push(Vec::new());
                 self.link_of.push(u32::MAX);
+                self.owner.push(NO_OWNER);
                 PktId((self.slots.len() - 1) as u32)
             }
         }
@@ -54,6 +61,15 @@ impl PacketArena {
 
     pub fn set_link(&mut self, id: PktId, port: u32) {
         self.link_of[id.0 as usize] = port;
+    }
+
+    pub fn set_owner(&mut self, id: PktId, engine: u32) {
+        self.owner[id.0 as usize] = engine;
+    }
+
+    /// The packet's owner, if any, clearing it: a packet leaves its host's NIC queue once.
+    pub fn take_owner(&mut self, id: PktId) -> u32 {
+        std::mem::replace(&mut self.owner[id.0 as usize], NO_OWNER)
     }
 
     pub fn link(&self, id: PktId) -> u32 {

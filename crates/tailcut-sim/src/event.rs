@@ -27,6 +27,8 @@ pub enum Event {
     Arrive(PktId),
     /// An engine's deadline (valid only if it still equals the engine's scheduled time).
     EngineTimer(EngineId),
+    /// An engine held back by its host-queue budget (TCP small queues) may send again.
+    HostQueueWake(EngineId),
     /// A host shim's deadline.
     ShimTimer(u32),
     /// A workload flow starts.

@@ -4,7 +4,7 @@
 //! Every packet costs O(1) work per hop (one enqueue, one transmission, one arrival), independent of
 //! the number of flows: no per-packet scans over flows, and forwarding is a table lookup.
 
-use crate::arena::{PacketArena, PktId};
+use crate::arena::{PacketArena, PktId, NO_OWNER};
 use crate::event::{EngineId, Event, EventQueue, NodeId, PortId};
 use crate::fault::{self, FaultAction};
 use crate::hash::FxMap;
@@ -42,6 +42,11 @@ struct EngineSlot {
     conn: u32,
     /// Time of the pending timer event for this engine, `Time::MAX` if none.
     scheduled: Time,
+    /// Bytes of this engine's packets waiting in its host's NIC queue (counted only with a host-queue
+    /// budget, `host_tsq`).
+    nic_bytes: u64,
+    /// The engine was not polled because `nic_bytes` exceeded the budget; it is woken when they drain.
+    held: bool,
 }
 
 /// One connection: engine of the data sender (`a`, at the flow's `src`) and of the receiver (`b`).
@@ -103,6 +108,11 @@ pub struct Sim<'a> {
     flows_finished: usize,
     paths: FxMap<(u32, u32), PathInfo>,
     cons: Conservation,
+    /// TCP small queues: the most bytes an engine may have waiting in its NIC queue before it is
+    /// polled no more (0 = no limit). docs/simulator.md "Host NIC queues and TCP small queues".
+    host_tsq: u64,
+    /// Times an engine was held back by `host_tsq`.
+    tsq_holds: u64,
 }
 
 impl<'a> Sim<'a> {
@@ -119,6 +129,7 @@ impl<'a> Sim<'a> {
             host_of_node[n as usize] = i as u32;
         }
         let hosts = net.host_count();
+        let host_tsq = net.host_tsq;
         let mut sim = Sim {
             now: Time::ZERO,
             max_time: Time::ZERO + max_time,
@@ -148,6 +159,8 @@ impl<'a> Sim<'a> {
             flows_finished: 0,
             paths: FxMap::default(),
             cons: Conservation::default(),
+            host_tsq,
+            tsq_holds: 0,
         };
         for (i, f) in flows.iter().enumerate() {
             sim.events.push(f.start, Event::FlowStart(i as u32));
@@ -178,6 +191,7 @@ impl<'a> Sim<'a> {
                 Event::TxDone(p) => self.tx_done(p),
                 Event::Arrive(pkt) => self.arrive(pkt),
                 Event::EngineTimer(e) => self.engine_timer(e, t),
+                Event::HostQueueWake(e) => self.host_queue_wake(e),
                 Event::ShimTimer(h) => self.shim_timer(h, t),
                 Event::FlowStart(f) => self.start_flow(f),
                 Event::Fault(i) => {
@@ -257,14 +271,34 @@ impl<'a> Sim<'a> {
         }
         c.max_occupancy_bytes = c.max_occupancy_bytes.max(p.queue.bytes());
         for (victim, cause) in dropped.into_iter().flatten() {
+            let c = &mut self.net.ports[port as usize].counters;
             match cause {
                 DropCause::Overflow => c.dropped_overflow += 1,
                 DropCause::Aqm => c.dropped_aqm += 1,
+            }
+            if self.host_tsq > 0 {
+                let size = self.arena.get(victim).size_bytes as u64;
+                self.leave_host_queue(victim, size);
             }
             self.arena.remove(victim);
             self.cons.dropped += 1;
         }
         self.kick(port);
+    }
+
+    /// A packet leaves its host's NIC queue (sent or dropped): its engine's budget is freed, and an
+    /// engine held back by it is woken (Linux's TSQ handler runs on transmit completion).
+    fn leave_host_queue(&mut self, id: PktId, size: u64) {
+        let e = self.arena.take_owner(id);
+        if e == NO_OWNER {
+            return;
+        }
+        let slot = &mut self.engines[e as usize];
+        slot.nic_bytes -= size;
+        if slot.held && slot.nic_bytes <= self.host_tsq {
+            slot.held = false;
+            self.events.push(self.now, Event::HostQueueWake(e));
+        }
     }
 
     /// Starts a transmission if the port is idle, or makes sure a `TxDone` will serve the queue.
@@ -293,8 +327,11 @@ impl<'a> Sim<'a> {
     }
 
     fn transmit(&mut self, port: PortId, id: PktId) {
-        let p = &mut self.net.ports[port as usize];
         let size = self.arena.get(id).size_bytes as u64;
+        if self.host_tsq > 0 {
+            self.leave_host_queue(id, size);
+        }
+        let p = &mut self.net.ports[port as usize];
         p.busy_until = self.now + serialization_time(size, p.rate_bps);
         p.counters.tx_packets += 1;
         p.counters.tx_bytes += size;
@@ -390,16 +427,18 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn host_send(&mut self, host: u32, mut pkt: Packet, payload: &[u8]) {
+    fn host_send(&mut self, host: u32, mut pkt: Packet, payload: &[u8], owner: EngineId) {
         if self.shim_passes(host, &mut pkt, Direction::ToNetwork) {
-            self.nic_send(host, pkt, payload);
+            self.nic_send(host, pkt, payload, owner);
         }
     }
 
-    fn nic_send(&mut self, host: u32, pkt: Packet, payload: &[u8]) {
-        let (owner, nic) = self.net.addrs[pkt.tuple.src.0 as usize];
+    /// Puts a packet into its host's NIC queue; `owner` is the engine whose host-queue budget it
+    /// counts against ([`NO_OWNER`] for shim-made packets).
+    fn nic_send(&mut self, host: u32, pkt: Packet, payload: &[u8], owner: EngineId) {
+        let (node, nic) = self.net.addrs[pkt.tuple.src.0 as usize];
         debug_assert_eq!(
-            self.host_of_node[owner as usize], host,
+            self.host_of_node[node as usize], host,
             "engines send from their own host's addresses"
         );
         let id = self.arena.insert(pkt);
@@ -407,6 +446,10 @@ impl<'a> Sim<'a> {
             self.arena.set_payload(id, payload);
         }
         self.cons.injected += 1;
+        if self.host_tsq > 0 && owner != NO_OWNER {
+            self.arena.set_owner(id, owner);
+            self.engines[owner as usize].nic_bytes += u64::from(pkt.size_bytes);
+        }
         self.enqueue(nic, id);
     }
 
@@ -420,7 +463,7 @@ impl<'a> Sim<'a> {
             };
             self.cons.shim_injected += 1;
             match dir {
-                Direction::ToNetwork => self.nic_send(host, pkt, &[]),
+                Direction::ToNetwork => self.nic_send(host, pkt, &[], NO_OWNER),
                 Direction::ToHost => {
                     self.rx_payload.clear();
                     self.deliver_local(pkt)
@@ -475,11 +518,21 @@ impl<'a> Sim<'a> {
         let host = self.engines[e as usize].host;
         let mut buf = std::mem::take(&mut self.payload_buf);
         loop {
+            // TCP small queues: Linux stops handing a socket's segments to the qdisc while more than
+            // the limit of its bytes wait there, and resumes when they drain (`leave_host_queue`).
+            let slot = &mut self.engines[e as usize];
+            if self.host_tsq > 0 && slot.nic_bytes > self.host_tsq {
+                if !slot.held {
+                    slot.held = true;
+                    self.tsq_holds += 1;
+                }
+                break;
+            }
             buf.clear();
-            let Some(pkt) = self.engines[e as usize].engine.poll_transmit(self.now, &mut buf) else {
+            let Some(pkt) = slot.engine.poll_transmit(self.now, &mut buf) else {
                 break;
             };
-            self.host_send(host, pkt, &buf);
+            self.host_send(host, pkt, &buf, e);
         }
         self.payload_buf = buf;
         while let Some(ev) = self.engines[e as usize].engine.poll_event() {
@@ -487,12 +540,27 @@ impl<'a> Sim<'a> {
         }
         let slot = &mut self.engines[e as usize];
         if let Some(t) = slot.engine.poll_timeout() {
+            // A held engine whose deadline has come wants to send (a retransmission, a paced packet),
+            // which it may not: its wake-up serves the deadline, else the timer would spin.
+            if slot.held && t <= self.now {
+                return;
+            }
             let t = t.max(self.now);
             if t < slot.scheduled {
                 slot.scheduled = t;
                 self.events.push(t, Event::EngineTimer(e));
             }
         }
+    }
+
+    /// An engine's bytes in its NIC queue fell to the budget: serve a deadline that passed while it was
+    /// held, and let it send.
+    fn host_queue_wake(&mut self, e: EngineId) {
+        let slot = &mut self.engines[e as usize];
+        if slot.engine.poll_timeout().is_some_and(|d| d <= self.now) {
+            slot.engine.handle_timeout(self.now);
+        }
+        self.drain(e);
     }
 
     fn engine_timer(&mut self, e: EngineId, t: Time) {
@@ -682,6 +750,8 @@ impl<'a> Sim<'a> {
             host,
             conn,
             scheduled: Time::MAX,
+            nic_bytes: 0,
+            held: false,
         });
         // Ports are allocated per host, so the engine owns its port on every address of the host: a
         // connection that migrates to another NIC (DCQUIC) keeps receiving.
@@ -829,9 +899,12 @@ impl<'a> Sim<'a> {
         m
     }
 
-    /// Every engine's counters, summed by name.
+    /// Every engine's counters, summed by name, and how often the host-queue budget held one back.
     pub fn engine_counters(&self) -> std::collections::BTreeMap<String, u64> {
         let mut m = std::collections::BTreeMap::new();
+        if self.host_tsq > 0 {
+            m.insert("host_tsq_holds".to_string(), self.tsq_holds);
+        }
         for e in &self.engines {
             for (k, v) in e.engine.counters() {
                 *m.entry(k.to_string()).or_insert(0) += v;

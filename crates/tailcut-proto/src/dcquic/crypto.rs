@@ -1,10 +1,15 @@
-//! TLS 1.3 for DCQUIC: rustls (ring provider) with a shipped Ed25519 test identity and a pinned-
-//! certificate verifier.
+//! TLS 1.3 for DCQUIC: rustls with a shipped Ed25519 test identity, a pinned-certificate verifier and
+//! seeded randomness. **Simulation and testbeds only: none of this is secure** (every key follows from
+//! the run's seed, and the verifier accepts the one shipped certificate for any name).
 //!
 //! Why these choices:
-//! - Ed25519 signatures are always 64 bytes (ECDSA's DER signatures vary by a byte or two), so the
-//!   handshake's packet sizes, hence its timing in the simulator, are the same in every run even though
-//!   rustls and ring draw their nonces and key shares from OS randomness.
+//! - Ed25519 signatures are deterministic and always 64 bytes (ECDSA draws a nonce and its DER
+//!   signatures vary by a byte or two).
+//! - The provider is ring's cipher suites, signature verification and key loading, with its
+//!   randomness and key exchange replaced by [`simrand`]'s seeded ones (X25519 only), so the
+//!   handshake's bytes, not only its sizes, are the same in every run with the same seed. Its
+//!   randomness exists only inside a session seeded by an engine ([`simrand::SeededClient`],
+//!   [`simrand::SeededServer`]); the configs built here fail every handshake without one.
 //! - The verifier pins the one test certificate instead of walking a chain: chain validation reads the
 //!   wall clock (certificate validity), which an engine must not depend on.
 //! - Both sides get a fixed [`TimeProvider`], so session-ticket ages never depend on the wall clock.
@@ -18,6 +23,7 @@ use rustls::time_provider::TimeProvider;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use std::sync::Arc;
 
+use super::simrand;
 use super::tickets::TicketStore;
 
 /// Sessions a server remembers for resumption (FIFO eviction beyond this; rustls preallocates it).
@@ -101,13 +107,20 @@ impl ServerCertVerifier for PinnedCert {
     }
 }
 
+/// ring's provider with seeded randomness and X25519 from [`simrand`] (ring's own key-exchange
+/// groups generate their private keys from OS entropy, so none of them is offered).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    Arc::new(CryptoProvider {
+        kx_groups: vec![&simrand::X25519],
+        secure_random: &simrand::SimRandom,
+        ..rustls::crypto::ring::default_provider()
+    })
 }
 
 /// The client's QUIC crypto configuration. With a ticket `store` it keeps session tickets there and
-/// offers early data (0-RTT); without one, resumption is off.
-pub fn client(store: Option<Arc<TicketStore>>) -> Arc<QuicClientConfig> {
+/// offers early data (0-RTT); without one, resumption is off. Its sessions need a seed: wrap it in a
+/// [`simrand::SeededClient`].
+pub(super) fn client(store: Option<Arc<TicketStore>>) -> Arc<QuicClientConfig> {
     let p = provider();
     let mut cfg = rustls::ClientConfig::builder_with_details(p.clone(), Arc::new(FixedTime))
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -126,7 +139,8 @@ pub fn client(store: Option<Arc<TicketStore>>) -> Arc<QuicClientConfig> {
 }
 
 /// The server's QUIC crypto configuration. `zero_rtt` issues session tickets and accepts early data.
-pub fn server(zero_rtt: bool) -> Arc<QuicServerConfig> {
+/// Its sessions need a seed: wrap it in a [`simrand::SeededServer`].
+pub(super) fn server(zero_rtt: bool) -> Arc<QuicServerConfig> {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY_DER.to_vec()));
     let mut cfg = rustls::ServerConfig::builder_with_details(provider(), Arc::new(FixedTime))
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -136,9 +150,10 @@ pub fn server(zero_rtt: bool) -> Arc<QuicServerConfig> {
         .expect("the shipped Ed25519 key matches its certificate");
     if zero_rtt {
         // quinn requires u32::MAX (QUIC flow control bounds early data, not TLS). Tickets are
-        // stateful (rustls' default: a random id into a session cache, no ticket-encryption key
-        // rotated by the wall clock); 0-RTT takes the session out of the cache, which is the
-        // single-use anti-replay rule. Eviction is FIFO, so deterministic.
+        // stateful (rustls' default: a seeded random id into a session cache, so no
+        // ticket-encryption key, which rustls' `Ticketer` would draw from OS entropy and rotate by
+        // the wall clock); 0-RTT takes the session out of the cache, which is the single-use
+        // anti-replay rule. Eviction is FIFO, so deterministic.
         cfg.max_early_data_size = u32::MAX;
         cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(SERVER_SESSIONS);
     } else {

@@ -17,14 +17,16 @@
 //! with the low bit set; that is how an engine knows which stream a response belongs on.
 //!
 //! Determinism: quinn-proto's endpoint RNG is seeded from the engine's RNG, its stateless-reset and
-//! token keys are fixed, and the TLS identity signs with Ed25519 (see [`crypto`]), so every packet size
-//! and timer is the same across runs. quinn-proto allocates internally (per packet: a `BytesMut` for
-//! each received datagram, frames and stream buffers); that cost stays inside the engine.
+//! token keys are fixed, and connection ids and every TLS random and key share come from a seeded
+//! stream ([`simrand`]; simulation only, not secure), so every packet's bytes and every timer are the
+//! same across runs. quinn-proto allocates internally (per packet: a `BytesMut` for each received
+//! datagram, frames and stream buffers); that cost stays inside the engine.
 
 pub mod cc;
 pub mod crypto;
 pub mod migration;
 pub mod mps;
+mod simrand;
 pub mod tailfec;
 #[cfg(test)]
 mod tests;
@@ -365,11 +367,13 @@ impl DcquicEngine {
         rng.fill_bytes(&mut seed);
         let mut reset_key = [0u8; 32];
         rng.fill_bytes(&mut reset_key);
+        let tls_seed = simrand::SimSeed::draw(&mut rng);
         let mut ep_cfg = EndpointConfig::new(Arc::new(ring::hmac::Key::new(
             ring::hmac::HMAC_SHA256,
             &reset_key,
         )));
         ep_cfg
+            .cid_generator(tls_seed.cid_generator())
             .max_udp_payload_size(mps)
             .expect("validated MPS is a legal UDP payload");
         let transport = cfg.transport(mps);
@@ -378,7 +382,8 @@ impl DcquicEngine {
             let mut token_key = [0u8; 32];
             rng.fill_bytes(&mut token_key);
             let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token_key);
-            let mut sc = ServerConfig::new(shared.server.clone(), Arc::new(prk));
+            let crypto = simrand::SeededServer::new(shared.server.clone(), tls_seed);
+            let mut sc = ServerConfig::new(crypto, Arc::new(prk));
             let mut tokens = quinn_proto::ValidationTokenConfig::default();
             // No NEW_TOKEN frames: connections are not re-opened from tokens here, and issuing one
             // would stamp it with the wall clock.
@@ -400,8 +405,9 @@ impl DcquicEngine {
         let mut counters = DcquicCounters::default();
         if client {
             let host = local_addrs.first().copied().unwrap_or(tuple.src);
-            let mut cc = ClientConfig::new(shared.client_for(host));
-            cc.transport_config(transport);
+            let mut cc = ClientConfig::new(simrand::SeededClient::new(shared.client_for(host), tls_seed));
+            cc.transport_config(transport)
+                .initial_dst_cid_provider(tls_seed.initial_dst_cid());
             let name = if cfg.zero_rtt {
                 server_name(tuple.dst)
             } else {

@@ -70,6 +70,8 @@ pub struct Network {
     pub hosts: Vec<NodeId>,
     pub host_addrs: Vec<Vec<Addr>>,
     pub host_rack: Vec<u32>,
+    /// Per-engine budget of bytes in its host's NIC queue (TCP small queues; 0 = none).
+    pub host_tsq: u64,
     pub routes: Routes,
 }
 
@@ -133,6 +135,7 @@ impl Network {
             hosts,
             host_addrs,
             host_rack: spec.host_rack.clone(),
+            host_tsq: spec.host_tsq,
             routes: Routes::default(),
         };
         net.routes = Routes::compute(&net);

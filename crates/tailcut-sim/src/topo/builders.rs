@@ -204,8 +204,13 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 }
             }
         }
-        TopologyConfig::File(File { path }) => return super::file::load(path, q),
+        TopologyConfig::File(File { path }) => {
+            let mut spec = super::file::load(path, q)?;
+            spec.host_tsq = q.host_tsq.0;
+            return Ok(spec);
+        }
     }
+    b.spec.host_tsq = q.host_tsq.0;
     Ok(b.spec)
 }
 

@@ -52,6 +52,9 @@ pub struct TopoSpec {
     pub links: Vec<LinkSpec>,
     /// Rack of each host, in host order.
     pub host_rack: Vec<u32>,
+    /// Per-connection-end limit on bytes waiting in its host's NIC queue (0 = none); see
+    /// [`SwitchQueues::host_tsq`].
+    pub host_tsq: u64,
 }
 
 /// Queueing of switch ports, shared by every topology.
@@ -75,6 +78,13 @@ pub struct SwitchQueues {
     /// Traffic classes of host NIC queues, served by strict priority (empty = one queue). PIAS end
     /// hosts send their higher-priority class first.
     pub host_classes: Vec<ClassConfig>,
+    /// TCP small queues: the most bytes one connection end may have waiting in its host's NIC queue
+    /// before its engine is asked for no more packets; it is asked again when its bytes drain below
+    /// the limit (Linux's `tcp_limit_output_bytes`, 262144 from 3.12 to 5.x; at datacenter RTTs the
+    /// pacing-rate term of Linux's limit exceeds this cap, so the cap is what binds). `0` (the default)
+    /// disables it: engines hand every packet to the NIC at once, as in the papers' ns-2 hosts.
+    /// docs/simulator.md "Host NIC queues and TCP small queues".
+    pub host_tsq: Bytes,
 }
 
 impl SwitchQueues {
@@ -98,6 +108,7 @@ impl Default for SwitchQueues {
             host_buffer: Bytes(16_000_000),
             host_aqm: AqmConfig::DropTail,
             host_classes: Vec::new(),
+            host_tsq: Bytes(0),
         }
     }
 }
