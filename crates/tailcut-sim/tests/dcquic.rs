@@ -355,3 +355,31 @@ fn tail_fec_experiment() {
         );
     }
 }
+
+#[test]
+fn lost_packets_count_as_retransmitted_bytes_of_the_messages() {
+    let mut exp = tail_fec(100);
+    exp.schemes.retain(|s| s.name == "dcquic");
+    let lossy = run(&exp, &mut |_| true).expect("runs");
+    exp.faults.clear();
+    let clean = run(&exp, &mut |_| true).expect("runs");
+    let retransmitted =
+        |t: &tailcut_sim::Tables| -> u64 { t.flows.iter().map(|f| f.stats.retransmitted_bytes).sum() };
+    assert_eq!(retransmitted(&clean), 0);
+    let lost_packets = lossy.runs[0].engine_counters["dcquic_lost_packets"];
+    assert!(lost_packets > 5, "{lost_packets}");
+    // Every lost packet is charged to a message in flight on its connection: at least a header each.
+    assert!(
+        retransmitted(&lossy) > 40 * lost_packets,
+        "{}",
+        retransmitted(&lossy)
+    );
+    for f in lossy.flows.iter().filter(|f| f.finish_ns.is_some()) {
+        assert_eq!(
+            f.stats.sent_bytes,
+            f.size_bytes + f.request_bytes + f.stats.retransmitted_bytes,
+            "flow {}",
+            f.flow_id
+        );
+    }
+}

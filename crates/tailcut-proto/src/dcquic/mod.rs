@@ -258,6 +258,25 @@ struct SendSide {
     /// Tail FEC: the repair is queued (or sent), and its bytes on the wire (headers included).
     repair_queued: bool,
     repair_bytes: u64,
+    /// The connection's lost bytes (quinn's `PathStats::lost_bytes`) when the message was opened.
+    lost_at_open: u64,
+}
+
+impl SendSide {
+    /// The message's counters given the connection's lost bytes now. quinn does not attribute
+    /// retransmissions to streams, so the bytes the connection lost while the message was in flight
+    /// stand for its retransmitted bytes (QUIC resends the frames of a lost packet): exact for one
+    /// message at a time on a connection (the per-flow connections of the compare suite), an upper
+    /// bound when messages overlap; whole packets, headers and ACK frames included.
+    fn stats(&self, lost_now: u64) -> MessageStats {
+        let retransmitted = lost_now.saturating_sub(self.lost_at_open);
+        MessageStats {
+            sent_bytes: self.len + self.repair_bytes + retransmitted,
+            retransmitted_bytes: retransmitted,
+            redundant_bytes: self.repair_bytes,
+            ..MessageStats::default()
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -532,6 +551,7 @@ impl DcquicEngine {
                 break;
             };
             self.pending.pop_front();
+            let lost_at_open = conn.stats().path.lost_bytes;
             self.streams.insert(
                 id,
                 StreamState {
@@ -539,6 +559,7 @@ impl DcquicEngine {
                     send: Some(SendSide {
                         msg,
                         len,
+                        lost_at_open,
                         ..SendSide::default()
                     }),
                     recv: RecvSide::default(),
@@ -887,7 +908,15 @@ impl DcquicEngine {
         }
     }
 
+    /// Bytes of the connection's packets declared lost so far.
+    fn lost_bytes(&self) -> u64 {
+        self.conn
+            .as_ref()
+            .map_or(0, |(_, conn)| conn.stats().path.lost_bytes)
+    }
+
     fn acked(&mut self, id: StreamId) {
+        let lost_now = self.lost_bytes();
         let Some(send) = self.streams.get_mut(&id).and_then(|s| s.send.as_mut()) else {
             return;
         };
@@ -895,11 +924,7 @@ impl DcquicEngine {
             return;
         }
         send.acked = true;
-        let stats = MessageStats {
-            sent_bytes: send.len + send.repair_bytes,
-            redundant_bytes: send.repair_bytes,
-            ..MessageStats::default()
-        };
+        let stats = send.stats(lost_now);
         self.events
             .push_back(AppEvent::MessageAcked { msg: send.msg, stats });
         self.gc(id);
@@ -941,25 +966,25 @@ impl DcquicEngine {
                     self.open_pending(now);
                 }
                 Event::ConnectionLost { .. } => {
-                    let mut failed: Vec<(StreamId, MsgId, u64, u64)> = self
+                    let lost_now = conn.stats().path.lost_bytes;
+                    let mut failed: Vec<(StreamId, MsgId, MessageStats)> = self
                         .streams
                         .iter()
                         .filter_map(|(&id, s)| {
                             let x = s.send.as_ref().filter(|x| !x.acked)?;
-                            Some((id, x.msg, x.len, x.repair_bytes))
+                            Some((id, x.msg, x.stats(lost_now)))
                         })
                         .collect();
                     failed.sort_unstable_by_key(|f| f.0);
-                    let queued = self.pending.drain(..).map(|(m, l)| (m, l, 0));
-                    for (msg, len, repair) in failed.into_iter().map(|(_, m, l, r)| (m, l, r)).chain(queued) {
-                        self.events.push_back(AppEvent::MessageFailed {
-                            msg,
-                            stats: MessageStats {
-                                sent_bytes: len + repair,
-                                redundant_bytes: repair,
-                                ..MessageStats::default()
-                            },
-                        });
+                    let queued = self.pending.drain(..).map(|(msg, len)| {
+                        let stats = MessageStats {
+                            sent_bytes: len,
+                            ..MessageStats::default()
+                        };
+                        (msg, stats)
+                    });
+                    for (msg, stats) in failed.into_iter().map(|(_, m, st)| (m, st)).chain(queued) {
+                        self.events.push_back(AppEvent::MessageFailed { msg, stats });
                     }
                     self.streams.clear();
                     self.fec_rx.clear();
@@ -1073,10 +1098,12 @@ impl Engine for DcquicEngine {
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
         if msg & 1 == 1 {
             if let Some(id) = self.requests_in.remove(&(msg ^ 1)) {
+                let lost_at_open = self.lost_bytes();
                 if let Some(s) = self.streams.get_mut(&id) {
                     s.send = Some(SendSide {
                         msg,
                         len: len_bytes,
+                        lost_at_open,
                         ..SendSide::default()
                     });
                     self.write(id);
@@ -1231,9 +1258,9 @@ impl Engine for DcquicEngine {
             .filter_map(|s| s.send.as_ref())
             .find(|x| x.msg == msg)
             .map(|x| MessageStats {
-                sent_bytes: x.written + x.repair_bytes,
-                redundant_bytes: x.repair_bytes,
-                ..MessageStats::default()
+                // Written so far, not the whole message: it did not finish.
+                sent_bytes: x.stats(self.lost_bytes()).sent_bytes - x.len + x.written,
+                ..x.stats(self.lost_bytes())
             })
             .or_else(|| {
                 self.pending
