@@ -45,29 +45,19 @@ impl EngineFactory for ReconnectFactory {
         rng_sender: Rng,
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
-        let a = Reconnect::new(
-            self.cfg.clone(),
-            s.tuple,
-            s.sender_opens,
-            s.sender_addrs.clone(),
-            s.isn_sender,
-            s.isn_receiver,
-            rng_sender,
-            self.reconnect_after,
-            s.now,
-        );
-        let b = Reconnect::new(
-            self.cfg.clone(),
-            s.tuple.reversed(),
-            !s.sender_opens,
-            s.receiver_addrs.clone(),
-            s.isn_receiver,
-            s.isn_sender,
-            rng_receiver,
-            self.reconnect_after,
-            s.now,
-        );
-        (Box::new(a), Box::new(b))
+        s.pair(rng_sender, rng_receiver, |e| {
+            Reconnect::new(
+                self.cfg.clone(),
+                e.tuple,
+                e.opens,
+                e.addrs.to_vec(),
+                e.isn_local,
+                e.isn_peer,
+                e.rng,
+                self.reconnect_after,
+                s.now,
+            )
+        })
     }
 
     fn framing(&self) -> (u64, u64) {
@@ -135,25 +125,17 @@ impl EngineFactory for DcquicFactory {
         rng_sender: Rng,
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
-        let a = DcquicEngine::new(
-            self.shared.clone(),
-            s.tuple,
-            s.sender_opens,
-            s.sender_addrs.clone(),
-            s.size_bytes,
-            rng_sender,
-            s.now,
-        );
-        let b = DcquicEngine::new(
-            self.shared.clone(),
-            s.tuple.reversed(),
-            !s.sender_opens,
-            s.receiver_addrs.clone(),
-            s.size_bytes,
-            rng_receiver,
-            s.now,
-        );
-        (Box::new(a), Box::new(b))
+        s.pair(rng_sender, rng_receiver, |e| {
+            DcquicEngine::new(
+                self.shared.clone(),
+                e.tuple,
+                e.opens,
+                e.addrs.to_vec(),
+                s.size_bytes,
+                e.rng,
+                s.now,
+            )
+        })
     }
 
     fn framing(&self) -> (u64, u64) {

@@ -723,6 +723,54 @@ pub struct ConnSetup {
     pub receiver_addrs: Vec<tailcut_proto::Addr>,
 }
 
+/// One end of a connection as its engine sees it.
+pub struct EndSetup<'a> {
+    /// This end -> the peer.
+    pub tuple: FiveTuple,
+    /// This end sends the first packet (the TCP client).
+    pub opens: bool,
+    pub isn_local: Seq,
+    pub isn_peer: Seq,
+    /// Every address of this end's host.
+    pub addrs: &'a [tailcut_proto::Addr],
+    pub rng: Rng,
+}
+
+impl ConnSetup {
+    /// The data sender's end, then the data receiver's.
+    pub fn ends(&self, rng_sender: Rng, rng_receiver: Rng) -> [EndSetup<'_>; 2] {
+        [
+            EndSetup {
+                tuple: self.tuple,
+                opens: self.sender_opens,
+                isn_local: self.isn_sender,
+                isn_peer: self.isn_receiver,
+                addrs: &self.sender_addrs,
+                rng: rng_sender,
+            },
+            EndSetup {
+                tuple: self.tuple.reversed(),
+                opens: !self.sender_opens,
+                isn_local: self.isn_receiver,
+                isn_peer: self.isn_sender,
+                addrs: &self.receiver_addrs,
+                rng: rng_receiver,
+            },
+        ]
+    }
+
+    /// Both engines of the connection, each built by `make` from its end.
+    pub fn pair<E: Engine + 'static>(
+        &self,
+        rng_sender: Rng,
+        rng_receiver: Rng,
+        mut make: impl FnMut(EndSetup<'_>) -> E,
+    ) -> (Box<dyn Engine>, Box<dyn Engine>) {
+        let [a, b] = self.ends(rng_sender, rng_receiver);
+        (Box::new(make(a)), Box::new(make(b)))
+    }
+}
+
 impl Transport {
     /// Builds the two engines of a connection: (data-sender side, data-receiver side).
     pub fn connect(
@@ -732,40 +780,13 @@ impl Transport {
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
         match self {
-            Transport::Tcp(TcpTransport { cfg, .. }) => {
-                let (rs, rr) = if s.sender_opens {
-                    (Role::Client, Role::Server)
-                } else {
-                    (Role::Server, Role::Client)
-                };
-                let a = TcpEndpoint::new(
-                    cfg.clone(),
-                    s.tuple,
-                    rs,
-                    s.isn_sender,
-                    s.isn_receiver,
-                    rng_sender,
-                    s.now,
-                );
-                let b = TcpEndpoint::new(
-                    cfg.clone(),
-                    s.tuple.reversed(),
-                    rr,
-                    s.isn_receiver,
-                    s.isn_sender,
-                    rng_receiver,
-                    s.now,
-                );
-                (Box::new(a), Box::new(b))
-            }
-            Transport::CloudBurst(t) => (
-                Box::new(CloudBurstEndpoint::new(t.cfg.clone(), s.tuple, rng_sender)),
-                Box::new(CloudBurstEndpoint::new(
-                    t.cfg.clone(),
-                    s.tuple.reversed(),
-                    rng_receiver,
-                )),
-            ),
+            Transport::Tcp(TcpTransport { cfg, .. }) => s.pair(rng_sender, rng_receiver, |e| {
+                let role = if e.opens { Role::Client } else { Role::Server };
+                TcpEndpoint::new(cfg.clone(), e.tuple, role, e.isn_local, e.isn_peer, e.rng, s.now)
+            }),
+            Transport::CloudBurst(t) => s.pair(rng_sender, rng_receiver, |e| {
+                CloudBurstEndpoint::new(t.cfg.clone(), e.tuple, e.rng)
+            }),
             Transport::Mptcp(t) => t.connect(s, rng_sender, rng_receiver),
             Transport::Custom(f) => f.connect(s, rng_sender, rng_receiver),
         }

@@ -229,23 +229,16 @@ impl MptcpTransport {
         rng_sender: Rng,
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
-        let a = MptcpEndpoint::new(
-            self.tcp.clone(),
-            self.cfg.clone(),
-            s.tuple,
-            s.isn_sender,
-            s.isn_receiver,
-            rng_sender,
-        );
-        let b = MptcpEndpoint::new(
-            self.tcp.clone(),
-            self.cfg.clone(),
-            s.tuple.reversed(),
-            s.isn_receiver,
-            s.isn_sender,
-            rng_receiver,
-        );
-        (Box::new(a), Box::new(b))
+        s.pair(rng_sender, rng_receiver, |e| {
+            MptcpEndpoint::new(
+                self.tcp.clone(),
+                self.cfg.clone(),
+                e.tuple,
+                e.isn_local,
+                e.isn_peer,
+                e.rng,
+            )
+        })
     }
 
     /// Ports each end of a connection uses: one per sub-flow, consecutive.
