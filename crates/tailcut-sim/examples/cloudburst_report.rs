@@ -49,10 +49,9 @@ fn line(label: &str, fl: &[&tailcut_sim::metrics::FlowRecord]) -> String {
 }
 
 fn report(path: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let exp = api::parse_toml(&text).map_err(|e| e.to_string())?;
+    let exp = api::load_toml(path)?;
     let wall = std::time::Instant::now();
-    let t = run(&exp, &mut |_| true).map_err(|e| e.to_string())?;
+    let t = run(&exp, &mut |_| true).map_err(|e| format!("{path}: {e}"))?;
     println!(
         "# {} ({path}): {:.1} s wall",
         exp.name,
@@ -111,7 +110,7 @@ fn main() -> ExitCode {
     }
     for path in files {
         if let Err(e) = report(&path) {
-            eprintln!("{path}: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     }

@@ -96,13 +96,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     for path in files {
-        let exp = match std::fs::read_to_string(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|t| api::parse_toml(&t).map_err(|e| e.to_string()))
-        {
+        let exp = match api::load_toml(&path) {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("{path}: {e}");
+                eprintln!("{e}");
                 return ExitCode::from(2);
             }
         };

@@ -46,6 +46,12 @@ pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
     })
 }
 
+/// Reads and parses an experiment file (TOML); the error names the file, then the field.
+pub fn load_toml(path: &str) -> Result<Experiment, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    parse_toml(&text).map_err(|e| format!("{path}: {e}"))
+}
+
 fn config_error(path: &serde_path_to_error::Path, msg: &str, raw: Option<&Value>) -> ApiError {
     let mut path_text = path.to_string();
     if let Some(key) = raw.and_then(|r| offending_key(r, path, msg)) {

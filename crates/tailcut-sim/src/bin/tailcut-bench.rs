@@ -28,17 +28,10 @@ fn main() -> ExitCode {
     // A closed stdout (e.g. piped into `head`) ends the report quietly.
     let mut out = std::io::stdout().lock();
     for path in paths {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("{path}: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        let exp = match api::parse_toml(&text) {
+        let exp = match api::load_toml(&path) {
             Ok(e) => e,
             Err(e) => {
-                eprintln!("{path}: {e}");
+                eprintln!("{e}");
                 return ExitCode::from(2);
             }
         };
