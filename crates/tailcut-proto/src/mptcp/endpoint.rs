@@ -483,8 +483,8 @@ impl MptcpEndpoint {
 
     fn on_subflow_ack(&mut self, i: usize, now: Time, pkt: &Packet) {
         let Some(h) = pkt.tcp() else { return };
-        let s = &self.subs[i];
-        let Some(ack) = h.ack.unwrap_near(s.isn, s.sender.snd_una) else {
+        let una = self.subs[i].sender.snd_una;
+        let Some((info, blocks)) = AckInfo::from_header(h, self.subs[i].isn, una) else {
             return;
         };
         if self.cfg.coupled && self.subs.len() > 1 {
@@ -492,17 +492,6 @@ impl MptcpEndpoint {
             self.subs[i].sender.cc.set_ca_scale(sc);
         }
         let s = &mut self.subs[i];
-        let (isn, una) = (s.isn, s.sender.snd_una);
-        let blocks = h
-            .sack
-            .iter()
-            .filter_map(move |(l, r)| Some((l.unwrap_near(isn, una)?, r.unwrap_near(isn, una)?)));
-        let info = AckInfo {
-            ack,
-            window_bytes: u64::from(h.window),
-            ece: h.flags.contains(TcpFlags::ECE),
-            pure: h.payload_len == 0,
-        };
         let fast = s.sender.stats.fast_retransmits;
         s.sender.on_ack(now, info, blocks, &mut self.scratch);
         self.scratch.clear();

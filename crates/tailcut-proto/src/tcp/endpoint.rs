@@ -409,21 +409,8 @@ impl Engine for TcpEndpoint {
             return;
         }
         if h.flags.contains(TcpFlags::ACK) {
-            let Some(ack) = h.ack.unwrap_near(self.isn, self.sender.snd_una) else {
+            let Some((info, blocks)) = AckInfo::from_header(h, self.isn, self.sender.snd_una) else {
                 return;
-            };
-            let isn = self.isn;
-            let una = self.sender.snd_una;
-            let blocks = h
-                .sack
-                .iter()
-                .filter_map(move |(l, r)| Some((l.unwrap_near(isn, una)?, r.unwrap_near(isn, una)?)));
-            let info = AckInfo {
-                ack,
-                window_bytes: u64::from(h.window),
-                ece: h.flags.contains(TcpFlags::ECE),
-                // A cut (trimmed) data segment still counts as data: it is no duplicate ACK.
-                pure: h.payload_len == 0,
             };
             self.sender.on_ack(now, info, blocks, &mut self.events);
             if self.cfg.cp {

@@ -11,6 +11,7 @@ use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
 use crate::engine::AppEvent;
 use crate::time::{Dur, Time};
+use crate::{Seq, TcpFlags, TcpHeader};
 use probe::ProbeMode;
 use std::collections::VecDeque;
 use tlp::Tlp;
@@ -57,6 +58,30 @@ pub(crate) struct AckInfo {
     pub(crate) ece: bool,
     /// The segment carries no payload and no SYN/FIN (RFC 5681 Sec. 2 "duplicate ACK" criteria).
     pub(crate) pure: bool,
+}
+
+impl AckInfo {
+    /// The acknowledgement a received header carries to a sender with initial sequence number `isn`
+    /// and `snd_una` = `una`, and its SACK blocks, unwrapped; `None` if the ACK is not near the window.
+    pub(crate) fn from_header(
+        h: &TcpHeader,
+        isn: Seq,
+        una: u64,
+    ) -> Option<(AckInfo, impl Iterator<Item = (u64, u64)> + '_)> {
+        let ack = h.ack.unwrap_near(isn, una)?;
+        let blocks = h
+            .sack
+            .iter()
+            .filter_map(move |(l, r)| Some((l.unwrap_near(isn, una)?, r.unwrap_near(isn, una)?)));
+        let info = AckInfo {
+            ack,
+            window_bytes: u64::from(h.window),
+            ece: h.flags.contains(TcpFlags::ECE),
+            // A cut (trimmed) data segment still counts as data: it is no duplicate ACK.
+            pure: h.payload_len == 0,
+        };
+        Some((info, blocks))
+    }
 }
 
 pub(crate) struct Sender {
