@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PathMode {
-    /// XPath-like explicit paths: packet i of a round carries `Route::Path(i)`.
+    /// XPath-like explicit paths: a round carries `Route::Path` 0..paths once each, in order from
+    /// the round's first path, which starts at a per-message random path and advances each round.
     #[default]
     Explicit,
     /// ECMP: packet i of a round uses source port `base + i`, so switches hash it onto some path.

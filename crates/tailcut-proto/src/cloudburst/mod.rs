@@ -69,6 +69,11 @@ struct OutMsg {
     next_round: Time,
     deadline: Time,
     next_path: u32,
+    /// The path the next round starts on. Rounds start one path further each time, from a
+    /// per-message random path: a round leaves back to back, so when the host queue (or any queue
+    /// the burst meets) has room for only its first packet, a fixed start would put nearly every
+    /// surviving packet of every message on path 0 (docs/cloudburst.md, "A degraded path").
+    round_path: u32,
     sent_packets: u32,
 }
 
@@ -178,6 +183,7 @@ impl CloudBurstEndpoint {
             next_round: now,
             deadline: now + self.cfg.transmission_timeout,
             next_path: 0,
+            round_path: (seed % u64::from(self.cfg.paths)) as u32,
             sent_packets: 0,
         });
     }
@@ -231,6 +237,8 @@ impl CloudBurstEndpoint {
                 // Line 5: rounds start NUM_PATHS x PKT_SIZE / (r x LINK_CAP) apart.
                 m.round_left = paths;
                 m.next_round = now + gap;
+                m.next_path = m.round_path;
+                m.round_path = (m.round_path + 1) % paths;
             }
             if m.round_left == 0 {
                 continue;
@@ -475,6 +483,22 @@ impl Engine for CloudBurstEndpoint {
 
     fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
         self.out.iter().find(|m| m.msg == msg).map(|m| self.stats_of(m))
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        let c = &self.counters;
+        vec![
+            ("cb_messages_acked", c.messages_acked),
+            ("cb_messages_failed", c.messages_failed),
+            ("cb_messages_decoded", c.messages_decoded),
+            ("cb_coded_packets_sent", c.coded_packets_sent),
+            ("cb_acked_coded_packets", c.acked_coded_packets),
+            ("cb_acked_source_packets", c.acked_source_packets),
+            ("cb_stops_sent", c.stops_sent),
+            ("cb_decoders_expired", c.decoders_expired),
+            ("cb_decoders_evicted", c.decoders_evicted),
+            ("cb_malformed", c.malformed),
+        ]
     }
 }
 

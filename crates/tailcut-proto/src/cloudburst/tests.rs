@@ -121,24 +121,24 @@ fn delivers_and_the_stop_stops_the_sender() {
     assert_eq!(stats.redundant_bytes, sent * 1460 - 10_000);
     assert_eq!(a.counters().messages_acked, 1);
     assert!(a.poll_timeout().is_none_or(|t| t > t_ack));
-    // Class and explicit paths 0..4, round-robin.
-    let labels: Vec<Route> = log
+    // Class and explicit paths: a round puts one packet on each of the 4 paths, in path order from
+    // the round's first path; the next round starts one path further.
+    let labels: Vec<u32> = log
         .sent
         .iter()
         .filter(|s| s.1)
-        .map(|s| s.3.route)
-        .take(5)
+        .map(|s| match s.3.route {
+            Route::Path(p) => p,
+            r => panic!("explicit mode sent {r:?}"),
+        })
+        .take(8)
         .collect();
-    assert_eq!(
-        labels,
-        vec![
-            Route::Path(0),
-            Route::Path(1),
-            Route::Path(2),
-            Route::Path(3),
-            Route::Path(0)
-        ]
-    );
+    let first = labels[0];
+    let expect: Vec<u32> = (0..4)
+        .map(|i| (first + i) % 4)
+        .chain((0..4).map(|i| (first + 1 + i) % 4))
+        .collect();
+    assert_eq!(labels, expect);
     assert!(log.sent.iter().all(|s| s.3.class == 1));
 }
 
@@ -257,7 +257,9 @@ fn ecmp_mode_spreads_source_ports() {
     let (mut a, mut b) = pair(cfg);
     a.send_message(Time::ZERO, 1, 90_000);
     let log = run(&mut a, &mut b, Time(1), |_, _| true);
-    let ports: Vec<u16> = log.sent.iter().map(|s| s.3.tuple.src_port).collect();
+    // One round: each of the 4 source ports once (starting from the message's first path).
+    let mut ports: Vec<u16> = log.sent.iter().map(|s| s.3.tuple.src_port).collect();
+    ports.sort_unstable();
     assert_eq!(ports, vec![100, 101, 102, 103]);
     assert!(log
         .sent
@@ -539,4 +541,86 @@ fn counters_give_coding_rate_and_decode_time() {
         d.decode_time_max,
         Dur(3 * CloudBurstConfig::default().round_gap().0)
     );
+}
+
+/// A round leaves back to back; when the sender's host queue has room for only its first packet
+/// (many messages at once), that packet must not always take the same path. Here the first packet
+/// of each round is the only one that gets out, and path 0 is black-holed (a degraded path whose
+/// tiny CloudBurst queue is always full): with every round starting on path 0 the message can never
+/// be delivered; rotating the round's first path delivers it. Also, messages start on different
+/// paths. (docs/cloudburst.md, "A degraded path".)
+#[test]
+fn rounds_start_on_rotating_paths_so_a_clipped_burst_avoids_no_path() {
+    let cfg = CloudBurstConfig {
+        paths: 3,
+        ..CloudBurstConfig::default()
+    };
+    let gap = cfg.round_gap();
+    let (mut a, mut b) = pair(cfg);
+    a.send_message(Time::ZERO, 5, 3 * 1460);
+    b.expect_message(5, 3 * 1460);
+    let mut firsts = Vec::new();
+    let mut acked = None;
+    'rounds: for round in 0..200u64 {
+        let now = Time(round * gap.0);
+        a.handle_timeout(now);
+        let mut burst = Vec::new();
+        loop {
+            let mut buf = Vec::new();
+            let Some(p) = a.poll_transmit(now, &mut buf) else {
+                break;
+            };
+            burst.push((p, buf));
+        }
+        // Only the first packet of the burst fits in the host queue.
+        let Some((p, buf)) = burst.into_iter().next() else {
+            continue;
+        };
+        firsts.push(p.route);
+        if p.route == Route::Path(0) {
+            continue; // black-holed
+        }
+        b.handle_packet(now + DELAY, &p, &buf);
+        loop {
+            let mut stop = Vec::new();
+            let Some(sp) = b.poll_transmit(now + DELAY, &mut stop) else {
+                break;
+            };
+            if sp.route != Route::Path(0) {
+                a.handle_packet(now + DELAY + DELAY, &sp, &stop);
+            }
+        }
+        while let Some(e) = a.poll_event() {
+            if let AppEvent::MessageAcked { msg: 5, .. } = e {
+                acked = Some(round);
+                break 'rounds;
+            }
+        }
+    }
+    assert!(acked.is_some(), "first packets of the rounds: {firsts:?}");
+    for path in 0..3 {
+        assert!(firsts.contains(&Route::Path(path)), "{firsts:?}");
+    }
+    // Different messages start their first round on different paths.
+    let (mut a, _) = pair(CloudBurstConfig {
+        paths: 3,
+        ..CloudBurstConfig::default()
+    });
+    let mut starts = BTreeMap::new();
+    for msg in 0..16u64 {
+        a.send_message(Time::ZERO, msg, 1460);
+    }
+    loop {
+        let mut buf = Vec::new();
+        let Some(p) = a.poll_transmit(Time::ZERO, &mut buf) else {
+            break;
+        };
+        let h = CbHeader::parse(Codec::Lt, &buf).expect("own header");
+        if let Route::Path(path) = p.route {
+            starts.entry(h.msg_id).or_insert(path);
+        }
+    }
+    assert_eq!(starts.len(), 16);
+    let distinct: std::collections::BTreeSet<_> = starts.values().copied().collect();
+    assert_eq!(distinct.len(), 3, "first paths of 16 messages: {starts:?}");
 }
