@@ -718,11 +718,12 @@ impl DcquicEngine {
         self.deliver(now, id);
     }
 
-    /// Tail FEC's read: unordered, so the engine knows which byte ranges arrived. Data of a stream
-    /// already delivered from its parity (QUIC's retransmitted copy) is read and dropped: it holds
-    /// flow-control credit.
-    fn read_unordered(&mut self, now: Time, id: StreamId) {
-        let done = self.recv_done(id);
+    /// Reads what quinn has for a stream. With tail FEC the read is unordered, so the engine knows which
+    /// byte ranges arrived, and data of a stream already delivered from its parity (QUIC's retransmitted
+    /// copy) is read and dropped: it holds flow-control credit.
+    fn read(&mut self, now: Time, id: StreamId) {
+        let tail_fec = self.shared.cfg.tail_fec;
+        let done = tail_fec && self.recv_done(id);
         let Some((_, conn)) = self.conn.as_mut() else {
             return;
         };
@@ -740,14 +741,14 @@ impl DcquicEngine {
         if s.recv.fin {
             return;
         }
-        let mut fec = (!done).then(|| self.fec_rx.entry(id).or_default());
+        let mut fec = (tail_fec && !done).then(|| self.fec_rx.entry(id).or_default());
         if let (Some(f), Some((_, len))) = (fec.as_mut(), s.recv.msg) {
             if !f.has_window() {
                 let k = self.shared.cfg.tail_fec_packets;
                 f.set_window(len, len - tailfec::tail_len(len, k, mtu) as u64);
             }
         }
-        let Ok(mut chunks) = stream.read(false) else {
+        let Ok(mut chunks) = stream.read(!tail_fec) else {
             return;
         };
         loop {
@@ -773,46 +774,8 @@ impl DcquicEngine {
         if s.recv.fin {
             self.fec_rx.remove(&id);
             self.received(now, id);
-        } else if !done {
+        } else if tail_fec && !done {
             self.try_fec(now, id);
-        }
-    }
-
-    fn read(&mut self, now: Time, id: StreamId) {
-        if self.shared.cfg.tail_fec {
-            self.read_unordered(now, id);
-            return;
-        }
-        let Some((_, conn)) = self.conn.as_mut() else {
-            return;
-        };
-        let Some(s) = self.streams.get_mut(&id) else {
-            return;
-        };
-        if s.recv.fin {
-            return;
-        }
-        let mut stream = conn.recv_stream(id);
-        let Ok(mut chunks) = stream.read(true) else {
-            return;
-        };
-        loop {
-            match chunks.next(usize::MAX) {
-                Ok(Some(c)) => s.recv.got += c.bytes.len() as u64,
-                Ok(None) => {
-                    s.recv.fin = true;
-                    break;
-                }
-                Err(_) => break,
-            }
-        }
-        let _ = chunks.finalize();
-        if self.side == Side::Client && self.counters.first_bytes == 0 && s.recv.got > 0 {
-            self.counters.first_bytes = 1;
-            self.counters.first_byte_ns = now.saturating_sub(self.start).0;
-        }
-        if s.recv.fin {
-            self.received(now, id);
         }
     }
 
