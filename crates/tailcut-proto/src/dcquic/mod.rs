@@ -1220,10 +1220,13 @@ impl Engine for DcquicEngine {
             .values()
             .filter_map(|s| s.send.as_ref())
             .find(|x| x.msg == msg)
-            .map(|x| MessageStats {
-                // Written so far, not the whole message: it did not finish.
-                sent_bytes: x.stats(self.lost_bytes()).sent_bytes - x.len + x.written,
-                ..x.stats(self.lost_bytes())
+            .map(|x| {
+                let stats = x.stats(self.lost_bytes());
+                MessageStats {
+                    // Written so far, not the whole message: it did not finish.
+                    sent_bytes: stats.sent_bytes - x.len + x.written,
+                    ..stats
+                }
             })
             .or_else(|| {
                 self.pending
