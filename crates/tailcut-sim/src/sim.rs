@@ -109,7 +109,7 @@ pub struct Sim<'a> {
     paths: FxMap<(u32, u32), PathInfo>,
     cons: Conservation,
     /// TCP small queues: the most bytes an engine may have waiting in its NIC queue before it is
-    /// polled no more (0 = no limit). docs/simulator.md "Host NIC queues and TCP small queues".
+    /// polled no more (0 = no limit). docs/simulator.md, "TCP small queues".
     host_tsq: u64,
     /// Times an engine was held back by `host_tsq`.
     tsq_holds: u64,

@@ -83,7 +83,7 @@ pub struct SwitchQueues {
     /// the limit (Linux's `tcp_limit_output_bytes`, 262144 from 3.12 to 5.x; at datacenter RTTs the
     /// pacing-rate term of Linux's limit exceeds this cap, so the cap is what binds). `0` (the default)
     /// disables it: engines hand every packet to the NIC at once, as in the papers' ns-2 hosts.
-    /// docs/simulator.md "Host NIC queues and TCP small queues".
+    /// docs/simulator.md, "TCP small queues".
     pub host_tsq: Bytes,
 }
 
