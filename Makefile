@@ -15,8 +15,10 @@ demo: venv
 	$(BIN)/tailcut run experiments/quickstart.toml --out results/quickstart
 	@echo "Open the report: results/quickstart/report.html"
 
+# The tests install the extension with the `release` profile that `cargo test --release` builds too, so
+# the workspace compiles once; users get `perf` (fat LTO) from `pip install .`.
 test: venv
-	$(BIN)/pip install '.[test,ray]'
+	MATURIN_PEP517_ARGS="--profile release" $(BIN)/pip install '.[test,ray]'
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release
