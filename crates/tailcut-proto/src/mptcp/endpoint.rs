@@ -4,12 +4,13 @@
 
 use super::config::MptcpConfig;
 use super::fuso::{self, PathView};
-use super::lia;
+use super::lia::{self, Lia};
 use super::subflow::{Subflow, DSN_MASK, PROTECTED, RECOVERY};
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Ecn, FiveTuple, Packet, SackBlocks, TcpExt, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
+use crate::tcp::cc::Algorithm;
 use crate::tcp::ledger::{Charge, SendLedger};
 use crate::tcp::receiver::{EcnEcho, Receiver};
 use crate::tcp::sender::{AckInfo, Sender, Transmission};
@@ -113,7 +114,7 @@ impl MptcpEndpoint {
                     },
                     isn: isn.wrapping_add(spread),
                     peer_isn: peer_isn.wrapping_add(spread),
-                    sender: Sender::new(&sub_cfg),
+                    sender: Sender::with_cc(&sub_cfg, Lia::new(Algorithm::new(tcp.congestion_control))),
                     receiver: Receiver::new(tcp.rcv_window_bytes, tcp.mss_bytes, tcp.delayed_ack, ecn),
                     control: VecDeque::new(),
                     queued: None,
@@ -489,7 +490,7 @@ impl MptcpEndpoint {
         };
         if self.cfg.coupled && self.subs.len() > 1 {
             let sc = lia::scale(&self.subs, i);
-            self.subs[i].sender.cc.set_ca_scale(sc);
+            self.subs[i].sender.cc.algo.set_share(sc);
         }
         let s = &mut self.subs[i];
         let fast = s.sender.stats.fast_retransmits;

@@ -1,6 +1,7 @@
 //! [`TcpEndpoint`]: one end of one TCP connection, gluing the sender, the receiver and the handshake
 //! to the [`Engine`] contract and to wire sequence numbers.
 
+use super::cc::CongestionControl as _;
 use super::config::{CongestionControl, TcpConfig};
 use super::ir::IrEncoder;
 use super::ledger::Charge;
@@ -9,7 +10,6 @@ use super::sender::{AckInfo, Sender, Transmission};
 use super::stats::ConnStats;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
-use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
@@ -59,23 +59,13 @@ pub struct TcpEndpoint {
     /// Data segments sent, for per-packet spraying (`cfg.spray_paths`).
     sprayed: u32,
     events: VecDeque<AppEvent>,
-    /// Reserved for randomised schemes built on TCP; plain TCP draws nothing.
-    _rng: Rng,
 }
 
 impl TcpEndpoint {
     /// `tuple` is local -> remote; `isn` / `peer_isn` are the initial sequence numbers of the two
     /// directions (with the handshake the server learns the peer's from its SYN). Without
     /// `cfg.handshake` the connection starts established and `Connected` is the first event.
-    pub fn new(
-        cfg: TcpConfig,
-        tuple: FiveTuple,
-        role: Role,
-        isn: Seq,
-        peer_isn: Seq,
-        rng: Rng,
-        _now: Time,
-    ) -> Self {
+    pub fn new(cfg: TcpConfig, tuple: FiveTuple, role: Role, isn: Seq, peer_isn: Seq) -> Self {
         let ecn = match (cfg.ecn, cfg.congestion_control) {
             (false, _) => EcnEcho::Off,
             (true, CongestionControl::NewReno) => EcnEcho::Classic,
@@ -110,7 +100,6 @@ impl TcpEndpoint {
             copy: None,
             sprayed: 0,
             events,
-            _rng: rng,
         }
     }
 
@@ -145,7 +134,7 @@ impl TcpEndpoint {
 
     /// DCTCP's alpha, if DCTCP is the congestion control.
     pub fn dctcp_alpha(&self) -> Option<f64> {
-        self.sender.cc.dctcp_alpha()
+        self.sender.cc.algo.marked_fraction()
     }
 
     pub fn is_established(&self) -> bool {

@@ -3,7 +3,7 @@
 //!
 //! The sender keeps 64-bit stream offsets; the endpoint converts to wire sequence numbers.
 
-use super::cc::CongestionState;
+use super::cc::{Algorithm, Congestion, CongestionControl};
 use super::config::TcpConfig;
 use super::ledger::{Charge, SendLedger};
 use super::rtt::RttEstimator;
@@ -84,7 +84,8 @@ impl AckInfo {
     }
 }
 
-pub(crate) struct Sender {
+/// The sender, generic over its congestion-control algorithm (`Algorithm`: the one `TcpConfig` names).
+pub(crate) struct Sender<C = Algorithm> {
     mss_bytes: u64,
     sack: bool,
     dupack_threshold: u32,
@@ -99,7 +100,7 @@ pub(crate) struct Sender {
     pub(crate) snd_nxt: u64,
     peer_window_bytes: u64,
     pub(crate) scoreboard: Scoreboard,
-    pub(crate) cc: CongestionState,
+    pub(crate) cc: Congestion<C>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: Option<Time>,
     dupacks: u32,
@@ -123,7 +124,15 @@ pub(crate) struct Sender {
 }
 
 impl Sender {
+    /// A sender running the congestion control `cfg` names.
     pub(crate) fn new(cfg: &TcpConfig) -> Self {
+        Sender::with_cc(cfg, Algorithm::new(cfg.congestion_control))
+    }
+}
+
+impl<C: CongestionControl> Sender<C> {
+    /// A sender running `algo` (MPTCP sub-flows wrap the configured one in LIA).
+    pub(crate) fn with_cc(cfg: &TcpConfig, algo: C) -> Self {
         Sender {
             mss_bytes: u64::from(cfg.mss_bytes.max(1)),
             sack: cfg.sack,
@@ -138,7 +147,7 @@ impl Sender {
             // Until the peer advertises, assume the window we would offer ourselves.
             peer_window_bytes: u64::from(cfg.rcv_window_bytes),
             scoreboard: Scoreboard::default(),
-            cc: CongestionState::new(cfg.mss_bytes, cfg.initial_cwnd_segments, cfg.congestion_control),
+            cc: Congestion::new(cfg.mss_bytes, cfg.initial_cwnd_segments, algo),
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
             rto_deadline: None,
             dupacks: 0,
@@ -259,7 +268,7 @@ impl Sender {
             }
         }
 
-        self.cc.dctcp_on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
+        self.cc.on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
 
         // RFC 3168 Sec. 6.1.2 / RFC 8257 Sec. 3.3 step 11: reduce once per window of data on ECE,
         // never while loss recovery already reduced it.

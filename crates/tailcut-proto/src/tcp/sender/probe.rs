@@ -4,6 +4,7 @@
 //! slow start from one segment, as after any timeout). A child of `sender.rs`.
 
 use super::{Sender, Transmission};
+use crate::tcp::cc::CongestionControl;
 use crate::tcp::ledger::Charge;
 use crate::time::Time;
 
@@ -45,7 +46,7 @@ impl ProbeMode {
     }
 }
 
-impl Sender {
+impl<C: CongestionControl> Sender<C> {
     /// In probe mode: the one-byte probe of the first unacknowledged byte, once per timeout.
     pub(super) fn pfabric_probe(&mut self, now: Time) -> Option<Transmission> {
         if !self.probe.due || self.snd_una >= self.snd_nxt {

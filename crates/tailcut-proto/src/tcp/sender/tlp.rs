@@ -3,6 +3,7 @@
 //! the sender's state directly.
 
 use super::{Sender, Transmission};
+use crate::tcp::cc::CongestionControl;
 use crate::tcp::config::TlpConfig;
 use crate::time::{Dur, Time};
 
@@ -37,7 +38,7 @@ impl Tlp {
     }
 }
 
-impl Sender {
+impl<C: CongestionControl> Sender<C> {
     /// The sender's next deadline: the RTO or the probe timeout.
     pub(crate) fn deadline(&self) -> Option<Time> {
         let pto = self.tlp.and_then(|t| t.deadline);
