@@ -5,6 +5,7 @@ use super::lia::Lia;
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
 use crate::seq::Seq;
 use crate::tcp::cc::Algorithm;
+use crate::tcp::ext::Extensions;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::Sender;
 use crate::time::{Dur, Time};
@@ -22,6 +23,8 @@ pub(super) struct Subflow {
     pub(super) isn: Seq,
     pub(super) peer_isn: Seq,
     pub(super) sender: Sender<Lia<Algorithm>>,
+    /// The TCP extensions a sub-flow runs (CP, when configured).
+    pub(super) ext: Extensions,
     pub(super) receiver: Receiver,
     /// ACKs that must go out before anything else (DCTCP CE-state flush).
     pub(super) control: VecDeque<Packet>,
