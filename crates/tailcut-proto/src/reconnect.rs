@@ -11,12 +11,10 @@
 
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Addr, FiveTuple, Packet};
-use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::tcp::{Role, TcpConfig, TcpEndpoint};
 use crate::time::{Dur, Time};
 use crate::TcpFlags;
-use rand::{RngCore, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Sequence space between the ISNs of successive connections.
@@ -34,7 +32,6 @@ pub struct Reconnect {
     peer_isn: Seq,
     /// Connection number (0 = the original).
     k: u32,
-    rng: Rng,
     inner: TcpEndpoint,
     reconnect_after: Dur,
     connected_once: bool,
@@ -65,13 +62,11 @@ impl Reconnect {
         addrs: Vec<Addr>,
         isn: Seq,
         peer_isn: Seq,
-        mut rng: Rng,
         reconnect_after: Dur,
         now: Time,
     ) -> Reconnect {
         let role = if client { Role::Client } else { Role::Server };
-        let inner_rng = Rng::seed_from_u64(rng.next_u64());
-        let inner = TcpEndpoint::new(cfg.clone(), tuple, role, isn, peer_isn, inner_rng, now);
+        let inner = TcpEndpoint::new(cfg.clone(), tuple, role, isn, peer_isn);
         let addrs = if addrs.is_empty() { vec![tuple.src] } else { addrs };
         let idx = addrs.iter().position(|&a| a == tuple.src).unwrap_or(0);
         Reconnect {
@@ -83,7 +78,6 @@ impl Reconnect {
             isn,
             peer_isn,
             k: 0,
-            rng,
             inner,
             reconnect_after,
             connected_once: false,
@@ -103,17 +97,14 @@ impl Reconnect {
         }
     }
 
-    fn fresh_inner(&mut self, role: Role, now: Time) {
+    fn fresh_inner(&mut self, role: Role) {
         let off = ISN_STRIDE.wrapping_mul(self.k);
-        let rng = Rng::seed_from_u64(self.rng.next_u64());
         self.inner = TcpEndpoint::new(
             self.cfg.clone(),
             self.tuple,
             role,
             Seq(self.isn.0.wrapping_add(off)),
             Seq(self.peer_isn.0.wrapping_add(off)),
-            rng,
-            now,
         );
     }
 
@@ -136,7 +127,7 @@ impl Reconnect {
         self.k += 1;
         self.idx = (self.idx + 1) % self.addrs.len();
         self.tuple.src = self.addrs[self.idx];
-        self.fresh_inner(Role::Client, now);
+        self.fresh_inner(Role::Client);
         self.registered.clear();
         let mut hdr = Vec::with_capacity(8 * (1 + self.outstanding.len()));
         hdr.extend_from_slice(&(self.k as u64).to_le_bytes());
@@ -160,7 +151,7 @@ impl Reconnect {
         self.k = k;
         self.tuple.dst = pkt.tuple.src;
         self.tuple.dst_port = pkt.tuple.src_port;
-        self.fresh_inner(Role::Server, now);
+        self.fresh_inner(Role::Server);
         self.duplicates.clear();
         self.held.clear();
         let in_list: BTreeSet<MsgId> = list.iter().copied().collect();

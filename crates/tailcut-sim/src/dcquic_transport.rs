@@ -53,7 +53,6 @@ impl EngineFactory for ReconnectFactory {
                 e.addrs.to_vec(),
                 e.isn_local,
                 e.isn_peer,
-                e.rng,
                 self.reconnect_after,
                 s.now,
             )

@@ -782,7 +782,7 @@ impl Transport {
         match self {
             Transport::Tcp(TcpTransport { cfg, .. }) => s.pair(rng_sender, rng_receiver, |e| {
                 let role = if e.opens { Role::Client } else { Role::Server };
-                TcpEndpoint::new(cfg.clone(), e.tuple, role, e.isn_local, e.isn_peer, e.rng, s.now)
+                TcpEndpoint::new(cfg.clone(), e.tuple, role, e.isn_local, e.isn_peer)
             }),
             Transport::CloudBurst(t) => s.pair(rng_sender, rng_receiver, |e| {
                 CloudBurstEndpoint::new(t.cfg.clone(), e.tuple, e.rng)

@@ -4,12 +4,14 @@
 
 use super::config::MptcpConfig;
 use super::fuso::{self, PathView};
-use super::lia;
+use super::lia::{self, Lia};
 use super::subflow::{Subflow, DSN_MASK, PROTECTED, RECOVERY};
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
-use crate::packet::{Ecn, FiveTuple, Packet, SackBlocks, TcpExt, TcpFlags};
+use crate::packet::{Ecn, FiveTuple, Packet, TcpExt, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
+use crate::tcp::cc::Algorithm;
+use crate::tcp::ext::{self, Extensions};
 use crate::tcp::ledger::{Charge, SendLedger};
 use crate::tcp::receiver::{EcnEcho, Receiver};
 use crate::tcp::sender::{AckInfo, Sender, Transmission};
@@ -92,9 +94,6 @@ impl MptcpEndpoint {
         let n = cfg.subflows.max(1);
         let mut sub_cfg = tcp.clone();
         sub_cfg.initial_cwnd_segments = (tcp.initial_cwnd_segments / n).max(1);
-        sub_cfg.tlp = None;
-        sub_cfg.tcp_ir = None;
-        sub_cfg.proactive = false;
         sub_cfg.handshake = false;
         let ecn = match (tcp.ecn, tcp.congestion_control) {
             (false, _) => EcnEcho::Off,
@@ -113,7 +112,8 @@ impl MptcpEndpoint {
                     },
                     isn: isn.wrapping_add(spread),
                     peer_isn: peer_isn.wrapping_add(spread),
-                    sender: Sender::new(&sub_cfg),
+                    sender: Sender::with_cc(&sub_cfg, Lia::new(Algorithm::new(tcp.congestion_control))),
+                    ext: Extensions::subflow(&sub_cfg),
                     receiver: Receiver::new(tcp.rcv_window_bytes, tcp.mss_bytes, tcp.delayed_ack, ecn),
                     control: VecDeque::new(),
                     queued: None,
@@ -255,7 +255,7 @@ impl MptcpEndpoint {
     /// Sub-flow `i`'s own next segment (a retransmission, or its queued chunk), if its windows allow.
     fn subflow_transmit(&mut self, i: usize, now: Time) -> Option<Packet> {
         let s = &mut self.subs[i];
-        let mut tx = s.sender.next_transmission(now)?;
+        let mut tx = s.sender.next_transmission(now, &mut s.ext)?;
         if !tx.retransmit {
             let tag = s.queued.take().unwrap_or(0);
             if let Some(idx) = s.sender.scoreboard.find(tx.start) {
@@ -489,11 +489,11 @@ impl MptcpEndpoint {
         };
         if self.cfg.coupled && self.subs.len() > 1 {
             let sc = lia::scale(&self.subs, i);
-            self.subs[i].sender.cc.set_ca_scale(sc);
+            self.subs[i].sender.cc.algo.set_share(sc);
         }
         let s = &mut self.subs[i];
         let fast = s.sender.stats.fast_retransmits;
-        s.sender.on_ack(now, info, blocks, &mut self.scratch);
+        s.sender.on_ack(now, info, blocks, &mut self.scratch, &mut s.ext);
         self.scratch.clear();
         if s.sender.snd_una > una {
             s.dead = false;
@@ -504,65 +504,33 @@ impl MptcpEndpoint {
                 self.ledger.charge_fast_retransmit(dsn);
             }
         }
-        if self.tcp.cp {
-            self.on_packs(i, h);
+        // CP's sender (as `TcpEndpoint`): the sub-flow retransmits the segment a PACK names, which
+        // keeps its scoreboard tag and so its DSN. A PACK that opens a recovery is charged, like a
+        // fast retransmit, to the message owning the cut segment's DSN.
+        let s = &mut self.subs[i];
+        let opened = s
+            .ext
+            .cp
+            .as_mut()
+            .and_then(|cp| cp.on_packs(&mut s.sender, h, s.isn));
+        if let Some(dsn) = opened.and_then(|off| self.dsn_at(i, off)) {
+            self.ledger.charge_fast_retransmit(dsn);
         }
     }
 
-    /// CP sender on sub-flow `i` (as `TcpEndpoint::on_packs`): every SACK-format block with right <
-    /// left is a PACK naming the cut range `[right, left)`; the sub-flow's own TCP sender retransmits
-    /// that segment, which keeps its scoreboard tag and so its DSN. A PACK that opens a recovery is
-    /// charged, like a fast retransmit, to the message owning the cut segment's DSN.
-    fn on_packs(&mut self, i: usize, h: &crate::packet::TcpHeader) {
-        for (l, r) in h.sack.iter() {
-            let s = &mut self.subs[i];
-            let (isn, una) = (s.isn, s.sender.snd_una);
-            let (Some(left), Some(right)) = (l.unwrap_near(isn, una), r.unwrap_near(isn, una)) else {
-                continue;
-            };
-            if right >= left {
-                continue;
-            }
-            let fast = s.sender.stats.fast_retransmits;
-            if s.sender.on_pack(right, h.ts_ecr) && s.sender.stats.fast_retransmits != fast {
-                if let Some(dsn) = self.dsn_at(i, right) {
-                    self.ledger.charge_fast_retransmit(dsn);
-                }
-            }
-        }
-    }
-
-    /// CP receiver on sub-flow `i` (as `TcpEndpoint::send_pack`): a cut segment is no data; if any
-    /// of its sub-flow range is still missing, a PACK (the cut range with its edges swapped as the
-    /// first SACK block, echoing the cut segment's timestamp) goes out at once, ahead of anything else.
-    /// The cut segment's DSN is not needed: the sender's retransmission carries it again.
+    /// CP's receiver on sub-flow `i` (as `TcpEndpoint`): a cut segment is no data; if any of its
+    /// sub-flow range is still missing, a PACK goes out at once, ahead of anything else. The cut
+    /// segment's DSN is not needed: the sender's retransmission carries it again.
     fn send_pack(&mut self, i: usize, now: Time, h: &crate::packet::TcpHeader) {
         let s = &mut self.subs[i];
         s.sender.stats.cut_segments_received += 1;
-        let Some(start) = h.seq.unwrap_near(s.peer_isn, s.receiver.rcv_nxt) else {
-            return;
-        };
-        if start <= s.receiver.rcv_nxt {
-            s.receiver.ts_recent = h.ts_val;
+        s.receiver.arrival(h, s.peer_isn);
+        let (rcv_nxt, peer_isn) = (s.receiver.rcv_nxt, s.peer_isn);
+        if let Some(p) = ext::pack(h, rcv_nxt, peer_isn, self.ack_packet(i, now)) {
+            let s = &mut self.subs[i];
+            s.sender.stats.packs_sent += 1;
+            s.control.push_back(p);
         }
-        let end = start + u64::from(h.payload_len);
-        if end <= s.receiver.rcv_nxt {
-            return;
-        }
-        let peer_isn = s.peer_isn;
-        let mut p = self.ack_packet(i, now);
-        if let Some(ph) = p.tcp_mut() {
-            let mut blocks = SackBlocks::default();
-            blocks.push(Seq::from_offset(peer_isn, end), Seq::from_offset(peer_isn, start));
-            for (l, r) in ph.sack.iter().take(SackBlocks::MAX - 1) {
-                blocks.push(l, r);
-            }
-            ph.sack = blocks;
-            ph.ts_ecr = h.ts_val;
-        }
-        let s = &mut self.subs[i];
-        s.sender.stats.packs_sent += 1;
-        s.control.push_back(p);
     }
 
     fn on_data_ack(&mut self, now: Time, data_ack: u64, window: u32) {
@@ -597,38 +565,18 @@ impl MptcpEndpoint {
         let Some(h) = pkt.tcp() else { return };
         let len = pkt.payload_len();
         let s = &mut self.subs[i];
-        let Some(start) = h.seq.unwrap_near(s.peer_isn, s.receiver.rcv_nxt) else {
+        let Some(start) = s.receiver.arrival(h, s.peer_isn) else {
             return;
         };
-        if start <= s.receiver.rcv_nxt {
-            s.receiver.ts_recent = h.ts_val;
-        }
         let in_seq = start <= s.receiver.rcv_nxt;
-        let out = s.receiver.on_data(
-            now,
-            start,
-            len,
-            pkt.ecn == Ecn::Ce,
-            h.flags.contains(TcpFlags::CWR),
-            &mut self.scratch,
-        );
+        let out = s.receiver.on_segment(now, start, pkt, h, &mut self.scratch);
         self.scratch.clear();
         if let Some(f) = out.flush {
             let mut p = self.ack_packet(i, now);
-            if let Some(ph) = p.tcp_mut() {
-                ph.ack = Seq::from_offset(self.subs[i].peer_isn, f.ack);
-                if f.ece {
-                    ph.flags.insert(TcpFlags::ECE);
-                } else {
-                    ph.flags.remove(TcpFlags::ECE);
-                }
-            }
+            f.stamp(&mut p, self.subs[i].peer_isn);
             self.subs[i].control.push_back(p);
         }
-        let st = &mut self.subs[i].sender.stats;
-        st.bytes_delivered += out.delivered_bytes;
-        st.duplicate_segments += u64::from(out.duplicate);
-        st.out_of_order_segments += u64::from(out.out_of_order);
+        self.subs[i].sender.stats.count_segment(&out);
         if in_seq || self.cfg.ofo_to_data_level {
             if !in_seq {
                 self.stats.ofo_delivered_early += 1;
@@ -653,11 +601,11 @@ impl MptcpEndpoint {
 
     fn on_subflow_timer(&mut self, i: usize, now: Time) {
         let s = &mut self.subs[i];
-        if s.sender.deadline().is_none_or(|d| d > now) {
+        if s.sender.deadline(&s.ext).is_none_or(|d| d > now) {
             return;
         }
         let timeouts = s.sender.stats.timeouts;
-        s.sender.on_timer(now);
+        s.sender.on_timer(now, &mut s.ext);
         if s.sender.stats.timeouts == timeouts {
             return;
         }
@@ -711,7 +659,7 @@ impl Engine for MptcpEndpoint {
         }
         if pkt.trimmed && h.payload_len > 0 {
             // Without CP a cut segment is simply lost (its payload is gone).
-            if self.tcp.cp {
+            if self.subs[i].ext.cp.is_some() {
                 self.send_pack(i, now, h);
             }
             return;
@@ -770,7 +718,7 @@ impl Engine for MptcpEndpoint {
     fn poll_timeout(&self) -> Option<Time> {
         let mut t: Option<Time> = None;
         for s in &self.subs {
-            for d in [s.sender.deadline(), s.receiver.ack_deadline]
+            for d in [s.sender.deadline(&s.ext), s.receiver.ack_deadline]
                 .into_iter()
                 .flatten()
             {

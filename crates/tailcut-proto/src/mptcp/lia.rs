@@ -4,10 +4,59 @@
 //! min(alpha * acked * MSS / cwnd_total, acked * MSS / cwnd_i), with
 //! alpha = cwnd_total * max_i(cwnd_i / rtt_i^2) / (sum_i cwnd_i / rtt_i)^2.
 //! The uncoupled increase is acked * MSS / cwnd_i, so the coupled one is that times
-//! min(alpha * cwnd_i / cwnd_total, 1), which is what `CongestionState::set_ca_scale` takes. Slow
-//! start and every decrease stay per sub-flow (RFC 6356 Sec. 3).
+//! min(alpha * cwnd_i / cwnd_total, 1): [`Lia`] credits that share of the acknowledged bytes to
+//! congestion avoidance and leaves everything else (slow start, every decrease, ECN) to the
+//! algorithm it wraps, per sub-flow (RFC 6356 Sec. 3). The coupling is the share: the connection,
+//! which sees every sub-flow, computes it ([`scale`]) and sets it before each ACK of a sub-flow.
 
 use super::subflow::Subflow;
+use crate::tcp::cc::{CongestionControl, CongestionState};
+
+/// RFC 6356's coupled increase over another algorithm's (NewReno or DCTCP per `TcpConfig`).
+#[derive(Clone, Debug)]
+pub(super) struct Lia<C> {
+    inner: C,
+    /// This sub-flow's share of the uncoupled increase, in (0, 1]; 1 grows as plain TCP.
+    share: f64,
+}
+
+impl<C> Lia<C> {
+    pub(super) fn new(inner: C) -> Self {
+        Lia { inner, share: 1.0 }
+    }
+
+    /// Set the share (clamped to (0, 1]; not a finite number: 1).
+    pub(super) fn set_share(&mut self, share: f64) {
+        self.share = if share.is_finite() {
+            share.clamp(1e-6, 1.0)
+        } else {
+            1.0
+        };
+    }
+}
+
+impl<C: CongestionControl> CongestionControl for Lia<C> {
+    fn on_ack(&mut self, acked_bytes: u64, ece: bool, snd_una: u64, snd_nxt: u64) {
+        self.inner.on_ack(acked_bytes, ece, snd_una, snd_nxt);
+    }
+
+    fn ca_credit(&self, acked_bytes: u64) -> u64 {
+        let credit = self.inner.ca_credit(acked_bytes);
+        if self.share >= 1.0 {
+            credit
+        } else {
+            (credit as f64 * self.share).round() as u64
+        }
+    }
+
+    fn on_ecn_echo(&mut self, w: &mut CongestionState, flight_bytes: u64) {
+        self.inner.on_ecn_echo(w, flight_bytes);
+    }
+
+    fn marked_fraction(&self) -> Option<f64> {
+        self.inner.marked_fraction()
+    }
+}
 
 /// The coupled share for sub-flow `i`. Sub-flows without an RTT sample are left out of the sums (their
 /// rate is unknown); a sub-flow without one, or alone, grows as plain TCP.

@@ -1,8 +1,11 @@
 //! One MPTCP sub-flow: a TCP sender and receiver on their own 5-tuple, plus what the data level and
 //! FUSO need to know about it.
 
+use super::lia::Lia;
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
 use crate::seq::Seq;
+use crate::tcp::cc::Algorithm;
+use crate::tcp::ext::Extensions;
 use crate::tcp::receiver::Receiver;
 use crate::tcp::sender::Sender;
 use crate::time::{Dur, Time};
@@ -19,7 +22,9 @@ pub(super) struct Subflow {
     pub(super) tuple: FiveTuple,
     pub(super) isn: Seq,
     pub(super) peer_isn: Seq,
-    pub(super) sender: Sender,
+    pub(super) sender: Sender<Lia<Algorithm>>,
+    /// The TCP extensions a sub-flow runs (CP, when configured).
+    pub(super) ext: Extensions,
     pub(super) receiver: Receiver,
     /// ACKs that must go out before anything else (DCTCP CE-state flush).
     pub(super) control: VecDeque<Packet>,

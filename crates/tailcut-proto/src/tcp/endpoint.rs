@@ -1,20 +1,18 @@
 //! [`TcpEndpoint`]: one end of one TCP connection, gluing the sender, the receiver and the handshake
-//! to the [`Engine`] contract and to wire sequence numbers.
+//! to the [`Engine`] contract and to wire sequence numbers, and calling the installed extensions
+//! (`ext/`) at their points.
 
+use super::cc::CongestionControl as _;
 use super::config::{CongestionControl, TcpConfig};
-use super::ir::IrEncoder;
-use super::ledger::Charge;
+use super::ext::{Extension, Extensions};
 use super::receiver::{EcnEcho, Receiver, SegmentOutcome};
 use super::sender::{AckInfo, Sender, Transmission};
 use super::stats::ConnStats;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
-use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
-
-mod schemes;
 
 /// Active or passive opener; matters only when the handshake is modelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,15 +32,21 @@ enum State {
 
 /// One end of one full-duplex TCP connection. See the crate's [`Engine`] docs for the drain order.
 pub struct TcpEndpoint {
-    cfg: TcpConfig,
+    conn: Conn,
+    ext: Extensions,
+}
+
+/// The connection without its extensions, which the extensions' endpoint points work on.
+pub(crate) struct Conn {
+    pub(crate) cfg: TcpConfig,
     tuple: FiveTuple,
     class: u8,
     route: Route,
     state: State,
-    isn: Seq,
-    peer_isn: Seq,
-    sender: Sender,
-    receiver: Receiver,
+    pub(crate) isn: Seq,
+    pub(crate) peer_isn: Seq,
+    pub(crate) sender: Sender,
+    pub(crate) receiver: Receiver,
     /// SYN / SYN-ACK retransmission deadline.
     handshake_deadline: Option<Time>,
     /// When the first SYN / SYN-ACK went out, and whether it was retransmitted (Karn).
@@ -50,32 +54,16 @@ pub struct TcpEndpoint {
     syn_retransmitted: bool,
     /// A handshake segment is due (first transmission or retransmission).
     syn_due: bool,
-    /// Pure ACKs that must precede anything else (DCTCP CE-state flush, TCP-IR coded ACKs).
-    control: VecDeque<Packet>,
-    /// TCP-IR encoder (`cfg.tcp_ir`).
-    ir: Option<IrEncoder>,
-    /// Proactive: the copy of the data packet just sent, due next.
-    copy: Option<Packet>,
-    /// Data segments sent, for per-packet spraying (`cfg.spray_paths`).
-    sprayed: u32,
-    events: VecDeque<AppEvent>,
-    /// Reserved for randomised schemes built on TCP; plain TCP draws nothing.
-    _rng: Rng,
+    /// Pure ACKs that must precede anything else (DCTCP CE-state flush, extensions' ACKs).
+    pub(crate) control: VecDeque<Packet>,
+    pub(crate) events: VecDeque<AppEvent>,
 }
 
 impl TcpEndpoint {
     /// `tuple` is local -> remote; `isn` / `peer_isn` are the initial sequence numbers of the two
     /// directions (with the handshake the server learns the peer's from its SYN). Without
     /// `cfg.handshake` the connection starts established and `Connected` is the first event.
-    pub fn new(
-        cfg: TcpConfig,
-        tuple: FiveTuple,
-        role: Role,
-        isn: Seq,
-        peer_isn: Seq,
-        rng: Rng,
-        _now: Time,
-    ) -> Self {
+    pub fn new(cfg: TcpConfig, tuple: FiveTuple, role: Role, isn: Seq, peer_isn: Seq) -> Self {
         let ecn = match (cfg.ecn, cfg.congestion_control) {
             (false, _) => EcnEcho::Off,
             (true, CongestionControl::NewReno) => EcnEcho::Classic,
@@ -90,8 +78,8 @@ impl TcpEndpoint {
             (true, Role::Client) => State::SynSent,
             (true, Role::Server) => State::Listen,
         };
-        let ir = cfg.tcp_ir.map(IrEncoder::new);
-        TcpEndpoint {
+        let ext = Extensions::new(&cfg);
+        let conn = Conn {
             sender: Sender::new(&cfg),
             receiver: Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn),
             cfg,
@@ -106,79 +94,78 @@ impl TcpEndpoint {
             syn_retransmitted: false,
             syn_due: state == State::SynSent,
             control: VecDeque::new(),
-            ir,
-            copy: None,
-            sprayed: 0,
             events,
-            _rng: rng,
-        }
+        };
+        TcpEndpoint { conn, ext }
     }
 
     pub fn set_class(&mut self, class: u8) {
-        self.class = class;
+        self.conn.class = class;
     }
 
     pub fn set_route(&mut self, route: Route) {
-        self.route = route;
+        self.conn.route = route;
     }
 
     pub fn stats(&self) -> &ConnStats {
-        &self.sender.stats
+        &self.conn.sender.stats
     }
 
     pub fn cwnd_bytes(&self) -> u64 {
-        self.sender.cc.cwnd_bytes()
+        self.conn.sender.cc.cwnd_bytes()
     }
 
     pub fn ssthresh_bytes(&self) -> u64 {
-        self.sender.cc.ssthresh_bytes()
+        self.conn.sender.cc.ssthresh_bytes()
     }
 
     pub fn srtt(&self) -> Option<Dur> {
-        self.sender.rtt.srtt()
+        self.conn.sender.rtt.srtt()
     }
 
     /// The current retransmission timeout, back-off included.
     pub fn rto(&self) -> Dur {
-        self.sender.rtt.rto()
+        self.conn.sender.rtt.rto()
     }
 
     /// DCTCP's alpha, if DCTCP is the congestion control.
     pub fn dctcp_alpha(&self) -> Option<f64> {
-        self.sender.cc.dctcp_alpha()
+        self.conn.sender.cc.algo.marked_fraction()
     }
 
     pub fn is_established(&self) -> bool {
-        self.state == State::Established
+        self.conn.state == State::Established
     }
 
     /// Send stream: oldest unacknowledged offset and next new offset.
     pub fn snd_una(&self) -> u64 {
-        self.sender.snd_una
+        self.conn.sender.snd_una
     }
 
     pub fn snd_nxt(&self) -> u64 {
-        self.sender.snd_nxt
+        self.conn.sender.snd_nxt
     }
 
     /// Receive stream: bytes delivered in order.
     pub fn rcv_nxt(&self) -> u64 {
-        self.receiver.rcv_nxt
+        self.conn.receiver.rcv_nxt
     }
 
     /// Retransmit the segment holding send-stream offset `offset` at the next `poll_transmit`,
     /// regardless of cwnd (hook for precise loss notification; used by schemes built on TCP).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn retransmit_segment(&mut self, offset: u64) -> bool {
-        self.sender.retransmit_segment(offset)
+        self.conn.sender.retransmit_segment(offset)
     }
+}
 
+impl Conn {
     fn ts_val(now: Time) -> u32 {
         (now.as_nanos() / 1_000) as u32
     }
 
     /// A packet with every field this endpoint stamps; `seq`, flags and payload filled by callers.
-    fn packet(&self, now: Time, seq: Seq, flags: TcpFlags, payload_len: u32, ecn: Ecn) -> Packet {
+    pub(crate) fn packet(&self, now: Time, seq: Seq, flags: TcpFlags, payload_len: u32, ecn: Ecn) -> Packet {
         let established = self.state == State::Established;
         let mut flags = flags;
         let (ack, sack) = if established || self.state == State::SynReceived {
@@ -217,95 +204,38 @@ impl TcpEndpoint {
         }
     }
 
-    fn data_packet(&mut self, now: Time, tx: &Transmission) -> Packet {
+    /// RFC 3168 Sec. 6.1.1: data is sent ECN-capable. Retransmissions too, as Linux does and
+    /// RFC 8311 Sec. 4.4 permits, so they are marked rather than dropped by AQM.
+    pub(crate) fn data_ecn(&self) -> Ecn {
+        if self.cfg.ecn {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        }
+    }
+
+    fn data_packet(&self, now: Time, tx: &Transmission, ext: &Extensions) -> Packet {
         let mut flags = TcpFlags::PSH;
         if tx.cwr {
             flags.insert(TcpFlags::CWR);
         }
-        // RFC 3168 Sec. 6.1.1: data is sent ECN-capable. Retransmissions too, as Linux does and
-        // RFC 8311 Sec. 4.4 permits, so they are marked rather than dropped by AQM.
-        let ecn = if self.cfg.ecn { Ecn::Ect0 } else { Ecn::NotEct };
         let seq = Seq::from_offset(self.isn, tx.start);
-        let mut p = self.packet(now, seq, flags, tx.len_bytes, ecn);
-        self.tag(&mut p, tx.start);
-        if self.cfg.spray_paths > 0 {
-            p.route = Route::Path(self.sprayed % self.cfg.spray_paths);
-            self.sprayed = self.sprayed.wrapping_add(1);
-        }
+        let mut p = self.packet(now, seq, flags, tx.len_bytes, self.data_ecn());
+        ext.tag(&mut p, tx.start, &self.sender);
         p
     }
 
-    /// CP receiver (Cheng et al., NSDI'14, "Receiver: packet-loss feedback"): step 1, parse the
-    /// payload-cut segment `[start, start + len)`; step 2, build the PACK: an ACK whose first SACK-format
-    /// block holds the cut range with its edges swapped (right edge first, so right < left); step 3,
-    /// send it at once, ahead of anything else. The PACK also carries the current cumulative ACK and up
-    /// to three ordinary SACK blocks after it; a SACK-only parser discards the inverted block as
-    /// invalid (RFC 2018 blocks have left < right), so a PACK reads as an ordinary ACK there. The PACK
-    /// echoes the cut segment's own timestamp (not TS.Recent), which tells the sender which
-    /// transmission was cut.
-    fn send_pack(&mut self, now: Time, h: &TcpHeader) {
-        self.sender.stats.cut_segments_received += 1;
-        let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
-            return;
-        };
-        let end = start + u64::from(h.payload_len);
-        if end <= self.receiver.rcv_nxt {
-            // Every byte already arrived (a cut duplicate): nothing to ask for.
-            return;
-        }
-        let mut p = self.pure_ack(now);
-        if let Some(ph) = p.tcp_mut() {
-            let mut blocks = SackBlocks::default();
-            blocks.push(
-                Seq::from_offset(self.peer_isn, end),
-                Seq::from_offset(self.peer_isn, start),
-            );
-            for (l, r) in ph.sack.iter().take(SackBlocks::MAX - 1) {
-                blocks.push(l, r);
-            }
-            ph.sack = blocks;
-            ph.ts_ecr = h.ts_val;
-        }
-        self.sender.stats.packs_sent += 1;
-        self.control.push_back(p);
-    }
-
-    fn after_data(&mut self, now: Time, out: SegmentOutcome) {
+    /// The receiver took a data segment: send its CE-state flush ACK, if any, and count it.
+    pub(crate) fn after_data(&mut self, now: Time, out: SegmentOutcome) {
         if let Some(f) = out.flush {
             let mut p = self.pure_ack(now);
-            if let Some(ph) = p.tcp_mut() {
-                ph.ack = Seq::from_offset(self.peer_isn, f.ack);
-                if f.ece {
-                    ph.flags.insert(TcpFlags::ECE);
-                } else {
-                    ph.flags.remove(TcpFlags::ECE);
-                }
-            }
+            f.stamp(&mut p, self.peer_isn);
             self.control.push_back(p);
         }
-        let st = &mut self.sender.stats;
-        st.bytes_delivered += out.delivered_bytes;
-        st.duplicate_segments += u64::from(out.duplicate);
-        st.out_of_order_segments += u64::from(out.out_of_order);
+        self.sender.stats.count_segment(&out);
     }
 
-    /// CP sender: every SACK-format block with right < left is a PACK naming the cut range
-    /// `[right, left)`.
-    fn on_packs(&mut self, h: &TcpHeader) {
-        for (l, r) in h.sack.iter() {
-            let (Some(left), Some(right)) = (
-                l.unwrap_near(self.isn, self.sender.snd_una),
-                r.unwrap_near(self.isn, self.sender.snd_una),
-            ) else {
-                continue;
-            };
-            if right < left {
-                self.sender.on_pack(right, h.ts_ecr);
-            }
-        }
-    }
-
-    fn pure_ack(&self, now: Time) -> Packet {
+    pub(crate) fn pure_ack(&self, now: Time) -> Packet {
         let seq = Seq::from_offset(self.isn, self.sender.snd_nxt);
         self.packet(now, seq, TcpFlags::empty(), 0, Ecn::NotEct)
     }
@@ -390,10 +320,8 @@ impl TcpEndpoint {
             self.sender.stats.acks_sent += 1;
         }
     }
-}
 
-impl Engine for TcpEndpoint {
-    fn send_message(&mut self, _now: Time, msg: MsgId, len_bytes: u64) {
+    fn send_message(&mut self, msg: MsgId, len_bytes: u64) {
         self.sender.queue_message(msg, len_bytes, &mut self.events);
     }
 
@@ -401,7 +329,7 @@ impl Engine for TcpEndpoint {
         self.receiver.expect_message(msg, len_bytes, &mut self.events);
     }
 
-    fn handle_packet(&mut self, now: Time, pkt: &Packet, _payload: &[u8]) {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, ext: &mut Extensions) {
         let Some(h) = pkt.tcp() else { return };
         if (self.state != State::Established || h.flags.contains(TcpFlags::SYN))
             && self.handle_handshake(now, h)
@@ -412,69 +340,34 @@ impl Engine for TcpEndpoint {
             let Some((info, blocks)) = AckInfo::from_header(h, self.isn, self.sender.snd_una) else {
                 return;
             };
-            self.sender.on_ack(now, info, blocks, &mut self.events);
-            if self.cfg.cp {
-                self.on_packs(h);
-            }
+            self.sender.on_ack(now, info, blocks, &mut self.events, ext);
+            ext.on_ack_received(self, now, h);
         }
-        match h.ext {
-            TcpExt::XorCoded {
-                start,
-                len_bytes,
-                seg_bytes,
-            } => {
-                self.on_coded(now, pkt, start, len_bytes, seg_bytes);
-                return;
-            }
-            TcpExt::CodedAck { end } => {
-                if let Some(end) = end.unwrap_near(self.isn, self.sender.snd_una) {
-                    self.sender.enter_fast_recovery_up_to(end);
-                }
-            }
-            _ => {}
+        if ext.on_segment(self, now, pkt, h) {
+            return;
         }
-        let Some(start) = h.seq.unwrap_near(self.peer_isn, self.receiver.rcv_nxt) else {
+        let Some(start) = self.receiver.arrival(h, self.peer_isn) else {
             return;
         };
-        // RFC 7323 Sec. 4.3: remember the timestamp of a segment that does not leave a hole.
-        if start <= self.receiver.rcv_nxt {
-            self.receiver.ts_recent = h.ts_val;
-        }
         if pkt.trimmed && h.payload_len > 0 {
-            if self.cfg.cp {
-                self.send_pack(now, h);
-            }
+            ext.on_cut_segment(self, now, h);
             return;
         }
-        let len = pkt.payload_len();
-        if len > 0 {
-            let out = self.receiver.on_data(
-                now,
-                start,
-                len,
-                pkt.ecn == Ecn::Ce,
-                h.flags.contains(TcpFlags::CWR),
-                &mut self.events,
-            );
+        if pkt.payload_len() > 0 {
+            let out = self.receiver.on_segment(now, start, pkt, h, &mut self.events);
             self.after_data(now, out);
         }
     }
 
-    fn handle_timeout(&mut self, now: Time) {
+    fn handle_timeout(&mut self, now: Time, ext: &mut Extensions) {
         self.handshake_timeout(now);
         if self.state == State::Established {
-            let timeouts = self.sender.stats.timeouts;
-            self.sender.on_timer(now);
-            if self.sender.stats.timeouts != timeouts {
-                if let Some(ir) = self.ir.as_mut() {
-                    ir.clear();
-                }
-            }
+            self.sender.on_timer(now, ext);
         }
         // The delayed-ACK deadline is checked by `ack_due` in `poll_transmit`.
     }
 
-    fn poll_transmit(&mut self, now: Time, _payload: &mut Vec<u8>) -> Option<Packet> {
+    fn poll_transmit(&mut self, now: Time, ext: &mut Extensions) -> Option<Packet> {
         if let Some(p) = self.control.pop_front() {
             self.count_sent(&p);
             return Some(p);
@@ -493,35 +386,13 @@ impl Engine for TcpEndpoint {
         if self.state != State::Established {
             return None;
         }
-        if let Some(p) = self.copy.take() {
+        if let Some((p, _)) = ext.poll_transmit(self, now) {
             self.count_sent(&p);
             return Some(p);
         }
-        let una = self.sender.snd_una;
-        if let Some(b) = self.ir.as_mut().and_then(|ir| ir.pop_due(now, una)) {
-            let p = self.coded_packet(now, b);
-            self.receiver.on_ack_sent();
-            self.count_sent(&p);
-            return Some(p);
-        }
-        if let Some(tx) = self.sender.next_transmission(now) {
-            let p = self.data_packet(now, &tx);
-            if !tx.retransmit {
-                let srtt = self.sender.rtt.srtt();
-                if let Some(ir) = self.ir.as_mut() {
-                    ir.on_new_segment(now, tx.start, tx.len_bytes, self.cfg.mss_bytes, srtt);
-                }
-            }
-            if self.cfg.proactive {
-                // Flach et al. Sec. 3 (Proactive): every data packet goes out twice, the copy right
-                // after the original; the copy's bytes are redundant.
-                let end = tx.start + u64::from(tx.len_bytes);
-                self.sender.ledger.charge_bytes(tx.start, end, Charge::Redundant);
-                let st = &mut self.sender.stats;
-                st.data_segments_sent += 1;
-                st.payload_bytes_sent += u64::from(tx.len_bytes);
-                self.copy = Some(p);
-            }
+        if let Some(tx) = self.sender.next_transmission(now, ext) {
+            let mut p = self.data_packet(now, &tx, ext);
+            ext.on_data_packet(self, now, &tx, &mut p);
             self.receiver.on_ack_sent();
             self.count_sent(&p);
             return Some(p);
@@ -535,26 +406,49 @@ impl Engine for TcpEndpoint {
         None
     }
 
-    fn poll_timeout(&self) -> Option<Time> {
-        let (rto, coded) = if self.state == State::Established {
-            (
-                self.sender.deadline(),
-                self.ir.as_ref().and_then(|ir| ir.deadline()),
-            )
+    fn poll_timeout(&self, ext: &Extensions) -> Option<Time> {
+        let rto = if self.state == State::Established {
+            self.sender.deadline(ext)
         } else {
-            (None, None)
+            None
         };
-        [rto, coded, self.handshake_deadline, self.receiver.ack_deadline]
+        [rto, self.handshake_deadline, self.receiver.ack_deadline]
             .into_iter()
             .flatten()
             .min()
     }
+}
+
+impl Engine for TcpEndpoint {
+    fn send_message(&mut self, _now: Time, msg: MsgId, len_bytes: u64) {
+        self.conn.send_message(msg, len_bytes);
+    }
+
+    fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
+        self.conn.expect_message(msg, len_bytes);
+    }
+
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, _payload: &[u8]) {
+        self.conn.handle_packet(now, pkt, &mut self.ext);
+    }
+
+    fn handle_timeout(&mut self, now: Time) {
+        self.conn.handle_timeout(now, &mut self.ext);
+    }
+
+    fn poll_transmit(&mut self, now: Time, _payload: &mut Vec<u8>) -> Option<Packet> {
+        self.conn.poll_transmit(now, &mut self.ext)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.conn.poll_timeout(&self.ext)
+    }
 
     fn poll_event(&mut self) -> Option<AppEvent> {
-        self.events.pop_front()
+        self.conn.events.pop_front()
     }
 
     fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
-        self.sender.ledger.stats(msg)
+        self.conn.sender.ledger.stats(msg)
     }
 }

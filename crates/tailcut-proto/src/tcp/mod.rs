@@ -3,8 +3,8 @@
 //! Layout: [`TcpEndpoint`] (`endpoint.rs`) owns a sender (`sender.rs`: windows, loss detection and
 //! recovery) and a receiver (`receiver.rs`: reassembly, ACK/SACK generation, ECN echo). The sender is
 //! built from small parts that later schemes reuse: the segment scoreboard (`scoreboard.rs`), the RTT
-//! estimator (`rtt.rs`), congestion-window arithmetic (`cc.rs`) and per-message accounting
-//! (`ledger.rs`).
+//! estimator (`rtt.rs`), congestion control (`cc/`: the shared window arithmetic and one file per
+//! algorithm) and per-message accounting (`ledger.rs`).
 //!
 //! # What is modelled
 //! - RFC 5681 slow start / congestion avoidance with byte counting, RFC 6928 initial window, slow
@@ -16,10 +16,10 @@
 //! - ECN (RFC 3168) and DCTCP (RFC 8257) on both sides; delayed ACKs; RFC 7323 timestamps on every
 //!   segment (echoed, not used for RTT); optional three-way handshake with SYN back-off.
 //!
-//! - Baselines built into the endpoint, switched on by `TcpConfig` fields the transport registry sets
-//!   (see `docs/baselines.md`): the tail loss probe (`sender/tlp.rs`), TCP-IR coded packets (`ir.rs`,
-//!   `Receiver::coded_hole`), Proactive duplicate packets, PIAS class tagging and pFabric priorities
-//!   (`endpoint.rs`, `endpoint/schemes.rs`).
+//! - Schemes built on TCP are extensions (`ext/`, one file each: TLP, TCP-IR, Proactive, PIAS,
+//!   pFabric, CP, spraying), switched on by `TcpConfig` fields the transport registry sets (see
+//!   `docs/baselines.md`). The core calls them at the points of `ext::Extension` and holds none of
+//!   their state; congestion control is one trait with a file per algorithm (`cc/`).
 //!
 //! # What is not
 //! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
@@ -31,8 +31,8 @@
 // The parts are crate-visible so schemes built on TCP (TLP, TCP-IR, CP, MPTCP subflows) can reuse them.
 pub(crate) mod cc;
 mod config;
-mod endpoint;
-pub(crate) mod ir;
+pub(crate) mod endpoint;
+pub(crate) mod ext;
 pub(crate) mod ledger;
 pub(crate) mod receiver;
 pub(crate) mod rtt;

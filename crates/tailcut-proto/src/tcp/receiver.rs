@@ -2,7 +2,7 @@
 //! and selective acknowledgement, delayed ACKs, ECN echo, and in-order message delivery.
 
 use crate::engine::{AppEvent, MsgId};
-use crate::packet::SackBlocks;
+use crate::packet::{Ecn, Packet, SackBlocks, TcpFlags, TcpHeader};
 use crate::seq::Seq;
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
@@ -33,6 +33,21 @@ pub(crate) struct FlushAck {
     pub(crate) ece: bool,
 }
 
+impl FlushAck {
+    /// Make `p`, a pure ACK of the connection whose peer's initial sequence number is `peer_isn`,
+    /// this flush ACK.
+    pub(crate) fn stamp(self, p: &mut Packet, peer_isn: Seq) {
+        if let Some(ph) = p.tcp_mut() {
+            ph.ack = Seq::from_offset(peer_isn, self.ack);
+            if self.ece {
+                ph.flags.insert(TcpFlags::ECE);
+            } else {
+                ph.flags.remove(TcpFlags::ECE);
+            }
+        }
+    }
+}
+
 /// What one data segment did to the receive stream.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SegmentOutcome {
@@ -40,17 +55,6 @@ pub(crate) struct SegmentOutcome {
     pub(crate) delivered_bytes: u64,
     pub(crate) duplicate: bool,
     pub(crate) out_of_order: bool,
-}
-
-/// What a TCP-IR coded packet can do for the receiver.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum CodedOutcome {
-    /// Every byte of the block is already here.
-    Complete,
-    /// Exactly one segment of the block is missing: the XOR rebuilds `[start, start + len)`.
-    Rebuild { start: u64, len_bytes: u32 },
-    /// More than one segment is missing.
-    Unrecoverable,
 }
 
 pub(crate) struct Receiver {
@@ -213,47 +217,52 @@ impl Receiver {
         out
     }
 
-    /// TCP-IR (Flach et al. Sec. 4.1): which bytes of the block `[start, end)` (segments of
-    /// `seg_bytes` aligned at `start`) are missing, and whether one XOR rebuilds them.
-    pub(crate) fn coded_hole(&self, start: u64, end: u64, seg_bytes: u32) -> CodedOutcome {
-        let seg = u64::from(seg_bytes.max(1));
-        // The segment slot of every missing byte range must be the same one.
-        let mut slot: Option<u64> = None;
+    /// The stream offset of segment `h` from a peer with initial sequence number `peer_isn`, if it is
+    /// near the window. RFC 7323 Sec. 4.3: remember the timestamp of a segment that leaves no hole.
+    pub(crate) fn arrival(&mut self, h: &TcpHeader, peer_isn: Seq) -> Option<u64> {
+        let start = h.seq.unwrap_near(peer_isn, self.rcv_nxt)?;
+        if start <= self.rcv_nxt {
+            self.ts_recent = h.ts_val;
+        }
+        Some(start)
+    }
+
+    /// Data segment `pkt` (header `h`) arrived at stream offset `start`.
+    pub(crate) fn on_segment(
+        &mut self,
+        now: Time,
+        start: u64,
+        pkt: &Packet,
+        h: &TcpHeader,
+        events: &mut VecDeque<AppEvent>,
+    ) -> SegmentOutcome {
+        let ce = pkt.ecn == Ecn::Ce;
+        let cwr = h.flags.contains(TcpFlags::CWR);
+        self.on_data(now, start, pkt.payload_len(), ce, cwr, events)
+    }
+
+    /// The byte ranges of `[start, end)` not received yet, in order.
+    pub(crate) fn holes(&self, start: u64, end: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
         let mut cursor = start.max(self.rcv_nxt);
-        let mut check = |lo: u64, hi: u64| -> bool {
-            let (a, b) = ((lo - start) / seg, (hi - 1 - start) / seg);
-            if a != b || slot.is_some_and(|s| s != a) {
-                return false;
-            }
-            slot = Some(a);
-            true
-        };
-        for r in &self.ooo {
-            if cursor >= end {
-                break;
-            }
-            if r.end <= cursor {
-                continue;
-            }
-            if r.start > cursor && !check(cursor, r.start.min(end)) {
-                return CodedOutcome::Unrecoverable;
-            }
-            cursor = cursor.max(r.end);
-        }
-        if cursor < end && !check(cursor, end) {
-            return CodedOutcome::Unrecoverable;
-        }
-        match slot {
-            None => CodedOutcome::Complete,
-            Some(i) => {
-                let lo = start + i * seg;
-                let hi = (lo + seg).min(end);
-                CodedOutcome::Rebuild {
-                    start: lo,
-                    len_bytes: (hi - lo) as u32,
+        let mut ranges = self.ooo.iter();
+        std::iter::from_fn(move || {
+            while cursor < end {
+                let Some(r) = ranges.next() else {
+                    let hole = (cursor, end);
+                    cursor = end;
+                    return Some(hole);
+                };
+                if r.end <= cursor {
+                    continue;
+                }
+                let hole = (r.start > cursor).then(|| (cursor, r.start.min(end)));
+                cursor = cursor.max(r.end);
+                if hole.is_some() {
+                    return hole;
                 }
             }
-        }
+            None
+        })
     }
 
     /// Insert `[start, end)` (above `rcv_nxt`) into the sorted range set, merging neighbours.
@@ -319,33 +328,6 @@ impl Receiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coded_hole_finds_one_missing_segment() {
-        let mut ev = VecDeque::new();
-        let mut r = Receiver::new(1 << 20, 10, None, EcnEcho::Off);
-        for s in [0, 10, 30, 40] {
-            r.on_data(Time(0), s, 10, false, false, &mut ev);
-        }
-        assert_eq!(
-            r.coded_hole(0, 45, 10),
-            CodedOutcome::Rebuild {
-                start: 20,
-                len_bytes: 10
-            }
-        );
-        assert_eq!(r.coded_hole(0, 20, 10), CodedOutcome::Complete);
-        // Two slots missing: [20, 30) and [50, 55).
-        assert_eq!(r.coded_hole(0, 55, 10), CodedOutcome::Unrecoverable);
-        // The missing tail of a block.
-        assert_eq!(
-            r.coded_hole(30, 55, 10),
-            CodedOutcome::Rebuild {
-                start: 50,
-                len_bytes: 5
-            }
-        );
-    }
 
     #[test]
     fn ranges_merge_and_sack_order() {

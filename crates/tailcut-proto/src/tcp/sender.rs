@@ -3,8 +3,9 @@
 //!
 //! The sender keeps 64-bit stream offsets; the endpoint converts to wire sequence numbers.
 
-use super::cc::CongestionState;
+use super::cc::{Algorithm, Congestion, CongestionControl};
 use super::config::TcpConfig;
+use super::ext::{Extension, Extensions, Step};
 use super::ledger::{Charge, SendLedger};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -12,12 +13,7 @@ use super::stats::ConnStats;
 use crate::engine::AppEvent;
 use crate::time::{Dur, Time};
 use crate::{Seq, TcpFlags, TcpHeader};
-use probe::ProbeMode;
 use std::collections::VecDeque;
-use tlp::Tlp;
-
-mod probe;
-mod tlp;
 
 /// Linux's floor on the wait between suspecting SACK reneging and timing out
 /// (`tcp_check_sack_reneging`: `max(srtt / 2, 10 ms)`).
@@ -84,8 +80,9 @@ impl AckInfo {
     }
 }
 
-pub(crate) struct Sender {
-    mss_bytes: u64,
+/// The sender, generic over its congestion-control algorithm (`Algorithm`: the one `TcpConfig` names).
+pub(crate) struct Sender<C = Algorithm> {
+    pub(crate) mss_bytes: u64,
     sack: bool,
     dupack_threshold: u32,
     limited_transmit: bool,
@@ -99,7 +96,7 @@ pub(crate) struct Sender {
     pub(crate) snd_nxt: u64,
     peer_window_bytes: u64,
     pub(crate) scoreboard: Scoreboard,
-    pub(crate) cc: CongestionState,
+    pub(crate) cc: Congestion<C>,
     pub(crate) rtt: RttEstimator,
     pub(crate) rto_deadline: Option<Time>,
     dupacks: u32,
@@ -113,17 +110,20 @@ pub(crate) struct Sender {
     /// Segments to retransmit at once regardless of cwnd (fast retransmit, NewReno partial ACKs,
     /// explicit loss notifications).
     forced_rtx: VecDeque<u64>,
-    /// CP: segments named by PACKs after the first of a recovery, retransmitted as the window allows.
-    pack_rtx: VecDeque<u64>,
     pub(crate) ledger: SendLedger,
     pub(crate) stats: ConnStats,
-    tlp: Option<Tlp>,
-    /// pFabric probe mode (`TcpConfig::pfabric_probe_after`).
-    probe: ProbeMode,
 }
 
 impl Sender {
+    /// A sender running the congestion control `cfg` names.
     pub(crate) fn new(cfg: &TcpConfig) -> Self {
+        Sender::with_cc(cfg, Algorithm::new(cfg.congestion_control))
+    }
+}
+
+impl<C: CongestionControl> Sender<C> {
+    /// A sender running `algo` (MPTCP sub-flows wrap the configured one in LIA).
+    pub(crate) fn with_cc(cfg: &TcpConfig, algo: C) -> Self {
         Sender {
             mss_bytes: u64::from(cfg.mss_bytes.max(1)),
             sack: cfg.sack,
@@ -138,7 +138,7 @@ impl Sender {
             // Until the peer advertises, assume the window we would offer ourselves.
             peer_window_bytes: u64::from(cfg.rcv_window_bytes),
             scoreboard: Scoreboard::default(),
-            cc: CongestionState::new(cfg.mss_bytes, cfg.initial_cwnd_segments, cfg.congestion_control),
+            cc: Congestion::new(cfg.mss_bytes, cfg.initial_cwnd_segments, algo),
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
             rto_deadline: None,
             dupacks: 0,
@@ -148,11 +148,8 @@ impl Sender {
             consecutive_timeouts: 0,
             last_data_sent_at: None,
             forced_rtx: VecDeque::new(),
-            pack_rtx: VecDeque::new(),
             ledger: SendLedger::default(),
             stats: ConnStats::default(),
-            tlp: cfg.tlp.filter(|_| cfg.sack).map(Tlp::new),
-            probe: ProbeMode::new(cfg.pfabric_probe_after),
         }
     }
 
@@ -177,7 +174,7 @@ impl Sender {
 
     /// RFC 5827 Sec. 3.1: new data can be sent when there is unsent data and the receive window
     /// admits a segment.
-    fn can_send_new_data(&self) -> bool {
+    pub(crate) fn can_send_new_data(&self) -> bool {
         self.snd_nxt < self.stream_end && self.snd_nxt < self.snd_una + self.peer_window_bytes
     }
 
@@ -205,6 +202,7 @@ impl Sender {
         ack: AckInfo,
         sack_blocks: impl Iterator<Item = (u64, u64)>,
         events: &mut VecDeque<AppEvent>,
+        ext: &mut Extensions,
     ) {
         if ack.ack > self.snd_nxt || ack.ack < self.snd_una {
             // Acknowledges data never sent, or an old reordered ACK: ignore (RFC 793 / RFC 5961).
@@ -238,7 +236,6 @@ impl Sender {
             self.ledger.ack_to(self.snd_una, events);
             self.dupacks = 0;
             self.consecutive_timeouts = 0;
-            self.probe.on_new_ack();
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
             self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
             if self.sack && self.scoreboard.head_sacked() {
@@ -259,7 +256,7 @@ impl Sender {
             }
         }
 
-        self.cc.dctcp_on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
+        self.cc.on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
 
         // RFC 3168 Sec. 6.1.2 / RFC 8257 Sec. 3.3 step 11: reduce once per window of data on ECE,
         // never while loss recovery already reduced it.
@@ -329,10 +326,7 @@ impl Sender {
                 self.detect_loss();
             }
         }
-        if self.tlp.is_some() {
-            self.tlp_on_ack();
-            self.arm_tlp(now);
-        }
+        ext.on_ack(self, now, acked);
     }
 
     /// RFC 5681 Sec. 3.2 / RFC 6675 Sec. 5: enter fast recovery on DupThresh duplicate ACKs or when
@@ -358,15 +352,12 @@ impl Sender {
         let ss = self.begin_fast_recovery();
         self.cc.set_cwnd_bytes(ss);
         self.scoreboard.mark_lost_up_to(end);
-        self.fast_retransmit_first();
-        if let Some(t) = self.tlp.as_mut() {
-            t.deadline = None;
-        }
+        self.fast_retransmit(self.snd_una);
     }
 
     /// RFC 6675 Sec. 5 step (4.1) / RFC 6582 Sec. 3.2 step 2: RecoveryPoint = HighData;
     /// ssthresh = max(FlightSize / 2, 2 SMSS). Returns the new ssthresh.
-    fn begin_fast_recovery(&mut self) -> u64 {
+    pub(crate) fn begin_fast_recovery(&mut self) -> u64 {
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Fast,
             point: self.snd_nxt,
@@ -374,13 +365,14 @@ impl Sender {
         self.cc.reduce_ssthresh(self.flight_bytes())
     }
 
-    /// RFC 6675 Sec. 5 step (4.3): retransmit the first segment presumed lost, regardless of cwnd.
-    fn fast_retransmit_first(&mut self) {
+    /// RFC 6675 Sec. 5 step (4.3): retransmit the segment holding `offset` (the first one presumed
+    /// lost, or one a loss notification names), regardless of cwnd.
+    pub(crate) fn fast_retransmit(&mut self, offset: u64) {
         // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
         self.ecn_recover = Some(self.snd_nxt);
-        self.forced_rtx.push_back(self.snd_una);
+        self.forced_rtx.push_back(offset);
         self.stats.fast_retransmits += 1;
-        self.ledger.charge_fast_retransmit(self.snd_una);
+        self.ledger.charge_fast_retransmit(offset);
     }
 
     fn enter_fast_recovery(&mut self, dt: u32) {
@@ -396,7 +388,7 @@ impl Sender {
             let inflation = u64::from(dt.min(3)) * self.mss_bytes;
             self.cc.set_cwnd_bytes(ss + inflation);
         }
-        self.fast_retransmit_first();
+        self.fast_retransmit(self.snd_una);
     }
 
     /// An explicit request to retransmit the segment holding `offset` at once, regardless of cwnd
@@ -406,45 +398,6 @@ impl Sender {
             return false;
         }
         self.forced_rtx.push_back(offset);
-        true
-    }
-
-    /// CP (Cheng et al., NSDI'14, "Sender: reaction to PACK"): the PACK names the cut segment holding
-    /// `offset`, whose transmission carried timestamp `echo_us` (the PACK echoes it). Step 1: which
-    /// segment; step 2: is it still outstanding, unSACKed, and not already sent again since the cut
-    /// transmission (a later (re)transmission makes the PACK stale); step 3: fast retransmit it at
-    /// once. The first PACK outside recovery enters fast recovery (one window reduction per recovery,
-    /// RFC 6675 / RFC 6582: ssthresh = FlightSize / 2) and its segment goes out at once, regardless of
-    /// cwnd, as a fast retransmit does. Later PACKs in the same recovery mark their segment lost (it
-    /// leaves `pipe`) and queue it; it goes out as soon as pipe < cwnd (RFC 6675 Sec. 5 step (C)), ahead
-    /// of new data. So the ACK clock is kept and a window of cut packets is not resent in one burst.
-    /// Returns whether the segment will be retransmitted.
-    pub(crate) fn on_pack(&mut self, offset: u64, echo_us: u32) -> bool {
-        self.stats.packs_received += 1;
-        if offset < self.snd_una || offset >= self.snd_nxt {
-            return false;
-        }
-        let Some(idx) = self.scoreboard.find(offset) else {
-            return false;
-        };
-        let s = *self.scoreboard.seg(idx);
-        let sent_us = (s.sent_at.as_nanos() / 1_000) as u32;
-        if s.sacked || (sent_us.wrapping_sub(echo_us) as i32) > 0 {
-            return false;
-        }
-        self.scoreboard.mark_cut(idx);
-        self.stats.precise_retransmits += 1;
-        if self.recovery.is_none() {
-            let ss = self.begin_fast_recovery();
-            self.cc.set_cwnd_bytes(ss);
-            // A loss reduction covers the ECN reaction for this window too (RFC 3168 Sec. 6.1.2).
-            self.ecn_recover = Some(self.snd_nxt);
-            self.stats.fast_retransmits += 1;
-            self.ledger.charge_fast_retransmit(s.start);
-            self.forced_rtx.push_back(s.start);
-        } else {
-            self.pack_rtx.push_back(s.start);
-        }
         true
     }
 
@@ -460,8 +413,24 @@ impl Sender {
         self.rto_deadline = Some(now + wait);
     }
 
+    /// The sender's next deadline: the RTO or an extension's.
+    pub(crate) fn deadline(&self, ext: &Extensions) -> Option<Time> {
+        [self.rto_deadline, ext.deadline(self)]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// A timer expired: an extension's (TLP's probe timeout pre-empts the RTO when due first) or the
+    /// RTO.
+    pub(crate) fn on_timer(&mut self, now: Time, ext: &mut Extensions) {
+        if !ext.on_timer(self, now) {
+            self.on_rto(now, ext);
+        }
+    }
+
     /// RFC 6298 Sec. 5.4-5.6 and RFC 5681 Sec. 3.1: the retransmission timer expired.
-    pub(crate) fn on_rto(&mut self, now: Time) {
+    pub(crate) fn on_rto(&mut self, now: Time, ext: &mut Extensions) {
         match self.rto_deadline {
             Some(d) if d <= now => {}
             _ => return,
@@ -474,12 +443,12 @@ impl Sender {
             .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
         self.consecutive_timeouts += 1;
         let reneged = self.scoreboard.head_sacked();
-        // pFabric probe mode probes at a fixed period (the current RTO); otherwise back off. Not
-        // after reneging: Linux doubles the RTO there too, but collapses it again on the first ACK
+        // Back off unless an extension holds the RTO (pFabric probe mode probes at a fixed period).
+        // Not after reneging: Linux doubles the RTO there too, but collapses it again on the first ACK
         // of the resent data (its RTT sample from the timestamp echo resets the back-off), while our
         // Karn estimator would keep it doubled until data never retransmitted is ACKed; so we skip the
         // doubling and end up where Linux does once the left edge is ACKed (docs/tcp.md).
-        if !self.probe.on_timeout(self.consecutive_timeouts) && !reneged {
+        if !ext.on_rto(self.consecutive_timeouts) && !reneged {
             self.rtt.back_off();
         }
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost. But if the
@@ -491,7 +460,6 @@ impl Sender {
             self.scoreboard.mark_all_lost();
         }
         self.forced_rtx.clear();
-        self.pack_rtx.clear();
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Timeout,
             point: self.snd_nxt,
@@ -500,9 +468,6 @@ impl Sender {
         self.dupacks = 0;
         self.stats.timeouts += 1;
         self.ledger.charge_timeout(self.snd_una);
-        if let Some(t) = self.tlp.as_mut() {
-            t.end_episode();
-        }
         // RFC 6298 Sec. 5.5 / 5.6: restart the timer with the backed-off RTO. The retransmission of
         // the first segment follows from cwnd = 1 SMSS and NextSeg().
         self.rto_deadline = Some(now + self.rtt.rto());
@@ -515,9 +480,11 @@ impl Sender {
     /// "rescue" retransmission) are left out on purpose: RFC 6675 leaves them to the implementer,
     /// Linux does not use them, and tail-loss recovery is exactly what the schemes built on this
     /// sender (TLP, TCP-IR, CP) are compared on, so the baseline must not hide a tail loss itself.
-    pub(crate) fn next_transmission(&mut self, now: Time) -> Option<Transmission> {
-        if self.probe.active() {
-            return self.pfabric_probe(now);
+    pub(crate) fn next_transmission(&mut self, now: Time, ext: &mut Extensions) -> Option<Transmission> {
+        match ext.before_retransmissions(self, now) {
+            Step::Pass => {}
+            Step::Send(tx) => return Some(tx),
+            Step::Hold => return None,
         }
         while let Some(off) = self.forced_rtx.pop_front() {
             if let Some(idx) = self.scoreboard.find(off) {
@@ -526,30 +493,13 @@ impl Sender {
                 }
             }
         }
-        if self.tlp.is_some_and(|t| t.probe_due) {
-            if let Some(tx) = self.send_probe(now) {
-                return Some(tx);
-            }
+        match ext.after_retransmissions(self, now) {
+            Step::Pass => {}
+            Step::Send(tx) => return Some(tx),
+            Step::Hold => return None,
         }
         let used = self.used_window_bytes();
         let cwnd = self.cc.cwnd_bytes();
-        while let Some(&off) = self.pack_rtx.front() {
-            let idx = self.scoreboard.find(off);
-            let Some(idx) = idx.filter(|&i| {
-                let s = self.scoreboard.seg(i);
-                !s.sacked && !s.rtx_in_flight
-            }) else {
-                // Acknowledged, SACKed or already sent again meanwhile.
-                self.pack_rtx.pop_front();
-                continue;
-            };
-            let len = u64::from(self.scoreboard.seg(idx).len_bytes);
-            if used + len <= cwnd || used == 0 {
-                self.pack_rtx.pop_front();
-                return Some(self.retransmit(idx, now));
-            }
-            return None;
-        }
         if self.recovery.is_some() {
             if let Some(idx) = self.scoreboard.next_lost() {
                 let len = u64::from(self.scoreboard.seg(idx).len_bytes);
@@ -582,12 +532,12 @@ impl Sender {
             return None;
         }
         let tx = self.send_new(now, len);
-        self.arm_tlp(now);
+        ext.on_new_data(self, now);
         Some(tx)
     }
 
     /// Put the next `len` (at most) new bytes on the wire.
-    fn send_new(&mut self, now: Time, len: u64) -> Transmission {
+    pub(crate) fn send_new(&mut self, now: Time, len: u64) -> Transmission {
         let len = len
             .min(self.stream_end - self.snd_nxt)
             .min(self.snd_una + self.peer_window_bytes - self.snd_nxt);
@@ -606,7 +556,7 @@ impl Sender {
         }
     }
 
-    fn retransmit(&mut self, idx: usize, now: Time) -> Transmission {
+    pub(crate) fn retransmit(&mut self, idx: usize, now: Time) -> Transmission {
         self.scoreboard.on_retransmit(idx, now);
         let s = *self.scoreboard.seg(idx);
         let len = u64::from(s.len_bytes);
@@ -623,7 +573,7 @@ impl Sender {
         }
     }
 
-    fn on_data_sent(&mut self, now: Time, len: u64) {
+    pub(crate) fn on_data_sent(&mut self, now: Time, len: u64) {
         self.stats.data_segments_sent += 1;
         self.stats.payload_bytes_sent += len;
         self.last_data_sent_at = Some(now);

@@ -1,5 +1,7 @@
 //! Cumulative per-connection counters.
 
+use super::receiver::SegmentOutcome;
+
 /// Counters of one endpoint, both directions. Cumulative since construction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ConnStats {
@@ -44,4 +46,13 @@ pub struct ConnStats {
     pub precise_retransmits: u64,
     /// Cumulative ACKs that stopped at a SACKed segment (SACK reneging suspected, RFC 2018 Sec. 8).
     pub sack_renegings: u64,
+}
+
+impl ConnStats {
+    /// Count what a received data segment did.
+    pub(crate) fn count_segment(&mut self, out: &SegmentOutcome) {
+        self.bytes_delivered += out.delivered_bytes;
+        self.duplicate_segments += u64::from(out.duplicate);
+        self.out_of_order_segments += u64::from(out.out_of_order);
+    }
 }

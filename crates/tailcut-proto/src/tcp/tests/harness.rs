@@ -4,11 +4,9 @@
 
 use crate::engine::{AppEvent, Direction, Engine, Shim, Verdict};
 use crate::packet::{Addr, Ecn, FiveTuple, Packet, TcpExt, TcpFlags};
-use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::tcp::{Role, TcpConfig, TcpEndpoint};
 use crate::time::{serialization_time, Dur, Time};
-use rand::SeedableRng;
 use std::collections::BTreeMap;
 
 pub const ISN: [Seq; 2] = [Seq(0xffff_f000), Seq(77)];
@@ -127,21 +125,8 @@ pub fn test_cfg() -> TcpConfig {
 
 impl Harness {
     pub fn new(cfg: TcpConfig) -> Harness {
-        Harness::with_seed(cfg, 1)
-    }
-
-    pub fn with_seed(cfg: TcpConfig, seed: u64) -> Harness {
-        let mk = |side: usize, role| {
-            TcpEndpoint::new(
-                cfg.clone(),
-                tuple(side),
-                role,
-                ISN[side],
-                ISN[1 - side],
-                Rng::seed_from_u64(seed + side as u64),
-                Time::ZERO,
-            )
-        };
+        let mk =
+            |side: usize, role| TcpEndpoint::new(cfg.clone(), tuple(side), role, ISN[side], ISN[1 - side]);
         Harness {
             eps: [mk(0, Role::Client), mk(1, Role::Server)],
             now: Time::ZERO,

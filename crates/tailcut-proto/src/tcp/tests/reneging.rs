@@ -3,6 +3,7 @@
 //! `max(SRTT / 2, 10 ms)` (Linux `tcp_check_sack_reneging`), and the timeout forgets the SACK marks
 //! so the left edge is sent again (Linux `tcp_timeout_mark_lost`).
 
+use crate::tcp::ext::Extensions;
 use crate::tcp::sender::{AckInfo, Sender};
 use crate::tcp::TcpConfig;
 use crate::time::{Dur, Time};
@@ -21,12 +22,18 @@ fn ack(s: &mut Sender, now: Time, una: u64, blocks: &[(u64, u64)]) {
         ece: false,
         pure: true,
     };
-    s.on_ack(now, info, blocks.iter().copied(), &mut VecDeque::new());
+    s.on_ack(
+        now,
+        info,
+        blocks.iter().copied(),
+        &mut VecDeque::new(),
+        &mut Extensions::default(),
+    );
 }
 
 /// Offsets sent now, in order.
 fn sends(s: &mut Sender, now: Time) -> Vec<u64> {
-    std::iter::from_fn(|| s.next_transmission(now))
+    std::iter::from_fn(|| s.next_transmission(now, &mut Extensions::default()))
         .map(|t| t.start)
         .collect()
 }
@@ -58,9 +65,9 @@ fn a_cumulative_ack_stopping_at_sacked_data_times_out_after_half_an_rtt_and_rese
     // SRTT / 2 = 50 ms (more than Linux's 10 ms floor), not the 300 ms RTO.
     assert_eq!(s.rto_deadline, Some(ms(350)));
     assert!(sends(&mut s, ms(340)).is_empty());
-    s.on_rto(ms(349));
+    s.on_rto(ms(349), &mut Extensions::default());
     assert_eq!(s.stats.timeouts, 0);
-    s.on_rto(ms(350));
+    s.on_rto(ms(350), &mut Extensions::default());
     assert_eq!(s.stats.timeouts, 1);
     // The SACK marks are gone: go back from the left edge (cwnd = 1 segment after the timeout).
     assert_eq!(sends(&mut s, ms(350)), vec![2 * MSS]);
@@ -101,7 +108,7 @@ fn the_wait_has_a_10_ms_floor_and_never_exceeds_the_rto() {
 fn an_ordinary_timeout_keeps_the_sack_scoreboard() {
     // RFC 6675 Sec. 5.1: without reneging evidence the SACKed segments are not resent.
     let mut s = sender_in_recovery(true);
-    s.on_rto(ms(500));
+    s.on_rto(ms(500), &mut Extensions::default());
     assert_eq!(s.stats.sack_renegings, 0);
     // Segment 1 first (cwnd = 1 after the timeout); SACKed 2-10 never. The RTO doubles (600 ms).
     assert_eq!(sends(&mut s, ms(500)), vec![MSS]);
