@@ -516,7 +516,12 @@ impl<'a> Sim<'a> {
                     // The request reached the server: answer it.
                     let (a, b) = (conn.a, conn.b);
                     let resp = msg | 1;
-                    self.hand_message(a, b, resp, spec.size_bytes);
+                    self.engines[b as usize]
+                        .engine
+                        .expect_response(msg, resp, spec.size_bytes);
+                    self.engines[a as usize]
+                        .engine
+                        .send_response(self.now, msg, resp, spec.size_bytes);
                     self.drain_stack.push(a);
                 } else if self.flow_state[f].finish.is_none() {
                     // The first copy to arrive completes the flow (RepFlow).
@@ -569,22 +574,24 @@ impl<'a> Sim<'a> {
             let c = &self.conns[conn as usize];
             let (a, b) = (c.a, c.b);
             if spec.request_bytes > 0 {
-                self.hand_message(b, a, base, spec.request_bytes);
+                self.engines[a as usize]
+                    .engine
+                    .expect_request(base, spec.request_bytes);
+                self.engines[b as usize]
+                    .engine
+                    .send_request(self.now, base, spec.request_bytes);
                 self.drain(b);
             } else {
                 self.flow_state[f as usize].final_mask |= 1 << (2 * k);
-                self.hand_message(a, b, base | 1, spec.size_bytes);
+                self.engines[b as usize]
+                    .engine
+                    .expect_message(base | 1, spec.size_bytes);
+                self.engines[a as usize]
+                    .engine
+                    .send_message(self.now, base | 1, spec.size_bytes);
                 self.drain(a);
             }
         }
-    }
-
-    /// The application on `from` sends message `msg` of `len` bytes; the one on `to` frames it.
-    fn hand_message(&mut self, from: EngineId, to: EngineId, msg: u64, len: u64) {
-        self.engines[to as usize].engine.expect_message(msg, len);
-        self.engines[from as usize]
-            .engine
-            .send_message(self.now, msg, len);
     }
 
     fn connection_for(&mut self, spec: &FlowSpec) -> u32 {
