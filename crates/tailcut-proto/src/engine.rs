@@ -6,13 +6,23 @@
 //! real runtime) hands it `now` on every call and a seeded RNG at construction.
 //!
 //! # Driving an engine
-//! Inputs are application commands ([`Engine::send_message`], [`Engine::expect_message`]), received
-//! packets ([`Engine::handle_packet`]) and timer expiries ([`Engine::handle_timeout`]). After any input
+//! Inputs are application commands ([`Engine::send_message`], [`Engine::expect_message`] and their
+//! request/response forms), received packets ([`Engine::handle_packet`]) and timer expiries ([`Engine::handle_timeout`]). After any input
 //! the driver drains the outputs in this order:
 //! 1. [`Engine::poll_transmit`] until `None`: packets to put on the wire, in order;
 //! 2. [`Engine::poll_event`] until `None`: application events;
 //! 3. [`Engine::poll_timeout`]: the next deadline; the driver calls `handle_timeout` once `now` reaches
 //!    it (calling early or late is harmless: engines re-check their own timers).
+//!
+//! # Messages
+//! Message ids are the application's and opaque to engines: an engine never reads a role from one.
+//! The application says what a message is by how it hands it over: a one-way message
+//! ([`Engine::send_message`] / [`Engine::expect_message`]), a request its peer will answer
+//! ([`Engine::send_request`] / [`Engine::expect_request`]), or the response to a given request
+//! ([`Engine::send_response`] / [`Engine::expect_response`]). Engines whose wire has no notion of
+//! requests (a TCP byte stream) keep the defaults, which treat both as plain messages; engines that map
+//! requests onto their own structure (DCQUIC's bidirectional streams, a reconnecting RPC client that
+//! re-sends unanswered requests) override them.
 
 use crate::packet::Packet;
 use crate::time::Time;
@@ -61,13 +71,33 @@ impl MessageStats {
 
 /// A sans-IO protocol engine. See the module documentation for the drain order.
 pub trait Engine {
-    /// Queue a message of `len_bytes` bytes for transmission to the peer.
+    /// Queue a one-way message of `len_bytes` bytes for transmission to the peer.
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64);
 
-    /// Tell the receiving side that the next `len_bytes` bytes of the stream form message `msg`. This is
-    /// the application's framing (a length prefix in a real RPC protocol); message-native engines may
-    /// ignore it.
+    /// Tell the receiving side that the next `len_bytes` bytes of the stream form the one-way message
+    /// `msg`. This is the application's framing (a length prefix in a real RPC protocol);
+    /// message-native engines may ignore it.
     fn expect_message(&mut self, msg: MsgId, len_bytes: u64);
+
+    /// Queue request `msg`, which the peer's application will answer with a response.
+    fn send_request(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        self.send_message(now, msg, len_bytes);
+    }
+
+    /// Frame the peer's next `len_bytes` bytes as its request `msg`.
+    fn expect_request(&mut self, msg: MsgId, len_bytes: u64) {
+        self.expect_message(msg, len_bytes);
+    }
+
+    /// Queue `msg` as the response to the peer's request `request`.
+    fn send_response(&mut self, now: Time, _request: MsgId, msg: MsgId, len_bytes: u64) {
+        self.send_message(now, msg, len_bytes);
+    }
+
+    /// Frame `len_bytes` bytes from the peer as `msg`, the response to this end's request `request`.
+    fn expect_response(&mut self, _request: MsgId, msg: MsgId, len_bytes: u64) {
+        self.expect_message(msg, len_bytes);
+    }
 
     /// A packet addressed to this engine arrived. `payload` holds its bytes when the driver carries
     /// real bytes (QUIC, real sockets) and is empty in byte-less simulation.

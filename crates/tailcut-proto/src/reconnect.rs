@@ -40,17 +40,21 @@ pub struct Reconnect {
     // Client side.
     /// Requests without a complete response, in sending order, with their lengths.
     outstanding: Vec<(MsgId, u64)>,
-    resp_len: BTreeMap<MsgId, u64>,
+    /// The response framed for each outstanding request, and its length.
+    responses: BTreeMap<MsgId, (MsgId, u64)>,
+    /// Requests whose response framing the current connection has.
     registered: BTreeSet<MsgId>,
     last_progress: Time,
     resume: Option<Vec<u8>>,
     // Server side.
     expected: Vec<(MsgId, u64)>,
     delivered: BTreeMap<MsgId, u64>,
-    sent_responses: BTreeMap<MsgId, u64>,
+    /// Responses not yet acknowledged, by the request they answer: re-sent if that request is.
+    sent_responses: BTreeMap<MsgId, (MsgId, u64)>,
     duplicates: BTreeSet<MsgId>,
     resume_order: VecDeque<MsgId>,
-    held: Vec<(MsgId, u64)>,
+    /// Messages waiting for their turn in the resume order, with the request each answers.
+    held: Vec<(Option<MsgId>, MsgId, u64)>,
 }
 
 impl Reconnect {
@@ -84,7 +88,7 @@ impl Reconnect {
             events: VecDeque::new(),
             reconnects: 0,
             outstanding: Vec::new(),
-            resp_len: BTreeMap::new(),
+            responses: BTreeMap::new(),
             registered: BTreeSet::new(),
             last_progress: now,
             resume: None,
@@ -114,10 +118,10 @@ impl Reconnect {
             if self.registered.contains(&req) {
                 continue;
             }
-            let Some(&len) = self.resp_len.get(&req) else {
+            let Some(&(resp, len)) = self.responses.get(&req) else {
                 break;
             };
-            self.inner.expect_message(req | 1, len);
+            self.inner.expect_message(resp, len);
             self.registered.insert(req);
         }
     }
@@ -159,8 +163,8 @@ impl Reconnect {
             if let Some(&len) = self.delivered.get(&req) {
                 self.inner.expect_message(req, len);
                 self.duplicates.insert(req);
-                if let Some(&rlen) = self.sent_responses.get(&(req | 1)) {
-                    self.held.push((req | 1, rlen));
+                if let Some(&(resp, rlen)) = self.sent_responses.get(&req) {
+                    self.held.push((Some(req), resp, rlen));
                 }
             } else if let Some(&(_, len)) = self.expected.iter().find(|e| e.0 == req) {
                 self.inner.expect_message(req, len);
@@ -178,19 +182,16 @@ impl Reconnect {
     /// Server: sends held responses as the resume order allows.
     fn release(&mut self, now: Time) {
         loop {
-            let next = match self.resume_order.front() {
-                None => {
-                    for (m, l) in std::mem::take(&mut self.held) {
-                        self.inner.send_message(now, m, l);
-                    }
-                    return;
+            let Some(&req) = self.resume_order.front() else {
+                for (_, m, l) in std::mem::take(&mut self.held) {
+                    self.inner.send_message(now, m, l);
                 }
-                Some(&req) => req | 1,
-            };
-            let Some(pos) = self.held.iter().position(|h| h.0 == next) else {
                 return;
             };
-            let (m, l) = self.held.remove(pos);
+            let Some(pos) = self.held.iter().position(|h| h.0 == Some(req)) else {
+                return;
+            };
+            let (_, m, l) = self.held.remove(pos);
             self.inner.send_message(now, m, l);
             self.resume_order.pop_front();
         }
@@ -209,9 +210,12 @@ impl Reconnect {
                 AppEvent::MessageFailed { .. } => {}
                 AppEvent::MessageReceived { msg } => {
                     if self.client {
-                        self.outstanding.retain(|o| o.0 != msg ^ 1);
-                        self.registered.remove(&(msg ^ 1));
-                        self.resp_len.remove(&(msg ^ 1));
+                        let answered = self.responses.iter().find(|r| r.1 .0 == msg).map(|r| *r.0);
+                        if let Some(req) = answered {
+                            self.outstanding.retain(|o| o.0 != req);
+                            self.registered.remove(&req);
+                            self.responses.remove(&req);
+                        }
                         self.last_progress = now;
                         self.events.push_back(ev);
                     } else if self.duplicates.remove(&msg) {
@@ -227,7 +231,7 @@ impl Reconnect {
                 AppEvent::MessageAcked { msg, .. } => {
                     self.last_progress = now;
                     if !self.client {
-                        self.sent_responses.remove(&msg);
+                        self.sent_responses.retain(|_, r| r.0 != msg);
                     }
                     self.events.push_back(ev);
                 }
@@ -236,7 +240,20 @@ impl Reconnect {
     }
 }
 
+impl Reconnect {
+    /// Server: sends a message now, or holds it while resumed requests are answered in their order.
+    fn send_or_hold(&mut self, now: Time, request: Option<MsgId>, msg: MsgId, len_bytes: u64) {
+        if self.resume_order.is_empty() {
+            self.inner.send_message(now, msg, len_bytes);
+        } else {
+            self.held.push((request, msg, len_bytes));
+            self.release(now);
+        }
+    }
+}
+
 impl Engine for Reconnect {
+    /// The client's messages are its requests: re-sent on a new connection until answered.
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
         if self.client {
             if self.outstanding.is_empty() {
@@ -246,23 +263,32 @@ impl Engine for Reconnect {
             self.inner.send_message(now, msg, len_bytes);
             return;
         }
-        self.sent_responses.insert(msg, len_bytes);
-        if self.resume_order.is_empty() {
-            self.inner.send_message(now, msg, len_bytes);
-        } else {
-            self.held.push((msg, len_bytes));
-            self.release(now);
+        self.send_or_hold(now, None, msg, len_bytes);
+    }
+
+    fn send_response(&mut self, now: Time, request: MsgId, msg: MsgId, len_bytes: u64) {
+        if self.client {
+            self.send_message(now, msg, len_bytes);
+            return;
         }
+        self.sent_responses.insert(request, (msg, len_bytes));
+        self.send_or_hold(now, Some(request), msg, len_bytes);
     }
 
     fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
-        if self.client {
-            self.resp_len.insert(msg ^ 1, len_bytes);
-            self.flush_expect();
-        } else {
+        if !self.client {
             self.expected.push((msg, len_bytes));
-            self.inner.expect_message(msg, len_bytes);
         }
+        self.inner.expect_message(msg, len_bytes);
+    }
+
+    fn expect_response(&mut self, request: MsgId, msg: MsgId, len_bytes: u64) {
+        if !self.client {
+            self.expect_message(msg, len_bytes);
+            return;
+        }
+        self.responses.insert(request, (msg, len_bytes));
+        self.flush_expect();
     }
 
     fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {

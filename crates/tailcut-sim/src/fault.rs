@@ -2,7 +2,7 @@
 //! degradation at scheduled times, and "make a fraction of links lossy with rates drawn from a
 //! distribution, at given tiers" (FUSO Sec. 5.3).
 
-use crate::net::link::{LossConfig, LossModel};
+use crate::net::link::LossConfig;
 use crate::net::Network;
 use crate::workload::EmpiricalCdf;
 use rand::Rng as _;
@@ -183,7 +183,7 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                     Direction::Backward => vec![bw],
                 };
                 for p in ports {
-                    let base = net.ports[p as usize].delay;
+                    let base = net.ports[p as usize].delay();
                     out.push((
                         *at,
                         FaultAction::SetDelay {
@@ -233,7 +233,7 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                     },
                 ));
                 if let Some(u) = until {
-                    let orig = net.ports[lp[0] as usize].rate_bps;
+                    let orig = net.ports[lp[0] as usize].rate_bps();
                     out.push((
                         *u,
                         FaultAction::SetRate {
@@ -327,23 +327,23 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
 pub fn apply(net: &mut Network, a: &FaultAction) -> bool {
     match a {
         FaultAction::SetLoss { port, model } => {
-            net.ports[*port as usize].loss = LossModel::new(model.clone());
+            net.ports[*port as usize].set_loss(model.clone());
             false
         }
         FaultAction::SetUp { link_ports, up } => {
             for p in link_ports {
-                net.ports[*p as usize].up = *up;
+                net.ports[*p as usize].set_up(*up);
             }
             true
         }
         FaultAction::SetRate { link_ports, rate_bps } => {
             for p in link_ports {
-                net.ports[*p as usize].rate_bps = *rate_bps;
+                net.ports[*p as usize].set_rate(*rate_bps);
             }
             false
         }
         FaultAction::SetDelay { port, delay } => {
-            net.ports[*port as usize].delay = *delay;
+            net.ports[*port as usize].set_delay(*delay);
             false
         }
     }

@@ -9,7 +9,7 @@ use crate::event::{EngineId, Event, EventQueue, NodeId, PortId};
 use crate::fault::{self, FaultAction};
 use crate::hash::FxMap;
 use crate::metrics::{Conservation, FlowRecord, PathInfo, PortRecord, RunInfo};
-use crate::net::queue::{Admit, DropCause};
+use crate::net::port::Service;
 use crate::net::{routing, Network};
 use crate::transport::{ConnSetup, Transport, MAX_COPIES};
 use crate::workload::FlowSpec;
@@ -233,49 +233,15 @@ impl<'a> Sim<'a> {
     // ---- packets in the network ----------------------------------------------------------------
 
     fn enqueue(&mut self, port: PortId, id: PktId) {
-        let now_ns = self.now.0;
-        let p = &mut self.net.ports[port as usize];
-        let size = self.arena.get(id).size_bytes as u64;
-        if !p.tx_pending && p.busy_until <= self.now {
-            if let Some(marked) = p.queue.admit_to_idle(&mut self.arena, id) {
-                p.counters.enqueued_packets += 1;
-                p.counters.enqueued_bytes += size;
-                p.counters.ecn_marked += marked as u64;
-                self.transmit(port, id);
-                return;
-            }
-        }
-        let admit = p.queue.enqueue(&mut self.arena, id, now_ns, &mut p.rng);
-        let c = &mut p.counters;
-        let mut dropped: [Option<(PktId, DropCause)>; 2] = [None, None];
-        match admit {
-            Admit::Queued { marked } => {
-                c.enqueued_packets += 1;
-                c.enqueued_bytes += size;
-                c.ecn_marked += marked as u64;
-            }
-            Admit::Trimmed => {
-                c.enqueued_packets += 1;
-                c.enqueued_bytes += u64::from(self.arena.get(id).size_bytes);
-                c.trimmed += 1;
-            }
-            Admit::QueuedEvicting(v) => {
-                c.enqueued_packets += 1;
-                c.enqueued_bytes += size;
-                dropped[0] = Some((v, DropCause::Overflow));
-            }
-            Admit::Dropped(cause) => dropped[0] = Some((id, cause)),
-            Admit::DroppedEvicting(v) => {
-                dropped = [Some((v, DropCause::Overflow)), Some((id, DropCause::Overflow))];
-            }
-        }
-        c.max_occupancy_bytes = c.max_occupancy_bytes.max(p.queue.bytes());
-        for (victim, cause) in dropped.into_iter().flatten() {
-            let c = &mut self.net.ports[port as usize].counters;
-            match cause {
-                DropCause::Overflow => c.dropped_overflow += 1,
-                DropCause::Aqm => c.dropped_aqm += 1,
-            }
+        let s = self.net.ports[port as usize].offer(self.now, id, &mut self.arena);
+        self.serve(port, s);
+    }
+
+    /// Carries out what a port asks of its driver: free the packets it dropped, put the one it sent
+    /// on its wire, and wake it when its line frees.
+    #[inline(always)]
+    fn serve(&mut self, port: PortId, s: Service) {
+        for victim in s.dropped.into_iter().flatten() {
             if self.host_tsq > 0 {
                 let size = self.arena.get(victim).size_bytes as u64;
                 self.leave_host_queue(victim, size);
@@ -283,7 +249,26 @@ impl<'a> Sim<'a> {
             self.arena.remove(victim);
             self.cons.dropped += 1;
         }
-        self.kick(port);
+        if let Some(d) = s.sent {
+            if self.host_tsq > 0 {
+                let size = self.arena.get(d.id).size_bytes as u64;
+                self.leave_host_queue(d.id, size);
+            }
+            self.cons.packet_hops += 1;
+            match d.arrives {
+                Some(at) => {
+                    self.arena.set_link(d.id, port);
+                    self.events.push(at, Event::Arrive(d.id));
+                }
+                None => {
+                    self.arena.remove(d.id);
+                    self.cons.dropped += 1;
+                }
+            }
+        }
+        if let Some(at) = s.wake_at {
+            self.events.push(at, Event::TxDone(port));
+        }
     }
 
     /// A packet leaves its host's NIC queue (sent or dropped): its engine's budget is freed, and an
@@ -301,64 +286,9 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Starts a transmission if the port is idle, or makes sure a `TxDone` will serve the queue.
-    fn kick(&mut self, port: PortId) {
-        let p = &mut self.net.ports[port as usize];
-        if p.tx_pending || p.queue.is_empty() {
-            return;
-        }
-        if p.busy_until <= self.now {
-            self.start_tx(port);
-        } else {
-            p.tx_pending = true;
-            let at = p.busy_until;
-            self.events.push(at, Event::TxDone(port));
-        }
-    }
-
-    /// Serialises the head-of-line packet. The packet goes onto the wire at once (it arrives after its
-    /// serialisation plus the propagation delay); a `TxDone` is scheduled only if others wait behind it,
-    /// so an uncongested hop costs a single event.
-    fn start_tx(&mut self, port: PortId) {
-        let p = &mut self.net.ports[port as usize];
-        if let Some(id) = p.queue.dequeue(&self.arena, self.now.0) {
-            self.transmit(port, id);
-        }
-    }
-
-    fn transmit(&mut self, port: PortId, id: PktId) {
-        let size = self.arena.get(id).size_bytes as u64;
-        if self.host_tsq > 0 {
-            self.leave_host_queue(id, size);
-        }
-        let p = &mut self.net.ports[port as usize];
-        p.busy_until = self.now + serialization_time(size, p.rate_bps);
-        p.counters.tx_packets += 1;
-        p.counters.tx_bytes += size;
-        self.cons.packet_hops += 1;
-        if !p.up {
-            p.counters.dropped_link_down += 1;
-            self.arena.remove(id);
-            self.cons.dropped += 1;
-        } else if p.loss.lose(&mut p.rng) {
-            p.counters.dropped_link_loss += 1;
-            self.arena.remove(id);
-            self.cons.dropped += 1;
-        } else {
-            let at = p.busy_until + p.delay;
-            self.arena.set_link(id, port);
-            self.events.push(at, Event::Arrive(id));
-        }
-        if !p.queue.is_empty() {
-            p.tx_pending = true;
-            let at = p.busy_until;
-            self.events.push(at, Event::TxDone(port));
-        }
-    }
-
     fn tx_done(&mut self, port: PortId) {
-        self.net.ports[port as usize].tx_pending = false;
-        self.kick(port);
+        let s = self.net.ports[port as usize].wake(self.now, &self.arena);
+        self.serve(port, s);
     }
 
     fn arrive(&mut self, id: PktId) {
@@ -586,7 +516,12 @@ impl<'a> Sim<'a> {
                     // The request reached the server: answer it.
                     let (a, b) = (conn.a, conn.b);
                     let resp = msg | 1;
-                    self.hand_message(a, b, resp, spec.size_bytes);
+                    self.engines[b as usize]
+                        .engine
+                        .expect_response(msg, resp, spec.size_bytes);
+                    self.engines[a as usize]
+                        .engine
+                        .send_response(self.now, msg, resp, spec.size_bytes);
                     self.drain_stack.push(a);
                 } else if self.flow_state[f].finish.is_none() {
                     // The first copy to arrive completes the flow (RepFlow).
@@ -639,22 +574,24 @@ impl<'a> Sim<'a> {
             let c = &self.conns[conn as usize];
             let (a, b) = (c.a, c.b);
             if spec.request_bytes > 0 {
-                self.hand_message(b, a, base, spec.request_bytes);
+                self.engines[a as usize]
+                    .engine
+                    .expect_request(base, spec.request_bytes);
+                self.engines[b as usize]
+                    .engine
+                    .send_request(self.now, base, spec.request_bytes);
                 self.drain(b);
             } else {
                 self.flow_state[f as usize].final_mask |= 1 << (2 * k);
-                self.hand_message(a, b, base | 1, spec.size_bytes);
+                self.engines[b as usize]
+                    .engine
+                    .expect_message(base | 1, spec.size_bytes);
+                self.engines[a as usize]
+                    .engine
+                    .send_message(self.now, base | 1, spec.size_bytes);
                 self.drain(a);
             }
         }
-    }
-
-    /// The application on `from` sends message `msg` of `len` bytes; the one on `to` frames it.
-    fn hand_message(&mut self, from: EngineId, to: EngineId, msg: u64, len: u64) {
-        self.engines[to as usize].engine.expect_message(msg, len);
-        self.engines[from as usize]
-            .engine
-            .send_message(self.now, msg, len);
     }
 
     fn connection_for(&mut self, spec: &FlowSpec) -> u32 {
@@ -779,9 +716,9 @@ impl<'a> Sim<'a> {
         };
         for _ in 0..64 {
             let p = &self.net.ports[port as usize];
-            info.delay_ns += p.delay.0;
-            info.bottleneck_bps = info.bottleneck_bps.min(p.rate_bps);
-            info.inv_rate_sum += 1.0 / p.rate_bps as f64;
+            info.delay_ns += p.delay().0;
+            info.bottleneck_bps = info.bottleneck_bps.min(p.rate_bps());
+            info.inv_rate_sum += 1.0 / p.rate_bps() as f64;
             info.hops += 1;
             if p.peer == self.net.hosts[dst as usize] {
                 break;
@@ -872,7 +809,7 @@ impl<'a> Sim<'a> {
                     node,
                     port: i as u32,
                     peer,
-                    counters: p.counters,
+                    counters: *p.counters(),
                 }
             })
             .collect()
@@ -881,7 +818,7 @@ impl<'a> Sim<'a> {
     /// Checks that every packet is accounted for; returns the counts either way.
     pub fn conservation(&self) -> Conservation {
         let mut c = self.cons;
-        let queued: usize = self.net.ports.iter().map(|p| p.queue.packets()).sum();
+        let queued: usize = self.net.ports.iter().map(|p| p.queued_packets()).sum();
         let on_wires = self.events.packets_on_wires();
         c.in_flight = self.arena.live() as u64;
         c.ok = c.injected == c.delivered + c.dropped + c.in_flight && queued + on_wires == self.arena.live();

@@ -78,7 +78,7 @@ fn spine_tx(sim: &Sim) -> Vec<u64> {
                 .name
                 .starts_with("spine")
         })
-        .map(|&p| net.ports[p as usize].counters.tx_packets)
+        .map(|&p| net.ports[p as usize].counters().tx_packets)
         .collect()
 }
 

@@ -340,7 +340,8 @@ pub struct DcquicEngine {
     quinn_timeout: Option<Time>,
     next_check: Option<Time>,
     streams: BTreeMap<StreamId, StreamState>,
-    pending: VecDeque<(MsgId, u64)>,
+    /// Messages waiting for a stream of their kind: bidirectional for a request, else unidirectional.
+    pending: VecDeque<(MsgId, u64, Dir)>,
     /// Requests the peer sent on its bidirectional streams, waiting for their responses.
     requests_in: BTreeMap<MsgId, StreamId>,
     /// Our requests, by id, on our bidirectional streams.
@@ -542,11 +543,10 @@ impl DcquicEngine {
 
     /// Opens streams for queued messages while the peer's stream limit allows.
     fn open_pending(&mut self, now: Time) {
-        while let Some(&(msg, len)) = self.pending.front() {
+        while let Some(&(msg, len, dir)) = self.pending.front() {
             let Some((_, conn)) = self.conn.as_mut() else {
                 return;
             };
-            let dir = if msg & 1 == 0 { Dir::Bi } else { Dir::Uni };
             let Some(id) = conn.streams().open(dir) else {
                 break;
             };
@@ -939,7 +939,7 @@ impl DcquicEngine {
                         })
                         .collect();
                     failed.sort_unstable_by_key(|f| f.0);
-                    let queued = self.pending.drain(..).map(|(msg, len)| {
+                    let queued = self.pending.drain(..).map(|(msg, len, _)| {
                         let stats = MessageStats {
                             sent_bytes: len,
                             ..MessageStats::default()
@@ -1012,7 +1012,7 @@ impl DcquicEngine {
                     // The new stream limit is below the remembered one: queue it like a new message.
                     if let Some(x) = s.send {
                         self.requests_out.remove(&x.msg);
-                        self.pending.push_back((x.msg, x.len));
+                        self.pending.push_back((x.msg, x.len, id.dir()));
                     }
                 }
             }
@@ -1055,45 +1055,18 @@ impl DcquicEngine {
             self.migrate(now);
         }
     }
-}
 
-impl Engine for DcquicEngine {
-    fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
-        if msg & 1 == 1 {
-            if let Some(id) = self.requests_in.remove(&(msg ^ 1)) {
-                let lost_at_open = self.lost_bytes();
-                if let Some(s) = self.streams.get_mut(&id) {
-                    s.send = Some(SendSide {
-                        msg,
-                        len: len_bytes,
-                        lost_at_open,
-                        ..SendSide::default()
-                    });
-                    self.write(id);
-                    self.process(now);
-                    return;
-                }
-            }
-        }
-        self.pending.push_back((msg, len_bytes));
+    /// Queues a message for a stream of its own: bidirectional for a request (its response comes
+    /// back on it), unidirectional otherwise.
+    fn queue_message(&mut self, now: Time, msg: MsgId, len_bytes: u64, dir: Dir) {
+        self.pending.push_back((msg, len_bytes, dir));
         self.open_pending(now);
         self.process(now);
     }
 
-    fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
-        if msg & 1 == 1 {
-            if let Some(&id) = self.requests_out.get(&(msg ^ 1)) {
-                if let Some(s) = self.streams.get_mut(&id) {
-                    s.recv.msg = Some((msg, len_bytes));
-                    // A response already complete is reported at the next input (no `now` here).
-                    if s.recv.fin {
-                        self.framed_late.push(id);
-                    }
-                    return;
-                }
-            }
-        }
-        let dir = if msg & 1 == 0 { Dir::Bi } else { Dir::Uni };
+    /// Frames the peer's next stream of kind `dir` (peers open streams in the order their
+    /// application sends, so the k-th framed message is on the peer's k-th stream).
+    fn expect_on(&mut self, dir: Dir, msg: MsgId, len_bytes: u64) {
         let k = dir as usize;
         let idx = self.expect[k].len() as u64;
         self.expect[k].push((msg, len_bytes));
@@ -1104,6 +1077,57 @@ impl Engine for DcquicEngine {
                 self.framed_late.push(id);
             }
         }
+    }
+}
+
+impl Engine for DcquicEngine {
+    fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        self.queue_message(now, msg, len_bytes, Dir::Uni);
+    }
+
+    fn send_request(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        self.queue_message(now, msg, len_bytes, Dir::Bi);
+    }
+
+    fn send_response(&mut self, now: Time, request: MsgId, msg: MsgId, len_bytes: u64) {
+        if let Some(id) = self.requests_in.remove(&request) {
+            let lost_at_open = self.lost_bytes();
+            if let Some(s) = self.streams.get_mut(&id) {
+                s.send = Some(SendSide {
+                    msg,
+                    len: len_bytes,
+                    lost_at_open,
+                    ..SendSide::default()
+                });
+                self.write(id);
+                self.process(now);
+                return;
+            }
+        }
+        // The request's stream is gone: the response travels on a stream of its own.
+        self.queue_message(now, msg, len_bytes, Dir::Uni);
+    }
+
+    fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
+        self.expect_on(Dir::Uni, msg, len_bytes);
+    }
+
+    fn expect_request(&mut self, msg: MsgId, len_bytes: u64) {
+        self.expect_on(Dir::Bi, msg, len_bytes);
+    }
+
+    fn expect_response(&mut self, request: MsgId, msg: MsgId, len_bytes: u64) {
+        if let Some(&id) = self.requests_out.get(&request) {
+            if let Some(s) = self.streams.get_mut(&id) {
+                s.recv.msg = Some((msg, len_bytes));
+                // A response already complete is reported at the next input (no `now` here).
+                if s.recv.fin {
+                    self.framed_late.push(id);
+                }
+                return;
+            }
+        }
+        self.expect_on(Dir::Uni, msg, len_bytes);
     }
 
     fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {

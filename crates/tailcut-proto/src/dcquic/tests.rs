@@ -25,8 +25,8 @@ struct Pair {
     lost: Box<dyn Fn(Time, Addr) -> bool>,
     /// Drops a datagram by who sends it (engine index) and its size on the wire.
     drop_pkt: Box<dyn FnMut(usize, u32) -> bool>,
-    /// Response size per request id, answered by the server as soon as the request arrives.
-    responses: BTreeMap<MsgId, u64>,
+    /// Response id and size per request id, answered by the server as soon as the request arrives.
+    responses: BTreeMap<MsgId, (MsgId, u64)>,
 }
 
 fn cfg() -> DcquicConfig {
@@ -114,14 +114,14 @@ impl Pair {
         while let Some(ev) = self.e[i].poll_event() {
             self.log.push((self.now, i, ev));
             if let (1, AppEvent::MessageReceived { msg }) = (i, ev) {
-                if let Some(&len) = self.responses.get(&msg) {
-                    answer.push((msg | 1, len));
+                if let Some(&(resp, len)) = self.responses.get(&msg) {
+                    answer.push((msg, resp, len));
                 }
             }
         }
-        for (msg, len) in answer {
-            self.e[0].expect_message(msg, len);
-            self.e[1].send_message(self.now, msg, len);
+        for (req, msg, len) in answer {
+            self.e[0].expect_response(req, msg, len);
+            self.e[1].send_response(self.now, req, msg, len);
             self.drain(1);
         }
     }
@@ -175,11 +175,17 @@ impl Pair {
         }
     }
 
-    /// Starts one RPC: request `req` bytes from the client, response `resp` bytes from the server.
+    /// Starts one RPC: request `id` of `req` bytes from the client, response `id | 1` of `resp` bytes
+    /// from the server.
     fn rpc(&mut self, id: u64, req: u64, resp: u64) {
-        self.responses.insert(id, resp);
-        self.e[1].expect_message(id, req);
-        self.e[0].send_message(self.now, id, req);
+        self.rpc_answered_by(id, req, id | 1, resp);
+    }
+
+    /// Starts one RPC whose response has the id `resp_id`.
+    fn rpc_answered_by(&mut self, id: u64, req: u64, resp_id: u64, resp: u64) {
+        self.responses.insert(id, (resp_id, resp));
+        self.e[1].expect_request(id, req);
+        self.e[0].send_request(self.now, id, req);
         self.drain(0);
     }
 
@@ -236,6 +242,31 @@ fn handshake_then_rpc_completes_over_one_connection() {
     p.run(Time(100_000_000));
     assert!(p.received(3).is_some());
     assert_eq!(p.e[0].counters().handshakes, 1);
+}
+
+/// Message ids carry no role: a request with an odd id answered by a response with an unrelated id
+/// still travels as an RPC (request and response on one bidirectional stream, one stream record).
+#[test]
+fn request_and_response_ids_are_opaque() {
+    let mut p = Pair::new(cfg(), 0, 1);
+    p.rpc_answered_by(7, 1000, 40, 10_000);
+    p.run(Time(50_000_000));
+    assert!(p.received(40).is_some(), "{:?}", p.log);
+    assert!(p
+        .log
+        .iter()
+        .any(|&(_, i, ev)| i == 1 && matches!(ev, AppEvent::MessageAcked { msg: 40, .. })));
+    assert_eq!(p.e[0].counters().streams_completed, 1);
+    // A one-way message with an even id travels alone, on a unidirectional stream.
+    p.e[1].expect_message(8, 5_000);
+    p.e[0].send_message(p.now, 8, 5_000);
+    p.drain(0);
+    p.run(Time(100_000_000));
+    assert!(p
+        .log
+        .iter()
+        .any(|&(_, i, ev)| i == 1 && ev == AppEvent::MessageReceived { msg: 8 }));
+    assert_eq!(p.e[0].counters().streams_completed, 1);
 }
 
 #[test]

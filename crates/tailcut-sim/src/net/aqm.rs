@@ -1,5 +1,6 @@
-//! Queue disciplines applied when a packet arrives at a switch port: drop-tail, ECN marking at a
+//! Configuration of the queue disciplines (the experiment schema): drop-tail, ECN marking at a
 //! threshold K (DCTCP), RED (drop or mark), random drop on overflow, pFabric, and CP's payload cutting.
+//! Their rules live in `qdisc/`, one module each.
 
 use serde::{Deserialize, Serialize};
 use tailcut_proto::units::Bytes;
@@ -109,55 +110,5 @@ impl AqmConfig {
             }
             _ => Ok(()),
         }
-    }
-}
-
-/// Running RED state of one queue.
-#[derive(Clone, Debug, Default)]
-pub struct RedState {
-    pub avg_bytes: f64,
-    /// Packets since the last mark/drop (RED's `count`), -1 when below min_th.
-    pub count: i64,
-    /// When the queue went idle, for the idle-time correction of the average.
-    pub idle_since_ns: Option<u64>,
-}
-
-/// RED's decision for one arrival. `q_bytes` is the instantaneous queue; `tx_time_ns` the time to send
-/// a typical packet, used to age the average across idle periods (Floyd & Jacobson Sec. 4).
-pub fn red_should_signal(
-    st: &mut RedState,
-    cfg: (u64, u64, f64, f64),
-    q_bytes: u64,
-    now_ns: u64,
-    tx_time_ns: u64,
-    u: f64,
-) -> bool {
-    let (min_th, max_th, max_p, w_q) = cfg;
-    if let Some(idle) = st.idle_since_ns.take() {
-        let m = (now_ns.saturating_sub(idle) / tx_time_ns.max(1)) as i32;
-        st.avg_bytes *= (1.0 - w_q).powi(m.min(1_000_000));
-    }
-    st.avg_bytes = (1.0 - w_q) * st.avg_bytes + w_q * q_bytes as f64;
-    let avg = st.avg_bytes;
-    let (min_th, max_th) = (min_th as f64, max_th as f64);
-    if avg < min_th {
-        st.count = -1;
-        return false;
-    }
-    st.count += 1;
-    let pb = if avg < max_th {
-        max_p * (avg - min_th) / (max_th - min_th)
-    } else if avg < 2.0 * max_th {
-        max_p + (1.0 - max_p) * (avg - max_th) / max_th
-    } else {
-        1.0
-    };
-    let denom = 1.0 - st.count as f64 * pb;
-    let pa = if denom <= 0.0 { 1.0 } else { pb / denom };
-    if u < pa {
-        st.count = 0;
-        true
-    } else {
-        false
     }
 }

@@ -3,55 +3,20 @@
 
 pub mod aqm;
 pub mod link;
+pub mod port;
+pub mod qdisc;
 pub mod queue;
 pub mod routing;
 
+pub use port::{Port, PortCounters};
 pub use routing::Routes;
 
 use crate::event::{NodeId, PortId};
 use crate::topo::{NodeKind, TopoSpec};
-use link::LossModel;
-use queue::PortQueue;
-use tailcut_proto::rng::{self, Rng, Stream};
+use qdisc::PortQueue;
+use tailcut_proto::rng::{self, Stream};
 use tailcut_proto::time::serialization_time;
-use tailcut_proto::{Addr, Dur, Time};
-
-/// Per-port counters, reported in `ports.parquet`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortCounters {
-    pub enqueued_packets: u64,
-    pub enqueued_bytes: u64,
-    pub dropped_overflow: u64,
-    pub dropped_aqm: u64,
-    pub dropped_link_loss: u64,
-    pub dropped_link_down: u64,
-    pub ecn_marked: u64,
-    pub trimmed: u64,
-    pub max_occupancy_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-}
-
-/// The egress side of one direction of a link.
-pub struct Port {
-    pub node: NodeId,
-    pub peer: NodeId,
-    /// The port carrying the opposite direction.
-    pub reverse: PortId,
-    pub rate_bps: u64,
-    pub delay: Dur,
-    pub up: bool,
-    pub loss: LossModel,
-    pub queue: PortQueue,
-    /// The port is serialising a packet until this time.
-    pub busy_until: Time,
-    /// A `TxDone` event is pending (only while packets wait behind the one being serialised).
-    pub tx_pending: bool,
-    /// Tier of the link (0 = host-ToR, 1 = ToR-Agg/leaf-spine, 2 = Agg-Core, ...), for fault placement.
-    pub tier: u8,
-    pub counters: PortCounters,
-    pub rng: Rng,
-}
+use tailcut_proto::Addr;
 
 pub struct Node {
     pub kind: NodeKind,
@@ -96,21 +61,16 @@ impl Network {
             {
                 let id = ports.len() as PortId;
                 let typical = serialization_time(1500, l.rate_bps).as_nanos();
-                ports.push(Port {
-                    node: from,
-                    peer: to,
-                    reverse: if id == a_to_b { a_to_b + 1 } else { a_to_b },
-                    rate_bps: l.rate_bps,
-                    delay: l.delay,
-                    up: true,
-                    loss: LossModel::default(),
-                    queue: PortQueue::new(buffer, &aqm.aqm, &aqm.classes, &aqm.sched, typical),
-                    busy_until: Time::ZERO,
-                    tx_pending: false,
-                    tier: l.tier,
-                    counters: PortCounters::default(),
-                    rng: rng::stream(seed, Stream::Port, id as u64),
-                });
+                ports.push(Port::new(
+                    from,
+                    to,
+                    if id == a_to_b { a_to_b + 1 } else { a_to_b },
+                    l.tier,
+                    l.rate_bps,
+                    l.delay,
+                    PortQueue::new(buffer, &aqm.aqm, &aqm.classes, &aqm.sched, typical),
+                    rng::stream(seed, Stream::Port, id as u64),
+                ));
                 nodes[from as usize].ports.push(id);
             }
         }
@@ -155,7 +115,7 @@ impl Network {
         let rates = self
             .hosts
             .iter()
-            .map(|&n| self.ports[self.nodes[n as usize].ports[0] as usize].rate_bps)
+            .map(|&n| self.ports[self.nodes[n as usize].ports[0] as usize].rate_bps())
             .collect();
         (self.host_rack.clone(), rates)
     }

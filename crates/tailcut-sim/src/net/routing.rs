@@ -30,7 +30,7 @@ impl Routes {
             dist.iter_mut().for_each(|d| *d = u32::MAX);
             dist[host as usize] = 0;
             let first = net.ports[nic as usize].peer;
-            if !net.ports[nic as usize].up {
+            if !net.ports[nic as usize].is_up() {
                 continue;
             }
             dist[first as usize] = 1;
@@ -43,7 +43,7 @@ impl Routes {
                 for &p in &net.nodes[n as usize].ports {
                     let port = &net.ports[p as usize];
                     // Reverse direction must be up for traffic toward the destination.
-                    if !net.ports[port.reverse as usize].up {
+                    if !net.ports[port.reverse as usize].is_up() {
                         continue;
                     }
                     let m = port.peer as usize;
@@ -62,7 +62,7 @@ impl Routes {
                     let port = &net.ports[p as usize];
                     let peer = port.peer as usize;
                     let peer_ok = net.nodes[peer].kind == NodeKind::Switch || peer == host as usize;
-                    if port.up && peer_ok && dist[peer] + 1 == dist[n] {
+                    if port.is_up() && peer_ok && dist[peer] + 1 == dist[n] {
                         // A host peer is the destination only through the addressed NIC.
                         if peer == host as usize && p != net.ports[nic as usize].reverse {
                             continue;
