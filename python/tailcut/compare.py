@@ -24,11 +24,11 @@ with that single scheme, through the sweep executors (local processes or Ray), o
 ``n/a``; a scheme with ``pending = "what it needs"`` whose configuration does not validate in this build is
 marked ``pending`` (with the validation error), and runs as soon as it does validate.
 
-Per cell the table has small-flow (< 100 KB) p50 / p99 / p99.9 FCT over completed flows with the number
-unfinished beside them, the timeout fraction of small flows, extra bytes (sent minus payload, over payload,
-of completed flows) of small flows and of all flows, and the mean throughput of completed large flows
-(>= 1 MB). Schemes are ranked per scenario by p99 small-flow FCT counting unfinished small flows as
-infinitely late, then by the number of unfinished small flows, then p99.9 (same rule), then p50.
+Per cell the table has, as ``docs/metrics.md`` defines them (:mod:`tailcut.summary`), small-flow
+(< 100 KB) p50 / p99 / p99.9 FCT with unfinished flows infinitely late and their number beside them, the
+timeout fraction of small flows, extra bytes of small flows and of all flows, and the mean throughput of
+completed large flows (>= 1 MB). Schemes are ranked per scenario by small-flow p99, then by the number of
+unfinished small flows, then p99.9, then p50.
 """
 
 from __future__ import annotations
@@ -48,11 +48,10 @@ import numpy as np
 import pandas as pd
 
 from tailcut.config import ConfigSource, load_config, set_path
-from tailcut.summary import SMALL_MAX_BYTES
+from tailcut.summary import size_class, summary_stats
 from tailcut.sweep import PointOutcome
 
 SCALES = ("ci", "small", "full")
-LARGE_FLOW_BYTES = 1_000_000
 
 _SUITE_KEYS = {"name", "description", "seed", "base", "vars", "scales", "topologies", "workloads",
                "failures", "schemes"}  # fmt: skip
@@ -433,51 +432,26 @@ def run_cell(config: dict[str, Any], cell: Cell, points_dir: str) -> PointOutcom
         return PointOutcome(cell.slug, error=text)
 
 
-def _pct(values: np.ndarray, q: float) -> float:
-    return float(np.percentile(values, q)) if len(values) else math.nan
-
-
-def _tail_with_unfinished(fct: np.ndarray, unfinished: int, q: float) -> float:
-    """Percentile ``q`` when unfinished flows count as infinitely late (the ranking key)."""
-    n = len(fct) + unfinished
-    if n == 0:
-        return math.inf
-    index = math.ceil(q / 100 * n) - 1  # nearest rank
-    return float(np.sort(fct)[index]) if index < len(fct) else math.inf
-
-
 def cell_metrics(flows: pd.DataFrame) -> dict[str, float | int]:
     """The comparison's numbers for one cell's flows (see the module doc)."""
-    completed = flows["completed"].astype(bool)
-    small = flows["size_bytes"] < SMALL_MAX_BYTES
-    large = flows["size_bytes"] >= LARGE_FLOW_BYTES
-    fct = flows.loc[small & completed, "fct_ns"].astype(float).to_numpy()
-    unfinished = int((small & ~completed).sum())
-
-    def extra(mask: pd.Series) -> float:
-        # Over completed flows: an unfinished flow has sent less than its size, which would read as a
-        # saving (a black hole would look efficient).
-        done = mask & completed
-        payload = float(flows.loc[done, "size_bytes"].sum())
-        sent = float(flows.loc[done, "sent_bytes"].sum())
-        return (sent - payload) / payload if payload > 0 else math.nan
-
-    done_large = flows[large & completed]
+    classes = size_class(flows["size_bytes"])
+    small = summary_stats(flows[classes == "small"])
+    everything = summary_stats(flows)
+    large = flows[classes == "large"]
+    done_large = large[large["completed"].astype(bool)]
     tput = (done_large["size_bytes"].astype(float) * 8 / done_large["fct_ns"].astype(float)).to_numpy()
     return {
-        "small_flows": int(small.sum()),
-        "small_unfinished": unfinished,
-        "p50_us": _pct(fct, 50) / 1e3,
-        "p99_us": _pct(fct, 99) / 1e3,
-        "p999_us": _pct(fct, 99.9) / 1e3,
-        "timeout_fraction": float((flows.loc[small, "timeouts"] > 0).mean()) if small.any() else math.nan,
-        "extra_bytes_small": extra(small),
-        "extra_bytes_all": extra(pd.Series(True, index=flows.index)),
-        "large_flows": int(large.sum()),
-        "large_unfinished": int((large & ~completed).sum()),
+        "small_flows": small["count"],
+        "small_unfinished": small["unfinished"],
+        "p50_us": small["p50_fct_ns"] / 1e3,
+        "p99_us": small["p99_fct_ns"] / 1e3,
+        "p999_us": small["p999_fct_ns"] / 1e3,
+        "timeout_fraction": small["timeout_fraction"],
+        "extra_bytes_small": small["extra_bytes_ratio"],
+        "extra_bytes_all": everything["extra_bytes_ratio"],
+        "large_flows": len(large),
+        "large_unfinished": len(large) - len(done_large),
         "large_tput_gbps": float(tput.mean()) if len(tput) else math.nan,
-        "rank_p99_us": _tail_with_unfinished(fct, unfinished, 99) / 1e3,
-        "rank_p999_us": _tail_with_unfinished(fct, unfinished, 99.9) / 1e3,
     }
 
 
@@ -485,7 +459,7 @@ COLUMNS = [
     "scenario", "topology", "workload", "failure", "scheme", "combination", "status", "reason",
     "small_flows", "small_unfinished", "p50_us", "p99_us", "p999_us", "timeout_fraction",
     "extra_bytes_small", "extra_bytes_all", "large_flows", "large_unfinished", "large_tput_gbps",
-    "rank_p99_us", "rank_p999_us", "wall_s", "rank", "not_measured",
+    "wall_s", "rank", "not_measured",
 ]  # fmt: skip
 
 
@@ -526,17 +500,18 @@ def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.Da
 def rank(table: pd.DataFrame) -> pd.Series:
     """Rank of each cell within its scenario (1 = best; ties share the lower rank); NaN unless status ok.
 
-    Key: p99 small-flow FCT with unfinished flows infinitely late, then the number of unfinished small
-    flows (so that, when many flows are stuck, fewer stuck wins), then p99.9 likewise, then p50.
+    Key: p99 small-flow FCT (unfinished flows are infinitely late in it), then the number of unfinished
+    small flows (so that, when many flows are stuck, fewer stuck wins), then p99.9, then p50; a cell
+    without small flows ranks last.
     """
     ranks = pd.Series(np.nan, index=table.index, dtype=float)
     ok = table[table["status"] == OK]
     for _, group in ok.groupby("scenario", sort=False):
         keys = {
             i: (
-                group.at[i, "rank_p99_us"],
+                _nan_last(group.at[i, "p99_us"]),
                 group.at[i, "small_unfinished"],
-                group.at[i, "rank_p999_us"],
+                _nan_last(group.at[i, "p999_us"]),
                 _nan_last(group.at[i, "p50_us"]),
             )
             for i in group.index

@@ -154,13 +154,19 @@ class Result:
 
 
 def summary_json(summary: pd.DataFrame) -> str:
-    """The summary table as JSON records; NaN (an empty class) becomes null."""
+    """The summary table as JSON records; NaN (an empty class) becomes null and an infinite percentile
+    (one among unfinished flows) the string "inf", as JSON has neither."""
     records = summary.to_dict(orient="records")
-    clean = [
-        {k: (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in r.items()}
-        for r in records
-    ]
+    clean = [{k: _json_number(_plain(v)) for k, v in r.items()} for r in records]
     return json.dumps(clean, indent=2) + "\n"
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
 
 
 def _plain(value: Any) -> Any:

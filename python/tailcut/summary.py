@@ -1,28 +1,34 @@
 """Per-scheme, per-size-class FCT statistics: the numbers a results table in a paper shows.
 
-Rules (kept here in one place because every figure and table depends on them):
+The rules are ``docs/metrics.md``'s, the same as the Rust ``tailcut_sim::summary`` (the report examples
+and ``tailcut-bench`` use that one); ``tests/metrics/cases.json`` holds records with the figures both must
+give:
 
 - Size classes by flow size in bytes (KB = 1000 B, as in the config units): ``small`` < 100 KB,
-  ``medium`` 100 KB .. < 10 MB, ``large`` >= 10 MB, plus ``all``.
-- FCT percentiles (p50, p95, p99, p99.9) and the mean are over *completed* flows only, with numpy's linear
-  interpolation; flows that did not finish are never silently dropped: ``unfinished`` is reported beside
-  them, and ``count`` includes them.
+  ``medium`` 100 KB .. < 1 MB, ``large`` >= 1 MB, plus ``all``.
+- FCT percentiles (p50, p95, p99, p99.9) by nearest rank over *all* flows of the group, unfinished ones
+  counted as infinitely late (a percentile that falls among them is ``inf``); the mean is over completed
+  flows only. ``unfinished`` is reported beside them and ``count`` includes it.
 - ``timeout_fraction``: share of all flows in the group (finished or not) with ``timeouts > 0``.
-- ``extra_bytes_ratio``: ``sum(sent_bytes - size_bytes) / sum(size_bytes)`` over the group, i.e. the bytes
-  put on the wire beyond the payload (retransmissions, FEC, redundancy) per payload byte.
+- ``extra_bytes_ratio``: bytes every flow sent (finished or not) beyond the payload of the completed
+  flows, over that payload; a flow's payload is its size plus its request. An unfinished flow's bytes
+  delivered no message, so they are all extra. ``redundant_bytes_ratio``: redundant bytes (copies, coded
+  packets, replicas) of every flow over the same payload.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 SMALL_MAX_BYTES = 100_000
-LARGE_MIN_BYTES = 10_000_000
+LARGE_MIN_BYTES = 1_000_000
 SIZE_CLASSES = ("small", "medium", "large", "all")
-PERCENTILES = {"p50": 50.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+# Thousandths, so that ranks are integers: 99.9 / 100 * 1000 is 999.0000000000001 in floating point.
+PERCENTILES = {"p50": 500, "p95": 950, "p99": 990, "p999": 999}
 
 SUMMARY_COLUMNS = [
     "size_class",
@@ -33,7 +39,21 @@ SUMMARY_COLUMNS = [
     *[f"{name}_fct_ns" for name in PERCENTILES],
     "timeout_fraction",
     "extra_bytes_ratio",
+    "redundant_bytes_ratio",
 ]
+
+
+def percentile(finished: np.ndarray, unfinished: int, per_mille: int) -> float:
+    """The ``per_mille`` percentile by nearest rank of the sorted completion times ``finished`` and
+    ``unfinished`` more that count as infinitely late: the value of rank ``ceil(per_mille * n / 1000)``.
+
+    ``inf`` when that rank falls among the unfinished flows, NaN without any flow.
+    """
+    n = len(finished) + unfinished
+    if n == 0:
+        return math.nan
+    rank = max(-(-per_mille * n // 1000), 1)
+    return float(finished[rank - 1]) if rank <= len(finished) else math.inf
 
 
 def size_class(size_bytes: pd.Series) -> pd.Series:
@@ -44,23 +64,34 @@ def size_class(size_bytes: pd.Series) -> pd.Series:
     return pd.Series(labels, index=size_bytes.index, name="size_class")
 
 
-def _stats(group: pd.DataFrame) -> dict[str, float | int]:
+def payload_bytes(flows: pd.DataFrame) -> pd.Series:
+    """Each flow's payload: its size plus its request (tables without requests have none)."""
+    return flows["size_bytes"] + flows.get("request_bytes", 0)
+
+
+def _ratio(x: float, of: float) -> float:
+    return x / of if of > 0 else math.nan
+
+
+def summary_stats(group: pd.DataFrame) -> dict[str, float | int]:
+    """The figures of one group of flows (see the module doc)."""
     completed_mask = group["completed"].astype(bool)
-    fct = group.loc[completed_mask, "fct_ns"].astype(float).dropna().to_numpy()
+    fct = np.sort(group.loc[completed_mask, "fct_ns"].astype(float).to_numpy())
+    unfinished = int((~completed_mask).sum())
     row: dict[str, float | int] = {
         "count": len(group),
         "completed": int(completed_mask.sum()),
-        "unfinished": int((~completed_mask).sum()),
-        "mean_fct_ns": float(fct.mean()) if len(fct) else float("nan"),
+        "unfinished": unfinished,
+        "mean_fct_ns": float(fct.mean()) if len(fct) else math.nan,
     }
-    for name, q in PERCENTILES.items():
-        row[f"{name}_fct_ns"] = float(np.percentile(fct, q)) if len(fct) else float("nan")
-    row["timeout_fraction"] = float((group["timeouts"] > 0).mean()) if len(group) else float("nan")
-    payload = float(group["size_bytes"].sum())
-    if "sent_bytes" in group and payload > 0:
-        row["extra_bytes_ratio"] = float((group["sent_bytes"] - group["size_bytes"]).sum()) / payload
-    else:
-        row["extra_bytes_ratio"] = float("nan")
+    for name, per_mille in PERCENTILES.items():
+        row[f"{name}_fct_ns"] = percentile(fct, unfinished, per_mille)
+    row["timeout_fraction"] = float((group["timeouts"] > 0).mean()) if len(group) else math.nan
+    delivered = float(payload_bytes(group)[completed_mask].sum())
+    sent = float(group["sent_bytes"].sum()) if "sent_bytes" in group else math.nan
+    redundant = float(group["redundant_bytes"].sum()) if "redundant_bytes" in group else math.nan
+    row["extra_bytes_ratio"] = _ratio(sent, delivered) - 1
+    row["redundant_bytes_ratio"] = _ratio(redundant, delivered)
     return row
 
 
@@ -80,5 +111,5 @@ def summarize(flows: pd.DataFrame, by: Sequence[str] = ("scheme",)) -> pd.DataFr
         group_classes = classes.loc[group.index]
         for cls in SIZE_CLASSES:
             part = group if cls == "all" else group[group_classes == cls]
-            rows.append({**ids, "size_class": cls, **_stats(part)})
+            rows.append({**ids, "size_class": cls, **summary_stats(part)})
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])

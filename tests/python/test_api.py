@@ -100,22 +100,6 @@ def test_progress_callback_exception_propagates() -> None:
     pytest.fail("the callback's exception was swallowed")
 
 
-def test_conservation_violation_raises_simulation_error() -> None:
-    from tailcut.runner import check_conservation
-
-    ok = {
-        "scheme": "tcp",
-        "conservation": {"sent": 3, "delivered": 3, "dropped": 0, "in_flight": 0, "ok": True},
-    }
-    bad = {
-        "scheme": "fuso",
-        "conservation": {"sent": 3, "delivered": 1, "dropped": 0, "in_flight": 0, "ok": False},
-    }
-    check_conservation([ok])
-    with pytest.raises(tailcut.SimulationError, match=r"fuso.*sent=3, delivered=1"):
-        check_conservation([ok, bad])
-
-
 def test_notebook_html_repr() -> None:
     res = tailcut.run(TINY)
     assert "<table" in res._repr_html_() and f"{len(res.flows)} flows" in res._repr_html_()

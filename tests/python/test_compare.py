@@ -227,13 +227,14 @@ def test_cell_metrics() -> None:
     sizes = [10_000] * 100 + [2_000_000]
     m = cell_metrics(flows_table(fcts, sizes))
     assert m["small_flows"] == 100 and m["small_unfinished"] == 1
-    assert m["p50_us"] == pytest.approx(50.0, abs=1)
     # Nearest rank over 100 small flows: the 99th is the slowest completed one, the 100th the unfinished.
-    assert m["rank_p99_us"] == pytest.approx(8000.0) and m["rank_p999_us"] == math.inf
+    assert m["p50_us"] == 50.0
+    assert m["p99_us"] == 8000.0 and m["p999_us"] == math.inf
     assert m["timeout_fraction"] == pytest.approx(0.01)
     assert m["large_flows"] == 1 and m["large_unfinished"] == 0
     assert m["large_tput_gbps"] == pytest.approx(2_000_000 * 8 / 2e6)
-    assert m["extra_bytes_small"] == pytest.approx(1000 / 10_000)  # over the 99 completed small flows
+    # Every small flow sent 11 000 B; only the 99 completed ones delivered their 10 000 B.
+    assert m["extra_bytes_small"] == pytest.approx(100 * 11_000 / (99 * 10_000) - 1)
 
 
 def test_rank_counts_unfinished_as_worst_and_shares_ties() -> None:
@@ -242,9 +243,9 @@ def test_rank_counts_unfinished_as_worst_and_shares_ties() -> None:
             "scenario": ["s"] * 5 + ["t", "s", "s"],
             "scheme": ["a", "b", "c", "d", "e", "a", "g", "h"],
             "status": [OK, OK, OK, OK, NOT_APPLICABLE, OK, OK, OK],
-            "rank_p99_us": [10.0, 5.0, math.inf, 5.0, math.nan, 1.0, math.inf, math.inf],
+            "p99_us": [10.0, 5.0, math.inf, 5.0, math.nan, 1.0, math.inf, math.inf],
             "small_unfinished": [0, 0, 9, 0, 0, 0, 3, 9],
-            "rank_p999_us": [20.0, 9.0, math.inf, 9.0, math.nan, 1.0, math.inf, math.inf],
+            "p999_us": [20.0, 9.0, math.inf, 9.0, math.nan, 1.0, math.inf, math.inf],
             "p50_us": [1.0, 2.0, 0.5, 2.0, math.nan, 1.0, 9.0, 0.4],
         }
     )
@@ -263,7 +264,7 @@ def fake_table() -> pd.DataFrame:
                  "scheme": scheme, "combination": False, "status": OK, "reason": "", "small_flows": 10,
                  "small_unfinished": 0, "p50_us": 1.0, "p99_us": p99, "p999_us": p99, "timeout_fraction": 0.0,
                  "extra_bytes_small": 0.1, "extra_bytes_all": 0.1, "large_flows": 1, "large_unfinished": 0,
-                 "large_tput_gbps": 9.0, "rank_p99_us": p99, "rank_p999_us": p99, "wall_s": 0.1}
+                 "large_tput_gbps": 9.0, "wall_s": 0.1}
             )  # fmt: skip
         rows.append({**rows[-1], "scheme": "c", "status": PENDING, "reason": "needs its branch"})
     table = pd.DataFrame(rows)

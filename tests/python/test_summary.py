@@ -1,8 +1,11 @@
-"""Summary math on a hand-made flows table."""
+"""The summary's definition (docs/metrics.md) on hand-made flows tables and on the cases the Rust summary
+checks too (tests/metrics/cases.json)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -11,6 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tailcut import summarize
+from tailcut.summary import PERCENTILES, percentile, size_class
+
+CASES = json.loads((Path(__file__).parents[1] / "metrics" / "cases.json").read_text())
 
 
 def flows(rows: list[tuple]) -> pd.DataFrame:
@@ -25,8 +31,8 @@ def table() -> pd.DataFrame:
         for i in range(100)
     ]
     small.append(("tcp", 99_999, 99_999, math.nan, 3, False))  # unfinished, still counted
-    medium = [("tcp", 100_000, 110_000, 1e6, 0, True), ("tcp", 9_999_999, 9_999_999, 2e6, 0, True)]
-    large = [("tcp", 10_000_000, 10_000_000, 5e7, 0, True)]
+    medium = [("tcp", 100_000, 110_000, 1e6, 0, True), ("tcp", 999_999, 999_999, 2e6, 0, True)]
+    large = [("tcp", 1_000_000, 1_000_000, 5e7, 0, True)]
     other = [("dctcp", 5_000, 5_000, 10.0, 0, True)]
     return flows(small + medium + large + other)
 
@@ -38,22 +44,20 @@ def row(summary: pd.DataFrame, scheme: str, cls: str) -> pd.Series:
 def test_size_classes_boundaries(table: pd.DataFrame) -> None:
     s = summarize(table)
     assert row(s, "tcp", "small")["count"] == 101  # 99_999 B is small
-    assert row(s, "tcp", "medium")["count"] == 2  # 100_000 and 9_999_999 B
-    assert row(s, "tcp", "large")["count"] == 1  # 10_000_000 B
+    assert row(s, "tcp", "medium")["count"] == 2  # 100_000 and 999_999 B
+    assert row(s, "tcp", "large")["count"] == 1  # 1_000_000 B
     assert row(s, "tcp", "all")["count"] == 104
     assert list(s["size_class"].unique()) == ["small", "medium", "large", "all"]
 
 
-def test_percentiles_over_completed_flows_only(table: pd.DataFrame) -> None:
+def test_percentiles_by_nearest_rank_with_unfinished_flows_infinitely_late(table: pd.DataFrame) -> None:
     r = row(summarize(table), "tcp", "small")
-    fct = np.arange(1, 101, dtype=float)
     assert r["completed"] == 100
     assert r["unfinished"] == 1
-    assert r["mean_fct_ns"] == pytest.approx(50.5)
-    assert r["p50_fct_ns"] == pytest.approx(np.percentile(fct, 50))
-    assert r["p95_fct_ns"] == pytest.approx(95.05)
-    assert r["p99_fct_ns"] == pytest.approx(99.01)
-    assert r["p999_fct_ns"] == pytest.approx(99.901)
+    assert r["mean_fct_ns"] == pytest.approx(50.5)  # over the completed flows
+    # 101 flows: ranks ceil(0.5 * 101) = 51, 96, 100 and 101, the unfinished one.
+    assert (r["p50_fct_ns"], r["p95_fct_ns"], r["p99_fct_ns"]) == (51, 96, 100)
+    assert r["p999_fct_ns"] == math.inf
 
 
 def test_timeout_fraction_counts_all_flows(table: pd.DataFrame) -> None:
@@ -61,12 +65,17 @@ def test_timeout_fraction_counts_all_flows(table: pd.DataFrame) -> None:
     assert row(summarize(table), "tcp", "small")["timeout_fraction"] == pytest.approx(3 / 101)
 
 
-def test_extra_bytes_ratio(table: pd.DataFrame) -> None:
+def test_extra_bytes_ratio_counts_what_unfinished_flows_sent(table: pd.DataFrame) -> None:
     s = summarize(table)
-    small_payload = 100 * 1_000 + 99_999
-    assert row(s, "tcp", "small")["extra_bytes_ratio"] == pytest.approx(500 / small_payload)
-    assert row(s, "tcp", "medium")["extra_bytes_ratio"] == pytest.approx(10_000 / 10_099_999)
+    # The unfinished small flow's 99 999 B delivered nothing: all extra, over the 100 completed flows' bytes.
+    assert row(s, "tcp", "small")["extra_bytes_ratio"] == pytest.approx((500 + 99_999) / 100_000)
+    assert row(s, "tcp", "medium")["extra_bytes_ratio"] == pytest.approx(10_000 / 1_099_999)
     assert row(s, "tcp", "large")["extra_bytes_ratio"] == 0
+
+
+def test_a_request_is_payload() -> None:
+    t = flows([("tcp", 1_000, 1_200, 5.0, 0, True)]).assign(request_bytes=[100])
+    assert row(summarize(t), "tcp", "all")["extra_bytes_ratio"] == pytest.approx(100 / 1_100)
 
 
 def test_empty_class_has_zero_count_and_nan_stats(table: pd.DataFrame) -> None:
@@ -78,7 +87,7 @@ def test_empty_class_has_zero_count_and_nan_stats(table: pd.DataFrame) -> None:
 def test_all_unfinished_reports_them() -> None:
     r = row(summarize(flows([("tcp", 10, 10, math.nan, 1, False)] * 3)), "tcp", "all")
     assert r["count"] == 3 and r["unfinished"] == 3 and r["completed"] == 0
-    assert math.isnan(r["p50_fct_ns"])
+    assert r["p50_fct_ns"] == math.inf and math.isnan(r["mean_fct_ns"])
 
 
 def test_group_by_extra_columns(table: pd.DataFrame) -> None:
@@ -115,6 +124,50 @@ def test_summary_invariants(rows: list[tuple]) -> None:
     for _, r in s[s["completed"] > 0].iterrows():
         q = [r["p50_fct_ns"], r["p95_fct_ns"], r["p99_fct_ns"], r["p999_fct_ns"]]
         assert q == sorted(q)
-        assert r["p999_fct_ns"] <= table["fct_ns"].max() + 1e-6
+        assert r["p999_fct_ns"] == math.inf or r["p999_fct_ns"] <= table["fct_ns"].max()
+        assert (r["p999_fct_ns"] == math.inf) == (math.ceil(0.999 * r["count"]) > r["completed"])
     assert (s["extra_bytes_ratio"].dropna() >= 0).all()
     assert s["timeout_fraction"].dropna().between(0, 1).all()
+
+
+def _expected(value: object) -> float:
+    return math.inf if value == "inf" else math.nan if value is None else float(value)  # type: ignore[arg-type]
+
+
+def _same(got: float, want: float) -> bool:
+    return (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES["summaries"], ids=lambda c: c["name"])
+def test_shared_cases_give_the_same_figures_as_rust(case: dict) -> None:
+    cols = ["size_bytes", "request_bytes", "fct_ns", "timeouts", "sent_bytes", "redundant_bytes"]
+    t = pd.DataFrame(case["flows"], columns=cols).assign(scheme="s")
+    t["completed"] = t["fct_ns"].notna()
+    s = summarize(t)
+    for cls, want in case["expect"].items():
+        r = row(s, "s", cls).rename({"count": "flows"})
+        for figure, value in want.items():
+            assert _same(float(r[figure]), _expected(value)), (cls, figure, r[figure], value)
+
+
+@pytest.mark.parametrize("case", CASES["percentiles"], ids=lambda c: c["name"])
+def test_shared_percentile_cases_give_the_same_ranks_as_rust(case: dict) -> None:
+    lo, hi = case["finished_range"]
+    finished = np.arange(lo, hi + 1, dtype=float)
+    for name, per_mille in PERCENTILES.items():
+        got = percentile(finished, case["unfinished"], per_mille)
+        assert _same(got, _expected(case["expect"][name])), (name, got)
+
+
+def test_size_class_boundaries_match_the_shared_constants() -> None:
+    sizes = pd.Series([99_999, 100_000, 999_999, 1_000_000])
+    assert size_class(sizes).tolist() == ["small", "medium", "medium", "large"]
+
+
+def test_summary_json_is_strict_json_with_inf_as_a_string() -> None:
+    from tailcut.results import summary_json
+
+    text = summary_json(summarize(flows([("tcp", 10, 10, math.nan, 1, False)] * 3)))
+    records = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    every = next(r for r in records if r["size_class"] == "all")
+    assert every["p99_fct_ns"] == "inf" and every["mean_fct_ns"] is None

@@ -16,6 +16,8 @@ pub mod reconnect;
 pub mod rng;
 pub mod seq;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod time;
 pub mod tls13;
 pub mod tracks;

@@ -1,6 +1,7 @@
 //! Runs the CP experiments (`experiments/cp/*.toml`) and prints, per scheme and workload component:
 //! flows completed, goodput (the component's bytes over the time from its first start to its last
-//! finish), mean / p99 / p99.9 completion time, retransmission timeouts, and the payload cuts and
+//! finish), mean / p99 / p99.9 completion time (as `docs/metrics.md` defines them: nearest rank,
+//! unfinished flows infinitely late), retransmission timeouts, and the payload cuts and
 //! overflow drops at switch ports.
 //!
 //! `cargo run --release -p tailcut-sim --example cp_report -- experiments/cp/outcast.toml`
@@ -10,18 +11,10 @@
 
 use std::process::ExitCode;
 use tailcut_sim::api;
+use tailcut_sim::summary::Summary;
 use tailcut_sim::topo::TopologyConfig;
 use tailcut_sim::workload::Pattern;
 use tailcut_sim::{run, Experiment};
-
-fn percentile(sorted: &[u64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    // Nearest rank.
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1] as f64
-}
 
 fn report(exp: &Experiment, label: &str) -> Result<(), String> {
     let t = run(exp, &mut |_| true).map_err(|e| e.to_string())?;
@@ -41,9 +34,7 @@ fn report(exp: &Experiment, label: &str) -> Result<(), String> {
             if fl.is_empty() {
                 continue;
             }
-            let done = fl.iter().filter(|f| f.finish_ns.is_some()).count();
-            let mut fct: Vec<u64> = fl.iter().filter_map(|f| f.fct_ns()).collect();
-            fct.sort_unstable();
+            let sum = Summary::over(fl.iter().copied());
             let bytes: u64 = fl
                 .iter()
                 .filter(|f| f.finish_ns.is_some())
@@ -52,7 +43,6 @@ fn report(exp: &Experiment, label: &str) -> Result<(), String> {
             let first = fl.iter().map(|f| f.start_ns).min().unwrap_or(0);
             let last = fl.iter().filter_map(|f| f.finish_ns).max().unwrap_or(first);
             let goodput_mbps = bytes as f64 * 8.0 / (last - first).max(1) as f64 * 1e3;
-            let mean = fct.iter().sum::<u64>() as f64 / fct.len().max(1) as f64;
             let timeouts: u64 = fl.iter().map(|f| u64::from(f.stats.timeouts)).sum();
             let to_flows = fl.iter().filter(|f| f.stats.timeouts > 0).count();
             let size_all: u64 = fl.iter().map(|f| f.size_bytes).sum();
@@ -62,12 +52,12 @@ fn report(exp: &Experiment, label: &str) -> Result<(), String> {
                 "{label:<22} {:<10} {:<8} flows {:>5}/{:<5} goodput {:>8.1} Mbps  fct mean {:>8.3} p99 {:>8.3} p99.9 {:>8.3} ms  timeouts {:>5} ({} flows)  rtx {:>5.2}%  cut {:>7}  dropped {:>7}",
                 s.name,
                 w.name,
-                done,
-                fl.len(),
+                sum.completed,
+                sum.flows,
                 goodput_mbps,
-                mean / 1e6,
-                percentile(&fct, 0.99) / 1e6,
-                percentile(&fct, 0.999) / 1e6,
+                sum.mean_fct_ns / 1e6,
+                sum.p99_fct_ns / 1e6,
+                sum.p999_fct_ns / 1e6,
                 timeouts,
                 to_flows,
                 rtx_pct,

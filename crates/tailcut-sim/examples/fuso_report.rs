@@ -1,23 +1,16 @@
 //! Runs FUSO experiment files (`experiments/fuso/*.toml`) and prints one line per scheme: query flows
-//! completed, mean / p99 FCT of the queries (flows < 100 KB of the `query` component, or of every
-//! component when there is none), the fraction of them with a retransmission timeout, their extra load
-//! (redundant bytes over their bytes), and for incast files the round completion time (the last flow
-//! of each round), mean and worst over the rounds.
+//! completed, mean / p99 FCT of the queries (small flows of the `query` component, or every flow when
+//! there is none), the fraction of them with a retransmission timeout, their extra load (redundant
+//! bytes over their delivered bytes), all as `docs/metrics.md` defines them, and for incast files the
+//! round completion time (the last flow of each round), mean and worst over the rounds.
 //!
 //! `cargo run --release -p tailcut-sim --example fuso_report -- experiments/fuso/net_loss_2.toml`
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use tailcut_sim::metrics::FlowRecord;
+use tailcut_sim::summary::{SizeClass, Summary};
 use tailcut_sim::{api, run, Experiment};
-
-fn percentile(sorted: &[u64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1] as f64
-}
 
 fn report(exp: &Experiment) -> Result<(), String> {
     let wall = tailcut_sim::run::WallClock::start();
@@ -31,29 +24,23 @@ fn report(exp: &Experiment) -> Result<(), String> {
             .filter(|f| f.scheme == s.name)
             .filter(|f| {
                 if has_query {
-                    f.component == "query" && f.size_bytes < 100_000
+                    f.component == "query" && SizeClass::of(f.size_bytes) == SizeClass::Small
                 } else {
                     true
                 }
             })
             .collect();
-        let done = fl.iter().filter(|f| f.finish_ns.is_some()).count();
-        let mut fct: Vec<u64> = fl.iter().filter_map(|f| f.fct_ns()).collect();
-        fct.sort_unstable();
-        let mean = fct.iter().sum::<u64>() as f64 / fct.len().max(1) as f64;
-        let to = fl.iter().filter(|f| f.stats.timeouts > 0).count() as f64 / fl.len().max(1) as f64;
-        let size: u64 = fl.iter().map(|f| f.size_bytes + f.request_bytes).sum();
-        let red: u64 = fl.iter().map(|f| f.stats.redundant_bytes).sum();
+        let sum = Summary::over(fl.iter().copied());
         let mut line = format!(
             "{:<28} {:<10} flows {:>5}/{:<5} mean {:>8.3} ms  p99 {:>8.3} ms  timeout frac {:.4}  extra {:.3}",
             exp.name,
             s.name,
-            done,
-            fl.len(),
-            mean / 1e6,
-            percentile(&fct, 0.99) / 1e6,
-            to,
-            red as f64 / size.max(1) as f64,
+            sum.completed,
+            sum.flows,
+            sum.mean_fct_ns / 1e6,
+            sum.p99_fct_ns / 1e6,
+            sum.timeout_fraction,
+            sum.redundant_bytes_ratio,
         );
         if incast {
             // Rounds start together: group by start time; a round ends with its last flow.

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod net;
 pub mod run;
 pub mod sim;
+pub mod summary;
 mod tagged;
 pub mod topo;
 pub mod transport;

@@ -1,4 +1,4 @@
-//! Per-flow and per-port records, and the conservation check.
+//! Per-flow and per-port records, and the conservation check (their summary: `summary`).
 
 use crate::net::PortCounters;
 use serde::Serialize;
@@ -85,57 +85,4 @@ pub struct RunInfo {
     /// Engine counters summed over engines (e.g. `dcquic_migrations`); absent if no engine keeps any.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub engine_counters: BTreeMap<String, u64>,
-}
-
-/// One scheme's headline numbers over a set of flow records (used by `tailcut-bench` and the tests).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Summary {
-    pub flows: u64,
-    pub completed: u64,
-    pub mean_fct_ns: f64,
-    pub p95_fct_ns: f64,
-    pub p99_fct_ns: f64,
-    /// Fraction of flows that suffered at least one retransmission timeout.
-    pub timeout_fraction: f64,
-    /// Payload bytes sent (all copies, retransmissions, coded packets) over the flows' bytes.
-    pub sent_over_size: f64,
-    /// Redundant bytes (copies, coded packets, replicas) over the flows' bytes.
-    pub redundant_over_size: f64,
-}
-
-impl Summary {
-    /// Summarises the records of `scheme` (FCT over completed flows; p99 by nearest rank).
-    pub fn of(records: &[FlowRecord], scheme: &str) -> Summary {
-        Summary::of_where(records, scheme, |_| true)
-    }
-
-    /// Summarises the records of `scheme` that `keep` selects (e.g. small flows).
-    pub fn of_where(records: &[FlowRecord], scheme: &str, keep: impl Fn(&FlowRecord) -> bool) -> Summary {
-        let rs: Vec<&FlowRecord> = records.iter().filter(|r| r.scheme == scheme && keep(r)).collect();
-        let mut fcts: Vec<u64> = rs.iter().filter_map(|r| r.fct_ns()).collect();
-        fcts.sort_unstable();
-        let n = rs.len().max(1) as f64;
-        let size: u64 = rs.iter().map(|r| r.size_bytes + r.request_bytes).sum();
-        let sent: u64 = rs.iter().map(|r| r.stats.sent_bytes).sum();
-        let redundant: u64 = rs.iter().map(|r| r.stats.redundant_bytes).sum();
-        let pct = |q: f64| {
-            if fcts.is_empty() {
-                f64::NAN
-            } else {
-                let rank = ((fcts.len() as f64) * q).ceil() as usize;
-                fcts[rank.clamp(1, fcts.len()) - 1] as f64
-            }
-        };
-        let (p95, p99) = (pct(0.95), pct(0.99));
-        Summary {
-            flows: rs.len() as u64,
-            completed: fcts.len() as u64,
-            mean_fct_ns: fcts.iter().map(|&f| f as f64).sum::<f64>() / fcts.len().max(1) as f64,
-            p95_fct_ns: p95,
-            p99_fct_ns: p99,
-            timeout_fraction: rs.iter().filter(|r| r.stats.timeouts > 0).count() as f64 / n,
-            sent_over_size: sent as f64 / size.max(1) as f64,
-            redundant_over_size: redundant as f64 / size.max(1) as f64,
-        }
-    }
 }

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::{Dur, Engine, Time};
-use tailcut_sim::metrics::Summary;
 use tailcut_sim::net::aqm::AqmConfig;
 use tailcut_sim::net::Network;
 use tailcut_sim::sim::{ComponentRun, ConnMode, Sim};
+use tailcut_sim::summary::Summary;
 use tailcut_sim::topo::{self, SwitchQueues, TopologyConfig};
 use tailcut_sim::transport::{self, ConnSetup, EngineFactory, Transport};
 use tailcut_sim::workload::FlowSpec;
@@ -45,13 +45,13 @@ fn tlp_and_tcp_ir_cut_timeouts_and_copies_double_the_bytes() {
         "tcp_ir {ir:?} tcp {tcp:?}"
     );
     assert!(
-        ir.redundant_over_size > 0.0 && ir.redundant_over_size < 0.5,
+        ir.redundant_bytes_ratio > 0.0 && ir.redundant_bytes_ratio < 0.5,
         "{ir:?}"
     );
-    assert_eq!(tcp.redundant_over_size, 0.0);
+    assert_eq!(tcp.redundant_bytes_ratio, 0.0);
     for x in ["proactive", "repflow"] {
-        let r = s(x).sent_over_size;
-        assert!((1.8..=2.3).contains(&r), "{x}: sent/size {r}");
+        let r = s(x).extra_bytes_ratio;
+        assert!((0.8..=1.3).contains(&r), "{x}: extra bytes {r}");
     }
 }
 

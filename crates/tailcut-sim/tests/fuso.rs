@@ -1,7 +1,7 @@
 //! End-to-end: FUSO and MPTCP on the FUSO testbed (3 parallel inter-ToR paths) with 2% random loss on
 //! one of them, small web-search queries on persistent connections (experiments/fuso/net_loss_2.toml).
 
-use tailcut_sim::metrics::Summary;
+use tailcut_sim::summary::Summary;
 use tailcut_sim::{api, run};
 
 fn net_loss_2(flows: u64) -> tailcut_sim::Experiment {
@@ -38,10 +38,10 @@ fn fuso_cuts_the_small_flow_tail_under_loss_on_one_of_three_paths() {
     );
     // Recovery copies are FUSO's only redundancy; plain MPTCP sends none.
     assert!(
-        fuso.redundant_over_size > 0.0 && fuso.redundant_over_size < 1.0,
+        fuso.redundant_bytes_ratio > 0.0 && fuso.redundant_bytes_ratio < 1.0,
         "{fuso:?}"
     );
-    assert_eq!(mptcp.redundant_over_size, 0.0);
+    assert_eq!(mptcp.redundant_bytes_ratio, 0.0);
 }
 
 #[test]

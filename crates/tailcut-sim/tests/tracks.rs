@@ -1,7 +1,7 @@
 //! End-to-end T-RACKs: unmodified TCP senders (min RTO 200 ms) behind the shim in the paper's incast
 //! (experiments/tracks/case1_20.toml, Sec. V-A CASE 1, 20 flows x 5 rounds).
 
-use tailcut_sim::metrics::Summary;
+use tailcut_sim::summary::Summary;
 use tailcut_sim::{api, run};
 
 fn incast(keep: &[&str], sack: bool) -> tailcut_sim::Experiment {

@@ -1,7 +1,8 @@
-//! Scripted two-endpoint tests on virtual time with a step limit.
+//! Scripted two-endpoint tests on virtual time, through the generic harness (`crate::testing`).
 
 use super::*;
 use crate::packet::Addr;
+use crate::testing::{Fate, Harness};
 use rand::SeedableRng;
 
 const DELAY: Dur = Dur(10_000);
@@ -22,77 +23,59 @@ fn pair(cfg: CloudBurstConfig) -> (CloudBurstEndpoint, CloudBurstEndpoint) {
     (a, b)
 }
 
-/// One packet in flight: (arrival, sequence, to_b, packet, payload).
-type Flight = (Time, u64, bool, Packet, Vec<u8>);
+/// Sender A (engine 0) and receiver B (engine 1) on a link of one-way delay `DELAY`. Timers are
+/// handled at every step, due or not, which the engine must tolerate.
+fn harness(cfg: CloudBurstConfig) -> Harness<CloudBurstEndpoint> {
+    let (a, b) = pair(cfg);
+    let mut h = Harness::new(a, b);
+    h.one_way = DELAY;
+    h.early_timer_calls = true;
+    h
+}
 
-#[derive(Default)]
+/// The harness's log with each packet's CloudBurst header.
 struct Log {
-    /// (time, from_a, header) of every packet put on the wire, dropped or not.
+    /// (time, from_a, header, packet) of every packet put on the wire, dropped or not.
     sent: Vec<(Time, bool, CbHeader, Packet)>,
     a_events: Vec<(Time, AppEvent)>,
     b_events: Vec<(Time, AppEvent)>,
 }
 
-/// Runs until both sides are idle or `until`. `drop(from_a, header, index_of_that_kind)` decides losses.
+/// Runs until both sides are idle or `until`; `drop(from_a, header)` decides losses.
 fn run(
-    a: &mut CloudBurstEndpoint,
-    b: &mut CloudBurstEndpoint,
+    h: &mut Harness<CloudBurstEndpoint>,
     until: Time,
-    mut drop: impl FnMut(bool, &CbHeader) -> bool,
+    mut drop: impl FnMut(bool, &CbHeader) -> bool + 'static,
 ) -> Log {
-    let mut log = Log::default();
-    let mut flights: Vec<Flight> = Vec::new();
-    let mut seq = 0u64;
-    let mut now = Time::ZERO;
-    for _step in 0..200_000 {
-        for from_a in [true, false] {
-            let e = if from_a { &mut *a } else { &mut *b };
-            loop {
-                let mut buf = Vec::new();
-                let Some(p) = e.poll_transmit(now, &mut buf) else {
-                    break;
-                };
-                let h = CbHeader::parse(e.config().codec, &buf).expect("own header parses");
-                log.sent.push((now, from_a, h, p));
-                if !drop(from_a, &h) {
-                    seq += 1;
-                    flights.push((now + DELAY, seq, from_a, p, buf));
-                }
-            }
-            while let Some(ev) = e.poll_event() {
-                if from_a {
-                    log.a_events.push((now, ev));
-                } else {
-                    log.b_events.push((now, ev));
-                }
-            }
+    let codec = h.eps[0].config().codec;
+    h.fault(move |w| {
+        let header = CbHeader::parse(codec, w.payload).expect("own header parses");
+        if drop(w.from == 0, &header) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
         }
-        let next_flight = flights.iter().map(|f| (f.0, f.1)).min();
-        let next = [
-            next_flight.map(|f| f.0),
-            a.poll_timeout().map(|t| t.max(now)),
-            b.poll_timeout().map(|t| t.max(now)),
-        ]
-        .into_iter()
-        .flatten()
-        .min();
-        let Some(next) = next else {
-            return log;
-        };
-        if next > until {
-            return log;
-        }
-        now = next;
-        if let Some(f) = next_flight.filter(|f| f.0 == now) {
-            let i = flights.iter().position(|x| (x.0, x.1) == f).expect("there");
-            let (_, _, to_b, p, payload) = flights.swap_remove(i);
-            let e = if to_b { &mut *b } else { &mut *a };
-            e.handle_packet(now, &p, &payload);
-        }
-        a.handle_timeout(now);
-        b.handle_timeout(now);
+    });
+    h.run_until(until);
+    let events = |side| {
+        h.events
+            .iter()
+            .filter(|e| e.1 == side)
+            .map(|e| (e.0, e.2))
+            .collect()
+    };
+    Log {
+        sent: h
+            .sent
+            .iter()
+            .map(|s| {
+                let header = CbHeader::parse(codec, &s.payload).expect("own header parses");
+                (s.time, s.from == 0, header, s.pkt)
+            })
+            .collect(),
+        a_events: events(0),
+        b_events: events(1),
     }
-    panic!("step limit: livelock");
 }
 
 fn coded_from_a(log: &Log) -> usize {
@@ -101,10 +84,10 @@ fn coded_from_a(log: &Log) -> usize {
 
 #[test]
 fn delivers_and_the_stop_stops_the_sender() {
-    let (mut a, mut b) = pair(CloudBurstConfig::default());
-    a.send_message(Time::ZERO, 7, 10_000);
-    b.expect_message(7, 10_000);
-    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    let mut h = harness(CloudBurstConfig::default());
+    h.eps[0].send_message(Time::ZERO, 7, 10_000);
+    h.eps[1].expect_message(7, 10_000);
+    let log = run(&mut h, Time(50_000_000), |_, _| false);
     assert_eq!(log.b_events.len(), 1);
     assert_eq!(log.b_events[0].1, AppEvent::MessageReceived { msg: 7 });
     let acked = log.a_events.iter().find_map(|(t, e)| match e {
@@ -119,8 +102,8 @@ fn delivers_and_the_stop_stops_the_sender() {
     assert!(sent >= k);
     assert_eq!(stats.sent_bytes, sent * 1460);
     assert_eq!(stats.redundant_bytes, sent * 1460 - 10_000);
-    assert_eq!(a.counters().messages_acked, 1);
-    assert!(a.poll_timeout().is_none_or(|t| t > t_ack));
+    assert_eq!(h.eps[0].counters().messages_acked, 1);
+    assert!(h.eps[0].poll_timeout().is_none_or(|t| t > t_ack));
     // Class and explicit paths: a round puts one packet on each of the 4 paths, in path order from
     // the round's first path; the next round starts one path further.
     let labels: Vec<u32> = log
@@ -151,10 +134,10 @@ fn rounds_are_paced_at_share_r() {
     let gap = cfg.round_gap();
     // 4 paths x 1500 B x 8 / (0.5 x 1 Gbps) = 96 us.
     assert_eq!(gap, Dur::from_micros(96));
-    let (mut a, mut b) = pair(cfg);
-    a.send_message(Time::ZERO, 1, 90_000);
+    let mut h = harness(cfg);
+    h.eps[0].send_message(Time::ZERO, 1, 90_000);
     // The receiver never gets anything: watch the sender alone for 5 rounds.
-    let log = run(&mut a, &mut b, Time(gap.0 * 4 + 1), |_, _| true);
+    let log = run(&mut h, Time(gap.0 * 4 + 1), |_, _| true);
     let times: Vec<Time> = log.sent.iter().filter(|s| s.1).map(|s| s.0).collect();
     assert_eq!(times.len(), 20);
     for (i, t) in times.iter().enumerate() {
@@ -164,11 +147,11 @@ fn rounds_are_paced_at_share_r() {
 
 #[test]
 fn a_lost_stop_is_repeated_for_every_further_packet() {
-    let (mut a, mut b) = pair(CloudBurstConfig::default());
-    a.send_message(Time::ZERO, 3, 20_000);
-    b.expect_message(3, 20_000);
+    let mut h = harness(CloudBurstConfig::default());
+    h.eps[0].send_message(Time::ZERO, 3, 20_000);
+    h.eps[1].expect_message(3, 20_000);
     let mut stops = 0;
-    let log = run(&mut a, &mut b, Time(50_000_000), |from_a, h| {
+    let log = run(&mut h, Time(50_000_000), move |from_a, h| {
         if !from_a && h.kind == Kind::Stop {
             stops += 1;
             return stops <= 3; // the first three STOPs are lost
@@ -180,7 +163,7 @@ fn a_lost_stop_is_repeated_for_every_further_packet() {
         log.a_events[..],
         [(_, AppEvent::MessageAcked { msg: 3, .. })]
     ));
-    assert!(b.counters().stops_sent >= 4);
+    assert!(h.eps[1].counters().stops_sent >= 4);
     // Repeated STOPs go out on rotating paths.
     let stop_paths: Vec<Route> = log
         .sent
@@ -198,18 +181,18 @@ fn decoder_expires_without_new_packets() {
         degree: crate::fec::DegreeDist::Systematic,
         ..CloudBurstConfig::default()
     };
-    let (mut a, mut b) = pair(cfg);
-    a.send_message(Time::ZERO, 5, 60 * 1460);
+    let mut h = harness(cfg);
+    h.eps[0].send_message(Time::ZERO, 5, 60 * 1460);
     let mut n = 0;
     // Only the first 3 packets arrive; the sender then times out (10 ms) and the decoder expires
     // 10 ms after its last packet.
-    let log = run(&mut a, &mut b, Time(100_000_000), |from_a, _| {
+    let log = run(&mut h, Time(100_000_000), move |from_a, _| {
         n += from_a as u32;
         n > 3
     });
     assert!(log.b_events.is_empty());
-    assert_eq!(b.counters().decoders_expired, 1);
-    assert!(b.poll_timeout().is_none());
+    assert_eq!(h.eps[1].counters().decoders_expired, 1);
+    assert!(h.eps[1].poll_timeout().is_none());
     assert!(
         matches!(log.a_events[..], [(t, AppEvent::MessageFailed { msg: 5, .. })] if t == Time(10_000_000))
     );
@@ -230,12 +213,12 @@ fn a_message_over_64_packets_fails_at_once() {
 
 #[test]
 fn concurrent_messages_interleave_and_both_complete() {
-    let (mut a, mut b) = pair(CloudBurstConfig::default());
-    a.send_message(Time::ZERO, 1, 30_000);
-    a.send_message(Time::ZERO, 2, 30_000);
-    b.expect_message(1, 30_000);
-    b.expect_message(2, 30_000);
-    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    let mut h = harness(CloudBurstConfig::default());
+    h.eps[0].send_message(Time::ZERO, 1, 30_000);
+    h.eps[0].send_message(Time::ZERO, 2, 30_000);
+    h.eps[1].expect_message(1, 30_000);
+    h.eps[1].expect_message(2, 30_000);
+    let log = run(&mut h, Time(50_000_000), |_, _| false);
     let ids: Vec<u8> = log
         .sent
         .iter()
@@ -245,7 +228,7 @@ fn concurrent_messages_interleave_and_both_complete() {
         .collect();
     assert_eq!(ids, vec![1, 2, 1, 2]);
     assert_eq!(log.b_events.len(), 2);
-    assert_eq!(a.counters().messages_acked, 2);
+    assert_eq!(h.eps[0].counters().messages_acked, 2);
 }
 
 #[test]
@@ -254,9 +237,9 @@ fn ecmp_mode_spreads_source_ports() {
         path_mode: PathMode::Ecmp,
         ..CloudBurstConfig::default()
     };
-    let (mut a, mut b) = pair(cfg);
-    a.send_message(Time::ZERO, 1, 90_000);
-    let log = run(&mut a, &mut b, Time(1), |_, _| true);
+    let mut h = harness(cfg);
+    h.eps[0].send_message(Time::ZERO, 1, 90_000);
+    let log = run(&mut h, Time(1), |_, _| true);
     // One round: each of the 4 source ports once (starting from the message's first path).
     let mut ports: Vec<u16> = log.sent.iter().map(|s| s.3.tuple.src_port).collect();
     ports.sort_unstable();
@@ -270,15 +253,15 @@ fn ecmp_mode_spreads_source_ports() {
 #[test]
 fn random_loss_still_delivers_everything() {
     for seed in 0..20u64 {
-        let (mut a, mut b) = pair(CloudBurstConfig::default());
+        let mut h = harness(CloudBurstConfig::default());
         let mut r = Rng::seed_from_u64(seed);
         for m in 0..5u64 {
-            a.send_message(Time::ZERO, m, 1 + m * 20_000);
-            b.expect_message(m, 1 + m * 20_000);
+            h.eps[0].send_message(Time::ZERO, m, 1 + m * 20_000);
+            h.eps[1].expect_message(m, 1 + m * 20_000);
         }
-        let log = run(&mut a, &mut b, Time(50_000_000), |_, _| r.random::<f64>() < 0.3);
+        let log = run(&mut h, Time(50_000_000), move |_, _| r.random::<f64>() < 0.3);
         assert_eq!(log.b_events.len(), 5, "seed {seed}");
-        assert_eq!(a.counters().messages_acked, 5, "seed {seed}");
+        assert_eq!(h.eps[0].counters().messages_acked, 5, "seed {seed}");
     }
 }
 
@@ -291,10 +274,10 @@ fn raptorq() -> CloudBurstConfig {
 
 #[test]
 fn raptorq_delivers_from_k_packets_without_loss_and_stop_stops() {
-    let (mut a, mut b) = pair(raptorq());
-    a.send_message(Time::ZERO, 7, 30_000);
-    b.expect_message(7, 30_000);
-    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    let mut h = harness(raptorq());
+    h.eps[0].send_message(Time::ZERO, 7, 30_000);
+    h.eps[1].expect_message(7, 30_000);
+    let log = run(&mut h, Time(50_000_000), |_, _| false);
     assert_eq!(
         log.b_events,
         vec![(log.b_events[0].0, AppEvent::MessageReceived { msg: 7 })]
@@ -316,25 +299,25 @@ fn raptorq_delivers_from_k_packets_without_loss_and_stop_stops() {
         .collect();
     let k = 30_000u32.div_ceil(1460);
     assert_eq!(esis[..k as usize], (0..k).collect::<Vec<_>>());
-    assert_eq!(b.counters().messages_decoded, 1);
-    assert_eq!(b.counters().corrupt_decodes, 0);
+    assert_eq!(h.eps[1].counters().messages_decoded, 1);
+    assert_eq!(h.eps[1].counters().corrupt_decodes, 0);
     assert!(log.sent.iter().all(|s| s.1 || s.2.kind == Kind::Stop));
 }
 
 #[test]
 fn raptorq_random_loss_still_delivers_everything() {
     for seed in 0..10u64 {
-        let (mut a, mut b) = pair(raptorq());
+        let mut h = harness(raptorq());
         let mut r = Rng::seed_from_u64(seed);
         for m in 0..5u64 {
-            a.send_message(Time::ZERO, m, 1 + m * 20_000);
-            b.expect_message(m, 1 + m * 20_000);
+            h.eps[0].send_message(Time::ZERO, m, 1 + m * 20_000);
+            h.eps[1].expect_message(m, 1 + m * 20_000);
         }
-        let log = run(&mut a, &mut b, Time(50_000_000), |_, _| r.random::<f64>() < 0.3);
+        let log = run(&mut h, Time(50_000_000), move |_, _| r.random::<f64>() < 0.3);
         assert_eq!(log.b_events.len(), 5, "seed {seed}");
-        assert_eq!(a.counters().messages_acked, 5, "seed {seed}");
-        assert_eq!(b.counters().corrupt_decodes, 0);
-        assert_eq!(b.counters().malformed, 0);
+        assert_eq!(h.eps[0].counters().messages_acked, 5, "seed {seed}");
+        assert_eq!(h.eps[1].counters().corrupt_decodes, 0);
+        assert_eq!(h.eps[1].counters().malformed, 0);
     }
 }
 
@@ -348,25 +331,22 @@ fn raptorq_needs_at_most_k_plus_2_received_packets() {
     for seed in 0..runs {
         // One path: rounds (12 us) outlast the 10 us delay, so the STOP leaves before the next
         // packet and the count is exact.
-        let (mut a, mut b) = pair(CloudBurstConfig {
+        let mut h = harness(CloudBurstConfig {
             paths: 1,
             ..raptorq()
         });
         let mut r = Rng::seed_from_u64(100 + seed);
-        a.send_message(Time::ZERO, 1, k * 1460);
-        let mut received = 0u64;
-        let mut decoded_at = None;
-        run(&mut a, &mut b, Time(50_000_000), |from_a, h| {
-            let lost = r.random::<f64>() < 0.3;
-            if from_a && !lost && decoded_at.is_none() {
-                received += 1;
-            }
-            if !from_a && h.kind == Kind::Stop && decoded_at.is_none() {
-                decoded_at = Some(received);
-            }
-            lost
-        });
-        let n = decoded_at.expect("decoded");
+        h.eps[0].send_message(Time::ZERO, 1, k * 1460);
+        let log = run(&mut h, Time(50_000_000), move |_, _| r.random::<f64>() < 0.3);
+        let stop = log
+            .sent
+            .iter()
+            .position(|s| !s.1 && s.2.kind == Kind::Stop)
+            .expect("decoded");
+        let n = h.sent[..stop]
+            .iter()
+            .filter(|s| s.from == 0 && s.fate == Fate::Deliver)
+            .count() as u64;
         within += (n <= k + 2) as u32;
     }
     assert!(within >= runs as u32 - 1, "{within}/{runs}");
@@ -381,7 +361,7 @@ fn carry_bytes_is_byte_exact_under_loss_for_both_codecs() {
                 carry_bytes: true,
                 ..CloudBurstConfig::default()
             };
-            let (mut a, mut b) = pair(cfg);
+            let mut h = harness(cfg);
             let mut r = Rng::seed_from_u64(seed);
             let msgs: Vec<Vec<u8>> = (0..4)
                 .map(|i| {
@@ -390,15 +370,19 @@ fn carry_bytes_is_byte_exact_under_loss_for_both_codecs() {
                 })
                 .collect();
             for (m, d) in msgs.iter().enumerate() {
-                a.send_data(Time::ZERO, m as u64, d);
-                b.expect_message(m as u64, d.len() as u64);
+                h.eps[0].send_data(Time::ZERO, m as u64, d);
+                h.eps[1].expect_message(m as u64, d.len() as u64);
             }
-            let log = run(&mut a, &mut b, Time(50_000_000), |_, _| r.random::<f64>() < 0.2);
+            let log = run(&mut h, Time(50_000_000), move |_, _| r.random::<f64>() < 0.2);
             assert_eq!(log.b_events.len(), 4, "{codec:?} seed {seed}");
             for (m, d) in msgs.iter().enumerate() {
-                assert_eq!(b.take_data(m as u64).as_ref(), Some(d), "{codec:?} msg {m}");
+                assert_eq!(
+                    h.eps[1].take_data(m as u64).as_ref(),
+                    Some(d),
+                    "{codec:?} msg {m}"
+                );
             }
-            assert_eq!(b.take_data(0), None, "taken once");
+            assert_eq!(h.eps[1].take_data(0), None, "taken once");
             // Every coded packet carried a whole symbol after its header.
             assert!(log
                 .sent
@@ -522,18 +506,18 @@ fn decoders_are_bounded_per_peer_and_the_least_recent_is_evicted() {
 
 #[test]
 fn counters_give_coding_rate_and_decode_time() {
-    let (mut a, mut b) = pair(CloudBurstConfig::default());
-    a.send_message(Time::ZERO, 1, 20_000);
-    let log = run(&mut a, &mut b, Time(50_000_000), |_, _| false);
+    let mut h = harness(CloudBurstConfig::default());
+    h.eps[0].send_message(Time::ZERO, 1, 20_000);
+    let log = run(&mut h, Time(50_000_000), |_, _| false);
     let k = 20_000u64.div_ceil(1460);
-    let c = a.counters();
+    let c = h.eps[0].counters();
     assert_eq!(c.acked_source_packets, k);
     assert_eq!(c.acked_coded_packets, coded_from_a(&log) as u64);
     assert_eq!(c.coding_rate(), c.acked_coded_packets as f64 / k as f64);
     assert!(c.coding_rate() >= 1.0);
     // Decode time runs from the first packet's arrival to the decoding one: K = 14 packets span
     // four rounds of four, so three round gaps (48 us each).
-    let d = b.counters();
+    let d = h.eps[1].counters();
     assert_eq!(d.messages_decoded, 1);
     assert!(d.decode_time_max > Dur::ZERO);
     assert_eq!(d.decode_time_total, d.decode_time_max);

@@ -1,227 +1,110 @@
 use super::cc::Dctcp;
 use super::*;
 use crate::rng;
+use crate::testing::{Fate, Harness};
 use quinn_proto::congestion::Controller;
-use std::collections::{BTreeMap, BinaryHeap};
 
-/// A datagram in flight: (arrival, sequence, to engine, bytes, source address, size on the wire).
-type InFlight = std::cmp::Reverse<(Time, u64, usize, Vec<u8>, u8, u32)>;
+/// Engine 0 is the client (addresses 1 and 2, port 1000), engine 1 the server (address 10, port 2000),
+/// on the generic harness (`crate::testing`): 10 us one way.
+type Pair = Harness<DcquicEngine>;
 
 /// Datagrams as sent: (sending engine, bytes).
-type Wire = Vec<(usize, Vec<u8>)>;
-
-/// A two-engine driver: engine 0 is the client (addresses 1 and 2, port 1000), engine 1 the server
-/// (address 10, port 2000). A datagram takes `delay(src, dst)` one way and is lost if `lost(now, src)`.
-struct Pair {
-    e: [DcquicEngine; 2],
-    now: Time,
-    q: BinaryHeap<InFlight>,
-    seq: u64,
-    log: Vec<(Time, usize, AppEvent)>,
-    sizes: Vec<u32>,
-    /// Every datagram's bytes, in send order, with the sending engine.
-    wire: Wire,
-    delay: Box<dyn Fn(Time, Addr) -> Dur>,
-    lost: Box<dyn Fn(Time, Addr) -> bool>,
-    /// Drops a datagram by who sends it (engine index) and its size on the wire.
-    drop_pkt: Box<dyn FnMut(usize, u32) -> bool>,
-    /// Response id and size per request id, answered by the server as soon as the request arrives.
-    responses: BTreeMap<MsgId, (MsgId, u64)>,
-}
+type Datagrams = Vec<(usize, Vec<u8>)>;
 
 fn cfg() -> DcquicConfig {
     DcquicConfig::default()
 }
 
-impl Pair {
-    fn new(cfg: DcquicConfig, task: u64, seed: u64) -> Pair {
-        let shared = Arc::new(Shared::new(cfg, epoch()));
-        Pair::with_shared(shared.clone(), shared, task, seed)
-    }
+fn pair(cfg: DcquicConfig, task: u64, seed: u64) -> Pair {
+    let shared = Arc::new(Shared::new(cfg, epoch()));
+    pair_with_shared(shared.clone(), shared, task, seed)
+}
 
-    /// A pair whose client and server take their crypto (and ticket stores) from `client` / `server`.
-    fn with_shared(client: Arc<Shared>, server: Arc<Shared>, task: u64, seed: u64) -> Pair {
-        let shared = client;
-        let t = FiveTuple {
-            src: Addr(1),
-            dst: Addr(10),
-            src_port: 1000,
-            dst_port: 2000,
-            proto: Proto::Udp,
-        };
-        let c = DcquicEngine::new(
-            shared.clone(),
-            t,
-            true,
-            vec![Addr(1), Addr(2)],
-            task,
-            rng::stream(seed, rng::Stream::Engine, 0),
-            Time::ZERO,
-        );
-        let s = DcquicEngine::new(
-            server,
-            t.reversed(),
-            false,
-            vec![Addr(10)],
-            task,
-            rng::stream(seed, rng::Stream::Engine, 1),
-            Time::ZERO,
-        );
-        let mut p = Pair {
-            e: [c, s],
-            now: Time::ZERO,
-            q: BinaryHeap::new(),
-            seq: 0,
-            log: Vec::new(),
-            sizes: Vec::new(),
-            wire: Vec::new(),
-            delay: Box::new(|_, _| Dur::from_micros(10)),
-            lost: Box::new(|_, _| false),
-            drop_pkt: Box::new(|_, _| false),
-            responses: BTreeMap::new(),
-        };
-        p.drain(0);
-        p
-    }
+/// A pair whose client and server take their crypto (and ticket stores) from `client` / `server`.
+/// The client's first flight leaves at once, before any fault a test installs.
+fn pair_with_shared(client: Arc<Shared>, server: Arc<Shared>, task: u64, seed: u64) -> Pair {
+    let t = FiveTuple {
+        src: Addr(1),
+        dst: Addr(10),
+        src_port: 1000,
+        dst_port: 2000,
+        proto: Proto::Udp,
+    };
+    let c = DcquicEngine::new(
+        client,
+        t,
+        true,
+        vec![Addr(1), Addr(2)],
+        task,
+        rng::stream(seed, rng::Stream::Engine, 0),
+        Time::ZERO,
+    );
+    let s = DcquicEngine::new(
+        server,
+        t.reversed(),
+        false,
+        vec![Addr(10)],
+        task,
+        rng::stream(seed, rng::Stream::Engine, 1),
+        Time::ZERO,
+    );
+    let mut p = Harness::new(c, s);
+    p.run_until(Time::ZERO);
+    p
+}
 
-    fn drain(&mut self, i: usize) {
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            let Some(pkt) = self.e[i].poll_transmit(self.now, &mut buf) else {
+/// Starts one RPC: request `id` of `req` bytes from the client, response `id | 1` of `resp` bytes
+/// from the server as soon as the request arrives.
+fn rpc(p: &mut Pair, id: u64, req: u64, resp: u64) {
+    p.rpc(id, req, id | 1, resp);
+}
+
+/// Sizes on the wire of every datagram sent, in order.
+fn sizes(p: &Pair) -> Vec<u32> {
+    p.sent.iter().map(|s| s.pkt.size_bytes).collect()
+}
+
+fn datagrams(p: &Pair) -> Datagrams {
+    p.sent.iter().map(|s| (s.from, s.payload.clone())).collect()
+}
+
+/// Loses every datagram from or to `addr` from now on.
+fn lose(p: &mut Pair, addr: Addr) {
+    p.fault(move |w| {
+        if w.pkt.tuple.src == addr || w.pkt.tuple.dst == addr {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+}
+
+/// Sequential RPCs of `resp` bytes starting at `from`; returns each one's completion time.
+fn sequential(p: &mut Pair, first_id: u64, n: u64, resp: u64, limit: Time) -> Vec<Option<Dur>> {
+    let mut out = Vec::new();
+    for k in 0..n {
+        let id = (first_id + k) << 1;
+        let start = p.now;
+        rpc(p, id, 100, resp);
+        let mut done = None;
+        while p.now < limit {
+            let step = p.now + Dur::from_millis(1);
+            p.run_until(step);
+            if let Some(t) = p.received(0, id | 1) {
+                done = Some(t.saturating_sub(start));
                 break;
-            };
-            self.sizes.push(pkt.size_bytes);
-            self.wire.push((i, buf.clone()));
-            if (self.lost)(self.now, pkt.tuple.src)
-                || (self.lost)(self.now, pkt.tuple.dst)
-                || (self.drop_pkt)(i, pkt.size_bytes)
-            {
-                continue;
-            }
-            let at = self.now + (self.delay)(self.now, if i == 0 { pkt.tuple.src } else { pkt.tuple.dst });
-            self.seq += 1;
-            self.q.push(std::cmp::Reverse((
-                at,
-                self.seq,
-                1 - i,
-                buf.clone(),
-                (pkt.tuple.src.0) as u8,
-                pkt.size_bytes,
-            )));
-        }
-        let mut answer = Vec::new();
-        while let Some(ev) = self.e[i].poll_event() {
-            self.log.push((self.now, i, ev));
-            if let (1, AppEvent::MessageReceived { msg }) = (i, ev) {
-                if let Some(&(resp, len)) = self.responses.get(&msg) {
-                    answer.push((msg, resp, len));
-                }
             }
         }
-        for (req, msg, len) in answer {
-            self.e[0].expect_response(req, msg, len);
-            self.e[1].send_response(self.now, req, msg, len);
-            self.drain(1);
-        }
+        out.push(done);
     }
-
-    /// Runs until `until` or until nothing is left to do.
-    fn run(&mut self, until: Time) {
-        loop {
-            let next_pkt = self.q.peek().map(|r| r.0 .0);
-            let next_to = [0, 1].map(|i| self.e[i].poll_timeout());
-            let mut t = Time::MAX;
-            for x in [next_pkt, next_to[0], next_to[1]].into_iter().flatten() {
-                t = t.min(x);
-            }
-            if t == Time::MAX || t > until {
-                self.now = until;
-                return;
-            }
-            self.now = self.now.max(t);
-            if next_pkt == Some(t) {
-                let std::cmp::Reverse((_, _, to, bytes, src, size)) = self.q.pop().unwrap();
-                let (sa, sp, da, dp) = if to == 1 {
-                    (Addr(src as u32), 1000, Addr(10), 2000)
-                } else {
-                    (Addr(10), 2000, Addr(src as u32), 1000)
-                };
-                let pkt = Packet {
-                    tuple: FiveTuple {
-                        src: sa,
-                        dst: da,
-                        src_port: sp,
-                        dst_port: dp,
-                        proto: Proto::Udp,
-                    },
-                    size_bytes: size,
-                    header: Header::Datagram {
-                        payload_len: bytes.len() as u32,
-                    },
-                    ..Packet::default()
-                };
-                self.e[to].handle_packet(self.now, &pkt, &bytes);
-                self.drain(to);
-                self.drain(1 - to);
-            } else {
-                for (i, to) in next_to.iter().enumerate() {
-                    if to.is_some_and(|d| d <= self.now) {
-                        self.e[i].handle_timeout(self.now);
-                        self.drain(i);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Starts one RPC: request `id` of `req` bytes from the client, response `id | 1` of `resp` bytes
-    /// from the server.
-    fn rpc(&mut self, id: u64, req: u64, resp: u64) {
-        self.rpc_answered_by(id, req, id | 1, resp);
-    }
-
-    /// Starts one RPC whose response has the id `resp_id`.
-    fn rpc_answered_by(&mut self, id: u64, req: u64, resp_id: u64, resp: u64) {
-        self.responses.insert(id, (resp_id, resp));
-        self.e[1].expect_request(id, req);
-        self.e[0].send_request(self.now, id, req);
-        self.drain(0);
-    }
-
-    fn received(&self, msg: MsgId) -> Option<Time> {
-        self.log
-            .iter()
-            .find_map(|&(t, i, ev)| (i == 0 && ev == AppEvent::MessageReceived { msg }).then_some(t))
-    }
-
-    /// Sequential RPCs of `resp` bytes starting at `from`; returns each one's completion time.
-    fn sequential(&mut self, first_id: u64, n: u64, resp: u64, limit: Time) -> Vec<Option<Dur>> {
-        let mut out = Vec::new();
-        for k in 0..n {
-            let id = (first_id + k) << 1;
-            let start = self.now;
-            self.rpc(id, 100, resp);
-            let mut done = None;
-            while self.now < limit {
-                let step = self.now + Dur::from_millis(1);
-                self.run(step);
-                if let Some(t) = self.received(id | 1) {
-                    done = Some(t.saturating_sub(start));
-                    break;
-                }
-            }
-            out.push(done);
-        }
-        out
-    }
+    out
 }
 
 #[test]
 fn handshake_then_rpc_completes_over_one_connection() {
-    let mut p = Pair::new(cfg(), 10_000, 1);
-    p.run(Time(1_000_000));
-    let c = p.e[0].counters();
+    let mut p = pair(cfg(), 10_000, 1);
+    p.run_until(Time(1_000_000));
+    let c = p.eps[0].counters();
     assert_eq!(c.handshakes, 1);
     // 1-RTT handshake: the client is connected after one round trip of 20 us plus serialisation-free
     // processing, well under two.
@@ -230,53 +113,48 @@ fn handshake_then_rpc_completes_over_one_connection() {
         "{}",
         c.handshake_ns
     );
-    p.rpc(0, 1000, 100_000);
-    p.run(Time(50_000_000));
-    assert!(p.received(1).is_some(), "{:?}", p.log);
+    rpc(&mut p, 0, 1000, 100_000);
+    p.run_until(Time(50_000_000));
+    assert!(p.received(0, 1).is_some(), "{:?}", p.events);
     assert!(p
-        .log
+        .events
         .iter()
         .any(|&(_, i, ev)| i == 1 && matches!(ev, AppEvent::MessageAcked { msg: 1, .. })));
     // A second RPC reuses the connection: no new handshake.
-    p.rpc(2, 1000, 10_000);
-    p.run(Time(100_000_000));
-    assert!(p.received(3).is_some());
-    assert_eq!(p.e[0].counters().handshakes, 1);
+    rpc(&mut p, 2, 1000, 10_000);
+    p.run_until(Time(100_000_000));
+    assert!(p.received(0, 3).is_some());
+    assert_eq!(p.eps[0].counters().handshakes, 1);
 }
 
 /// Message ids carry no role: a request with an odd id answered by a response with an unrelated id
 /// still travels as an RPC (request and response on one bidirectional stream, one stream record).
 #[test]
 fn request_and_response_ids_are_opaque() {
-    let mut p = Pair::new(cfg(), 0, 1);
-    p.rpc_answered_by(7, 1000, 40, 10_000);
-    p.run(Time(50_000_000));
-    assert!(p.received(40).is_some(), "{:?}", p.log);
+    let mut p = pair(cfg(), 0, 1);
+    p.rpc(7, 1000, 40, 10_000);
+    p.run_until(Time(50_000_000));
+    assert!(p.received(0, 40).is_some(), "{:?}", p.events);
     assert!(p
-        .log
+        .events
         .iter()
         .any(|&(_, i, ev)| i == 1 && matches!(ev, AppEvent::MessageAcked { msg: 40, .. })));
-    assert_eq!(p.e[0].counters().streams_completed, 1);
+    assert_eq!(p.eps[0].counters().streams_completed, 1);
     // A one-way message with an even id travels alone, on a unidirectional stream.
-    p.e[1].expect_message(8, 5_000);
-    p.e[0].send_message(p.now, 8, 5_000);
-    p.drain(0);
-    p.run(Time(100_000_000));
-    assert!(p
-        .log
-        .iter()
-        .any(|&(_, i, ev)| i == 1 && ev == AppEvent::MessageReceived { msg: 8 }));
-    assert_eq!(p.e[0].counters().streams_completed, 1);
+    p.send(0, 8, 5_000);
+    p.run_until(Time(100_000_000));
+    assert!(p.received(1, 8).is_some(), "{:?}", p.events);
+    assert_eq!(p.eps[0].counters().streams_completed, 1);
 }
 
 #[test]
 fn same_seed_gives_identical_runs() {
     let trace = |seed| {
-        let mut p = Pair::new(cfg(), 10_000, seed);
-        p.rpc(0, 1000, 200_000);
-        p.rpc(2, 5000, 30_000);
-        p.run(Time(100_000_000));
-        (p.log.clone(), p.sizes.clone())
+        let mut p = pair(cfg(), 10_000, seed);
+        rpc(&mut p, 0, 1000, 200_000);
+        rpc(&mut p, 2, 5000, 30_000);
+        p.run_until(Time(100_000_000));
+        (p.events.clone(), sizes(&p))
     };
     let a = trace(7);
     assert!(a.0.len() >= 4, "{:?}", a.0);
@@ -297,13 +175,13 @@ fn mps_is_chosen_by_task_size_and_used_on_the_wire() {
     assert_eq!(off.select(100), 1252);
     assert_eq!(off.select(2_000_000), 1252);
     for (task, mps) in [(10_000u64, 9000u32), (2_000_000, 5000)] {
-        let mut p = Pair::new(cfg(), task, 3);
-        p.rpc(0, 100, 300_000);
-        p.run(Time(100_000_000));
-        assert!(p.received(1).is_some());
-        let biggest = *p.sizes.iter().max().unwrap();
+        let mut p = pair(cfg(), task, 3);
+        rpc(&mut p, 0, 100, 300_000);
+        p.run_until(Time(100_000_000));
+        assert!(p.received(0, 1).is_some());
+        let biggest = *sizes(&p).iter().max().unwrap();
         assert_eq!(biggest, mps + 28, "task {task}");
-        assert_eq!(p.e[0].mps(), Some(mps as u16));
+        assert_eq!(p.eps[0].mps(), Some(mps as u16));
     }
 }
 
@@ -411,29 +289,29 @@ fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
 
 #[test]
 fn migrated_connection_keeps_its_streams_and_finishes_them() {
-    let mut p = Pair::new(cfg(), 10_000, 5);
-    p.rpc(0, 1000, 10_000_000);
-    p.run(Time(200_000));
-    assert!(p.received(1).is_none(), "still in flight at the migration");
-    assert!(p.e[0].migrate(p.now));
-    assert_eq!(p.e[0].local_addr(), Addr(2));
+    let mut p = pair(cfg(), 10_000, 5);
+    rpc(&mut p, 0, 1000, 10_000_000);
+    p.run_until(Time(200_000));
+    assert!(p.received(0, 1).is_none(), "still in flight at the migration");
+    assert!(p.eps[0].migrate(p.now));
+    assert_eq!(p.eps[0].local_addr(), Addr(2));
     // The old address is dead from now on.
-    p.lost = Box::new(|_, a| a == Addr(1));
-    p.run(Time(200_000_000));
-    assert!(p.received(1).is_some(), "{:?}", p.log);
-    assert_eq!(p.e[0].counters().migrations, 1);
-    p.rpc(2, 1000, 10_000);
-    p.run(Time(300_000_000));
-    assert!(p.received(3).is_some());
+    lose(&mut p, Addr(1));
+    p.run_until(Time(200_000_000));
+    assert!(p.received(0, 1).is_some(), "{:?}", p.events);
+    assert_eq!(p.eps[0].counters().migrations, 1);
+    rpc(&mut p, 2, 1000, 10_000);
+    p.run_until(Time(300_000_000));
+    assert!(p.received(0, 3).is_some());
 }
 
 #[test]
 fn passive_rebind_keeps_the_connection() {
-    let mut p = Pair::new(cfg(), 10_000, 6);
-    p.sequential(0, 3, 10_000, Time(50_000_000));
-    p.e[0].rebind(p.now, Addr(2));
-    p.lost = Box::new(|_, a| a == Addr(1));
-    let r = p.sequential(10, 3, 10_000, Time(200_000_000));
+    let mut p = pair(cfg(), 10_000, 6);
+    sequential(&mut p, 0, 3, 10_000, Time(50_000_000));
+    p.eps[0].rebind(p.now, Addr(2));
+    lose(&mut p, Addr(1));
+    let r = sequential(&mut p, 10, 3, 10_000, Time(200_000_000));
     assert!(r.iter().all(|x| x.is_some()), "{r:?}");
 }
 
@@ -442,22 +320,27 @@ fn delay_on_the_used_path_triggers_proactive_migration() {
     let mut c = cfg();
     c.migration.long_window = 10;
     c.migration.short_window = 3;
-    let mut p = Pair::new(c, 10_000, 8);
-    let base = p.sequential(0, 20, 10_000, Time(100_000_000));
+    let mut p = pair(c, 10_000, 8);
+    let base = sequential(&mut p, 0, 20, 10_000, Time(100_000_000));
     assert!(base.iter().all(|x| x.is_some()));
-    assert_eq!(p.e[0].counters().migrations, 0, "no migration on a steady path");
+    assert_eq!(p.eps[0].counters().migrations, 0, "no migration on a steady path");
     // +10 ms one way on the client's first NIC.
-    p.delay = Box::new(|_, a| {
-        if a == Addr(1) {
-            Dur::from_millis(10)
+    p.fault(|w| {
+        let nic = if w.from == 0 {
+            w.pkt.tuple.src
         } else {
-            Dur::from_micros(10)
+            w.pkt.tuple.dst
+        };
+        if nic == Addr(1) {
+            Fate::Delay(Dur::from_micros(9_990)) // 10 ms one way with the link's 10 us
+        } else {
+            Fate::Deliver
         }
     });
-    let slow = p.sequential(100, 10, 10_000, Time(2_000_000_000));
+    let slow = sequential(&mut p, 100, 10, 10_000, Time(2_000_000_000));
     assert!(slow.iter().all(|x| x.is_some()), "{slow:?}");
-    assert_eq!(p.e[0].counters().migrations, 1);
-    assert_eq!(p.e[0].local_addr(), Addr(2));
+    assert_eq!(p.eps[0].counters().migrations, 1);
+    assert_eq!(p.eps[0].local_addr(), Addr(2));
     // After migrating, RPCs are fast again.
     let last = slow.last().unwrap().unwrap();
     assert!(last < Dur::from_millis(2), "{last:?}");
@@ -474,26 +357,26 @@ fn zero_rtt_cfg() -> DcquicConfig {
 /// time. Small, because before the client's address is validated (its Handshake packet, one RTT in)
 /// the server may send only 3x what it received (RFC 9000 8.1): a larger response gains less.
 fn first_rpc(p: &mut Pair) -> Dur {
-    let done = p.sequential(0, 1, 1000, Time(50_000_000))[0].expect("RPC completes");
+    let done = sequential(p, 0, 1, 1000, Time(50_000_000))[0].expect("RPC completes");
     // Let the session tickets (sent after the handshake) arrive.
-    p.run(p.now + Dur::from_millis(5));
+    p.run_until(p.now + Dur::from_millis(5));
     done
 }
 
 #[test]
 fn zero_rtt_second_connection_resumes_one_rtt_sooner() {
     let shared = Arc::new(Shared::new(zero_rtt_cfg(), epoch()));
-    let mut p1 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 1);
+    let mut p1 = pair_with_shared(shared.clone(), shared.clone(), 10_000, 1);
     let t1 = first_rpc(&mut p1);
-    let c1 = p1.e[0].counters();
+    let c1 = p1.eps[0].counters();
     assert_eq!((c1.zero_rtt_attempts, c1.zero_rtt_accepted), (0, 0));
     assert!(shared.tickets(Addr(1), Addr(10)) > 0);
     // No tickets for another server.
     assert_eq!(shared.tickets(Addr(1), Addr(11)), 0);
 
-    let mut p2 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 2);
+    let mut p2 = pair_with_shared(shared.clone(), shared.clone(), 10_000, 2);
     let t2 = first_rpc(&mut p2);
-    let c2 = p2.e[0].counters();
+    let c2 = p2.eps[0].counters();
     assert_eq!((c2.zero_rtt_attempts, c2.zero_rtt_accepted), (1, 1));
     // The request went with the first flight: one RTT (20 us) less to the response.
     assert!(
@@ -502,7 +385,7 @@ fn zero_rtt_second_connection_resumes_one_rtt_sooner() {
     );
     assert!(c2.first_byte_ns + 15_000 <= c1.first_byte_ns, "{c1:?} {c2:?}");
     // A second RPC on the resumed connection is ordinary.
-    let more = p2.sequential(1, 1, 10_000, Time(100_000_000));
+    let more = sequential(&mut p2, 1, 1, 10_000, Time(100_000_000));
     assert!(more[0].is_some());
 }
 
@@ -511,16 +394,16 @@ fn zero_rtt_rejected_is_resent_as_one_rtt() {
     // The client holds a ticket, but the server it meets has never seen it (another session cache):
     // it refuses the early data and the request must go again after the handshake.
     let client = Arc::new(Shared::new(zero_rtt_cfg(), epoch()));
-    let mut p1 = Pair::with_shared(client.clone(), client.clone(), 10_000, 1);
+    let mut p1 = pair_with_shared(client.clone(), client.clone(), 10_000, 1);
     let t1 = first_rpc(&mut p1);
     let stranger = Arc::new(Shared::new(zero_rtt_cfg(), epoch()));
-    let mut p2 = Pair::with_shared(client.clone(), stranger, 10_000, 2);
+    let mut p2 = pair_with_shared(client.clone(), stranger, 10_000, 2);
     let t2 = first_rpc(&mut p2);
-    let c2 = p2.e[0].counters();
+    let c2 = p2.eps[0].counters();
     assert_eq!((c2.zero_rtt_attempts, c2.zero_rtt_accepted), (1, 0));
     assert!(t2.0 + 5_000 >= t1.0, "1-RTT {t1:?} rejected 0-RTT {t2:?}");
     assert!(p2
-        .log
+        .events
         .iter()
         .any(|&(_, i, ev)| i == 1 && ev == AppEvent::MessageReceived { msg: 0 }));
 }
@@ -531,9 +414,9 @@ fn zero_rtt_same_seed_gives_identical_runs() {
         let shared = Arc::new(Shared::new(zero_rtt_cfg(), epoch()));
         let mut out = Vec::new();
         for seed in 1..=3 {
-            let mut p = Pair::with_shared(shared.clone(), shared.clone(), 10_000, seed);
+            let mut p = pair_with_shared(shared.clone(), shared.clone(), 10_000, seed);
             let t = first_rpc(&mut p);
-            out.push((t, p.sizes.clone(), p.log.clone(), p.e[0].counters()));
+            out.push((t, sizes(&p), p.events.clone(), p.eps[0].counters()));
         }
         out
     };
@@ -545,25 +428,25 @@ fn zero_rtt_same_seed_gives_identical_runs() {
 #[test]
 fn zero_rtt_off_takes_no_tickets() {
     let shared = Arc::new(Shared::new(cfg(), epoch()));
-    let mut p1 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 1);
+    let mut p1 = pair_with_shared(shared.clone(), shared.clone(), 10_000, 1);
     let t1 = first_rpc(&mut p1);
-    let mut p2 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, 2);
+    let mut p2 = pair_with_shared(shared.clone(), shared.clone(), 10_000, 2);
     let t2 = first_rpc(&mut p2);
     assert_eq!(shared.tickets(Addr(1), Addr(10)), 0);
     assert_eq!(t1, t2);
-    assert_eq!(p2.e[0].counters().zero_rtt_attempts, 0);
+    assert_eq!(p2.eps[0].counters().zero_rtt_attempts, 0);
 }
 
 /// Every byte the engines put on the wire, over a 1-RTT handshake + RPCs and then (same shared
 /// state) a 0-RTT resumed connection + RPC.
-fn wire_bytes(seed: u64) -> (Wire, Wire, DcquicCounters) {
+fn wire_bytes(seed: u64) -> (Datagrams, Datagrams, DcquicCounters) {
     let shared = Arc::new(Shared::new(zero_rtt_cfg(), epoch()));
-    let mut p1 = Pair::with_shared(shared.clone(), shared.clone(), 10_000, seed);
+    let mut p1 = pair_with_shared(shared.clone(), shared.clone(), 10_000, seed);
     first_rpc(&mut p1);
-    p1.sequential(1, 2, 30_000, Time(100_000_000));
-    let mut p2 = Pair::with_shared(shared.clone(), shared, 10_000, seed + 1000);
+    sequential(&mut p1, 1, 2, 30_000, Time(100_000_000));
+    let mut p2 = pair_with_shared(shared.clone(), shared, 10_000, seed + 1000);
     first_rpc(&mut p2);
-    (p1.wire, p2.wire, p2.e[0].counters())
+    (datagrams(&p1), datagrams(&p2), p2.eps[0].counters())
 }
 
 #[test]
@@ -609,19 +492,23 @@ fn fec_cfg() -> DcquicConfig {
 /// response listed in `drop` (1-based among that response's big packets); returns the pair after one
 /// RPC of `resp` bytes and that RPC's completion time.
 fn rpc_dropping(cfg: DcquicConfig, resp: u64, drop: &'static [u32], seed: u64) -> (Pair, Option<Dur>) {
-    let mut p = Pair::new(cfg, 10_000, seed);
+    let mut p = pair(cfg, 10_000, seed);
     // A first RPC finishes the handshake and gives an RTT sample.
-    assert!(p.sequential(0, 1, 1000, Time(50_000_000))[0].is_some());
-    p.run(p.now + Dur::from_millis(1));
+    assert!(sequential(&mut p, 0, 1, 1000, Time(50_000_000))[0].is_some());
+    p.run_until(p.now + Dur::from_millis(1));
     let mut big = 0u32;
-    p.drop_pkt = Box::new(move |from, size| {
-        if from != 1 || size <= 1000 {
-            return false;
+    p.fault_from(1, move |w| {
+        if w.pkt.size_bytes <= 1000 {
+            return Fate::Deliver;
         }
         big += 1;
-        drop.contains(&big)
+        if drop.contains(&big) {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
     });
-    let t = p.sequential(1, 1, resp, Time(500_000_000))[0];
+    let t = sequential(&mut p, 1, 1, resp, Time(500_000_000))[0];
     (p, t)
 }
 
@@ -645,15 +532,15 @@ fn tail_fec_rebuilds_a_lost_last_packet_without_waiting_for_quic() {
     // parity arrives right behind the data.
     assert!(t_plain.0 > 1_000_000, "plain {t_plain:?}");
     assert!(t_fec.0 < 200_000, "fec {t_fec:?}");
-    assert_eq!(plain.e[0].counters().fec_recovered, 0);
-    let c = fec.e[0].counters();
+    assert_eq!(plain.eps[0].counters().fec_recovered, 0);
+    let c = fec.eps[0].counters();
     assert_eq!(c.fec_recovered, 1);
     assert!(
         c.fec_recovered_bytes > 3000 && c.fec_recovered_bytes < 9000,
         "{c:?}"
     );
     // The rebuilt bytes are those sent: the kept window is the whole 4-chunk tail of message 3.
-    let log = &fec.e[0].fec_log;
+    let log = &fec.eps[0].fec_log;
     assert_eq!(log.len(), 1);
     let (msg, start, ref bytes) = log[0];
     assert_eq!(msg, 3);
@@ -665,15 +552,15 @@ fn tail_fec_rebuilds_a_lost_last_packet_without_waiting_for_quic() {
 fn tail_fec_repair_bytes_are_counted_as_redundant() {
     let (mut p, t) = rpc_dropping(fec_cfg(), 30_000, &[], 2);
     assert!(t.is_some());
-    p.run(p.now + Dur::from_millis(50));
+    p.run_until(p.now + Dur::from_millis(50));
     let acked = |msg| {
-        p.log.iter().find_map(|&(_, i, ev)| match ev {
+        p.events.iter().find_map(|&(_, i, ev)| match ev {
             AppEvent::MessageAcked { msg: m, stats } if i == 1 && m == msg => Some(stats),
             _ => None,
         })
     };
     let s = acked(3).expect("response acknowledged");
-    let c = p.e[1].counters();
+    let c = p.eps[1].counters();
     // Two RPCs answered: the 1000 B one and the 30 KB one, each with its parity (a copy for 1000 B; a
     // 9000 B parity in two datagrams for 30 KB).
     assert_eq!(c.fec_repairs, 3, "{c:?}");
@@ -683,9 +570,9 @@ fn tail_fec_repair_bytes_are_counted_as_redundant() {
     assert_eq!(c.fec_repair_bytes, s.redundant_bytes + first.redundant_bytes);
     assert_eq!(first.redundant_bytes, 1000 + tailfec::HEADER as u64);
     // The client's requests are protected too.
-    assert_eq!(p.e[0].counters().fec_repairs, 2);
+    assert_eq!(p.eps[0].counters().fec_repairs, 2);
     // Nothing lost, nothing rebuilt.
-    assert_eq!(p.e[0].counters().fec_recovered, 0);
+    assert_eq!(p.eps[0].counters().fec_recovered, 0);
 }
 
 #[test]
@@ -693,8 +580,8 @@ fn tail_fec_leaves_losses_before_the_tail_to_quic() {
     // 100 KB: twelve data packets; the second is far ahead of the 4-packet tail.
     let (p, t) = rpc_dropping(fec_cfg(), 100_000, &[2], 3);
     assert!(t.is_some());
-    assert_eq!(p.e[0].counters().fec_recovered, 0);
-    assert!(p.e[1].counters().lost_packets >= 1);
+    assert_eq!(p.eps[0].counters().fec_recovered, 0);
+    assert!(p.eps[1].counters().lost_packets >= 1);
 }
 
 #[test]
@@ -704,35 +591,39 @@ fn tail_fec_two_losses_in_the_tail_fall_back_to_retransmission() {
     let (plain, t_plain) = rpc_dropping(cfg(), 30_000, &[3, 4], 4);
     let (fec, t_fec) = rpc_dropping(fec_cfg(), 30_000, &[3, 4], 4);
     let (t_plain, t_fec) = (t_plain.unwrap(), t_fec.unwrap());
-    assert!(plain.e[1].counters().lost_packets >= 2);
+    assert!(plain.eps[1].counters().lost_packets >= 2);
     // The repair packets behind the lost ones are acknowledged, so QUIC's time threshold (at least its
     // 1 ms granularity) declares them lost and retransmits; once the first retransmission is in, one
     // packet is missing and the parity rebuilds it. Plain QUIC waits for its probe timeout.
     assert!(t_fec.0 >= 1_000_000, "fec {t_fec:?}");
     assert!(t_fec.0 < t_plain.0 / 5, "fec {t_fec:?} plain {t_plain:?}");
-    let c = fec.e[0].counters();
+    let c = fec.eps[0].counters();
     assert!(c.fec_recovered_bytes < 9000, "{c:?}");
 }
 
 #[test]
 fn tail_fec_same_seed_gives_identical_runs() {
     let trace = |seed| {
-        let mut p = Pair::new(fec_cfg(), 10_000, seed);
+        let mut p = pair(fec_cfg(), 10_000, seed);
         let mut n = 0u32;
         // Every seventh datagram of either side is lost.
-        p.drop_pkt = Box::new(move |_, _| {
+        p.fault(move |_| {
             n += 1;
-            n.is_multiple_of(7)
+            if n.is_multiple_of(7) {
+                Fate::Drop
+            } else {
+                Fate::Deliver
+            }
         });
-        p.rpc(0, 1000, 200_000);
-        p.rpc(2, 5000, 30_000);
-        p.rpc(4, 20_000, 12_000);
-        p.run(Time(500_000_000));
+        rpc(&mut p, 0, 1000, 200_000);
+        rpc(&mut p, 2, 5000, 30_000);
+        rpc(&mut p, 4, 20_000, 12_000);
+        p.run_until(Time(500_000_000));
         (
-            p.log.clone(),
-            p.sizes.clone(),
-            p.e[0].counters(),
-            p.e[1].counters(),
+            p.events.clone(),
+            sizes(&p),
+            p.eps[0].counters(),
+            p.eps[1].counters(),
         )
     };
     let a = trace(7);
@@ -752,8 +643,8 @@ fn tail_fec_rebuilds_a_one_packet_response_lost_whole() {
     // A 5 KB response is one packet; its parity is a copy of it, and the client's stream is open.
     let (p, t) = rpc_dropping(fec_cfg(), 5000, &[1], 5);
     assert!(t.expect("rebuilt").0 < 200_000, "{t:?}");
-    assert_eq!(p.e[0].counters().fec_recovered_bytes, 5000);
-    let (msg, start, ref bytes) = p.e[0].fec_log[0];
+    assert_eq!(p.eps[0].counters().fec_recovered_bytes, 5000);
+    let (msg, start, ref bytes) = p.eps[0].fec_log[0];
     assert_eq!((msg, start), (3, 0));
     assert_eq!(bytes, &sent_bytes(3, 0, 5000));
 }

@@ -1,0 +1,341 @@
+//! One two-endpoint test harness for any [`Engine`]: engines 0 and 1 joined by a scripted link.
+//!
+//! Each packet an engine sends passes the fault scripts, which decide its fate (deliver, drop, delay,
+//! duplicate, reorder) and may rewrite it (e.g. mark CE); it then takes the one-way delay, after its
+//! serialisation when the link has a rate. The harness drains the engines in the contract's order after
+//! every input, lets engine 1 answer requests (`responses`), logs every packet and event, fails a test
+//! that would run forever at its step limit, and asserts that nothing more is sent
+//! ([`Harness::assert_silent_until`]).
+
+use crate::engine::{AppEvent, Engine, MsgId};
+use crate::packet::Packet;
+use crate::time::{serialization_time, Dur, Time};
+use std::collections::BTreeMap;
+
+/// What the link does with one packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fate {
+    Deliver,
+    Drop,
+    /// Arrives this much later than the one-way delay; later packets may overtake it.
+    Delay(Dur),
+    /// Arrives twice, the copy right behind the original.
+    Duplicate,
+    /// Held back until the next packet of its direction is on the link, then arrives right behind it
+    /// (or when the link would otherwise go idle).
+    Reorder,
+}
+
+/// A packet entering the link, as a fault script sees it; the script may rewrite `pkt`.
+pub struct Wire<'a> {
+    pub from: usize,
+    /// Index among the packets its direction has carried, from 0.
+    pub index: u64,
+    pub pkt: &'a mut Packet,
+    pub payload: &'a [u8],
+}
+
+type Script = Box<dyn FnMut(&mut Wire<'_>) -> Fate>;
+
+/// One packet an engine put on the link, with its fate (as sent, before any rewrite).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sent {
+    pub time: Time,
+    pub from: usize,
+    pub index: u64,
+    pub pkt: Packet,
+    pub payload: Vec<u8>,
+    pub fate: Fate,
+}
+
+struct Flight {
+    to: usize,
+    pkt: Packet,
+    payload: Vec<u8>,
+}
+
+pub struct Harness<E: Engine> {
+    pub eps: [E; 2],
+    pub now: Time,
+    pub one_way: Dur,
+    /// Serialisation rate of each direction in bits/s; 0 puts packets on the link at once.
+    pub rate_bps: u64,
+    /// Calls `handle_timeout` on both engines after every delivery, due or not: engines must ignore
+    /// early calls.
+    pub early_timer_calls: bool,
+    pub steps: u64,
+    pub step_limit: u64,
+    pub sent: Vec<Sent>,
+    pub events: Vec<(Time, usize, AppEvent)>,
+    /// Requests engine 1 answers as soon as it has them: request -> (response, length).
+    pub responses: BTreeMap<MsgId, (MsgId, u64)>,
+    faults: Vec<Script>,
+    wire: BTreeMap<(Time, u64), Flight>,
+    wire_seq: u64,
+    carried: [u64; 2],
+    busy_until: [Time; 2],
+    held: [Option<(Time, Flight)>; 2],
+    started: bool,
+}
+
+/// Drops the `n`th packet (from 0) of the direction the script is installed on.
+pub fn drop_nth(n: u64) -> impl FnMut(&mut Wire<'_>) -> Fate {
+    move |w| if w.index == n { Fate::Drop } else { Fate::Deliver }
+}
+
+/// Drops every packet `pred` selects.
+pub fn drop_where(mut pred: impl FnMut(&Wire<'_>) -> bool) -> impl FnMut(&mut Wire<'_>) -> Fate {
+    move |w| if pred(w) { Fate::Drop } else { Fate::Deliver }
+}
+
+/// Gives the `n`th packet (from 0) `fate`.
+pub fn nth(n: u64, fate: Fate) -> impl FnMut(&mut Wire<'_>) -> Fate {
+    move |w| if w.index == n { fate } else { Fate::Deliver }
+}
+
+impl<E: Engine> Harness<E> {
+    /// Engines 0 and 1 on a 10 us link without a rate, faults or responses; 1 000 000 steps at most.
+    pub fn new(a: E, b: E) -> Harness<E> {
+        Harness {
+            eps: [a, b],
+            now: Time::ZERO,
+            one_way: Dur::from_micros(10),
+            rate_bps: 0,
+            early_timer_calls: false,
+            steps: 0,
+            step_limit: 1_000_000,
+            sent: Vec::new(),
+            events: Vec::new(),
+            responses: BTreeMap::new(),
+            faults: Vec::new(),
+            wire: BTreeMap::new(),
+            wire_seq: 0,
+            carried: [0; 2],
+            busy_until: [Time::ZERO; 2],
+            held: [None, None],
+            started: false,
+        }
+    }
+
+    /// Adds a fault script that sees every packet of both directions. Scripts run in the order added,
+    /// all of them on every packet; the first fate other than `Deliver` applies.
+    pub fn fault(&mut self, script: impl FnMut(&mut Wire<'_>) -> Fate + 'static) {
+        self.faults.push(Box::new(script));
+    }
+
+    /// Adds a fault script for the packets engine `from` sends.
+    pub fn fault_from(&mut self, from: usize, mut script: impl FnMut(&mut Wire<'_>) -> Fate + 'static) {
+        self.fault(move |w| if w.from == from { script(w) } else { Fate::Deliver });
+    }
+
+    /// Engine `from` sends message `msg` of `len` bytes; the other one expects it.
+    pub fn send(&mut self, from: usize, msg: MsgId, len: u64) {
+        self.start();
+        self.eps[1 - from].expect_message(msg, len);
+        self.eps[from].send_message(self.now, msg, len);
+        self.drain(from);
+    }
+
+    /// Engine 0 sends request `msg`; engine 1 answers it with `response` of `response_len` bytes.
+    pub fn rpc(&mut self, msg: MsgId, len: u64, response: MsgId, response_len: u64) {
+        self.responses.insert(msg, (response, response_len));
+        self.start();
+        self.eps[1].expect_request(msg, len);
+        self.eps[0].send_request(self.now, msg, len);
+        self.drain(0);
+    }
+
+    /// Drains the engines' output from before the harness existed (e.g. a handshake's first packet),
+    /// once the test had its chance to install faults.
+    fn start(&mut self) {
+        if !self.started {
+            self.started = true;
+            self.drain(0);
+            self.drain(1);
+        }
+    }
+
+    fn drain(&mut self, side: usize) {
+        let mut payload = Vec::new();
+        while let Some(pkt) = self.eps[side].poll_transmit(self.now, &mut payload) {
+            self.put_on_link(side, pkt, std::mem::take(&mut payload));
+        }
+        let mut answers = Vec::new();
+        while let Some(ev) = self.eps[side].poll_event() {
+            self.events.push((self.now, side, ev));
+            if let (1, AppEvent::MessageReceived { msg }) = (side, ev) {
+                answers.extend(self.responses.get(&msg).map(|&(resp, len)| (msg, resp, len)));
+            }
+        }
+        for (request, msg, len) in answers {
+            self.eps[1 - side].expect_response(request, msg, len);
+            self.eps[side].send_response(self.now, request, msg, len);
+            self.drain(side);
+        }
+    }
+
+    fn put_on_link(&mut self, from: usize, pkt: Packet, payload: Vec<u8>) {
+        let index = self.carried[from];
+        self.carried[from] += 1;
+        let mut rewritten = pkt;
+        let mut fate = Fate::Deliver;
+        for script in &mut self.faults {
+            let f = script(&mut Wire {
+                from,
+                index,
+                pkt: &mut rewritten,
+                payload: &payload,
+            });
+            if fate == Fate::Deliver {
+                fate = f;
+            }
+        }
+        let mut depart = self.now.max(self.busy_until[from]);
+        if self.rate_bps > 0 {
+            depart += serialization_time(u64::from(pkt.size_bytes), self.rate_bps);
+        }
+        self.busy_until[from] = depart;
+        let arrive = depart + self.one_way;
+        self.sent.push(Sent {
+            time: self.now,
+            from,
+            index,
+            pkt,
+            payload: payload.clone(),
+            fate,
+        });
+        let flight = Flight {
+            to: 1 - from,
+            pkt: rewritten,
+            payload,
+        };
+        match fate {
+            Fate::Drop => {}
+            Fate::Deliver => self.schedule(arrive, flight),
+            Fate::Delay(d) => self.schedule(arrive + d, flight),
+            Fate::Duplicate => {
+                let copy = Flight {
+                    to: flight.to,
+                    pkt: flight.pkt,
+                    payload: flight.payload.clone(),
+                };
+                self.schedule(arrive, flight);
+                self.schedule(arrive, copy);
+            }
+            Fate::Reorder => {
+                self.release_held(from, arrive);
+                self.held[from] = Some((arrive, flight));
+                return;
+            }
+        }
+        self.release_held(from, arrive);
+    }
+
+    /// Puts a packet held for reordering on the link, behind one arriving at `behind`.
+    fn release_held(&mut self, from: usize, behind: Time) {
+        if let Some((arrive, flight)) = self.held[from].take() {
+            self.schedule(arrive.max(behind), flight);
+        }
+    }
+
+    fn schedule(&mut self, at: Time, flight: Flight) {
+        self.wire.insert((at, self.wire_seq), flight);
+        self.wire_seq += 1;
+    }
+
+    /// The next instant something happens; held packets go when nothing else would.
+    fn next_time(&mut self) -> Option<Time> {
+        let next = |h: &Self| {
+            let w = h.wire.keys().next().map(|k| k.0);
+            [w, h.eps[0].poll_timeout(), h.eps[1].poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min()
+        };
+        if next(self).is_none() {
+            for from in 0..2 {
+                self.release_held(from, self.now);
+            }
+        }
+        next(self)
+    }
+
+    /// Advances to the next event and handles it: one arrival, or the timers due. False when nothing
+    /// is pending. Panics past the step limit: an engine that never goes quiet is a failure, not a hang.
+    pub fn step(&mut self) -> bool {
+        self.start();
+        self.steps += 1;
+        assert!(
+            self.steps <= self.step_limit,
+            "step limit {} reached at {}: the engines never go quiet",
+            self.step_limit,
+            self.now
+        );
+        let Some(t) = self.next_time() else {
+            return false;
+        };
+        self.now = self.now.max(t);
+        if let Some(entry) = self.wire.first_entry().filter(|e| e.key().0 <= self.now) {
+            let f = entry.remove();
+            self.eps[f.to].handle_packet(self.now, &f.pkt, &f.payload);
+            self.drain(f.to);
+            if self.early_timer_calls {
+                for side in 0..2 {
+                    self.eps[side].handle_timeout(self.now);
+                    self.drain(side);
+                }
+            }
+            return true;
+        }
+        for side in 0..2 {
+            let due = self.eps[side].poll_timeout().is_some_and(|d| d <= self.now);
+            if due || self.early_timer_calls {
+                self.eps[side].handle_timeout(self.now);
+                self.drain(side);
+            }
+        }
+        true
+    }
+
+    /// Runs until nothing is pending.
+    pub fn run(&mut self) {
+        while self.step() {}
+    }
+
+    /// Handles everything due at or before `t`, then sets the clock to `t`.
+    pub fn run_until(&mut self, t: Time) {
+        self.start();
+        while self.next_time().is_some_and(|n| n <= t) {
+            self.step();
+        }
+        self.now = self.now.max(t);
+    }
+
+    /// Runs until `t` and fails if either engine sends anything meanwhile.
+    pub fn assert_silent_until(&mut self, t: Time) {
+        let before = self.sent.len();
+        self.run_until(t);
+        let more: Vec<(Time, usize)> = self.sent[before..].iter().map(|s| (s.time, s.from)).collect();
+        assert!(more.is_empty(), "sent after {}: (time, from) {more:?}", self.now);
+    }
+
+    /// Events of engine `side`, in order.
+    pub fn events_of(&self, side: usize) -> Vec<AppEvent> {
+        self.events.iter().filter(|e| e.1 == side).map(|e| e.2).collect()
+    }
+
+    /// When engine `side` received message `msg`, if it did.
+    pub fn received(&self, side: usize, msg: MsgId) -> Option<Time> {
+        self.events
+            .iter()
+            .find_map(|&(t, s, ev)| (s == side && ev == AppEvent::MessageReceived { msg }).then_some(t))
+    }
+
+    /// Packets engine `from` put on the link.
+    pub fn sent_by(&self, from: usize) -> impl Iterator<Item = &Sent> + '_ {
+        self.sent.iter().filter(move |s| s.from == from)
+    }
+}
+
+#[cfg(test)]
+mod tests;
