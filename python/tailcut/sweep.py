@@ -298,9 +298,9 @@ def sweep(
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if "seed" in grid:
-        bad = [v for v in grid["seed"] if not isinstance(v, int) or isinstance(v, bool) or v < 0]
+        bad = [v for v in grid["seed"] if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**64]
         if bad:
-            raise ValueError(f"grid seed: seeds are non-negative integers, got {bad[0]!r}")
+            raise ValueError(f"grid seed: seeds are integers in 0..2^64, got {bad[0]!r}")
         if len(set(grid["seed"])) < len(grid["seed"]):
             raise ValueError("grid seed: a seed is listed twice")
         if seeds != 1:

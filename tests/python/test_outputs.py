@@ -181,7 +181,8 @@ def test_seed_in_the_grid_is_honoured(tmp_path: Path) -> None:
     ("grid", "seeds", "message"),
     [
         ({"seed": [1, 1]}, 1, "listed twice"),
-        ({"seed": ["x"]}, 1, "non-negative integers"),
+        ({"seed": ["x"]}, 1, "integers in"),
+        ({"seed": [2**64]}, 1, "integers in"),
         ({"seed": [1, 2]}, 2, "leave seeds"),
     ],
 )
