@@ -12,7 +12,7 @@ $(BIN)/python:
 
 demo: venv
 	$(BIN)/pip install .
-	$(BIN)/tailcut run experiments/quickstart.toml --out results/quickstart
+	$(BIN)/tailcut run experiments/quickstart.toml --out results/quickstart --overwrite
 	@echo "Open the report: results/quickstart/report.html"
 
 # The tests install the extension with the `release` profile that `cargo test --release` builds too, so

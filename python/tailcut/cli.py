@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from tailcut import _core
 from tailcut.config import apply_overrides, experiment_name, load_config, resolve
+from tailcut.outdir import OutputError
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -42,6 +44,17 @@ overrides (--set, and --grid values):
 """
 
 
+def _add_out_args(p: argparse.ArgumentParser, default: str, resumes: bool) -> None:
+    p.add_argument(
+        "--out",
+        type=Path,
+        help=f"output folder (default: {default}); must be new, empty, or tailcut's own: files tailcut "
+        "did not write are never removed",
+    )
+    again = "start afresh instead of resuming a" if resumes else "replace a"
+    p.add_argument("--overwrite", action="store_true", help=f"{again} result already in --out")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
@@ -60,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_config_args(p)
-    p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>)")
+    _add_out_args(p, "results/<experiment name>", resumes=False)
     p.add_argument("--seed", type=int, help="replace the config's seed")
 
     p = sub.add_parser(
@@ -81,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="parallel points on the local executor (default 1)")
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
-    p.add_argument("--out", type=Path, help="output folder (default: results/<experiment name>-sweep)")
+    _add_out_args(p, "results/<experiment name>-sweep", resumes=True)
 
     p = sub.add_parser(
         "compare",
@@ -97,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
     p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
-    p.add_argument("--out", type=Path, help="output folder (default: results/<suite name>-<scale>)")
+    _add_out_args(p, "results/<suite name>-<scale>", resumes=True)
 
     p = sub.add_parser(
         "validate",
@@ -195,17 +208,19 @@ def cmd_schemes(_: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from tailcut.outdir import claim
     from tailcut.runner import run_to_dir
 
     config = _load(args)
     out = args.out or Path("results") / experiment_name(config, args.file.stem)
+    claim(out, "run", overwrite=args.overwrite)  # before the progress bar: a refusal is all that prints
     with tqdm(total=100, file=sys.stderr, unit="%", bar_format="{l_bar}{bar}| {elapsed}<{remaining}") as bar:
 
         def progress(fraction: float) -> bool:
             bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
             return True
 
-        result = run_to_dir(config, out, seed=args.seed, progress=progress)
+        result = run_to_dir(config, out, seed=args.seed, progress=progress, overwrite=args.overwrite)
     overall = result.summary[result.summary["size_class"] == "all"]
     for _, row in overall.iterrows():
         print(
@@ -237,6 +252,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             out=out,
             ray_address=args.ray_address,
             on_done=point_done,
+            overwrite=args.overwrite,
         )
     ran = sum(1 for o in result.outcomes if not o.skipped and o.error is None)
     skipped = sum(1 for o in result.outcomes if o.skipped)
@@ -286,6 +302,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             scenarios=args.scenarios,
             on_done=cell_done,
             on_plan=planned,
+            overwrite=args.overwrite,
         )
     status = result.table["status"].value_counts()
     print(", ".join(f"{n} {s}" for s, n in status.items()) + f" ({result.meta['wall_seconds']} s)")
@@ -317,11 +334,20 @@ COMMANDS = {
 }
 
 
+def _terminated(signum: int, _frame: Any) -> None:
+    # SIGTERM unwinds like Ctrl-C, so that temporary folders are removed and pool workers stopped.
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return COMMANDS[args.command](args)
+    except OutputError as exc:
+        _error(str(exc))
+        return EXIT_BAD_INPUT
     except _core.ConfigError as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
@@ -329,13 +355,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"run failed: {exc}")
         return EXIT_FAILED
     except KeyboardInterrupt:
-        _error("interrupted; nothing was written")
+        _error("interrupted; no partial result was left (a sweep's finished points are kept for a rerun)")
         return EXIT_INTERRUPTED
     except (OSError, ValueError) as exc:
         # TOML syntax errors (tomllib.TOMLDecodeError is a ValueError), bad --set/--grid, missing files.
         name = getattr(args, "file", None) or getattr(args, "suite", None)
         _error(f"{name}: {exc}" if name is not None and not isinstance(exc, OSError) else str(exc))
         return EXIT_BAD_INPUT
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

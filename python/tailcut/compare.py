@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from tailcut.config import ConfigSource, load_config, set_path
+from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.summary import size_class, summary_stats
 from tailcut.sweep import PointOutcome
 
@@ -423,13 +424,11 @@ def run_cell(config: dict[str, Any], cell: Cell, points_dir: str) -> PointOutcom
     out = Path(points_dir) / cell.slug
     try:
         result = run(config)
-        result.write(out)
+        result.write(out, overwrite=True)  # points/ is the comparison's own
         return PointOutcome(cell.slug)
     except Exception as exc:  # a failed cell is reported, the comparison goes on
-        text = f"{type(exc).__name__}: {exc}"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "error.txt").write_text(text + "\n\n" + traceback.format_exc())
-        return PointOutcome(cell.slug, error=text)
+        error = write_error(out, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        return PointOutcome(cell.slug, error=error)
 
 
 def cell_metrics(flows: pd.DataFrame) -> dict[str, float | int]:
@@ -552,19 +551,24 @@ def compare(
     on_done: Callable[[PointOutcome], None] | None = None,
     on_plan: Callable[[int], None] | None = None,
     validate: Callable[[dict[str, Any]], Any] | None = None,
+    overwrite: bool = False,
 ) -> CompareResult:
     """Plan, run (skipping cells already done in ``out``) and write ``compare.parquet``, ``compare.md``,
     ``compare.json`` and ``report.html`` into ``out``.
 
     ``on_plan(n)`` gets the number of cells to run, ``on_done(outcome)`` each finished cell; ``validate``
-    replaces the Rust core's check of each cell's experiment in :func:`plan` (tests).
+    replaces the Rust core's check of each cell's experiment in :func:`plan` (tests). ``out`` holding this
+    suite's comparison at this scale is resumed, anything else refused unless ``overwrite`` allows
+    replacing an earlier result (:func:`tailcut.outdir.claim`).
     """
-    from tailcut.results import atomic_dir
     from tailcut.sweep import run_tasks
 
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     out = Path(out)
     planned = plan(suite, scale, schemes, scenarios, validate)
+    # The suite as written and the scale decide every cell's config; --schemes/--scenarios only pick cells.
+    digest = config_hash({**{k: v for k, v in suite.__dict__.items() if k != "source"}, "scale": scale})
+    claim(out, "compare", overwrite=overwrite, experiment=f"{suite.name} ({scale})", digest=digest)
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
     runnable = [p for p in planned if p.status == OK]
@@ -596,12 +600,9 @@ def compare(
     }
     from tailcut.compare_report import compare_html, compare_markdown
 
-    with atomic_dir(out / ".combined") as tmp:
+    with combined_files(out) as tmp:
         table.to_parquet(tmp / "compare.parquet", index=False)
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")
         (tmp / "compare.md").write_text(compare_markdown(table, meta))
         (tmp / "report.html").write_text(compare_html(table, meta))
-    for item in (out / ".combined").iterdir():
-        item.replace(out / item.name)
-    (out / ".combined").rmdir()
     return CompareResult(table=table, outcomes=outcomes, path=out, meta=meta)

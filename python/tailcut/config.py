@@ -114,8 +114,8 @@ def load_config(source: ConfigSource) -> dict[str, Any]:
         return copy.deepcopy(dict(source))
     path = Path(source)
     if isinstance(source, Path) or path.suffix == ".toml" or ("\n" not in str(source) and path.exists()):
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        # utf-8-sig: editors on Windows may save a byte order mark, which TOML does not allow.
+        return tomllib.loads(path.read_bytes().decode("utf-8-sig"))
     return tomllib.loads(str(source))
 
 

@@ -1,20 +1,16 @@
 """The result of one run: tables in memory, and the folder layout they are written to and read from.
 
 A result folder holds ``flows.parquet``, ``ports.parquet``, ``summary.json``, ``config.toml`` (the fully
-resolved config, enough to repeat the run), ``runs.json`` and ``report.html``. Folders are written
-atomically: everything goes into a hidden temporary folder beside the target, which is renamed into place
-only once complete, so a failed or interrupted run never leaves anything that looks like a result.
+resolved config, enough to repeat the run), ``runs.json``, ``report.html`` and the ``.tailcut.json``
+marker. Folders are written atomically and never over anything tailcut did not write
+(:mod:`tailcut.outdir`).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from tailcut.config import to_toml
+from tailcut.outdir import atomic_dir, claim, write_marker
 from tailcut.summary import summarize
 
 FLOW_COLUMNS = [
@@ -138,10 +135,18 @@ class Result:
             path=path,
         )
 
-    def write(self, out: str | Path, report: Callable[[Result], str] | None = None) -> Path:
-        """Write the result folder atomically; ``report`` renders report.html (skipped when None)."""
+    def write(
+        self, out: str | Path, report: Callable[[Result], str] | None = None, overwrite: bool = False
+    ) -> Path:
+        """Write the result folder atomically; ``report`` renders report.html (skipped when None).
+
+        An existing result in ``out`` is replaced only with ``overwrite``; a folder holding anything else
+        raises :class:`tailcut.outdir.OutputError` (a ``ValueError``) and is left alone.
+        """
         out = Path(out)
+        claim(out, "run", overwrite=overwrite)
         with atomic_dir(out) as tmp:
+            write_marker(tmp, "run")
             self.flows.to_parquet(tmp / "flows.parquet", index=False)
             self.ports.to_parquet(tmp / "ports.parquet", index=False)
             (tmp / "summary.json").write_text(summary_json(self.summary))
@@ -172,31 +177,3 @@ def _json_number(value: Any) -> Any:
 def _plain(value: Any) -> Any:
     # numpy scalars are not JSON serialisable.
     return value.item() if hasattr(value, "item") else value
-
-
-@contextmanager
-def atomic_dir(target: Path) -> Iterator[Path]:
-    """Yield a temporary folder that replaces ``target`` only if the block completes.
-
-    The temporary folder lives beside ``target`` so the final rename stays on one filesystem. An existing
-    ``target`` is moved aside first and deleted after the swap; on error the temporary folder is removed and
-    ``target`` is left as it was.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    tmp.chmod(0o777 & ~umask)  # mkdtemp makes it private; the final folder should look like any other
-    try:
-        yield tmp
-        old = None
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-            os.replace(target, old / target.name)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

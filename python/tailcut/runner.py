@@ -52,10 +52,17 @@ def run_to_dir(
     seed: int | None = None,
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     progress: ProgressCallback | None = None,
+    overwrite: bool = False,
 ) -> Result:
-    """Run and write the result folder (with report.html) atomically; nothing is written on failure."""
+    """Run and write the result folder (with report.html) atomically; nothing is written on failure.
+
+    ``out`` is checked before the run (:func:`tailcut.outdir.claim`): an existing result is replaced only
+    with ``overwrite``, and a folder holding files tailcut did not write is never touched.
+    """
+    from tailcut.outdir import claim
     from tailcut.report import run_report_html
 
+    claim(out, "run", overwrite=overwrite)
     result = run(config, seed=seed, overrides=overrides, progress=progress)
-    result.write(out, report=lambda r: run_report_html({Path(out).name: r}))
+    result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite)
     return result

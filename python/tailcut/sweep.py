@@ -2,18 +2,27 @@
 
 Each point runs exactly like ``tailcut run`` into ``OUT/points/<slug>/``. A point is complete iff its
 ``flows.parquet`` exists, so rerunning a sweep redoes only what is missing or failed (an interrupted sweep
-resumes). A failing point writes ``error.txt`` instead and does not stop the others. The combined tables
-carry the grid keys and ``seed`` as columns.
+resumes); ``OUT/.tailcut.json`` records the experiment's resolved config hash, and resuming a different
+experiment there is an error (:func:`tailcut.outdir.claim`). Every point's config is validated before any
+runs. A failing point writes ``error.txt`` instead and does not stop the others; a sweep whose points all
+failed raises. The combined tables carry the grid keys and ``seed`` as columns.
 
 Seeds: ``seeds=N`` runs seeds ``base .. base+N-1`` where ``base`` is the config's ``seed`` (1 if it has
-none), so ``seeds=1`` reproduces the plain run.
+none), so ``seeds=1`` reproduces the plain run. ``seed`` may instead be a grid key (then ``seeds`` must be
+1): its values are the seeds.
+
+Interrupting (Ctrl-C) cancels the queued points at once and stops the running ones; pool workers also die
+with the sweep's process if it is killed, and Ray tasks are cancelled.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
+import signal
+import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +33,9 @@ from typing import Any
 
 import pandas as pd
 
-from tailcut.config import ConfigSource, apply_overrides, experiment_name, load_config, parse_value
-from tailcut.results import atomic_dir
+from tailcut import _core
+from tailcut.config import ConfigSource, apply_overrides, experiment_name, load_config, parse_value, resolve
+from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.summary import summarize
 
 
@@ -83,13 +93,31 @@ def parse_grid_option(text: str) -> tuple[str, list[Any]]:
 
 
 def points(grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> list[Point]:
-    """All points in a stable order: grid values in the order given (first key slowest), then seeds."""
-    keys = list(grid)
+    """All points in a stable order: grid values in the order given (first key slowest), then seeds.
+
+    A ``seed`` grid key replaces ``seeds``.
+    """
+    keys = [k for k in grid if k != "seed"]
+    seed_values = grid.get("seed", seeds)
     return [
         Point(tuple(zip(keys, combo, strict=True)), seed)
         for combo in itertools.product(*(grid[k] for k in keys))
-        for seed in seeds
+        for seed in seed_values
     ]
+
+
+def check_points(base: dict[str, Any], all_points: list[Point]) -> None:
+    """Validate every point's config through the core before any runs; the error names point and field."""
+    seen = set()
+    for point in all_points:
+        if point.params in seen:
+            continue
+        seen.add(point.params)
+        try:
+            resolve(apply_overrides(base, dict(point.params)))
+        except ValueError as exc:  # ConfigError, or a --grid path that does not fit the config
+            kind = type(exc) if isinstance(exc, _core.ConfigError) else ValueError
+            raise kind(f"grid point {point.slug}: {exc}") from None
 
 
 def run_point(config: dict[str, Any], point: Point, points_dir: str) -> PointOutcome:
@@ -98,22 +126,47 @@ def run_point(config: dict[str, Any], point: Point, points_dir: str) -> PointOut
 
     out = Path(points_dir) / point.slug
     try:
-        run_to_dir(config, out, seed=point.seed, overrides=dict(point.params))
+        # points/ is the sweep's own: a failed attempt's folder is replaced.
+        run_to_dir(config, out, seed=point.seed, overrides=dict(point.params), overwrite=True)
         return PointOutcome(point.slug)
     except Exception as exc:  # a failed point is reported, the sweep goes on
-        text = f"{type(exc).__name__}: {exc}"
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "error.txt").write_text(text + "\n\n" + traceback.format_exc())
-        return PointOutcome(point.slug, error=text)
+        error = write_error(out, f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        return PointOutcome(point.slug, error=error)
 
 
 def _crashed(point: Any, points_dir: Path, exc: BaseException) -> PointOutcome:
     """Outcome for a point whose worker died (run_point itself never raises an Exception)."""
-    text = f"worker failed: {type(exc).__name__}: {exc}"
-    out = points_dir / point.slug
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "error.txt").write_text(text + "\n")
-    return PointOutcome(point.slug, error=text)
+    error = write_error(points_dir / point.slug, f"worker failed: {type(exc).__name__}: {exc}")
+    return PointOutcome(point.slug, error=error)
+
+
+def _worker_init(parent: int) -> None:
+    """Pool worker setup: die with the sweep's process, and leave Ctrl-C to it.
+
+    Without this, a sweep killed with SIGKILL leaves its workers running every queued point. The
+    terminal sends SIGINT to the whole process group; the parent then stops the workers itself.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _stop_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queued points and kill the running ones, without waiting for them to finish."""
+    # The executor has no public way to stop running tasks; its worker processes are in _processes.
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5)
 
 
 def run_tasks(
@@ -146,26 +199,36 @@ def run_tasks(
             ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
         remote = ray.remote(runner)
         pending = {remote.remote(config, p, str(points_dir)): p for config, p in tasks}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            point = pending.pop(ready[0])
-            try:
-                finish(point, ray.get(ready[0]))
-            except Exception as exc:  # the worker process died
-                finish(point, _crashed(point, points_dir, exc))
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                point = pending.pop(ready[0])
+                try:
+                    finish(point, ray.get(ready[0]))
+                except Exception as exc:  # the worker process died
+                    finish(point, _crashed(point, points_dir, exc))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
     elif executor != "local":
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     elif jobs <= 1:
         for config, point in tasks:
             finish(point, runner(config, point, str(points_dir)))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),))
+        try:
             futures = {pool.submit(runner, config, p, str(points_dir)): p for config, p in tasks}
             for future in as_completed(futures):
                 try:
                     finish(futures[future], future.result())
                 except Exception as exc:  # e.g. BrokenProcessPool after a worker crash
                     finish(futures[future], _crashed(futures[future], points_dir, exc))
+        except BaseException:
+            _stop_pool(pool)
+            raise
+        pool.shutdown()
     return [outcomes[p] for _, p in tasks]
 
 
@@ -197,11 +260,11 @@ def combine(
             frame["seed"] = point.seed
         flows_parts.append(flows)
         summary_parts.append(summary)
-    front = [*grid, "seed"]
+    front = [*(k for k in grid if k != "seed"), "seed"]
     flows = pd.concat(flows_parts, ignore_index=True) if flows_parts else pd.DataFrame(columns=front)
     summary = pd.concat(summary_parts, ignore_index=True) if summary_parts else pd.DataFrame(columns=front)
     for frame in (flows, summary):
-        for key in grid:
+        for key in front[:-1]:
             frame[key] = _column_values(list(frame[key]))
     return _front(flows, front), _front(summary, front)
 
@@ -216,15 +279,17 @@ def sweep(
     overrides: Mapping[str, Any] | Sequence[str] | None = None,
     ray_address: str | None = None,
     on_done: Callable[[PointOutcome], None] | None = None,
+    overwrite: bool = False,
 ) -> SweepResult:
     """Run ``grid`` x ``seeds`` and return the combined tables.
 
     ``out`` keeps the results (points, combined Parquet, report.html); without it they go to a temporary
-    folder and only the returned tables remain. The config is validated once up front so a bad base config
-    fails before any point starts. ``on_done(outcome)`` is called as each point finishes (progress bars).
+    folder and only the returned tables remain. An ``out`` holding this experiment's sweep is resumed,
+    anything else is refused unless ``overwrite`` allows replacing an earlier result
+    (:func:`tailcut.outdir.claim`). The base config and every point's config are validated up front, so a
+    bad field fails before any point starts. ``on_done(outcome)`` is called as each point finishes
+    (progress bars). Raises ``tailcut.SimulationError`` if every point that ran failed.
     """
-    from tailcut.config import resolve
-
     base = apply_overrides(load_config(config), overrides)
     resolved = resolve(base)
     grid = {k: list(v) for k, v in grid.items()}
@@ -232,17 +297,28 @@ def sweep(
         raise ValueError("a sweep needs at least one grid key, each with at least one value")
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
+    if "seed" in grid:
+        bad = [v for v in grid["seed"] if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**64]
+        if bad:
+            raise ValueError(f"grid seed: seeds are integers in 0..2^64, got {bad[0]!r}")
+        if len(set(grid["seed"])) < len(grid["seed"]):
+            raise ValueError("grid seed: a seed is listed twice")
+        if seeds != 1:
+            raise ValueError("grid seed: the grid gives the seeds; leave seeds (--seeds) at 1")
     first_seed = resolved.get("seed", base.get("seed", 1))
     first_seed = first_seed if isinstance(first_seed, int) else 1
     all_points = points(grid, range(first_seed, first_seed + seeds))
     if len({p.slug for p in all_points}) < len(all_points):
         raise ValueError("grid values that differ only in punctuation would share a folder; rename them")
+    check_points(base, all_points)
     runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None))
     if out is None:
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
             result = _sweep_into(base, Path(tmp), *runner)
             result.path = None
     else:
+        name = experiment_name(base, Path(out).name)
+        claim(out, "sweep", overwrite=overwrite, experiment=name, digest=config_hash(resolved))
         result = _sweep_into(base, Path(out), *runner)
     result.config = resolved
     return result
@@ -275,17 +351,18 @@ def _sweep_into(
         }
     )
     ordered = [outcomes[p.slug] for p in all_points]
+    if all(o.error is not None for o in ordered):
+        first = ordered[0]
+        raise _core.SimulationError(
+            f"every point of the sweep failed ({len(ordered)}); the first, {first.slug}: {first.error}"
+        )
     flows, summary = combine(grid, all_points, points_dir)
     result = SweepResult(flows=flows, summary=summary, grid=grid, outcomes=ordered, path=out)
     name = experiment_name(base, out.name)
-    with atomic_dir(out / ".combined") as tmp:
-        # Written to a side folder first, then moved next to points/, so a crash never leaves half a table.
+    with combined_files(out) as tmp:
         flows.to_parquet(tmp / "flows.parquet", index=False)
         summary.to_parquet(tmp / "summary.parquet", index=False)
         meta = {"name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
         (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
-    for item in (out / ".combined").iterdir():
-        item.replace(out / item.name)
-    (out / ".combined").rmdir()
     return result

@@ -13,7 +13,15 @@ import pytest
 from conftest import INVALID_VALUE, SWEEP_KEY, SWEEP_VALUES
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS
 
-RUN_FILES = {"flows.parquet", "ports.parquet", "summary.json", "config.toml", "runs.json", "report.html"}
+RUN_FILES = {
+    "flows.parquet",
+    "ports.parquet",
+    "summary.json",
+    "config.toml",
+    "runs.json",
+    "report.html",
+    ".tailcut.json",
+}
 
 
 def test_console_script_is_installed() -> None:
@@ -148,12 +156,11 @@ def test_run_failing_midway_writes_nothing(
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_rerun_replaces_previous_result(cli, tiny: Path, tmp_path: Path) -> None:
+def test_rerun_with_overwrite_replaces_previous_result(cli, tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert cli("run", tiny, "--out", out, "--seed", "1") == 0
-    (out / "stale.txt").write_text("old")
-    assert cli("run", tiny, "--out", out, "--seed", "2") == 0
-    assert not (out / "stale.txt").exists()
+    (out / "report.html").unlink()
+    assert cli("run", tiny, "--out", out, "--seed", "2", "--overwrite") == 0
     assert set(p.name for p in out.iterdir()) == RUN_FILES
 
 
@@ -184,17 +191,29 @@ def test_sweep_command(cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_sweep_command_reports_failed_point(
-    cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import tailcut.runner
+
+    real = tailcut.runner.run
+
+    def failing_second(config, seed=None, overrides=None, progress=None):
+        if overrides and overrides.get(SWEEP_KEY) == SWEEP_VALUES[1]:
+            raise tailcut.SimulationError(f"{SWEEP_KEY} {SWEEP_VALUES[1]} breaks (test)")
+        return real(config, seed=seed, overrides=overrides, progress=progress)
+
+    monkeypatch.setattr(tailcut.runner, "run", failing_second)
     out = tmp_path / "sw"
-    assert cli("sweep", tiny, "--grid", f"{SWEEP_KEY}={SWEEP_VALUES[0]},{INVALID_VALUE}", "--out", out) == 1
+    grid = f"{SWEEP_KEY}={SWEEP_VALUES[0]},{SWEEP_VALUES[1]}"
+    assert cli("sweep", tiny, "--grid", grid, "--out", out) == 1
     printed = capsys.readouterr().out
-    (bad,) = [p for p in (out / "points").iterdir() if p.name.startswith(f"{SWEEP_KEY}={INVALID_VALUE}__")]
+    (bad,) = [p for p in (out / "points").iterdir() if p.name.startswith(f"{SWEEP_KEY}={SWEEP_VALUES[1]}__")]
     (good,) = [p for p in (out / "points").iterdir() if p.name.startswith(f"{SWEEP_KEY}={SWEEP_VALUES[0]}__")]
     assert "1 failed" in printed and f"FAILED {bad.name}" in printed
     assert SWEEP_KEY in (bad / "error.txt").read_text()
     assert not (bad / "flows.parquet").exists()
     assert (good / "flows.parquet").exists()
+    assert "Failed points" in (out / "report.html").read_text()
 
 
 def test_report_command_mixes_runs_and_sweeps(cli, tiny: Path, tmp_path: Path) -> None:
@@ -216,11 +235,10 @@ def test_run_shows_progress_on_stderr(
     assert "100%" not in captured.out
 
 
-def test_sweep_all_points_failing(
+def test_sweep_with_an_invalid_point_fails_before_running(
     cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "sw"
-    assert cli("sweep", tiny, "--grid", f"{SWEEP_KEY}={INVALID_VALUE}", "--out", out) == 1
-    assert "1 failed" in capsys.readouterr().out
-    assert pd.read_parquet(out / "flows.parquet").empty
-    assert "Failed points" in (out / "report.html").read_text()
+    assert cli("sweep", tiny, "--grid", f"{SWEEP_KEY}={SWEEP_VALUES[0]},{INVALID_VALUE}", "--out", out) == 2
+    assert SWEEP_KEY in capsys.readouterr().err
+    assert not out.exists()

@@ -49,7 +49,8 @@ pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
 /// Reads and parses an experiment file (TOML); the error names the file, then the field.
 pub fn load_toml(path: &str) -> Result<Experiment, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    parse_toml(&text).map_err(|e| format!("{path}: {e}"))
+    // Editors on Windows may save a UTF-8 byte order mark, which TOML does not allow.
+    parse_toml(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| format!("{path}: {e}"))
 }
 
 fn config_error(path: &serde_path_to_error::Path, msg: &str, raw: Option<&Value>) -> ApiError {

@@ -673,10 +673,17 @@ impl DcquicEngine {
             if id.initiator() == self.side && id.dir() == Dir::Uni {
                 continue;
             }
-            if self.recv_done(id) {
+            // A peer stream beyond QUIC's stream limit cannot exist yet: keeping state for it would
+            // let a peer fill the table with streams it never opens.
+            let limit = self.accepted[id.dir() as usize] + self.shared.cfg.max_streams as u64;
+            if self.recv_done(id) || (id.initiator() != self.side && id.index() >= limit) {
                 continue;
             }
-            let f = self.fec_rx.entry(id).or_default();
+            let limits = tailfec::Limits::of(&self.shared.cfg);
+            let f = self
+                .fec_rx
+                .entry(id)
+                .or_insert_with(|| tailfec::TailRecv::new(limits));
             if f.add_repair(h, piece) && !f.has_window() {
                 f.set_window(h.len, h.tail_start());
             }
@@ -741,7 +748,12 @@ impl DcquicEngine {
         if s.recv.fin {
             return;
         }
-        let mut fec = (tail_fec && !done).then(|| self.fec_rx.entry(id).or_default());
+        let limits = tailfec::Limits::of(&self.shared.cfg);
+        let mut fec = (tail_fec && !done).then(|| {
+            self.fec_rx
+                .entry(id)
+                .or_insert_with(|| tailfec::TailRecv::new(limits))
+        });
         if let (Some(f), Some((_, len))) = (fec.as_mut(), s.recv.msg) {
             if !f.has_window() {
                 let k = self.shared.cfg.tail_fec_packets;

@@ -20,7 +20,12 @@
 //! The parity of a full chunk is a little larger than one datagram can carry (a DATAGRAM frame has
 //! about the overhead of a STREAM frame, plus our header), so it goes in pieces, each a datagram with a
 //! [`RepairHeader`]; a missing byte needs only the piece holding its residue.
+//!
+//! A repair names its own sizes, so the receiver checks them against what its config lets an honest
+//! sender use ([`Limits`]) before keeping anything: a peer cannot make a stream hold more than
+//! `k` chunks of tail and one chunk of parity ("Limits" in `docs/dcquic.md`).
 
+use super::DcquicConfig;
 use crate::engine::MsgId;
 
 /// Bytes of [`RepairHeader`] on the wire.
@@ -148,9 +153,58 @@ fn insert_range(v: &mut Vec<(u64, u64)>, lo: u64, hi: u64) {
     v.splice(i..j, std::iter::once((a, b)));
 }
 
+/// Disjoint byte ranges one stream's state tracks (of its data, or of its parity) before it gives up
+/// recovery on that stream: a peer sending every other byte would otherwise grow them without end. Far
+/// above an honest stream's gaps (one per lost packet of the flow-control window).
+pub const MAX_RANGES: usize = 4096;
+
+/// The most one stream's tail FEC may hold, from the receiver's config: the sender's chunk is its path
+/// MTU, which QUIC keeps at or below the MPS this end advertised (path MTU discovery is off), and its
+/// tail is at most `tail_fec_packets` chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub max_chunk: u16,
+    pub max_tail: u32,
+}
+
+impl Limits {
+    pub fn new(k: u32, max_chunk: u16) -> Limits {
+        Limits {
+            max_chunk,
+            max_tail: k.saturating_mul(max_chunk as u32),
+        }
+    }
+
+    /// The limits of an engine with this config (the largest MPS it may choose, whatever the task).
+    pub fn of(cfg: &DcquicConfig) -> Limits {
+        let m = &cfg.mps;
+        let mps = if m.negotiate {
+            m.small_task.0.max(m.large_task_mps.0)
+        } else {
+            m.base.0
+        };
+        Limits::new(cfg.tail_fec_packets, mps.min(u16::MAX as u64) as u16)
+    }
+
+    /// Whether an honest sender with this config could have written `h`.
+    pub fn admit(&self, h: &RepairHeader) -> bool {
+        h.chunk <= self.max_chunk && h.tail <= self.max_tail
+    }
+
+    /// The most [`TailRecv::held_bytes`] can reach: the kept tail, one chunk of parity, and two range
+    /// lists of at most [`MAX_RANGES`] entries (twice that in capacity, as a `Vec` grows by doubling).
+    pub fn max_held_bytes(&self) -> usize {
+        self.max_tail as usize + self.max_chunk as usize + 2 * 2 * MAX_RANGES * 16
+    }
+}
+
 /// The receive side of one stream under tail FEC: which bytes arrived, the tail's bytes, the parity.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TailRecv {
+    limits: Limits,
+    /// Too many gaps (a misbehaving peer): everything was dropped and nothing more is kept; QUIC
+    /// delivers the stream.
+    abandoned: bool,
     /// Byte ranges of the stream received so far (sorted, merged).
     ranges: Vec<(u64, u64)>,
     /// The message's length and the start of the kept window, once known (framing or a repair).
@@ -172,10 +226,28 @@ pub struct Recovered {
 }
 
 impl TailRecv {
+    pub fn new(limits: Limits) -> TailRecv {
+        TailRecv {
+            limits,
+            abandoned: false,
+            ranges: Vec::new(),
+            window: None,
+            window_missed: false,
+            kept: Vec::new(),
+            header: None,
+            parity: Vec::new(),
+            pieces: Vec::new(),
+        }
+    }
+
     /// Sets the window of bytes to keep, once the message's length is known. Tail bytes already read
-    /// and dropped make this stream's repair useless.
+    /// and dropped make this stream's repair useless. A window longer than [`Limits::max_tail`] (or
+    /// reversed) is refused, keeping nothing: no honest sender protects more.
     pub fn set_window(&mut self, len: u64, start: u64) {
         if self.window.is_some() || self.window_missed {
+            return;
+        }
+        if start > len || len - start > self.limits.max_tail as u64 {
             return;
         }
         if self.ranges.iter().any(|&(a, b)| a < len && b > start) {
@@ -192,8 +264,15 @@ impl TailRecv {
 
     /// Stream bytes `off..off + data.len()` arrived.
     pub fn add_data(&mut self, off: u64, data: &[u8]) {
+        if self.abandoned {
+            return;
+        }
         let end = off + data.len() as u64;
         insert_range(&mut self.ranges, off, end);
+        if self.ranges.len() > MAX_RANGES {
+            self.abandon();
+            return;
+        }
         if let Some((len, start)) = self.window {
             let (a, b) = (off.max(start), end.min(len));
             if a < b {
@@ -203,8 +282,21 @@ impl TailRecv {
         }
     }
 
-    /// A repair piece arrived; `false` if it contradicts an earlier one (then ignored).
+    /// Drops everything kept and stops keeping: this stream recovers nothing.
+    fn abandon(&mut self) {
+        *self = TailRecv {
+            abandoned: true,
+            window_missed: true,
+            ..TailRecv::new(self.limits)
+        };
+    }
+
+    /// A repair piece arrived; `false` if it is dropped: it claims more than [`Limits`] allow, it
+    /// contradicts an earlier one, or this stream was abandoned.
     pub fn add_repair(&mut self, h: RepairHeader, piece: &[u8]) -> bool {
+        if self.abandoned || !self.limits.admit(&h) {
+            return false;
+        }
         match self.header {
             None => {
                 self.header = Some(RepairHeader { piece: 0, ..h });
@@ -216,7 +308,19 @@ impl TailRecv {
         let p = h.piece as usize;
         self.parity[p..p + piece.len()].copy_from_slice(piece);
         insert_range(&mut self.pieces, p as u64, (p + piece.len()) as u64);
+        if self.pieces.len() > MAX_RANGES {
+            self.abandon();
+            return false;
+        }
         true
+    }
+
+    /// Heap bytes this stream's state holds (at most [`Limits::max_held_bytes`]).
+    pub fn held_bytes(&self) -> usize {
+        let range = std::mem::size_of::<(u64, u64)>();
+        self.kept.capacity()
+            + self.parity.capacity()
+            + (self.ranges.capacity() + self.pieces.capacity()) * range
     }
 
     /// The repair's header, once one piece arrived.
@@ -290,6 +394,11 @@ impl TailRecv {
 mod tests {
     use super::*;
 
+    const LIMITS: Limits = Limits {
+        max_chunk: 9000,
+        max_tail: 4 * 9000,
+    };
+
     fn msg_bytes(msg: MsgId, off: u64, n: usize) -> Vec<u8> {
         let mut v = Vec::new();
         let mut i = 0;
@@ -329,7 +438,7 @@ mod tests {
         let ts = len - tail as u64;
         let mut par = Vec::new();
         parity(msg, ts, tail, chunk, &mut par);
-        let mut r = TailRecv::default();
+        let mut r = TailRecv::new(LIMITS);
         r.set_window(len, ts);
         for (i, off) in (0..len).step_by(pkt as usize).enumerate() {
             if lost.contains(&(i as u64)) {
@@ -389,7 +498,7 @@ mod tests {
         let mut par = Vec::new();
         parity(msg, ts, tail, chunk, &mut par);
         let attempt = |lost: u64| {
-            let mut r = TailRecv::default();
+            let mut r = TailRecv::new(LIMITS);
             r.set_window(len, ts);
             for off in (0..len).step_by(1000) {
                 if off / 1000 != lost {
@@ -410,7 +519,7 @@ mod tests {
         // ts = 5600. Packet 9 (9000..10000) has residues (3400..4400) % 1100 = 100..1100: needs piece 2.
         assert_eq!(attempt(9), None);
         // A 100 B loss at residues 0..100 needs only the first piece.
-        let mut r = TailRecv::default();
+        let mut r = TailRecv::new(LIMITS);
         r.set_window(len, ts);
         r.add_data(0, &msg_bytes(msg, 0, 5600));
         r.add_data(5700, &msg_bytes(msg, 5700, 4300));
@@ -434,7 +543,7 @@ mod tests {
 
     #[test]
     fn tail_bytes_read_before_the_window_was_known_disable_recovery() {
-        let mut r = TailRecv::default();
+        let mut r = TailRecv::new(LIMITS);
         r.add_data(9000, &[0; 1000]);
         r.set_window(10_000, 5600);
         assert!(r.kept().is_none() && r.has_window());
@@ -464,6 +573,103 @@ mod tests {
             lost_in.retain(|&i| i * pkt < len);
             if lost_in.len() == 1 && lost_in[0] * pkt >= ts {
                 proptest::prop_assert!(r.is_some() && ok);
+            }
+        }
+    }
+
+    /// The fuzzer's find: a 36-byte datagram claiming a 1.6 GB tail made the stream allocate it.
+    #[test]
+    fn a_repair_claiming_more_than_the_config_allows_is_dropped() {
+        let mut d = Vec::new();
+        let h = RepairHeader {
+            stream: 0,
+            len: 1_677_721_600,
+            tail: 1_677_721_600,
+            chunk: 1200,
+            piece: 0,
+        };
+        h.encode(&mut d);
+        d.extend_from_slice(&[7; 10]);
+        assert_eq!(d.len(), 36);
+        let (h, piece) = RepairHeader::decode(&d).unwrap();
+        let mut r = TailRecv::new(LIMITS);
+        assert!(!r.add_repair(h, piece));
+        r.set_window(h.len, h.tail_start());
+        assert!(!r.has_window() && r.header().is_none());
+        assert_eq!(r.held_bytes(), 0);
+        // A chunk above the MPS is refused too; the largest honest repair is kept.
+        let over = RepairHeader {
+            tail: 9001,
+            chunk: 9001,
+            len: 9001,
+            ..h
+        };
+        assert!(!r.add_repair(over, &[0; 10]));
+        let max = RepairHeader {
+            tail: 36_000,
+            chunk: 9000,
+            len: 50_000,
+            ..h
+        };
+        assert!(r.add_repair(max, &[0; 10]));
+        r.set_window(max.len, max.tail_start());
+        assert!(r.has_window());
+        assert!(r.held_bytes() <= LIMITS.max_held_bytes());
+    }
+
+    #[test]
+    fn a_stream_with_too_many_gaps_is_abandoned() {
+        let mut r = TailRecv::new(LIMITS);
+        r.set_window(100_000, 64_000);
+        for i in 0..MAX_RANGES as u64 {
+            r.add_data(2 * i, &[1]);
+        }
+        assert!(r.kept().is_some());
+        r.add_data(2 * MAX_RANGES as u64, &[1]);
+        assert!(r.kept().is_none() && r.has_window());
+        assert_eq!(r.held_bytes(), 0);
+        r.add_data(0, &[0; 100_000]);
+        assert_eq!(r.held_bytes(), 0);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Arbitrary repairs, stream data and framing from a misbehaving peer: never a panic, and
+        /// never more held than the limits allow (`fuzz/fuzz_targets/dcquic_tailfec.rs` does the same
+        /// under libFuzzer, on raw datagrams).
+        #[test]
+        fn arbitrary_input_stays_within_the_limits(
+            k in 1u32..=64,
+            mps in 1200u16..=65_527,
+            ops in proptest::collection::vec(
+                (0u8..4, 0u64..1 << 33, proptest::num::u32::ANY, proptest::num::u16::ANY, 0usize..70_000),
+                0..48,
+            ),
+        ) {
+            let limits = Limits::new(k, mps);
+            let mut r = TailRecv::new(limits);
+            let mut scratch = Vec::new();
+            for (op, n, tail, chunk, m) in ops {
+                match op {
+                    0 => {
+                        let h = RepairHeader { stream: 0, len: n, tail, chunk, piece: (m / 2) as u32 };
+                        let mut d = Vec::new();
+                        h.encode(&mut d);
+                        d.resize(HEADER + m % 1500, 0x5a);
+                        if let Some((h, piece)) = RepairHeader::decode(&d) {
+                            if r.add_repair(h, piece) && !r.has_window() {
+                                r.set_window(h.len, h.tail_start());
+                            }
+                        }
+                    }
+                    1 => r.add_data(n, &vec![1; m % 3000]),
+                    2 => r.set_window(n, n.saturating_sub(tail as u64)),
+                    _ => {
+                        let _ = r.try_recover(n, &mut scratch);
+                    }
+                }
+                proptest::prop_assert!(r.held_bytes() <= limits.max_held_bytes());
             }
         }
     }

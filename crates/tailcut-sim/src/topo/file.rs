@@ -60,7 +60,8 @@ pub fn load(path: &str, q: &SwitchQueues) -> Result<TopoSpec, String> {
 }
 
 pub fn parse(text: &str, q: &SwitchQueues) -> Result<TopoSpec, String> {
-    let de = toml::Deserializer::new(text);
+    // Editors on Windows may save a UTF-8 byte order mark, which TOML does not allow.
+    let de = toml::Deserializer::new(text.strip_prefix('\u{feff}').unwrap_or(text));
     let f: TopoFile =
         serde_path_to_error::deserialize(de).map_err(|e| format!("{}: {}", e.path(), e.inner().message()))?;
     let mut spec = TopoSpec::default();
@@ -143,5 +144,12 @@ mod tests {
         assert!(e.contains("link[0].b: unknown node 's9'"), "{e}");
         let e = parse("[[node]]\nname='h0'\nkind='router'", &q).err().unwrap();
         assert!(e.starts_with("node[0].kind"), "{e}");
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_accepted() {
+        let text = "\u{feff}[[node]]\nname='h0'\nkind='host'\n";
+        let spec = parse(text, &SwitchQueues::default()).unwrap();
+        assert_eq!(spec.nodes.len(), 1);
     }
 }

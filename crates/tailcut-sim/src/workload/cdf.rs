@@ -51,6 +51,8 @@ pub struct EmpiricalCdf {
 impl EmpiricalCdf {
     /// Parses the two-column format. `source_name` is used in error messages only.
     pub fn parse(text: &str, source_name: &str) -> Result<EmpiricalCdf, CdfError> {
+        // Spreadsheet exports begin with a UTF-8 byte order mark, which is not whitespace to `split`.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let err = |line: Option<usize>, message: String| CdfError {
             source_name: source_name.to_string(),
             line,

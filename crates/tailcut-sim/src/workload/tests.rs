@@ -74,6 +74,18 @@ fn cdf_requires_last_probability_one() {
 }
 
 #[test]
+fn cdf_accepts_a_byte_order_mark() {
+    // Spreadsheet exports write one; the file must read like the same text without it.
+    let plain = EmpiricalCdf::parse("10 0\n20 1\n", "t").unwrap();
+    assert_eq!(EmpiricalCdf::parse("\u{feff}10 0\n20 1\n", "t").unwrap(), plain);
+    let path = std::env::temp_dir().join(format!("tailcut-bom-{}.cdf", std::process::id()));
+    std::fs::write(&path, b"\xef\xbb\xbf# size cdf\r\n10 0\r\n20 1\r\n").unwrap();
+    let from_file = EmpiricalCdf::from_file(&path);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(from_file.unwrap(), plain);
+}
+
+#[test]
 fn cdf_requires_two_points() {
     let e = parse_err("# only\n5 1\n");
     assert!(e.message.contains("at least 2 points"), "{e}");

@@ -1,0 +1,134 @@
+//! A CloudBurst endpoint's receive path (`handle_packet`) on what a misbehaving peer may send: raw
+//! bytes, and well-formed headers with arbitrary fields, symbols and repeats. It never panics, and
+//! never holds more heap than its limits allow (`docs/cloudburst.md`, "Limits").
+//!
+//! Input: byte 0 picks the config (codec, carrying bytes or not); then records of
+//! `[op, a, b, c, d, e, f, len]` followed by `len` bytes of payload or symbol.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tailcut_proto::cloudburst::{
+    CbHeader, CloudBurstConfig, CloudBurstEndpoint, Codec, Kind, HEADER_BYTES, SIM_RAPTORQ_SYMBOL_BYTES,
+};
+use tailcut_proto::packet::{Addr, FiveTuple, Packet, Proto};
+use tailcut_proto::rng::{self, Stream};
+use tailcut_proto::{Dur, Engine, Time};
+use tailcut_proto_fuzz::{check_peak, reset_peak, Counting};
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Above what `max_decoders` decoders of 64 symbols each, as many decoded messages waiting to be
+/// taken, and the endpoint itself can hold with the configs below (`symbol_bytes` 1460).
+const LIMIT: usize = 48 << 20;
+
+fn drain(e: &mut CloudBurstEndpoint, now: Time) {
+    let mut buf = Vec::new();
+    while e.poll_transmit(now, &mut buf).is_some() {
+        buf.clear();
+    }
+    while e.poll_event().is_some() {}
+    while let Some(t) = e.poll_timeout() {
+        if t > now {
+            break;
+        }
+        e.handle_timeout(now);
+        while e.poll_transmit(now, &mut buf).is_some() {
+            buf.clear();
+        }
+        while e.poll_event().is_some() {}
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, mut rest)) = data.split_first() else {
+        return;
+    };
+    let cfg = CloudBurstConfig {
+        codec: if sel & 1 == 0 { Codec::Lt } else { Codec::Raptorq },
+        carry_bytes: sel & 2 != 0,
+        ..CloudBurstConfig::default()
+    };
+    let tuple = FiveTuple {
+        src: Addr(1),
+        dst: Addr(2),
+        src_port: 100,
+        dst_port: 200,
+        proto: Proto::Udp,
+    };
+    let base = reset_peak();
+    {
+        let mut e = CloudBurstEndpoint::new(cfg.clone(), tuple, rng::stream(1, Stream::Engine, 0));
+        let mut now = Time::ZERO;
+        let pkt = Packet {
+            tuple: tuple.reversed(),
+            ..Packet::default()
+        };
+        let symbol = match (cfg.carry_bytes, cfg.codec) {
+            (true, _) => cfg.symbol_bytes as usize,
+            (false, Codec::Lt) => 0,
+            (false, Codec::Raptorq) => SIM_RAPTORQ_SYMBOL_BYTES as usize,
+        };
+        let mut payload = Vec::new();
+        while rest.len() >= 8 {
+            let (r, tail) = rest.split_at(8);
+            let n = (r[7] as usize).min(tail.len());
+            let (body, tail) = tail.split_at(n);
+            rest = tail;
+            now += Dur::from_micros(r[0] as u64 >> 3);
+            payload.clear();
+            let repeats = if r[0] & 4 != 0 { r[6] as u32 + 1 } else { 1 };
+            if r[0] & 3 == 0 {
+                payload.extend_from_slice(body);
+                e.handle_packet(now, &pkt, &payload);
+                drain(&mut e, now);
+                continue;
+            }
+            // A well-formed header whose size fields agree (check_size), so the decoders are reached.
+            let packets = (r[1] % 64) + 1;
+            let message_bytes = ((packets as u32 - 1) * cfg.symbol_bytes + 1 + r[2] as u32 * 5)
+                .min(packets as u32 * cfg.symbol_bytes);
+            for i in 0..repeats {
+                let kind = match (r[0] & 3, cfg.codec) {
+                    (1, _) => Kind::Stop,
+                    (_, Codec::Lt) => {
+                        let set = u64::from_le_bytes([r[3], r[4], r[5], r[6], r[2], r[1], 0, 0])
+                            .rotate_left(i)
+                            & if packets == 64 {
+                                u64::MAX
+                            } else {
+                                (1 << packets) - 1
+                            };
+                        if set == 0 {
+                            Kind::Stop
+                        } else {
+                            Kind::Coded { set }
+                        }
+                    }
+                    (_, Codec::Raptorq) => Kind::Symbol {
+                        esi: (u32::from_le_bytes([r[3], r[4], r[5], 0]) + i) & 0xff_ffff,
+                    },
+                };
+                let h = CbHeader {
+                    packets,
+                    message_bytes,
+                    msg_id: r[2] ^ (r[1] >> 6),
+                    kind,
+                };
+                payload.clear();
+                h.emit_to_vec(cfg.codec, &mut payload);
+                if !matches!(kind, Kind::Stop) {
+                    payload.extend_from_slice(body);
+                    payload.resize(
+                        HEADER_BYTES + if r[0] & 8 == 0 { symbol } else { body.len() },
+                        0x5a,
+                    );
+                }
+                e.handle_packet(now, &pkt, &payload);
+                drain(&mut e, now);
+            }
+            while e.take_data(u64::from(r[5])).is_some() {}
+        }
+    }
+    check_peak(base, LIMIT, "cloudburst endpoint");
+});
