@@ -9,8 +9,9 @@ from pathlib import Path
 
 RES = Path(__file__).parent / "results"
 LINE = re.compile(
-    r"^(\S+)\s+(\S+)\s+flows\s+(\d+)/(\d+)\s+mean\s+([\d.]+) ms\s+p99\s+([\d.]+) ms\s+timeout frac ([\d.]+)\s+"
-    r"extra ([\d.]+)(?:\s+rounds (\d+)/(\d+) completion mean ([\d.]+) ms max ([\d.]+) ms)?"
+    # Figures as docs/metrics.md defines them: a p99 among unfinished flows prints as inf, none as NaN.
+    r"^(\S+)\s+(\S+)\s+flows\s+(\d+)/(\d+)\s+mean\s+(\S+) ms\s+p99\s+(\S+) ms\s+timeout frac (\S+)\s+"
+    r"extra (\S+)(?:\s+rounds (\d+)/(\d+) completion mean ([\d.]+) ms max ([\d.]+) ms)?"
 )
 
 

@@ -2,6 +2,7 @@
 //! scaled down, the TLS 1.3 baseline, MPS on the wire, determinism.
 
 use tailcut_sim::metrics::FlowRecord;
+use tailcut_sim::summary::{percentile, Summary};
 use tailcut_sim::{api, run, Experiment};
 
 fn migration(keep: &[&str], delay_phase: bool) -> Experiment {
@@ -251,10 +252,6 @@ fn fcts(t: &tailcut_sim::Tables, scheme: &str, component: &str) -> (Vec<u64>, bo
     (v, all)
 }
 
-fn pct(v: &[u64], p: f64) -> u64 {
-    v[((v.len() - 1) as f64 * p / 100.0).round() as usize]
-}
-
 #[test]
 fn tail_fec_cuts_the_tail_of_small_rpcs_under_random_loss() {
     let exp = tail_fec(300);
@@ -272,12 +269,13 @@ fn tail_fec_cuts_the_tail_of_small_rpcs_under_random_loss() {
         assert!(all_p && all_f, "{c}: every RPC completes");
         // Same flows; the median RPC sees no loss either way.
         assert_eq!(plain.len(), fec.len());
-        assert!(pct(&fec, 50.0) <= pct(&plain, 50.0) + 5_000, "{c}");
+        let pct = |v: &[u64], per_mille| percentile(v, 0, per_mille);
+        assert!(pct(&fec, 500) <= pct(&plain, 500) + 5e3, "{c}");
         assert!(
-            pct(&fec, 99.0) * 2 < pct(&plain, 99.0),
+            2.0 * pct(&fec, 990) < pct(&plain, 990),
             "{c}: p99 {} vs {}",
-            pct(&fec, 99.0),
-            pct(&plain, 99.0)
+            pct(&fec, 990),
+            pct(&plain, 990)
         );
         assert!(fec.last() < plain.last(), "{c}: max");
     }
@@ -323,24 +321,17 @@ fn tail_fec_experiment() {
     for scheme in ["dcquic", "dcquic_fec"] {
         for c in ["rpc4k", "rpc30k"] {
             let (v, all) = fcts(&t, scheme, c);
-            let fs = t.flows.iter().filter(|f| f.scheme == scheme && f.component == c);
-            let (size, sent, red) = fs.fold((0u64, 0u64, 0u64), |a, f| {
-                (
-                    a.0 + f.size_bytes + f.request_bytes,
-                    a.1 + f.stats.sent_bytes,
-                    a.2 + f.stats.redundant_bytes,
-                )
-            });
+            let s = Summary::over(t.flows.iter().filter(|f| f.scheme == scheme && f.component == c));
             println!(
-                "{scheme:<11} {c:<7} flows {:>5} all done {all}  p50 {:>8.1} us  p99 {:>8.1} us  p99.9 {:>8.1} us  max {:>8.1} us  mean {:>7.1} us  sent/payload {:.3}  redundant/payload {:.3}",
-                v.len(),
-                pct(&v, 50.0) as f64 / 1e3,
-                pct(&v, 99.0) as f64 / 1e3,
-                pct(&v, 99.9) as f64 / 1e3,
+                "{scheme:<11} {c:<7} flows {:>5} all done {all}  p50 {:>8.1} us  p99 {:>8.1} us  p99.9 {:>8.1} us  max {:>8.1} us  mean {:>7.1} us  extra/payload {:.3}  redundant/payload {:.3}",
+                s.flows,
+                s.p50_fct_ns / 1e3,
+                s.p99_fct_ns / 1e3,
+                s.p999_fct_ns / 1e3,
                 *v.last().unwrap() as f64 / 1e3,
-                v.iter().sum::<u64>() as f64 / v.len() as f64 / 1e3,
-                sent as f64 / size as f64,
-                red as f64 / size as f64,
+                s.mean_fct_ns / 1e3,
+                s.extra_bytes_ratio,
+                s.redundant_bytes_ratio,
             );
         }
         let r = t.runs.iter().find(|r| r.scheme == scheme).unwrap();
