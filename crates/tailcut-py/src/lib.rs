@@ -31,7 +31,24 @@ create_exception!(
 #[pyfunction]
 fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
     py.allow_threads(|| api::validate_json(config_json))
-        .map_err(|e| ConfigError::new_err(e.to_string()))
+        .map_err(|e| match e {
+            ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
+            other => ConfigError::new_err(other.to_string()),
+        })
+}
+
+/// `ConfigError(message)` carrying the offending field's `path` and the `reason` as attributes, for
+/// callers that point at the field themselves (the compare-suite checker).
+fn config_error(py: Python<'_>, path: &str, reason: &str, message: String) -> PyErr {
+    let err = ConfigError::new_err(message);
+    let value = err.value(py);
+    match value
+        .setattr("path", path)
+        .and_then(|()| value.setattr("reason", reason))
+    {
+        Ok(()) => err,
+        Err(failed) => failed,
+    }
 }
 
 /// Run one experiment and return the result document as JSON.
@@ -89,7 +106,7 @@ fn run(
         return Err(err);
     }
     outcome.map_err(|err| match err {
-        ApiError::Config(message) => ConfigError::new_err(message),
+        ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
         ApiError::Cancelled if cancelled => {
             SimulationError::new_err("run cancelled by the progress callback")
         }

@@ -4,12 +4,13 @@
 use crate::config::Experiment;
 use crate::run::{self, RunError, Tables};
 use serde_json::{json, Map, Value};
+use tailcut_proto::ConfigError;
 
-/// An error for the caller: `Config` messages name the offending field path.
+/// An error for the caller: a `Config` error names the offending field path.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
-    Config(String),
+    Config(ConfigError),
     #[error("{0}")]
     Simulation(String),
     #[error("cancelled")]
@@ -61,7 +62,7 @@ fn config_error(path: &serde_path_to_error::Path, msg: &str, raw: Option<&Value>
             format!("{path_text}.{key}")
         };
     }
-    ApiError::Config(format_path_error(&path_text, msg))
+    ApiError::Config(path_error(&path_text, msg))
 }
 
 /// The field path a message starts with, if any ("leaves: invalid type ..." -> ("leaves", "invalid ...")).
@@ -123,19 +124,16 @@ fn offending_key(raw: &Value, path: &serde_path_to_error::Path, msg: &str) -> Op
     (hits.len() == 1).then(|| hits.remove(0))
 }
 
-/// `path: msg`, where a message that starts with an inner path (from a `kind`-tagged table, see
-/// `tagged.rs`) is joined onto the outer one: "topology" + "leaves: ..." -> "topology.leaves: ...".
-pub fn format_path_error(path: &str, msg: &str) -> String {
+/// The error `msg` at `path`, where a message that starts with an inner path (from a `kind`-tagged
+/// table, see `tagged.rs`) continues the outer one: "topology" + "leaves: ..." -> "topology.leaves".
+pub fn path_error(path: &str, msg: &str) -> ConfigError {
     // serde_json appends " at line L column C"; keep the message about the field.
     let msg = msg.split(" at line ").next().unwrap_or(msg);
-    if path.is_empty() || path == "." {
-        return msg.to_string();
+    let path = if path == "." { "" } else { path };
+    match inner_path(msg) {
+        Some((inner, rest)) => ConfigError::new(inner, rest).at(path),
+        None => ConfigError::new(path, msg),
     }
-    if let Some((inner, rest)) = inner_path(msg) {
-        let sep = if inner.starts_with('[') { "" } else { "." };
-        return format!("{path}{sep}{inner}: {rest}");
-    }
-    format!("{path}: {msg}")
 }
 
 /// Validates an experiment and returns it fully resolved (every default filled in) as JSON.
@@ -159,9 +157,9 @@ pub fn run_json(
     Ok(tables_json(&tables, &exp).to_string())
 }
 
-/// The registered transports and their default parameters.
+/// Every scheme and host shim with its parameters, defaults and documentation (`tailcut schemes`).
 pub fn schemes_json() -> String {
-    serde_json::to_string(&crate::transport::registry()).expect("serialisable")
+    serde_json::to_string(&crate::scheme::registry()).expect("serialisable")
 }
 
 fn column<T: Into<Value>>(v: impl Iterator<Item = T>) -> Value {
