@@ -142,6 +142,17 @@ fn schemes() -> String {
     api::schemes_json()
 }
 
+/// Check one scheme's `{transport, params, shim}` on its own (the compare suite's schemes); raises
+/// `ConfigError` whose `path` is relative to the entry.
+#[pyfunction]
+fn check_scheme(py: Python<'_>, entry_json: &str) -> PyResult<()> {
+    py.allow_threads(|| api::check_scheme_json(entry_json))
+        .map_err(|e| match e {
+            ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
+            other => ConfigError::new_err(other.to_string()),
+        })
+}
+
 /// The version of the Rust core this module was built from.
 #[pyfunction]
 fn version() -> &'static str {
@@ -156,6 +167,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(check_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

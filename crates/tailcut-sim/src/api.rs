@@ -1,8 +1,9 @@
 //! String-in, string-out entry points for bindings (Python) and tools: experiment descriptions as
 //! JSON (or TOML), results as JSON with columnar tables.
 
-use crate::config::Experiment;
+use crate::config::{Experiment, ShimConfig};
 use crate::run::{self, RunError, Tables};
+use crate::scheme;
 use serde_json::{json, Map, Value};
 use tailcut_proto::ConfigError;
 
@@ -141,6 +142,32 @@ pub fn validate_json(config_json: &str) -> Result<String, ApiError> {
     let exp = parse_json(config_json)?;
     run::prepare(&exp)?;
     Ok(serde_json::to_string(&exp).expect("experiments serialise"))
+}
+
+/// One scheme as the compare suite declares it, apart from any topology or workload.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchemeEntry {
+    transport: String,
+    #[serde(default)]
+    params: Map<String, Value>,
+    #[serde(default)]
+    shim: Option<ShimConfig>,
+}
+
+/// Checks one scheme's `{transport, params, shim}` on its own, as an experiment's `schemes[i]` would be
+/// checked; error paths are relative to the entry (`params.min_rto`).
+pub fn check_scheme_json(entry_json: &str) -> Result<(), ApiError> {
+    let de = &mut serde_json::Deserializer::from_str(entry_json);
+    let entry: SchemeEntry = serde_path_to_error::deserialize(de).map_err(|e| {
+        let raw = serde_json::from_str::<Value>(entry_json).ok();
+        config_error(e.path(), &e.inner().to_string(), raw.as_ref())
+    })?;
+    let t = scheme::resolve(&entry.transport, &entry.params).map_err(ApiError::Config)?;
+    if let Some(ShimConfig::Tracks(c)) = &entry.shim {
+        scheme::tracks::resolve(c, &t).map_err(|e| ApiError::Config(e.at("shim")))?;
+    }
+    Ok(())
 }
 
 /// Runs an experiment; see [`tables_json`] for the result document.
