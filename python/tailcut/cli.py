@@ -172,31 +172,20 @@ def _format_default(value: Any) -> str:
     return str(value)
 
 
-def scheme_params(scheme: dict[str, Any]) -> list[dict[str, Any]]:
-    """A scheme's parameters as ``{name, default, unit, doc}`` rows, in documentation order.
-
-    Accepts ``params`` as a list of such rows, or as a mapping of name to default with ``docs`` as
-    ``[name, text]`` pairs (what the core emits); a documented parameter without a default shows "-".
-    """
-    params = scheme.get("params") or []
-    if isinstance(params, list):
-        return [dict(p) for p in params]
-    docs = dict(tuple(pair) for pair in scheme.get("docs") or [])
-    names = list(docs) + [name for name in params if name not in docs]
-    return [{"name": n, "default": params.get(n), "unit": "", "doc": docs.get(n, "")} for n in names]
-
-
 def format_schemes(schemes: list[dict[str, Any]]) -> str:
-    """A plain-text table of schemes and parameters with defaults (the unit column only if any has one)."""
-    rows = [("SCHEME", "PARAMETER", "DEFAULT", "UNIT", "DESCRIPTION")]
+    """A plain-text table of schemes and host shims with their parameters, defaults and documentation.
+
+    ``schemes`` is what the core lists: ``{name, kind, description, params: [{name, default, doc}]}``;
+    ``kind`` is ``transport`` (named by ``transport = NAME``) or ``shim`` (``shim = { kind = NAME }``).
+    """
+    rows = [("SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION")]
     for scheme in schemes:
-        rows.append((scheme["name"], "", "", "", scheme.get("description", "")))
-        for param in scheme_params(scheme):
-            default = _format_default(param.get("default"))
-            rows.append(("", param["name"], default, param.get("unit") or "", param.get("doc") or ""))
-    keep = [0, 1, 2] + ([3] if any(r[3] for r in rows[1:]) else [])
-    widths = {i: max(len(r[i]) for r in rows) for i in keep}
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in keep) + "  " + r[4] for r in rows]
+        name = scheme["name"] + (" (shim)" if scheme.get("kind") == "shim" else "")
+        rows.append((name, "", "", scheme.get("description", "")))
+        for param in scheme.get("params", []):
+            rows.append(("", param["name"], _format_default(param.get("default")), param.get("doc") or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
     return "\n".join(line.rstrip() for line in lines)
 
 

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tailcut import _core
 from tailcut.config import ConfigSource, load_config, set_path
 from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.summary import size_class, summary_stats
@@ -164,7 +165,8 @@ def load_suite(source: ConfigSource) -> Suite:
 
 
 def _check(suite: Suite) -> None:
-    """Structural checks that need the whole suite; the Rust core checks each cell's experiment later."""
+    """Structural checks that need the whole suite, and each scheme's transport checked by the Rust core;
+    the core checks each cell's whole experiment when the suite is planned."""
     names = {"topology": suite.topologies, "workload": suite.workloads, "failure": suite.failures}
     components: set[str] = set()
     for name, w in suite.workloads.items():
@@ -191,7 +193,8 @@ def _check(suite: Suite) -> None:
         where = f"schemes.{name}"
         if not isinstance(s.get("transport"), str):
             raise SuiteError(f"{where}.transport: missing (a transport from `tailcut schemes`)")
-        _table(s.get("params", {}), f"{where}.params")
+        if "pending" not in s:
+            _check_transport(s, suite.vars, where)
         _check_na(s.get("not_applicable", {}), f"{where}.not_applicable", names)
         for key in _string_map(s.get("not_measured", {}), f"{where}.not_measured"):
             if key not in NOT_MEASURABLE:
@@ -213,8 +216,34 @@ def _check(suite: Suite) -> None:
                     f"{where}.other_traffic: a scheme with `carries` needs other_traffic = "
                     "{ transport = ..., params = {...} } for the components it does not carry"
                 )
+            _check_transport(other, suite.vars, f"{where}.other_traffic")
         elif "other_traffic" in s:
             raise SuiteError(f"{where}.other_traffic: only used with `carries`")
+
+
+def _check_transport(entry: Mapping[str, Any], variables: Mapping[str, Any], where: str) -> None:
+    """The Rust core checks ``transport``, ``params`` and ``shim`` as it checks an experiment's scheme, with
+    the suite's placeholder values; placeholders only topologies give are left to the per-cell check."""
+    fields = {k: entry[k] for k in ("transport", "params", "shim") if k in entry}
+    if not _placeholders(fields) <= set(variables):
+        return
+    try:
+        _core.check_scheme(json.dumps(_substitute(fields, variables, where)))
+    except _core.ConfigError as exc:
+        raise SuiteError(
+            f"{where}.{exc.path}: {exc.reason}" if exc.path else f"{where}: {exc.reason}"
+        ) from exc
+
+
+def _placeholders(value: Any) -> set[str]:
+    """The names of the ``"@name"`` placeholders in ``value``."""
+    if isinstance(value, str) and value.startswith("@"):
+        return {value[1:]}
+    if isinstance(value, dict):
+        return set().union(*(_placeholders(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_placeholders(v) for v in value))
+    return set()
 
 
 def _check_sets(value: Any, where: str, components: set[str]) -> None:

@@ -10,7 +10,6 @@ import pytest
 import tailcut
 from conftest import TINY
 from tailcut import _core
-from tailcut.cli import scheme_params
 from tailcut.config import load_config, to_json
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS
 
@@ -23,11 +22,11 @@ def test_schemes_json_shape() -> None:
     schemes = json.loads(_core.schemes())
     assert schemes and isinstance(schemes, list)
     for scheme in schemes:
-        assert {"name", "description", "params"} <= set(scheme)
-        params = scheme_params(scheme)
-        assert params, f"{scheme['name']} lists no parameters"
-        for param in params:
-            assert param["name"] and param["doc"], param
+        assert {"name", "kind", "description", "params"} <= set(scheme)
+        assert scheme["kind"] in ("transport", "shim")
+        assert scheme["params"], f"{scheme['name']} lists no parameters"
+        for param in scheme["params"]:
+            assert {"name", "default", "doc"} == set(param) and param["name"] and param["doc"], param
     assert "tcp" in {s["name"] for s in schemes}
 
 
@@ -55,6 +54,15 @@ def test_invalid_json_is_config_error() -> None:
         _core.validate("{not json")
     with pytest.raises(tailcut.ConfigError):
         _core.run("{not json")
+
+
+def test_config_error_names_the_field_as_an_attribute() -> None:
+    config = load_config(TINY)
+    config["schemes"][0]["params"] = {"min_rto": "soon"}
+    with pytest.raises(tailcut.ConfigError) as info:
+        _core.validate(to_json(config))
+    assert info.value.path == "schemes[0].params.min_rto"
+    assert info.value.reason and str(info.value).startswith("schemes[0].params.min_rto: ")
 
 
 def test_progress_none_return_means_continue() -> None:

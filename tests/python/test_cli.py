@@ -58,37 +58,41 @@ def test_validate_missing_file_exit_2(cli, tmp_path: Path) -> None:
 
 def test_schemes_table(cli, capsys: pytest.CaptureFixture[str]) -> None:
     from tailcut import _core
-    from tailcut.cli import scheme_params
 
     assert cli("schemes") == 0
     out = capsys.readouterr().out
-    header = out.splitlines()[0].split()
-    assert header[:3] == ["SCHEME", "PARAMETER", "DEFAULT"] and header[-1] == "DESCRIPTION"
-    for scheme in json.loads(_core.schemes()):
+    assert out.splitlines()[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION"]
+    listed = json.loads(_core.schemes())
+    for scheme in listed:
         assert scheme["name"] in out
-        for param in scheme_params(scheme):
+        for param in scheme["params"]:
             assert f" {param['name']} " in out
+            assert param["doc"], f"{scheme['name']}.{param['name']} is undocumented"
+    by_name = {s["name"]: s for s in listed}
+    assert by_name["tracks"]["kind"] == "shim" and "tracks (shim)" in out
+    tcp = {p["name"]: p["default"] for p in by_name["tcp"]["params"]}
+    assert tcp["spray_paths"] == 0 and tcp["sack"] is True
+    assert {"alpha", "gamma", "fake_sack"} <= {p["name"] for p in by_name["tracks"]["params"]}
 
 
-def test_schemes_table_formats_both_param_layouts() -> None:
+def test_schemes_table_formats_defaults_as_toml() -> None:
     from tailcut.cli import format_schemes
 
-    listed = {
-        "name": "a",
-        "description": "A",
-        "params": [{"name": "x", "default": "5ms", "unit": "time", "doc": "X"}],
-    }
-    mapped = {
+    scheme = {
         "name": "b",
+        "kind": "transport",
         "description": "B",
-        "params": {"y": {"kind": "k", "g": 0.5}, "z": True},
-        "docs": [["z", "Z"]],
+        "params": [
+            {"name": "z", "default": True, "doc": "Z"},
+            {"name": "y", "default": {"kind": "k", "g": 0.5}, "doc": "Y"},
+            {"name": "x", "default": None, "doc": "X"},
+        ],
     }
-    table = format_schemes([listed, mapped]).splitlines()
-    assert table[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "UNIT", "DESCRIPTION"]
-    assert table[2].split() == ["x", "5ms", "time", "X"]
-    assert table[4].split() == ["z", "true", "Z"]  # documented parameters first
-    assert table[5].split() == ["y", "{kind", "=", "k,", "g", "=", "0.5}"]
+    table = format_schemes([scheme]).splitlines()
+    assert table[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION"]
+    assert table[2].split() == ["z", "true", "Z"]
+    assert table[3].split() == ["y", "{kind", "=", "k,", "g", "=", "0.5}", "Y"]
+    assert table[4].split() == ["x", "-", "X"]
 
 
 def test_run_writes_all_files(cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -143,8 +143,22 @@ def test_missing_placeholder_names_where_it_is_used() -> None:
         plan(suite, "ci", validate=no_validation)
 
 
+def test_invalid_scheme_parameters_name_the_suite_field() -> None:
+    with pytest.raises(SuiteError, match=r"^schemes\.tcp\.params\.min_rto: "):
+        load_suite(mini(**{"schemes/tcp/params": {"min_rto": "soon"}}))
+    with pytest.raises(SuiteError, match=r"^schemes\.cb\.other_traffic\.params\.g: "):
+        load_suite(mini(**{"schemes/cb/other_traffic": {"transport": "dctcp", "params": {"g": 1}}}))
+    with pytest.raises(SuiteError, match=r"^schemes\.tcp\.shim\.phi: "):
+        load_suite(mini(**{"schemes/tcp/shim": {"kind": "tracks", "phi": 0}}))
+    with pytest.raises(SuiteError, match=r"^schemes\.tcp\.transport: unknown transport 'tcpp'"):
+        load_suite(mini(**{"schemes/tcp/transport": "tcpp"}))
+
+
 def test_invalid_experiment_of_a_scheme_that_is_not_pending_is_an_error() -> None:
-    suite = load_suite(mini(**{"schemes/tcp/params": {"min_rto": "soon"}}))
+    # A placeholder only a topology gives is checked per cell.
+    suite = load_suite(
+        mini(**{"schemes/tcp/params": {"min_rto": "@late"}, "topologies/two/vars/late": "soon"})
+    )
     with pytest.raises(SuiteError, match=r"two/ws/none x tcp: .*min_rto"):
         plan(suite, "ci")
 

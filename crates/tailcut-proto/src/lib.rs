@@ -7,6 +7,7 @@
 mod macros;
 
 pub mod cloudburst;
+pub mod config_error;
 pub mod dcquic;
 pub mod engine;
 pub mod fec;
@@ -23,6 +24,7 @@ pub mod tls13;
 pub mod tracks;
 pub mod units;
 
+pub use config_error::ConfigError;
 pub use engine::{AppEvent, Direction, Engine, MessageStats, MsgId, Shim, Verdict};
 pub use packet::{
     Addr, Ecn, FiveTuple, Header, Packet, Proto, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader,

@@ -87,7 +87,8 @@ proptest! {
             symbol_bytes: 16,
             ..CloudBurstConfig::default()
         };
-        let mut e = CloudBurstEndpoint::new(cfg.clone(), tuple(), rng::stream(1, Stream::Engine, 0));
+        let mut e = CloudBurstEndpoint::new(cfg.clone(), tuple(), rng::stream(1, Stream::Engine, 0))
+            .expect("the default config is valid");
         let pkt = Packet { tuple: tuple().reversed(), ..Packet::default() };
         let mut now = Time::ZERO;
         let mut payload = Vec::new();

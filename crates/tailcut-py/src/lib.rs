@@ -31,7 +31,24 @@ create_exception!(
 #[pyfunction]
 fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
     py.allow_threads(|| api::validate_json(config_json))
-        .map_err(|e| ConfigError::new_err(e.to_string()))
+        .map_err(|e| match e {
+            ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
+            other => ConfigError::new_err(other.to_string()),
+        })
+}
+
+/// `ConfigError(message)` carrying the offending field's `path` and the `reason` as attributes, for
+/// callers that point at the field themselves (the compare-suite checker).
+fn config_error(py: Python<'_>, path: &str, reason: &str, message: String) -> PyErr {
+    let err = ConfigError::new_err(message);
+    let value = err.value(py);
+    match value
+        .setattr("path", path)
+        .and_then(|()| value.setattr("reason", reason))
+    {
+        Ok(()) => err,
+        Err(failed) => failed,
+    }
 }
 
 /// Run one experiment and return the result document as JSON.
@@ -89,7 +106,7 @@ fn run(
         return Err(err);
     }
     outcome.map_err(|err| match err {
-        ApiError::Config(message) => ConfigError::new_err(message),
+        ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
         ApiError::Cancelled if cancelled => {
             SimulationError::new_err("run cancelled by the progress callback")
         }
@@ -125,6 +142,17 @@ fn schemes() -> String {
     api::schemes_json()
 }
 
+/// Check one scheme's `{transport, params, shim}` on its own (the compare suite's schemes); raises
+/// `ConfigError` whose `path` is relative to the entry.
+#[pyfunction]
+fn check_scheme(py: Python<'_>, entry_json: &str) -> PyResult<()> {
+    py.allow_threads(|| api::check_scheme_json(entry_json))
+        .map_err(|e| match e {
+            ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
+            other => ConfigError::new_err(other.to_string()),
+        })
+}
+
 /// The version of the Rust core this module was built from.
 #[pyfunction]
 fn version() -> &'static str {
@@ -139,6 +167,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(check_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -1,15 +1,17 @@
 //! String-in, string-out entry points for bindings (Python) and tools: experiment descriptions as
 //! JSON (or TOML), results as JSON with columnar tables.
 
-use crate::config::Experiment;
+use crate::config::{Experiment, ShimConfig};
 use crate::run::{self, RunError, Tables};
+use crate::scheme;
 use serde_json::{json, Map, Value};
+use tailcut_proto::ConfigError;
 
-/// An error for the caller: `Config` messages name the offending field path.
+/// An error for the caller: a `Config` error names the offending field path.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{0}")]
-    Config(String),
+    Config(ConfigError),
     #[error("{0}")]
     Simulation(String),
     #[error("cancelled")]
@@ -62,7 +64,7 @@ fn config_error(path: &serde_path_to_error::Path, msg: &str, raw: Option<&Value>
             format!("{path_text}.{key}")
         };
     }
-    ApiError::Config(format_path_error(&path_text, msg))
+    ApiError::Config(path_error(&path_text, msg))
 }
 
 /// The field path a message starts with, if any ("leaves: invalid type ..." -> ("leaves", "invalid ...")).
@@ -124,19 +126,16 @@ fn offending_key(raw: &Value, path: &serde_path_to_error::Path, msg: &str) -> Op
     (hits.len() == 1).then(|| hits.remove(0))
 }
 
-/// `path: msg`, where a message that starts with an inner path (from a `kind`-tagged table, see
-/// `tagged.rs`) is joined onto the outer one: "topology" + "leaves: ..." -> "topology.leaves: ...".
-pub fn format_path_error(path: &str, msg: &str) -> String {
+/// The error `msg` at `path`, where a message that starts with an inner path (from a `kind`-tagged
+/// table, see `tagged.rs`) continues the outer one: "topology" + "leaves: ..." -> "topology.leaves".
+pub fn path_error(path: &str, msg: &str) -> ConfigError {
     // serde_json appends " at line L column C"; keep the message about the field.
     let msg = msg.split(" at line ").next().unwrap_or(msg);
-    if path.is_empty() || path == "." {
-        return msg.to_string();
+    let path = if path == "." { "" } else { path };
+    match inner_path(msg) {
+        Some((inner, rest)) => ConfigError::new(inner, rest).at(path),
+        None => ConfigError::new(path, msg),
     }
-    if let Some((inner, rest)) = inner_path(msg) {
-        let sep = if inner.starts_with('[') { "" } else { "." };
-        return format!("{path}{sep}{inner}: {rest}");
-    }
-    format!("{path}: {msg}")
 }
 
 /// Validates an experiment and returns it fully resolved (every default filled in) as JSON.
@@ -144,6 +143,32 @@ pub fn validate_json(config_json: &str) -> Result<String, ApiError> {
     let exp = parse_json(config_json)?;
     run::prepare(&exp)?;
     Ok(serde_json::to_string(&exp).expect("experiments serialise"))
+}
+
+/// One scheme as the compare suite declares it, apart from any topology or workload.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchemeEntry {
+    transport: String,
+    #[serde(default)]
+    params: Map<String, Value>,
+    #[serde(default)]
+    shim: Option<ShimConfig>,
+}
+
+/// Checks one scheme's `{transport, params, shim}` on its own, as an experiment's `schemes[i]` would be
+/// checked; error paths are relative to the entry (`params.min_rto`).
+pub fn check_scheme_json(entry_json: &str) -> Result<(), ApiError> {
+    let de = &mut serde_json::Deserializer::from_str(entry_json);
+    let entry: SchemeEntry = serde_path_to_error::deserialize(de).map_err(|e| {
+        let raw = serde_json::from_str::<Value>(entry_json).ok();
+        config_error(e.path(), &e.inner().to_string(), raw.as_ref())
+    })?;
+    let t = scheme::resolve(&entry.transport, &entry.params).map_err(ApiError::Config)?;
+    if let Some(ShimConfig::Tracks(c)) = &entry.shim {
+        scheme::tracks::resolve(c, &t).map_err(|e| ApiError::Config(e.at("shim")))?;
+    }
+    Ok(())
 }
 
 /// Runs an experiment; see [`tables_json`] for the result document.
@@ -160,9 +185,9 @@ pub fn run_json(
     Ok(tables_json(&tables, &exp).to_string())
 }
 
-/// The registered transports and their default parameters.
+/// Every scheme and host shim with its parameters, defaults and documentation (`tailcut schemes`).
 pub fn schemes_json() -> String {
-    serde_json::to_string(&crate::transport::registry()).expect("serialisable")
+    serde_json::to_string(&crate::scheme::registry()).expect("serialisable")
 }
 
 fn column<T: Into<Value>>(v: impl Iterator<Item = T>) -> Value {

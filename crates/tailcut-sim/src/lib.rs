@@ -8,13 +8,13 @@
 pub mod api;
 pub mod arena;
 pub mod config;
-pub mod dcquic_transport;
 pub mod event;
 pub mod fault;
 mod hash;
 pub mod metrics;
 pub mod net;
 pub mod run;
+pub mod scheme;
 pub mod sim;
 pub mod summary;
 mod tagged;

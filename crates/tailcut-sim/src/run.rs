@@ -4,18 +4,20 @@ use crate::config::{Experiment, ShimConfig};
 use crate::fault;
 use crate::metrics::{FlowRecord, PortRecord, RunInfo};
 use crate::net::Network;
+use crate::scheme;
 use crate::sim::{ComponentRun, ConnMode, Sim};
 use crate::topo;
-use crate::transport::{self, Transport};
+use crate::transport::Transport;
 use crate::workload::{self, FlowSpec, HostInfo};
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::tracks::Tracks;
+use tailcut_proto::ConfigError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// The description is invalid; the message names the field.
+    /// The description is invalid; the error names the field.
     #[error("{0}")]
-    Config(String),
+    Config(#[from] ConfigError),
     /// The simulation itself failed (e.g. the conservation check).
     #[error("simulation failed: {0}")]
     Simulation(String),
@@ -58,59 +60,57 @@ fn conn_mode(c: &workload::WorkloadComponent) -> ConnMode {
 
 /// Validates everything that can be checked before running: topology, faults, workload, transports.
 pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
-    let cfg = |e: String| RunError::Config(e);
+    let err = |path: &str, reason: &str| RunError::Config(ConfigError::new(path, reason));
+    // The topology, network and fault modules report `field: reason` strings relative to their section.
+    let at = |outer: &str| {
+        let outer = outer.to_string();
+        move |e: String| RunError::Config(ConfigError::from_message(&e).at(&outer))
+    };
     if exp.schemes.is_empty() {
-        return Err(cfg("schemes: list at least one scheme".into()));
+        return Err(err("schemes", "list at least one scheme"));
     }
     if exp.workload.is_empty() {
-        return Err(cfg("workload: list at least one workload component".into()));
+        return Err(err("workload", "list at least one workload component"));
     }
     if exp.max_time.0 == 0 {
-        return Err(cfg("max_time: must be > 0".into()));
+        return Err(err("max_time", "must be > 0"));
     }
     let component_names: Vec<String> = exp.workload.iter().map(|c| c.name.clone()).collect();
     for (i, s) in exp.schemes.iter().enumerate() {
         if exp.schemes[..i].iter().any(|o| o.name == s.name) {
-            return Err(cfg(format!(
-                "schemes[{i}].name: duplicate scheme name '{}'",
-                s.name
-            )));
+            return Err(err(
+                &format!("schemes[{i}].name"),
+                &format!("duplicate scheme name '{}'", s.name),
+            ));
         }
     }
-    let base_spec = topo::build(&exp.topology, &exp.network).map_err(|e| cfg(format!("topology.{e}")))?;
+    let base_spec = topo::build(&exp.topology, &exp.network).map_err(at("topology"))?;
     for (i, c) in exp.network.classes.iter().enumerate() {
         if let Some(a) = &c.aqm {
-            a.validate()
-                .map_err(|e| cfg(format!("network.classes[{i}].aqm.{e}")))?;
+            a.validate().map_err(at(&format!("network.classes[{i}].aqm")))?;
         }
     }
-    exp.network
-        .aqm
-        .validate()
-        .map_err(|e| cfg(format!("network.aqm.{e}")))?;
-    exp.network
-        .host_aqm
-        .validate()
-        .map_err(|e| cfg(format!("network.host_aqm.{e}")))?;
+    exp.network.aqm.validate().map_err(at("network.aqm"))?;
+    exp.network.host_aqm.validate().map_err(at("network.host_aqm"))?;
     let net = Network::build(&base_spec, exp.seed);
     let (rack, nic_rate_bps) = net.host_info();
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
-        .map_err(|e| cfg(e.to_string()))?;
+        .map_err(|e| at("")(e.to_string()))?;
     let other = match &exp.other_traffic {
-        Some(o) => {
-            Some(transport::resolve(&o.transport, &o.params).map_err(|e| cfg(format!("other_traffic.{e}")))?)
-        }
+        Some(o) => Some(scheme::resolve(&o.transport, &o.params).map_err(|e| e.at("other_traffic"))?),
         None => None,
     };
     let mut schemes = Vec::new();
     for (i, s) in exp.schemes.iter().enumerate() {
-        let t = transport::resolve(&s.transport, &s.params).map_err(|e| cfg(format!("schemes[{i}].{e}")))?;
+        let here = format!("schemes[{i}]");
+        let t = scheme::resolve(&s.transport, &s.params).map_err(|e| e.at(&here))?;
         if let Some(names) = &s.applies_to {
             for n in names {
                 if !component_names.contains(n) {
-                    return Err(cfg(format!(
-                        "schemes[{i}].applies_to: no workload component named '{n}'"
-                    )));
+                    return Err(err(
+                        &format!("{here}.applies_to"),
+                        &format!("no workload component named '{n}'"),
+                    ));
                 }
             }
         }
@@ -121,10 +121,13 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
                 t.clone()
             } else {
                 other.clone().ok_or_else(|| {
-                    cfg(format!(
-                        "other_traffic: schemes[{i}] does not apply to workload component '{}' (workload[{ci}]); give other_traffic to carry it",
-                        c.name
-                    ))
+                    err(
+                        "other_traffic",
+                        &format!(
+                            "schemes[{i}] does not apply to workload component '{}' (workload[{ci}]); give other_traffic to carry it",
+                            c.name
+                        ),
+                    )
                 })?
             };
             comps.push(ComponentRun {
@@ -136,27 +139,17 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
         // strict-priority classes, pFabric uses priority-dropping queues).
         let spec = match &s.network {
             Some(q) => {
-                q.aqm
-                    .validate()
-                    .map_err(|e| cfg(format!("schemes[{i}].network.aqm.{e}")))?;
-                topo::build(&exp.topology, q).map_err(|e| cfg(format!("topology.{e}")))?
+                q.aqm.validate().map_err(at(&format!("{here}.network.aqm")))?;
+                topo::build(&exp.topology, q).map_err(at("topology"))?
             }
-            None => topo::build(&exp.topology, &t.switch_queues(&exp.network))
-                .map_err(|e| cfg(format!("topology.{e}")))?,
+            None => topo::build(&exp.topology, &t.switch_queues(&exp.network)).map_err(at("topology"))?,
         };
-        let faults = fault::plan(&exp.faults, &net, exp.seed).map_err(cfg)?;
+        let faults = fault::plan(&exp.faults, &net, exp.seed).map_err(at(""))?;
         let shim = match &s.shim {
             None => None,
-            Some(ShimConfig::Tracks(c)) => {
-                let mut c = c.clone();
-                c.validate().map_err(|e| cfg(format!("schemes[{i}].shim.{e}")))?;
-                // A hypervisor learns SACK from the SYN options; our packets carry none, so take it
-                // from the scheme's TCP.
-                if let Transport::Tcp(tcp) = &t {
-                    c.sack = tcp.cfg.sack;
-                }
-                Some(ShimConfig::Tracks(c))
-            }
+            Some(ShimConfig::Tracks(c)) => Some(ShimConfig::Tracks(
+                scheme::tracks::resolve(c, &t).map_err(|e| e.at(&format!("{here}.shim")))?,
+            )),
         };
         schemes.push(SchemeRun {
             name: s.name.clone(),

@@ -3,7 +3,7 @@
 //! Serde buffers internally tagged enums before picking the variant, which loses the path of an error
 //! inside them ("topology: invalid type" instead of "topology.leaves: invalid type"). These enums
 //! instead read the table, dispatch on `kind` themselves and deserialise the variant's own struct with
-//! path tracking; the outer path and the inner one are joined by `api::format_path_error`.
+//! path tracking; the outer path and the inner one are joined by `api::path_error`.
 
 use serde_json::Value;
 

@@ -4,15 +4,15 @@
 mod common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::{Dur, Engine, Time};
 use tailcut_sim::net::aqm::AqmConfig;
 use tailcut_sim::net::Network;
+use tailcut_sim::scheme;
 use tailcut_sim::sim::{ComponentRun, ConnMode, Sim};
 use tailcut_sim::summary::Summary;
 use tailcut_sim::topo::{self, SwitchQueues, TopologyConfig};
-use tailcut_sim::transport::{self, ConnSetup, EngineFactory, Transport};
+use tailcut_sim::transport::{ConnSetup, EngineFactory, Transport};
 use tailcut_sim::workload::FlowSpec;
 use tailcut_sim::{api, run};
 
@@ -116,13 +116,13 @@ fn one_flow_fct(copies: u32, fast_first: bool) -> (u64, u64) {
         request_bytes: 0,
     }];
     let comps = vec![ComponentRun {
-        transport: Transport::Custom(Arc::new(AlternatingPace {
+        transport: Transport::new(AlternatingPace {
             fast: Dur::from_micros(5),
             slow: Dur::from_micros(50),
             fast_first,
             copies,
             opened: AtomicU32::new(0),
-        })),
+        }),
         conn_mode: ConnMode::PerFlow,
     }];
     let mut sim = Sim::new(net, &flows, &comps, Vec::new(), 1, Dur::from_millis(100));
@@ -151,7 +151,7 @@ fn a_replicated_flow_finishes_with_its_first_copy() {
 
 #[test]
 fn registry_resolves_every_baseline_and_names_bad_fields() {
-    let names: Vec<&str> = transport::registry().iter().map(|i| i.name).collect();
+    let names: Vec<&str> = scheme::registry().iter().map(|i| i.name).collect();
     for n in [
         "tcp",
         "dctcp",
@@ -164,13 +164,13 @@ fn registry_resolves_every_baseline_and_names_bad_fields() {
         "pfabric",
     ] {
         assert!(names.contains(&n), "{n}");
-        transport::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
+        scheme::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
     }
     let bad = |name: &str, json: &str| -> String {
         let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).unwrap();
-        match transport::resolve(name, &m) {
+        match scheme::resolve(name, &m) {
             Ok(_) => panic!("{name} {json} should fail"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     };
     assert!(bad("tlp", r#"{"pto_floor": "0ms"}"#).starts_with("params.pto_floor:"));
@@ -184,26 +184,26 @@ fn registry_resolves_every_baseline_and_names_bad_fields() {
     assert!(bad("proactive", r#"{"copies": 2}"#).starts_with("params"));
 
     // Replica policies.
-    let t = transport::resolve("repflow", &serde_json::Map::new()).unwrap();
+    let t = scheme::resolve("repflow", &serde_json::Map::new()).unwrap();
     assert_eq!((t.replicas(99_999), t.replicas(100_000)), (2, 1));
     let m = serde_json::from_str(r#"{"copies": 3}"#).unwrap();
-    let t = transport::resolve("replicated_dctcp", &m).unwrap();
+    let t = scheme::resolve("replicated_dctcp", &m).unwrap();
     assert_eq!(t.replicas(10_000_000), 3);
 }
 
 #[test]
 fn pias_and_pfabric_bring_their_switch_queues() {
     let base = SwitchQueues::default();
-    let pias = transport::resolve("pias", &serde_json::Map::new()).unwrap();
+    let pias = scheme::resolve("pias", &serde_json::Map::new()).unwrap();
     let q = pias.switch_queues(&base);
     assert_eq!(q.classes.len(), 2);
     assert_eq!(q.classes[1].classes, vec![1]);
     assert_eq!(q.buffer, base.buffer);
-    let pf = transport::resolve("pfabric", &serde_json::Map::new()).unwrap();
+    let pf = scheme::resolve("pfabric", &serde_json::Map::new()).unwrap();
     let q = pf.switch_queues(&base);
     assert_eq!(q.aqm, AqmConfig::Pfabric);
     assert_eq!(q.buffer.0, 51_000);
-    let tcp = transport::resolve("tcp", &serde_json::Map::new()).unwrap();
+    let tcp = scheme::resolve("tcp", &serde_json::Map::new()).unwrap();
     assert_eq!(tcp.switch_queues(&base), base);
 }
 

@@ -137,8 +137,8 @@ fn dcquic_sets_up_in_one_round_trip_dctcp_with_tls_in_two() {
 
 #[test]
 fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
-    use tailcut_sim::transport;
-    let reg = transport::registry();
+    use tailcut_sim::scheme;
+    let reg = scheme::registry();
     for n in [
         "dcquic",
         "tcp_tls13",
@@ -147,14 +147,14 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
         "dctcp_reconnect",
     ] {
         let info = reg.iter().find(|i| i.name == n).unwrap_or_else(|| panic!("{n}"));
-        assert!(!info.docs.is_empty());
-        transport::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
+        assert!(!info.params.is_empty());
+        scheme::resolve(n, &serde_json::Map::new()).unwrap_or_else(|e| panic!("{n}: {e}"));
     }
     let bad = |name: &str, json: &str| -> String {
         let m: serde_json::Map<String, serde_json::Value> = serde_json::from_str(json).unwrap();
-        match transport::resolve(name, &m) {
+        match scheme::resolve(name, &m) {
             Ok(_) => panic!("{name} {json} should fail"),
-            Err(e) => e,
+            Err(e) => e.to_string(),
         }
     };
     assert!(bad("dcquic", r#"{"mps": {"small_task": "100B"}}"#).starts_with("params.mps.small_task:"));
@@ -173,7 +173,7 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
     assert!(bad("dcquic", r#"{"tail_fec_packets": 0}"#).starts_with("params.tail_fec_packets:"));
     assert!(bad("dcquic", r#"{"tail_fec": "yes"}"#).starts_with("params.tail_fec:"));
     // The compare suite's dcquic_fec parameters.
-    transport::resolve(
+    scheme::resolve(
         "dcquic",
         &serde_json::from_str(r#"{"tail_fec": true, "tail_fec_packets": 4}"#).unwrap(),
     )
@@ -181,7 +181,7 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
     assert!(bad("dctcp_tls13", r#"{"tls_server_flight": "0B"}"#).starts_with("params.tls_server_flight:"));
     assert!(bad("dctcp_reconnect", r#"{"reconnect_after": "0ms"}"#).starts_with("params.reconnect_after:"));
     // Nested tables overlay key by key: the other MPS defaults stay.
-    transport::resolve(
+    scheme::resolve(
         "dcquic",
         &serde_json::from_str(r#"{"mps": {"negotiate": false}}"#).unwrap(),
     )

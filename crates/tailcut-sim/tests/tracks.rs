@@ -94,3 +94,24 @@ fn shim_parameters_are_checked() {
         serde_json::from_str(r#"{ "kind": "tracks", "alpah": 3 }"#);
     assert!(bad.is_err());
 }
+
+/// A hypervisor reads SACK from the SYN options of any TCP, whatever rides on it: the shim takes the
+/// scheme's `sack` over MPTCP, TLS and the reconnecting client as over plain TCP.
+#[test]
+fn the_shim_learns_sack_from_every_tcp_based_transport() {
+    for transport in ["tcp", "dctcp", "mptcp", "fuso", "tcp_tls13", "dctcp_reconnect"] {
+        for sack in [true, false] {
+            let mut exp = incast(&["droptail+tracks"], sack);
+            exp.schemes[0].transport = transport.into();
+            if matches!(transport, "mptcp" | "fuso") {
+                // Sub-flows start established.
+                exp.schemes[0].params.remove("handshake");
+            }
+            let prep = run::prepare(&exp).unwrap_or_else(|e| panic!("{transport}: {e}"));
+            let Some(tailcut_sim::config::ShimConfig::Tracks(c)) = &prep.schemes[0].shim else {
+                panic!("{transport}: no shim")
+            };
+            assert_eq!(c.sack, sack, "{transport}");
+        }
+    }
+}

@@ -1,5 +1,6 @@
 //! CloudBurst parameters (Sec. III-B Algorithm 1, Sec. IV-A and IV-B) and their defaults.
 
+use crate::config_error::ConfigError;
 use crate::fec::DegreeDist;
 use crate::time::Dur;
 use crate::units::Rate;
@@ -83,34 +84,41 @@ impl Default for CloudBurstConfig {
 
 impl CloudBurstConfig {
     /// Checks the parameters; the error names the offending key.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |path: &str, reason: String| Err(ConfigError::new(path, reason));
         if self.paths == 0 {
-            return Err("paths: must be >= 1".into());
+            return err("paths", "must be >= 1".into());
         }
         if !(self.rate_share > 0.0 && self.rate_share <= 1.0) {
-            return Err(format!("rate_share: must be in (0, 1], got {}", self.rate_share));
+            return err(
+                "rate_share",
+                format!("must be in (0, 1], got {}", self.rate_share),
+            );
         }
         if self.nic_rate.0 == 0 {
-            return Err("nic_rate: must be > 0".into());
+            return err("nic_rate", "must be > 0".into());
         }
         if self.symbol_bytes == 0 {
-            return Err("symbol_bytes: must be > 0".into());
+            return err("symbol_bytes", "must be > 0".into());
         }
         if self.codec == Codec::Raptorq && self.symbol_bytes > u16::MAX as u32 {
-            return Err("symbol_bytes: RaptorQ symbols are at most 65535 bytes".into());
+            return err("symbol_bytes", "RaptorQ symbols are at most 65535 bytes".into());
         }
         if self.max_decoders == 0 {
-            return Err("max_decoders: must be >= 1".into());
+            return err("max_decoders", "must be >= 1".into());
         }
-        if self.transmission_timeout.0 == 0 || self.decoder_timeout.0 == 0 {
-            return Err("transmission_timeout / decoder_timeout: must be > 0".into());
+        if self.transmission_timeout.0 == 0 {
+            return err("transmission_timeout", "must be > 0".into());
+        }
+        if self.decoder_timeout.0 == 0 {
+            return err("decoder_timeout", "must be > 0".into());
         }
         match self.degree {
-            DegreeDist::Fixed { d: 0 } => Err("degree.d: must be >= 1".into()),
+            DegreeDist::Fixed { d: 0 } => err("degree.d", "must be >= 1".into()),
             DegreeDist::RobustSoliton { c, delta } if !(c > 0.0 && delta > 0.0 && delta < 1.0) => {
-                Err("degree: robust soliton needs c > 0 and 0 < delta < 1".into())
+                err("degree", "robust soliton needs c > 0 and 0 < delta < 1".into())
             }
-            DegreeDist::CappedSoliton { max: 0 } => Err("degree.max: must be >= 1".into()),
+            DegreeDist::CappedSoliton { max: 0 } => err("degree.max", "must be >= 1".into()),
             _ => Ok(()),
         }
     }

@@ -17,6 +17,7 @@ pub use code::{synthetic_message, SIM_RAPTORQ_SYMBOL_BYTES};
 pub use config::{CloudBurstConfig, Codec, PathMode};
 pub use header::{Header as CbHeader, HeaderError, Kind, HEADER_BYTES, MAX_ESI};
 
+use crate::config_error::ConfigError;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{FiveTuple, Header, Packet, Proto, Route};
 use crate::rng::{mix64, Rng};
@@ -115,12 +116,14 @@ pub struct CloudBurstEndpoint {
 }
 
 impl CloudBurstEndpoint {
-    /// `tuple` is this end's outgoing 5-tuple. Panics on an invalid configuration (validate first).
-    pub fn new(cfg: CloudBurstConfig, tuple: FiveTuple, mut rng: Rng) -> CloudBurstEndpoint {
-        if let Err(e) = cfg.validate() {
-            panic!("invalid CloudBurst configuration: {e}");
-        }
-        CloudBurstEndpoint {
+    /// `tuple` is this end's outgoing 5-tuple. The error names the configuration field it rejects.
+    pub fn new(
+        cfg: CloudBurstConfig,
+        tuple: FiveTuple,
+        mut rng: Rng,
+    ) -> Result<CloudBurstEndpoint, ConfigError> {
+        cfg.validate()?;
+        Ok(CloudBurstEndpoint {
             round_gap: cfg.round_gap(),
             cfg,
             tuple,
@@ -134,7 +137,7 @@ impl CloudBurstEndpoint {
             events: VecDeque::new(),
             counters: Counters::default(),
             received: VecDeque::new(),
-        }
+        })
     }
 
     pub fn counters(&self) -> &Counters {

@@ -18,8 +18,10 @@ fn tuple() -> FiveTuple {
 }
 
 fn pair(cfg: CloudBurstConfig) -> (CloudBurstEndpoint, CloudBurstEndpoint) {
-    let a = CloudBurstEndpoint::new(cfg.clone(), tuple(), Rng::seed_from_u64(1));
-    let b = CloudBurstEndpoint::new(cfg, tuple().reversed(), Rng::seed_from_u64(2));
+    let a =
+        CloudBurstEndpoint::new(cfg.clone(), tuple(), Rng::seed_from_u64(1)).expect("valid configuration");
+    let b =
+        CloudBurstEndpoint::new(cfg, tuple().reversed(), Rng::seed_from_u64(2)).expect("valid configuration");
     (a, b)
 }
 
@@ -607,4 +609,16 @@ fn rounds_start_on_rotating_paths_so_a_clipped_burst_avoids_no_path() {
     assert_eq!(starts.len(), 16);
     let distinct: std::collections::BTreeSet<_> = starts.values().copied().collect();
     assert_eq!(distinct.len(), 3, "first paths of 16 messages: {starts:?}");
+}
+
+#[test]
+fn an_invalid_configuration_is_an_error_naming_the_field() {
+    let cfg = CloudBurstConfig {
+        decoder_timeout: Dur::ZERO,
+        ..CloudBurstConfig::default()
+    };
+    let err = CloudBurstEndpoint::new(cfg, tuple(), Rng::seed_from_u64(1))
+        .err()
+        .expect("a zero decoder timeout is rejected");
+    assert_eq!(err.path, "decoder_timeout");
 }

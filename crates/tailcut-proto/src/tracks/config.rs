@@ -1,5 +1,6 @@
 //! T-RACKs parameters (paper Sec. IV-A inputs, Sec. V and VI defaults) and counters.
 
+use crate::config_error::ConfigError;
 use crate::time::Dur;
 use crate::units::Bytes;
 use serde::{Deserialize, Serialize};
@@ -66,21 +67,22 @@ impl Default for TracksConfig {
 
 impl TracksConfig {
     /// Checks the parameters; the error names the field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let err = |path: &str, reason: String| Err(ConfigError::new(path, reason));
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
-            return Err(format!("alpha: must be finite and >= 0, got {}", self.alpha));
+            return err("alpha", format!("must be finite and >= 0, got {}", self.alpha));
         }
         if self.phi == 0 {
-            return Err("phi: must be >= 1".into());
+            return err("phi", "must be >= 1".into());
         }
         if self.tick.0 == 0 {
-            return Err("tick: must be > 0".into());
+            return err("tick", "must be > 0".into());
         }
         if self.min_rto <= self.tick {
-            return Err("min_rto: must exceed tick".into());
+            return err("min_rto", "must exceed tick".into());
         }
         if self.idle_timeout.0 == 0 {
-            return Err("idle_timeout: must be > 0".into());
+            return err("idle_timeout", "must be > 0".into());
         }
         Ok(())
     }

@@ -5,7 +5,6 @@
 pub mod fixtures;
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, Header, MessageStats, MsgId, Packet, Route, Time};
 use tailcut_sim::transport::{ConnSetup, EngineFactory, Transport};
@@ -111,8 +110,8 @@ impl EngineFactory for PacedFactory {
 }
 
 pub fn paced(gap_ns: u64, path: bool) -> Transport {
-    Transport::Custom(Arc::new(PacedFactory {
+    Transport::new(PacedFactory {
         gap: Dur(gap_ns),
         path,
-    }))
+    })
 }

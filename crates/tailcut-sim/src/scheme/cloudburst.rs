@@ -1,0 +1,105 @@
+//! `cloudburst`: CloudBurst (Li et al.), LT-coded messages sprayed over paths at share r until the
+//! receiver's STOP; no TCP underneath.
+
+use super::{bad, overlay, params_of, parse, split, to_map, Doc, Param, Scheme};
+use crate::transport::{CloudBurstTransport, Transport};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tailcut_proto::cloudburst::CloudBurstConfig;
+use tailcut_proto::ConfigError;
+
+pub struct CloudBurst;
+
+/// The scheme's parameters beyond the endpoint's own: the queues it needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueParams {
+    switch_queue_share: f64,
+    wrr_weights: [u32; 2],
+    host_queue_packets: u32,
+}
+
+impl Default for QueueParams {
+    fn default() -> Self {
+        QueueParams {
+            switch_queue_share: 0.01,
+            wrr_weights: [4, 1],
+            host_queue_packets: 8,
+        }
+    }
+}
+
+const ENDPOINT_DOCS: &[Doc] = &[
+    (
+        "codec",
+        "erasure code: lt (the paper's LT code, 64-bit coefficient set in the header) | raptorq (RFC 6330, symbol id in the header; our extension)",
+    ),
+    (
+        "degree",
+        "LT only: { kind = \"systematic_random\" } (default) | { kind = \"systematic\" } | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
+    ),
+    ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
+    ("path_mode", "explicit (Route::Path labels 0..paths, XPath) or ecmp (a pool of `paths` source ports)"),
+    ("rate_share", "r of Algorithm 1: rounds start paths x packet / (r x nic_rate) apart"),
+    ("nic_rate", "LINK_CAP of Algorithm 1"),
+    ("transmission_timeout", "t of Algorithm 1: the sender fails the message without a STOP by then"),
+    ("decoder_timeout", "receiver drops a decoder (or a finished message's record) idle this long"),
+    ("max_decoders", "concurrent decoders per peer; the least recently active is evicted beyond it"),
+    ("class", "packet class (DSCP) of CloudBurst packets"),
+    ("symbol_bytes", "source packet size: 1500 - 20 IP - 8 UDP - 12 CloudBurst header"),
+    ("header_bytes", "IP + UDP + CloudBurst header bytes per packet"),
+    (
+        "carry_bytes",
+        "carry real symbol bytes after the header (sockets); off: header only (LT coefficients, RaptorQ 8-byte synthetic symbols)",
+    ),
+];
+
+const QUEUE_DOCS: &[Doc] = &[
+    (
+        "switch_queue_share",
+        "CloudBurst class limit as a share of the port buffer (>= 2 packets), used when the experiment lists no classes",
+    ),
+    ("wrr_weights", "WRR weights [background, CloudBurst] of that default"),
+    (
+        "host_queue_packets",
+        "host NIC: CloudBurst packets served first from a queue of this many packets, the excess dropped at the host (0 = host NIC unchanged); used when the experiment lists no host_classes",
+    ),
+];
+
+impl Scheme for CloudBurst {
+    fn name(&self) -> &'static str {
+        "cloudburst"
+    }
+
+    fn description(&self) -> &'static str {
+        "CloudBurst (Li et al.): LT-coded messages sprayed over paths at share r until the receiver's STOP"
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let mut all = params_of(&to_map(&CloudBurstConfig::default()), ENDPOINT_DOCS);
+        all.extend(params_of(&to_map(&QueueParams::default()), QUEUE_DOCS));
+        all
+    }
+
+    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+        let (queues, endpoint) = split(params, |k| QUEUE_DOCS.iter().any(|(n, _)| *n == k));
+        let cfg: CloudBurstConfig = parse(overlay(to_map(&CloudBurstConfig::default()), endpoint))?;
+        let q: QueueParams = parse(overlay(to_map(&QueueParams::default()), queues))?;
+        cfg.validate().map_err(|e| e.at("params"))?;
+        if !(q.switch_queue_share > 0.0 && q.switch_queue_share <= 1.0) {
+            return bad("switch_queue_share", "must be in (0, 1]");
+        }
+        if q.wrr_weights.contains(&0) {
+            return bad("wrr_weights", "weights must be >= 1");
+        }
+        if cfg.class == 0 {
+            return bad("class", "class 0 is the background class");
+        }
+        Ok(Transport::new(CloudBurstTransport {
+            cfg,
+            switch_queue_share: q.switch_queue_share,
+            wrr_weights: q.wrr_weights,
+            host_queue_packets: q.host_queue_packets,
+        }))
+    }
+}

@@ -1,0 +1,168 @@
+//! Schemes built on the TCP endpoint: every TCP option is a parameter of theirs, next to their own. A
+//! [`TcpScheme`] declares its TCP defaults and its own parameters and builds its transport from the
+//! resolved TCP transport; [`OverTcp`] makes it a registry [`Scheme`].
+
+use super::{bad, params_of, parse, split, to_map, Doc, Param, Scheme};
+use crate::transport::{TcpTransport, Transport};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tailcut_proto::tcp::{CongestionControl, TcpConfig};
+use tailcut_proto::ConfigError;
+
+/// A TCP-based scheme: its TCP defaults, its own parameters and what it does with them.
+pub trait TcpScheme: Sync {
+    /// The scheme's own parameters (not TCP's); `()`-like empty structs for schemes that have none.
+    type Params: Serialize + DeserializeOwned;
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    /// TCP's configuration before the user's keys are laid over it.
+    fn tcp_defaults(&self) -> TcpConfig {
+        TcpConfig::default()
+    }
+    fn defaults(&self) -> Self::Params;
+    /// One line per parameter of `Params`, optional ones included.
+    fn docs(&self) -> &'static [Doc];
+    /// Checks the scheme's parameters against the resolved TCP configuration (`t.cfg`) and builds the
+    /// transport, typically by setting the scheme's switches in `t.cfg` and its network needs in `t`.
+    fn build(&self, p: Self::Params, t: TcpTransport) -> Result<Transport, ConfigError>;
+}
+
+/// A [`TcpScheme`] in the registry.
+pub struct OverTcp<S>(pub S);
+
+impl<S: TcpScheme> Scheme for OverTcp<S> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn description(&self) -> &'static str {
+        self.0.description()
+    }
+
+    fn params(&self) -> Vec<Param> {
+        let mut all = tcp_params(&self.0.tcp_defaults(), TCP_DOCS);
+        all.extend(params_of(&to_map(&self.0.defaults()), self.0.docs()));
+        all
+    }
+
+    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+        let docs = self.0.docs();
+        let (own, tcp) = split(params, |k| docs.iter().any(|(n, _)| *n == k));
+        let cfg = tcp_config(self.0.tcp_defaults(), tcp, params)?;
+        let mut own_params = to_map(&self.0.defaults());
+        own_params.extend(own);
+        self.0.build(parse(own_params)?, TcpTransport::from(cfg))
+    }
+}
+
+/// TCP's options with their defaults in `cfg`, documented by `docs` (the multipath schemes reword one).
+pub fn tcp_params(cfg: &TcpConfig, docs: &[Doc]) -> Vec<Param> {
+    let mut defaults = to_map(cfg);
+    // Serialisation leaves spraying out when it is off (the default), but it is a TCP option.
+    defaults.insert("spray_paths".into(), cfg.spray_paths.into());
+    params_of(&defaults, docs)
+}
+
+/// The TCP configuration: `user` (the user's TCP keys) laid over `base`, checked. `all` is the scheme's
+/// whole `params` table.
+pub fn tcp_config(
+    base: TcpConfig,
+    user: Map<String, Value>,
+    all: &Map<String, Value>,
+) -> Result<TcpConfig, ConfigError> {
+    let mut merged = to_map(&base);
+    merged.extend(user);
+    let mut cfg: TcpConfig = parse(merged)?;
+    // Without a handshake the first flight has no RTT sample, and RFC 6298's 1 s initial RTO would turn
+    // any loss in it into a 1 s stall that a real connection (sampled on its SYN) never sees. Datacenter
+    // simulations set the initial RTO to the min RTO for this reason (ns-2: rtxcur_init_ = minrto_).
+    if !cfg.handshake && !all.contains_key("initial_rto") {
+        cfg.initial_rto = cfg.min_rto;
+    }
+    validate(&cfg)?;
+    Ok(cfg)
+}
+
+fn validate(c: &TcpConfig) -> Result<(), ConfigError> {
+    if c.mss_bytes == 0 {
+        return bad("mss_bytes", "must be > 0");
+    }
+    if c.initial_cwnd_segments == 0 {
+        return bad("initial_cwnd_segments", "must be >= 1");
+    }
+    if c.min_rto.0 == 0 || c.min_rto > c.max_rto {
+        return bad(
+            "min_rto",
+            format!("must be > 0 and <= max_rto, got {}", c.min_rto),
+        );
+    }
+    if c.dupack_threshold == 0 {
+        return bad("dupack_threshold", "must be >= 1");
+    }
+    if let CongestionControl::Dctcp { g } = c.congestion_control {
+        if !(g > 0.0 && g <= 1.0) {
+            return bad("congestion_control.g", format!("must be in (0, 1], got {g}"));
+        }
+        if !c.ecn {
+            return bad("ecn", "DCTCP needs ecn = true");
+        }
+    }
+    Ok(())
+}
+
+/// DCTCP (RFC 8257) defaults: ECN on, g = 1/16.
+pub fn dctcp_cfg() -> TcpConfig {
+    TcpConfig {
+        ecn: true,
+        congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
+        ..TcpConfig::default()
+    }
+}
+
+/// The parameters of a scheme that adds none to TCP's.
+#[derive(Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+/// Every TCP option; `tcp_config` reads them.
+pub const TCP_DOCS: &[Doc] = &[
+    ("mss_bytes", "maximum segment size, payload bytes"),
+    ("header_bytes", "IP+TCP header bytes per segment on the wire"),
+    (
+        "initial_cwnd_segments",
+        "initial congestion window, segments (RFC 6928)",
+    ),
+    ("rcv_window_bytes", "advertised receive window, bytes"),
+    (
+        "min_rto",
+        "lower bound of the retransmission timeout (RFC 6298 2.4; Linux 200ms)",
+    ),
+    ("max_rto", "upper bound of the RTO after back-off"),
+    (
+        "initial_rto",
+        "RTO before the first RTT sample (RFC 6298 2.1: 1s); defaults to min_rto when handshake is off",
+    ),
+    ("sack", "selective acknowledgements and RFC 6675 recovery"),
+    (
+        "dupack_threshold",
+        "duplicate ACKs that start fast retransmit (RFC 5681)",
+    ),
+    ("limited_transmit", "RFC 3042 limited transmit"),
+    ("early_retransmit", "RFC 5827 early retransmit"),
+    ("delayed_ack", "delayed-ACK timeout; absent = ACK every segment"),
+    ("handshake", "model the 3-way handshake"),
+    (
+        "slow_start_after_idle",
+        "restart from the initial window after an idle RTO (RFC 5681 4.1)",
+    ),
+    ("ecn", "ECN-capable data and ECN echo (RFC 3168)"),
+    (
+        "congestion_control",
+        "{ kind = \"new_reno\" } or { kind = \"dctcp\", g = 0.0625 }",
+    ),
+    (
+        "spray_paths",
+        "per-packet spraying: data segment i takes source-routed path i mod spray_paths (ACKs keep the connection's route); 0 = the connection's ECMP route",
+    ),
+];

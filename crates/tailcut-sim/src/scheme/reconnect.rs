@@ -1,0 +1,78 @@
+//! `tcp_reconnect`, `dctcp_reconnect`: a TCP or DCTCP RPC client that reconnects from its next NIC at
+//! application level (DCQUIC Sec. 4.3's baseline). One layer over two TCP bases.
+
+use super::over_tcp::dctcp_cfg;
+use super::{bad, Doc, TcpScheme};
+use crate::transport::{ReconnectTransport, TcpTransport, Transport};
+use serde::{Deserialize, Serialize};
+use tailcut_proto::tcp::TcpConfig;
+use tailcut_proto::{ConfigError, Dur};
+
+pub struct Reconnect {
+    name: &'static str,
+    description: &'static str,
+    base: fn() -> TcpConfig,
+}
+
+pub const TCP_RECONNECT: Reconnect = Reconnect {
+    name: "tcp_reconnect",
+    description:
+        "TCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)",
+    base: TcpConfig::default,
+};
+
+pub const DCTCP_RECONNECT: Reconnect = Reconnect {
+    name: "dctcp_reconnect",
+    description:
+        "DCTCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)",
+    base: dctcp_cfg,
+};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconnectParams {
+    reconnect_after: Dur,
+}
+
+impl TcpScheme for Reconnect {
+    type Params = ReconnectParams;
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    /// A reconnection is a new connection with its own handshake.
+    fn tcp_defaults(&self) -> TcpConfig {
+        TcpConfig {
+            handshake: true,
+            ..(self.base)()
+        }
+    }
+
+    fn defaults(&self) -> ReconnectParams {
+        ReconnectParams {
+            reconnect_after: Dur::from_millis(1000),
+        }
+    }
+
+    fn docs(&self) -> &'static [Doc] {
+        &[(
+            "reconnect_after",
+            "the client reconnects from its next NIC when an RPC has made no progress this long (DCQUIC Sec. 4.3's application-level reconnection)",
+        )]
+    }
+
+    fn build(&self, p: ReconnectParams, t: TcpTransport) -> Result<Transport, ConfigError> {
+        if p.reconnect_after.0 == 0 {
+            return bad("reconnect_after", "must be > 0");
+        }
+        Ok(Transport::new(ReconnectTransport {
+            cfg: t.cfg,
+            reconnect_after: p.reconnect_after,
+        }))
+    }
+}
