@@ -351,3 +351,104 @@ impl Engine for Reconnect {
         vec![("tcp_reconnects", self.reconnects)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Proto;
+
+    /// A client (two addresses) and a server joined by a lossless 10 us path; the server answers
+    /// request `req` with `resp` as soon as it arrives. Returns both ends and every event, in order.
+    fn rpc(req: MsgId, resp: MsgId) -> ([Reconnect; 2], Vec<(usize, AppEvent)>) {
+        let client = FiveTuple {
+            src: Addr(1),
+            dst: Addr(10),
+            src_port: 1000,
+            dst_port: 2000,
+            proto: Proto::Tcp,
+        };
+        let server = FiveTuple {
+            src: client.dst,
+            dst: client.src,
+            src_port: client.dst_port,
+            dst_port: client.src_port,
+            proto: Proto::Tcp,
+        };
+        let after = Dur::from_millis(1);
+        let (ic, is) = (Seq(100), Seq(9000));
+        let mut e = [
+            Reconnect::new(
+                TcpConfig::default(),
+                client,
+                true,
+                vec![Addr(1), Addr(2)],
+                ic,
+                is,
+                Rng::seed_from_u64(1),
+                after,
+                Time::ZERO,
+            ),
+            Reconnect::new(
+                TcpConfig::default(),
+                server,
+                false,
+                vec![Addr(10)],
+                is,
+                ic,
+                Rng::seed_from_u64(2),
+                after,
+                Time::ZERO,
+            ),
+        ];
+        e[1].expect_request(req, 1000);
+        e[0].send_request(Time::ZERO, req, 1000);
+        let mut now = Time::ZERO;
+        let mut wire: Vec<(Time, usize, Packet, Vec<u8>)> = Vec::new();
+        let mut log = Vec::new();
+        while now < Time(100_000_000) {
+            for i in 0..2 {
+                let mut buf = Vec::new();
+                while let Some(p) = e[i].poll_transmit(now, &mut buf) {
+                    wire.push((now + Dur(10_000), 1 - i, p, std::mem::take(&mut buf)));
+                }
+                while let Some(ev) = e[i].poll_event() {
+                    log.push((i, ev));
+                    if i == 1 && ev == (AppEvent::MessageReceived { msg: req }) {
+                        e[0].expect_response(req, resp, 3000);
+                        e[1].send_response(now, req, resp, 3000);
+                    }
+                }
+            }
+            let next = wire
+                .iter()
+                .map(|w| w.0)
+                .chain(e.iter().filter_map(|x| x.poll_timeout()))
+                .min();
+            let Some(t) = next else { break };
+            now = now.max(t);
+            for (_, to, p, payload) in wire.extract_if(.., |w| w.0 <= now) {
+                e[to].handle_packet(now, &p, &payload);
+            }
+            for x in &mut e {
+                if x.poll_timeout().is_some_and(|d| d <= now) {
+                    x.handle_timeout(now);
+                }
+            }
+        }
+        (e, log)
+    }
+
+    /// The response is paired with its request by the call that framed it, whatever the ids: an odd
+    /// request answered by an even response completes, and the client stops watching it.
+    #[test]
+    fn responses_pair_with_requests_by_the_call_not_the_id() {
+        let (e, log) = rpc(5, 2);
+        assert!(
+            log.contains(&(0, AppEvent::MessageReceived { msg: 2 })),
+            "{log:?}"
+        );
+        assert!(e[0].outstanding.is_empty() && e[0].responses.is_empty());
+        assert_eq!(e[0].reconnects, 0);
+        assert!(e[1].sent_responses.is_empty(), "the response was acknowledged");
+    }
+}

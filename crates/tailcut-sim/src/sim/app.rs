@@ -1,0 +1,279 @@
+//! The application: flows started as one-way messages or RPCs (the data receiver's request, the
+//! sender's response), the connections carrying them (one per flow, or pools of persistent ones),
+//! and replicas racing to finish a flow first (RepFlow, replicated DCTCP).
+
+use super::{Conn, ConnMode, Sim};
+use crate::event::EngineId;
+use crate::transport::{ConnSetup, MAX_COPIES};
+use crate::workload::FlowSpec;
+use rand::Rng as _;
+use tailcut_proto::rng::{self, Stream};
+use tailcut_proto::{AppEvent, FiveTuple, MessageStats, MsgId, Proto, Seq, Time};
+
+/// The parts of a flow. The application numbers a flow's messages `flow << 1 | part`; engines treat
+/// the ids as opaque (the role of each message is in the call that hands it over).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Part {
+    /// The data receiver's request (request/response flows only).
+    Request = 0,
+    /// The flow's data: the response, or the one-way message.
+    Data = 1,
+}
+
+pub(super) fn msg_id(flow: usize, part: Part) -> MsgId {
+    ((flow as u64) << 1) | part as u64
+}
+
+fn flow_of(msg: MsgId) -> usize {
+    (msg >> 1) as usize
+}
+
+fn part_of(msg: MsgId) -> Part {
+    if msg & 1 == 0 {
+        Part::Request
+    } else {
+        Part::Data
+    }
+}
+
+pub(super) struct FlowState {
+    /// The connections carrying the flow: the first is its own, the others replicas (RepFlow,
+    /// replicated DCTCP), each with the flow's messages; the flow finishes with the first copy.
+    pub conns: [u32; MAX_COPIES as usize],
+    pub copies: u8,
+    /// The copy whose data arrived first (0 until the flow finishes).
+    winner: u8,
+    pub finish: Option<Time>,
+    /// Final counters per copy.
+    stats: [MessageStats; MAX_COPIES as usize],
+    /// Messages of this flow whose counters are final: bit `2 copy + part`.
+    final_mask: u16,
+}
+
+impl FlowState {
+    fn copy_of(&self, conn: u32) -> usize {
+        self.conns[..self.copies as usize]
+            .iter()
+            .position(|&c| c == conn)
+            .unwrap_or(0)
+    }
+
+    fn mark_final(&mut self, copy: usize, part: Part) {
+        self.final_mask |= 1 << (2 * copy as u64 + part as u64);
+    }
+
+    pub fn is_final(&self, copy: usize, part: Part) -> bool {
+        self.final_mask & (1 << (2 * copy as u64 + part as u64)) != 0
+    }
+
+    /// The data of the copy on `conn` arrived: the first copy to arrive completes the flow. Returns
+    /// whether it did.
+    fn data_arrived(&mut self, conn: u32, now: Time) -> bool {
+        if self.finish.is_some() {
+            return false;
+        }
+        self.winner = self.copy_of(conn) as u8;
+        self.finish = Some(now);
+        true
+    }
+
+    /// A message of the copy on `conn` has final counters.
+    fn message_final(&mut self, conn: u32, part: Part, stats: MessageStats) {
+        let copy = self.copy_of(conn);
+        self.stats[copy].add(&replica_charged(copy, stats));
+        self.mark_final(copy, part);
+    }
+
+    /// The final counters per copy, to which the records add those of unfinished messages.
+    pub fn final_stats(&self) -> [MessageStats; MAX_COPIES as usize] {
+        self.stats
+    }
+
+    /// The flow's counters from its copies': byte counters sum every copy; the loss events are those
+    /// of the copy that won.
+    pub fn combine(&self, per_copy: &[MessageStats; MAX_COPIES as usize]) -> MessageStats {
+        let w = per_copy[self.winner as usize];
+        let mut stats = MessageStats {
+            timeouts: w.timeouts,
+            fast_retransmits: w.fast_retransmits,
+            ..MessageStats::default()
+        };
+        for c in &per_copy[..self.copies as usize] {
+            stats.retransmitted_bytes += c.retransmitted_bytes;
+            stats.redundant_bytes += c.redundant_bytes;
+            stats.sent_bytes += c.sent_bytes;
+        }
+        stats
+    }
+}
+
+/// Everything a replica sends is redundant.
+pub(super) fn replica_charged(copy: usize, mut stats: MessageStats) -> MessageStats {
+    if copy > 0 {
+        stats.redundant_bytes = stats.sent_bytes;
+    }
+    stats
+}
+
+impl Sim<'_> {
+    pub(super) fn on_app_event(&mut self, e: EngineId, ev: AppEvent) {
+        let conn = self.engines[e as usize].conn;
+        match ev {
+            AppEvent::Connected => {}
+            AppEvent::MessageReceived { msg } => match part_of(msg) {
+                Part::Request => self.answer(conn, msg),
+                Part::Data => {
+                    if self.flow_state[flow_of(msg)].data_arrived(conn, self.now) {
+                        self.flows_finished += 1;
+                    }
+                }
+            },
+            AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
+                self.flow_state[flow_of(msg)].message_final(conn, part_of(msg), stats);
+            }
+        }
+    }
+
+    /// A request reached the server end of `conn`: it answers with the flow's data.
+    fn answer(&mut self, conn: u32, request: MsgId) {
+        let f = flow_of(request);
+        let len = self.flows[f].size_bytes;
+        let c = &self.conns[conn as usize];
+        let (a, b) = (c.a, c.b);
+        let resp = msg_id(f, Part::Data);
+        self.engines[b as usize]
+            .engine
+            .expect_response(request, resp, len);
+        self.engines[a as usize]
+            .engine
+            .send_response(self.now, request, resp, len);
+        self.drain_stack.push(a);
+    }
+
+    pub(super) fn start_flow(&mut self, f: u32) {
+        let spec = &self.flows[f as usize];
+        let copies = self.components[spec.component as usize]
+            .transport
+            .replicas(spec.size_bytes);
+        let mut conns = [0u32; MAX_COPIES as usize];
+        conns[0] = self.connection_for(spec);
+        // Replicas always get connections of their own, so each has its own 5-tuple (and ECMP
+        // path draw).
+        for c in conns.iter_mut().take(copies as usize).skip(1) {
+            *c = self.open_connection(spec);
+        }
+        self.flow_state.push(FlowState {
+            conns,
+            copies: copies as u8,
+            winner: 0,
+            finish: None,
+            stats: [MessageStats::default(); MAX_COPIES as usize],
+            final_mask: 0,
+        });
+        debug_assert_eq!(self.flow_state.len(), f as usize + 1, "flows start in id order");
+        self.flows_started += 1;
+        let f = f as usize;
+        for (k, &conn) in conns.iter().take(copies as usize).enumerate() {
+            let c = &self.conns[conn as usize];
+            let (a, b) = (c.a, c.b);
+            if spec.request_bytes > 0 {
+                let req = msg_id(f, Part::Request);
+                self.engines[a as usize]
+                    .engine
+                    .expect_request(req, spec.request_bytes);
+                self.engines[b as usize]
+                    .engine
+                    .send_request(self.now, req, spec.request_bytes);
+                self.drain(b);
+            } else {
+                // A one-way flow has no request: its counters are final from the start.
+                self.flow_state[f].mark_final(k, Part::Request);
+                let data = msg_id(f, Part::Data);
+                self.engines[b as usize]
+                    .engine
+                    .expect_message(data, spec.size_bytes);
+                self.engines[a as usize]
+                    .engine
+                    .send_message(self.now, data, spec.size_bytes);
+                self.drain(a);
+            }
+        }
+    }
+
+    fn connection_for(&mut self, spec: &FlowSpec) -> u32 {
+        let comp = &self.components[spec.component as usize];
+        match comp.conn_mode {
+            ConnMode::PerFlow => self.open_connection(spec),
+            ConnMode::Persistent(n) => {
+                let rr = self
+                    .round_robin
+                    .entry((spec.component, spec.src, spec.dst))
+                    .or_insert(0);
+                let slot = *rr % n.max(1);
+                *rr += 1;
+                let key = (spec.component, spec.src, spec.dst, slot);
+                if let Some(&c) = self.pool.get(&key) {
+                    return c;
+                }
+                let c = self.open_connection(spec);
+                self.pool.insert(key, c);
+                c
+            }
+        }
+    }
+
+    /// `n` consecutive ports (MPTCP sub-flows), restarting at 1024 rather than wrapping mid-block.
+    fn alloc_ports(&mut self, host: u32, n: u16) -> u16 {
+        let p = &mut self.next_port[host as usize];
+        // The block's last port must fit (n = 1 wraps exactly as a single port always did).
+        if p.checked_add(n - 1).is_none() {
+            *p = 1024;
+        }
+        let port = *p;
+        *p = p.checked_add(n).unwrap_or(1024);
+        port
+    }
+
+    fn open_connection(&mut self, spec: &FlowSpec) -> u32 {
+        let idx = self.conns.len() as u64;
+        let ports = self.components[spec.component as usize]
+            .transport
+            .ports_per_end()
+            .max(1);
+        let (pa, pb) = (
+            self.alloc_ports(spec.src, ports),
+            self.alloc_ports(spec.dst, ports),
+        );
+        let tuple = FiveTuple {
+            src: self.net.host_addrs[spec.src as usize][0],
+            dst: self.net.host_addrs[spec.dst as usize][0],
+            src_port: pa,
+            dst_port: pb,
+            proto: Proto::Tcp,
+        };
+        let setup = ConnSetup {
+            tuple,
+            sender_opens: spec.request_bytes == 0,
+            isn_sender: Seq(self.conn_rng.random()),
+            isn_receiver: Seq(self.conn_rng.random()),
+            now: self.now,
+            size_bytes: spec.size_bytes,
+            sender_addrs: self.net.host_addrs[spec.src as usize].clone(),
+            receiver_addrs: self.net.host_addrs[spec.dst as usize].clone(),
+        };
+        let comp = &self.components[spec.component as usize];
+        let (ea, eb) = comp.transport.connect(
+            &setup,
+            rng::stream(self.seed, Stream::Engine, 2 * idx),
+            rng::stream(self.seed, Stream::Engine, 2 * idx + 1),
+        );
+        let conn = self.conns.len() as u32;
+        let a = self.add_engine(ea, spec.src, pa, ports, conn);
+        let b = self.add_engine(eb, spec.dst, pb, ports, conn);
+        self.conns.push(Conn { a, b });
+        // A connection with a handshake starts talking at once.
+        self.drain(a);
+        self.drain(b);
+        (self.conns.len() - 1) as u32
+    }
+}

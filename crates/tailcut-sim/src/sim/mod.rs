@@ -1,0 +1,211 @@
+//! The simulation of one scheme: the event loop. What each event does lives with its subject: the
+//! ports and links a packet crosses (`ports.rs`), the hosts with their engines, shim and NIC queue
+//! (`host.rs`), the application's flows, RPCs, connections and replicas (`app.rs`), and the records
+//! of a run (`records.rs`).
+//!
+//! Every packet costs O(1) work per hop (one enqueue, one transmission, one arrival), independent of
+//! the number of flows: no per-packet scans over flows, and forwarding is a table lookup.
+
+mod app;
+mod host;
+mod ports;
+mod records;
+
+use crate::arena::PacketArena;
+use crate::event::{EngineId, Event, EventQueue};
+use crate::fault::{self, FaultAction};
+use crate::hash::FxMap;
+use crate::metrics::{Conservation, PathInfo};
+use crate::net::Network;
+use crate::transport::Transport;
+use crate::workload::FlowSpec;
+use app::FlowState;
+use tailcut_proto::rng::{self, Stream};
+use tailcut_proto::{AppEvent, Dur, Engine, Shim, Time};
+
+/// How a workload component maps flows onto connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnMode {
+    /// A fresh connection per flow.
+    PerFlow,
+    /// `n` long-lived connections per (client, server) pair, used round robin.
+    Persistent(u32),
+}
+
+/// Per-component settings of one run.
+pub struct ComponentRun {
+    pub transport: Transport,
+    pub conn_mode: ConnMode,
+}
+
+struct EngineSlot {
+    engine: Box<dyn Engine>,
+    host: u32,
+    /// The connection this engine is one end of.
+    conn: u32,
+    /// Time of the pending timer event for this engine, `Time::MAX` if none.
+    scheduled: Time,
+    /// Bytes of this engine's packets waiting in its host's NIC queue (counted only with a host-queue
+    /// budget, `host_tsq`).
+    nic_bytes: u64,
+    /// The engine was not polled because `nic_bytes` exceeded the budget; it is woken when they drain.
+    held: bool,
+}
+
+/// One connection: engine of the data sender (`a`, at the flow's `src`) and of the receiver (`b`).
+struct Conn {
+    a: EngineId,
+    b: EngineId,
+}
+
+pub struct Sim<'a> {
+    now: Time,
+    max_time: Time,
+    seed: u64,
+    events: EventQueue,
+    arena: PacketArena,
+    pub net: Network,
+    host_of_node: Vec<u32>,
+    engines: Vec<EngineSlot>,
+    demux: FxMap<(u32, u16), EngineId>,
+    shims: Vec<Option<Box<dyn Shim>>>,
+    shim_scheduled: Vec<Time>,
+    flows: &'a [FlowSpec],
+    flow_state: Vec<FlowState>,
+    components: &'a [ComponentRun],
+    conns: Vec<Conn>,
+    pool: FxMap<(u32, u32, u32, u32), u32>,
+    round_robin: FxMap<(u32, u32, u32), u32>,
+    next_port: Vec<u16>,
+    conn_rng: rng::Rng,
+    faults: Vec<(Dur, FaultAction)>,
+    drain_stack: Vec<EngineId>,
+    app_events: Vec<(EngineId, AppEvent)>,
+    payload_buf: Vec<u8>,
+    rx_payload: Vec<u8>,
+    flows_started: usize,
+    flows_finished: usize,
+    paths: FxMap<(u32, u32), PathInfo>,
+    cons: Conservation,
+    /// TCP small queues: the most bytes an engine may have waiting in its NIC queue before it is
+    /// polled no more (0 = no limit). docs/simulator.md, "TCP small queues".
+    host_tsq: u64,
+    /// Times an engine was held back by `host_tsq`.
+    tsq_holds: u64,
+}
+
+impl<'a> Sim<'a> {
+    pub fn new(
+        net: Network,
+        flows: &'a [FlowSpec],
+        components: &'a [ComponentRun],
+        faults: Vec<(Dur, FaultAction)>,
+        seed: u64,
+        max_time: Dur,
+    ) -> Sim<'a> {
+        let mut host_of_node = vec![u32::MAX; net.nodes.len()];
+        for (i, &n) in net.hosts.iter().enumerate() {
+            host_of_node[n as usize] = i as u32;
+        }
+        let hosts = net.host_count();
+        let host_tsq = net.host_tsq;
+        let mut sim = Sim {
+            now: Time::ZERO,
+            max_time: Time::ZERO + max_time,
+            seed,
+            events: EventQueue::default(),
+            arena: PacketArena::default(),
+            net,
+            host_of_node,
+            engines: Vec::new(),
+            demux: FxMap::default(),
+            shims: (0..hosts).map(|_| None).collect(),
+            shim_scheduled: vec![Time::MAX; hosts],
+            flows,
+            flow_state: Vec::with_capacity(flows.len()),
+            components,
+            conns: Vec::new(),
+            pool: FxMap::default(),
+            round_robin: FxMap::default(),
+            next_port: vec![1024; hosts],
+            conn_rng: rng::stream(seed, Stream::Engine, u64::MAX),
+            faults,
+            drain_stack: Vec::new(),
+            app_events: Vec::new(),
+            payload_buf: Vec::new(),
+            rx_payload: Vec::new(),
+            flows_started: 0,
+            flows_finished: 0,
+            paths: FxMap::default(),
+            cons: Conservation::default(),
+            host_tsq,
+            tsq_holds: 0,
+        };
+        for (i, f) in flows.iter().enumerate() {
+            sim.events.push(f.start, Event::FlowStart(i as u32));
+        }
+        for (i, (at, _)) in sim.faults.iter().enumerate() {
+            sim.events.push(Time::ZERO + *at, Event::Fault(i as u32));
+        }
+        sim
+    }
+
+    /// Installs a shim on a host (T-RACKs and other hypervisor-level schemes).
+    pub fn set_shim(&mut self, host: u32, shim: Box<dyn Shim>) {
+        self.shims[host as usize] = Some(shim);
+        self.rearm_shim(host);
+    }
+
+    /// Runs until every flow has finished or `max_time`. `progress(fraction)` is offered the chance to
+    /// report every few thousand events; it returns false to cancel.
+    pub fn run(&mut self, progress: &mut dyn FnMut(&Sim) -> bool) -> Result<(), String> {
+        let mut since_check = 0u32;
+        while let Some(t) = self.events.peek_time() {
+            if t > self.max_time {
+                break;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            self.now = t;
+            match ev {
+                Event::TxDone(p) => self.tx_done(p),
+                Event::Arrive(pkt) => self.arrive(pkt),
+                Event::EngineTimer(e) => self.engine_timer(e, t),
+                Event::HostQueueWake(e) => self.host_queue_wake(e),
+                Event::ShimTimer(h) => self.shim_timer(h, t),
+                Event::FlowStart(f) => self.start_flow(f),
+                Event::Fault(i) => {
+                    let action = self.faults[i as usize].1.clone();
+                    if fault::apply(&mut self.net, &action) {
+                        self.net.recompute_routes();
+                    }
+                }
+            }
+            if self.flows_finished == self.flows.len() {
+                break;
+            }
+            since_check += 1;
+            if since_check >= 4096 {
+                since_check = 0;
+                if !progress(self) {
+                    return Err("run cancelled".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Fraction of the run done: the larger of finished flows and elapsed time.
+    pub fn progress_fraction(&self) -> f64 {
+        let by_flows = if self.flows.is_empty() {
+            1.0
+        } else {
+            self.flows_finished as f64 / self.flows.len() as f64
+        };
+        let by_time = self.now.0 as f64 / self.max_time.0.max(1) as f64;
+        by_flows.max(by_time).min(1.0)
+    }
+}

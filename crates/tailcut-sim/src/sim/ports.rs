@@ -1,0 +1,83 @@
+//! Driving the ports: a packet offered to an egress port, what the port asks of its driver (free
+//! what it dropped, put what it sent on its link, wake it when its line frees), arrivals at the far
+//! end of a link and forwarding at switches.
+
+use super::Sim;
+use crate::arena::PktId;
+use crate::event::{Event, NodeId, PortId};
+use crate::net::port::Service;
+use crate::net::routing;
+
+impl Sim<'_> {
+    pub(super) fn enqueue(&mut self, port: PortId, id: PktId) {
+        let s = self.net.ports[port as usize].offer(self.now, id, &mut self.arena);
+        self.serve(port, s);
+    }
+
+    /// Carries out what a port asks of its driver: free the packets it dropped, put the one it sent
+    /// on its wire, and wake it when its line frees.
+    #[inline(always)]
+    fn serve(&mut self, port: PortId, s: Service) {
+        for victim in s.dropped.into_iter().flatten() {
+            if self.host_tsq > 0 {
+                let size = self.arena.get(victim).size_bytes as u64;
+                self.leave_host_queue(victim, size);
+            }
+            self.arena.remove(victim);
+            self.cons.dropped += 1;
+        }
+        if let Some(d) = s.sent {
+            if self.host_tsq > 0 {
+                let size = self.arena.get(d.id).size_bytes as u64;
+                self.leave_host_queue(d.id, size);
+            }
+            self.cons.packet_hops += 1;
+            match d.arrives {
+                Some(at) => {
+                    self.arena.set_link(d.id, port);
+                    self.events.push(at, Event::Arrive(d.id));
+                }
+                None => {
+                    self.arena.remove(d.id);
+                    self.cons.dropped += 1;
+                }
+            }
+        }
+        if let Some(at) = s.wake_at {
+            self.events.push(at, Event::TxDone(port));
+        }
+    }
+
+    pub(super) fn tx_done(&mut self, port: PortId) {
+        let s = self.net.ports[port as usize].wake(self.now, &self.arena);
+        self.serve(port, s);
+    }
+
+    pub(super) fn arrive(&mut self, id: PktId) {
+        let node = self.net.ports[self.arena.link(id) as usize].peer;
+        let host = self.host_of_node[node as usize];
+        if host != u32::MAX {
+            self.cons.delivered += 1;
+            self.rx_payload.clear();
+            self.rx_payload.extend_from_slice(self.arena.payload(id));
+            let pkt = self.arena.remove(id);
+            self.host_receive(host, pkt);
+        } else {
+            self.forward(node, id);
+        }
+    }
+
+    fn forward(&mut self, node: NodeId, id: PktId) {
+        let salt = self.net.nodes[node as usize].salt;
+        let pkt = self.arena.get_mut(id);
+        let hops = self.net.routes.next_hops(node, pkt.tuple.dst);
+        match routing::choose(hops, &pkt.tuple, &mut pkt.route, salt) {
+            Some(egress) => self.enqueue(egress, id),
+            None => {
+                self.arena.remove(id);
+                self.cons.dropped += 1;
+                self.cons.dropped_no_route += 1;
+            }
+        }
+    }
+}
