@@ -13,14 +13,14 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from tailcut.config import to_toml
 from tailcut.outdir import atomic_dir, claim, write_marker
 from tailcut.summary import summarize
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FLOW_COLUMNS = [
     "flow_id",
@@ -67,6 +67,9 @@ def columns_to_frame(columns: Mapping[str, list[Any]], expected: list[str]) -> p
     unfinished flows' ``fct_ns`` needs); known columns absent from the core's output are added empty so that
     code downstream can rely on them.
     """
+    import pandas as pd
+    import pyarrow as pa
+
     table = pa.table({name: pa.array(values) for name, values in columns.items()})
     frame = table.to_pandas()
     for name in expected:
@@ -120,6 +123,8 @@ class Result:
     @classmethod
     def load(cls, path: str | Path) -> Result:
         """Read a result folder written by :meth:`write` (or ``tailcut run``)."""
+        import pandas as pd
+
         from tailcut.config import load_config
 
         path = Path(path)

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
 
 SMALL_MAX_BYTES = 100_000
 LARGE_MIN_BYTES = 1_000_000
@@ -58,6 +61,9 @@ def percentile(finished: np.ndarray, unfinished: int, per_mille: int) -> float:
 
 def size_class(size_bytes: pd.Series) -> pd.Series:
     """Label each flow small / medium / large by its size."""
+    import numpy as np
+    import pandas as pd
+
     labels = np.where(
         size_bytes < SMALL_MAX_BYTES, "small", np.where(size_bytes < LARGE_MIN_BYTES, "medium", "large")
     )
@@ -75,6 +81,8 @@ def _ratio(x: float, of: float) -> float:
 
 def summary_stats(group: pd.DataFrame) -> dict[str, float | int]:
     """The figures of one group of flows (see the module doc)."""
+    import numpy as np
+
     completed_mask = group["completed"].astype(bool)
     fct = np.sort(group.loc[completed_mask, "fct_ns"].astype(float).to_numpy())
     unfinished = int((~completed_mask).sum())
@@ -101,6 +109,8 @@ def summarize(flows: pd.DataFrame, by: Sequence[str] = ("scheme",)) -> pd.DataFr
     Every size class appears for every group, with ``count`` 0 and NaN statistics when it is empty, so that
     tables from different runs line up row for row.
     """
+    import pandas as pd
+
     by = [c for c in by if c in flows.columns]
     rows: list[dict[str, object]] = []
     classes = size_class(flows["size_bytes"]) if len(flows) else pd.Series([], dtype=object)

@@ -29,14 +29,15 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
 from tailcut.config import ConfigSource, apply_overrides, experiment_name, load_config, parse_value, resolve
 from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.summary import summarize
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,8 @@ def combine(
     grid: Mapping[str, Sequence[Any]], todo: list[Point], points_dir: Path
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Concatenate the completed points' flows and summaries with grid columns and ``seed``."""
+    import pandas as pd
+
     flows_parts, summary_parts = [], []
     for point in todo:
         flows_file = points_dir / point.slug / "flows.parquet"

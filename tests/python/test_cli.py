@@ -31,6 +31,16 @@ def test_console_script_is_installed() -> None:
     assert out.stdout.startswith("tailcut ")
 
 
+def test_command_starts_without_the_data_stack() -> None:
+    # `tailcut --help` must start fast (issue: < 0.3 s CPU): pandas, pyarrow and numpy alone take ~0.2 s to
+    # import, so the command and the package import them only where a table is built.
+    probe = (
+        "import sys, tailcut, tailcut.cli; print(sorted({'pandas', 'pyarrow', 'numpy'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_validate_ok(cli, tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli("validate", tiny) == 0
     out = capsys.readouterr().out
