@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from tailcut import display
 from tailcut.results import Result
 from tailcut.summary import SIZE_CLASSES, SMALL_MAX_BYTES
 
@@ -117,8 +118,40 @@ def bars_figure(
     return fig
 
 
+# Column headers of the summary tables and how their values read (docs/metrics.md defines them).
+_DISPLAY_COLUMNS: dict[str, tuple[str, Callable[[float], str]]] = {
+    "mean_fct_ns": ("mean FCT", display.time_ns),
+    "p50_fct_ns": ("p50 FCT", display.time_ns),
+    "p95_fct_ns": ("p95 FCT", display.time_ns),
+    "p99_fct_ns": ("p99 FCT", display.time_ns),
+    "p999_fct_ns": ("p99.9 FCT", display.time_ns),
+    "timeout_fraction": ("flows with a timeout", display.fraction),
+    "extra_bytes_ratio": ("extra bytes", display.fraction),
+    "redundant_bytes_ratio": ("redundant bytes", display.fraction),
+}
+
+METRICS_HTML = (
+    "<p class='metrics'>Size classes: small &lt; 100 KB &le; medium &lt; 1 MB &le; large (KB = 1000 B). "
+    "FCT percentiles by nearest rank over all flows of a class, unfinished flows counted as infinitely "
+    "late (a percentile among them reads <i>inf (unfinished)</i>); the mean is over completed flows. "
+    "Flows with a timeout: share of all flows with at least one retransmission timeout (SYN timeouts "
+    "included). Extra bytes: bytes sent beyond the completed flows' payload, over that payload; redundant "
+    "bytes: copies, coded packets and replicas over the same payload. The full definitions are in "
+    "docs/metrics.md; the Parquet and JSON outputs hold the raw values (ns, ratios).</p>\n"
+)
+
+
+def display_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """The summary as a reader sees it: units and three significant digits, columns named in words."""
+    shown = frame.copy()
+    for column, (_, fmt) in _DISPLAY_COLUMNS.items():
+        if column in shown.columns:
+            shown[column] = [fmt(v) for v in shown[column]]
+    return shown.rename(columns={c: header for c, (header, _) in _DISPLAY_COLUMNS.items()})
+
+
 def _table_html(frame: pd.DataFrame) -> str:
-    return frame.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="-", border=0)
+    return display_table(frame).to_html(index=False, na_rep="-", border=0)
 
 
 def _page(title: str, body: str) -> str:
@@ -142,6 +175,7 @@ def run_figures_html(results: Mapping[str, Result]) -> str:
     ]
     for label, summary in summaries.items():
         parts.append(f"<h2>Summary: {html.escape(label)}</h2>\n{_table_html(summary)}\n")
+    parts.append(METRICS_HTML)
     return "".join(parts)
 
 
@@ -231,6 +265,7 @@ def sweep_figures_html(
         parts.append(f"<h2>Failed points</h2><ul>{items}</ul>\n")
     for label, (summary, _) in sweeps.items():
         parts.append(f"<h2>Summary: {html.escape(label)}</h2>\n{_table_html(summary)}\n")
+    parts.append(METRICS_HTML)
     return "".join(parts)
 
 

@@ -19,5 +19,27 @@ def test_run_report_figures(tiny_result) -> None:
         )  # the title is drawn in the figure too (SVG text)
     for scheme in result.flows["scheme"].unique():
         assert f">{scheme}<" in text  # legend entry / table cell
-    assert "<table" in text and "p99_fct_ns" in text
+    assert "<table" in text and "p99 FCT" in text and "docs/metrics.md" in text
     assert 'src="http' not in text and 'href="http' not in text  # self-contained: nothing external
+
+
+def test_report_numbers_read_in_units() -> None:
+    import math
+
+    import pandas as pd
+
+    from tailcut import display
+    from tailcut.report import display_table
+
+    assert display.time_ns(331_800) == "332 us"
+    assert display.time_ns(1_234_567) == "1.23 ms"
+    assert display.time_ns(999_600) == "1.00 ms"  # rounded before the unit is chosen
+    assert display.time_ns(math.inf) == "inf (unfinished)"
+    assert display.time_ns(math.nan) == "-"
+    assert display.size_bytes(93_440) == "93.4 KB"
+    assert display.fraction(0.0215) == "2.15%"
+    row = pd.DataFrame([{"scheme": "tcp", "count": 3, "p99_fct_ns": 3.318e5, "timeout_fraction": 0.5}])
+    shown = display_table(row)
+    assert list(shown.columns) == ["scheme", "count", "p99 FCT", "flows with a timeout"]
+    assert shown.iloc[0].tolist() == ["tcp", 3, "332 us", "50.0%"]
+    assert "e+" not in shown.to_html()
