@@ -210,12 +210,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             return True
 
         result = run_to_dir(config, out, seed=args.seed, progress=progress, overwrite=args.overwrite)
+    from tailcut import display
+    from tailcut.summary import unfinished_warnings
+
     overall = result.summary[result.summary["size_class"] == "all"]
     for _, row in overall.iterrows():
         print(
             f"  {row['scheme']}: {row['count']} flows, {row['unfinished']} unfinished, "
-            f"p99 FCT {row['p99_fct_ns'] / 1e3:.1f} us, timeout fraction {row['timeout_fraction']:.3f}"
+            f"p99 FCT {display.time_ns(row['p99_fct_ns'])}, "
+            f"flows with a timeout {display.fraction(row['timeout_fraction'])}"
         )
+    for line in unfinished_warnings(result.summary):
+        print(line, file=sys.stderr)
     print(f"results: {out}")
     print(f"report: {out / 'report.html'}")
     return 0
@@ -248,6 +254,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     print(f"{len(result.outcomes)} points: {ran} ran, {skipped} already done, {len(result.failed)} failed")
     for slug, error in result.failed.items():
         print(f"  FAILED {slug}: {error}")
+    from tailcut.summary import unfinished_warnings
+
+    for line in unfinished_warnings(result.summary):
+        print(line, file=sys.stderr)
     print(f"results: {out}")
     print(f"report: {out / 'report.html'}")
     return EXIT_FAILED if result.failed else 0

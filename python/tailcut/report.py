@@ -78,6 +78,13 @@ def fct_cdf_figure(flows_by_label: Mapping[str, pd.DataFrame]) -> Figure:
     return fig
 
 
+def _unfinished_note(group: pd.DataFrame) -> str:
+    """`` (N unfinished)`` for a scheme's summary rows with unfinished flows, else nothing."""
+    rows = group[group["size_class"] == "all"] if "size_class" in group else group
+    n = int(rows["unfinished"].sum()) if "unfinished" in rows else 0
+    return f" ({n} unfinished)" if n else ""
+
+
 def bars_figure(
     summaries: Mapping[str, pd.DataFrame],
     column: str,
@@ -91,7 +98,7 @@ def bars_figure(
     ax = fig.add_subplot()
     many = len(summaries) > 1
     series = [
-        (_series_label(label, scheme, many), group.set_index("size_class")[column])
+        (_series_label(label, scheme, many) + _unfinished_note(group), group.set_index("size_class")[column])
         for label, summary in summaries.items()
         for scheme, group in summary.groupby("scheme", sort=True)
     ]
@@ -228,8 +235,37 @@ def sweep_figure(
             means = group.groupby(first, sort=False)[column].mean()
             xs = sorted(means.index, key=lambda v: position[v])
             extra = ", ".join(f"{k}={v}" for k, v in zip(rest, key[1:], strict=True))
-            name = _series_label(label, key[0], many) + (f" ({extra})" if extra else "")
-            ax.plot([position[v] for v in xs], [means[v] / scale for v in xs], marker="o", label=name)
+            unfinished = int(group["unfinished"].sum()) if "unfinished" in group else 0
+            name = (
+                _series_label(label, key[0], many)
+                + (f" ({extra})" if extra else "")
+                + (f" ({unfinished} unfinished)" if unfinished else "")
+            )
+            (line,) = ax.plot(
+                [position[v] for v in xs], [means[v] / scale for v in xs], marker="o", label=name
+            )
+            # An infinite point (the percentile fell among unfinished flows) would vanish from the line and
+            # leave the scheme looking good: it is marked at the top of the axes instead.
+            for v in xs:
+                if np.isinf(means[v]):
+                    ax.plot(
+                        position[v],
+                        0.97,
+                        marker="^",
+                        color=line.get_color(),
+                        transform=ax.get_xaxis_transform(),
+                        clip_on=False,
+                    )
+                    ax.text(
+                        position[v],
+                        0.99,
+                        "inf",
+                        transform=ax.get_xaxis_transform(),
+                        ha="center",
+                        va="bottom",
+                        fontsize="x-small",
+                        color=line.get_color(),
+                    )
         ax.set_xlabel(first)
     if categorical or all(isinstance(v, int) for v in order):
         ax.set_xticks([position[v] for v in order], [str(v) for v in order])

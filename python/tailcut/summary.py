@@ -123,3 +123,26 @@ def summarize(flows: pd.DataFrame, by: Sequence[str] = ("scheme",)) -> pd.DataFr
             part = group if cls == "all" else group[group_classes == cls]
             rows.append({**ids, "size_class": cls, **summary_stats(part)})
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
+
+
+def unfinished_warnings(summary: pd.DataFrame) -> list[str]:
+    """One line per scheme (and grid point) with unfinished flows, naming the size classes and counts.
+
+    A scheme whose flows did not finish must never read as fast: its percentiles count them as infinitely
+    late, and the command says so in words too.
+    """
+    lines = []
+    keys = [c for c in summary.columns if c not in SUMMARY_COLUMNS]
+    rows = summary[(summary["size_class"] == "all") & (summary["unfinished"] > 0)]
+    for _, row in rows.iterrows():
+        who = ", ".join(f"{k}={row[k]}" for k in keys if k != "scheme")
+        part = summary[(summary["size_class"] != "all") & (summary["unfinished"] > 0)]
+        for k in keys:
+            part = part[part[k] == row[k]]
+        classes = ", ".join(f"{r['size_class']} {int(r['unfinished'])}" for _, r in part.iterrows())
+        lines.append(
+            f"warning: {row['scheme']}{f' ({who})' if who else ''}: {int(row['unfinished'])} of "
+            f"{int(row['count'])} flows unfinished ({classes}); their percentiles count them as "
+            "infinitely late"
+        )
+    return lines

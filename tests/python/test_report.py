@@ -43,3 +43,26 @@ def test_report_numbers_read_in_units() -> None:
     assert list(shown.columns) == ["scheme", "count", "p99 FCT", "flows with a timeout"]
     assert shown.iloc[0].tolist() == ["tcp", 3, "332 us", "50.0%"]
     assert "e+" not in shown.to_html()
+
+
+def test_half_failing_scheme_never_reads_best(cli, tmp_path, capsys) -> None:
+    import math
+
+    from conftest import DATA
+    from tailcut.results import Result
+
+    assert cli("run", DATA / "half_failing.toml", "--out", tmp_path / "run") == 0
+    err = capsys.readouterr().err
+    assert "warning: cloudburst: 20 of 40 flows unfinished (medium 20)" in err
+    result = Result.load(tmp_path / "run")
+    overall = result.summary[result.summary["size_class"] == "all"].set_index("scheme")
+    assert math.isinf(overall.loc["cloudburst", "p99_fct_ns"])
+    assert overall.loc["cloudburst", "p99_fct_ns"] > overall.loc["tcp", "p99_fct_ns"]
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "cloudburst (20 unfinished)" in page  # legend of the bar figures
+    assert "inf (unfinished)" in page  # summary table cell
+
+    sweep_args = ("--grid", "topology.hosts=3,4", "--out", tmp_path / "sw")
+    assert cli("sweep", DATA / "half_failing.toml", *sweep_args) == 0
+    assert "warning: cloudburst (topology.hosts=3, seed=1)" in capsys.readouterr().err
+    assert "cloudburst (40 unfinished)" in (tmp_path / "sw" / "report.html").read_text()
