@@ -22,6 +22,9 @@ test: venv
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release
+	# The fuzz targets live outside the workspace (libFuzzer needs nightly to run); checking them on stable
+	# keeps them compiling when an engine's API changes.
+	cargo check --manifest-path crates/tailcut-proto/fuzz/Cargo.toml --target-dir target/fuzz-check
 	$(BIN)/ruff check python tests experiments docs/figures
 	$(BIN)/ruff format --check python tests experiments docs/figures
 	$(BIN)/pytest -q tests/python

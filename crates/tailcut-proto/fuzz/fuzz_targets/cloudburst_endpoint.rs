@@ -58,7 +58,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let base = reset_peak();
     {
-        let mut e = CloudBurstEndpoint::new(cfg.clone(), tuple, rng::stream(1, Stream::Engine, 0));
+        // A configuration the engine refuses is not a receive-path input.
+        let Ok(mut e) = CloudBurstEndpoint::new(cfg.clone(), tuple, rng::stream(1, Stream::Engine, 0)) else {
+            return;
+        };
         let mut now = Time::ZERO;
         let pkt = Packet {
             tuple: tuple.reversed(),
