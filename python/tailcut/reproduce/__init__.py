@@ -27,13 +27,15 @@ PAPERS: dict[str, Paper] = {
 }
 DEFAULT_SEEDS = 5
 TIMINGS = Path(__file__).with_name("timings.json")
+# Where a source checkout holds experiments/ when this package is loaded from it (python/tailcut/...).
+SOURCE_TREE = Path(__file__).resolve().parents[3]
 
 
 def find_root(start: Path | None = None) -> Path:
     """The repository root: the first of the working folder, its parents, and the source tree this
     package was loaded from that holds ``experiments/``."""
     here = (start or Path.cwd()).resolve()
-    candidates = [here, *here.parents, Path(__file__).resolve().parents[3]]
+    candidates = [here, *here.parents, SOURCE_TREE]
     for folder in candidates:
         if (folder / "experiments").is_dir() and (folder / "workloads").is_dir():
             return folder

@@ -1,0 +1,193 @@
+"""`tailcut reproduce`: seeds, median/range, flip detection, resume, errors, --list, and same-seed
+agreement with the checked-in results."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import TINY
+from tailcut import reproduce as rp
+from tailcut.reproduce.aggregate import aggregate_entry, ranking, spread
+from tailcut.reproduce.generic import METRICS, bench_rows, first_scheme
+from tailcut.reproduce.paper import Entry, Group, Paper, Row
+from tailcut.reproduce.render import from_json
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def tiny_paper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Paper, Path]:
+    """A paper of two tiny entries in a private repository-like root, registered as ``tiny``."""
+    root = tmp_path / "repo"
+    (root / "experiments" / "tiny").mkdir(parents=True)
+    shutil.copytree(REPO / "workloads", root / "workloads")
+    shutil.copy(TINY, root / "experiments" / "tiny" / "a.toml")
+    text = TINY.read_text().replace("flows = 200", "flows = 60")
+    (root / "experiments" / "tiny" / "b.toml").write_text(text)
+    paper = Paper(
+        name="tiny",
+        title="Tiny",
+        groups=(
+            Group(
+                "One group",
+                (
+                    Entry("a", "experiments/tiny/a.toml"),
+                    Entry("b_small", "experiments/tiny/b.toml", (("workload.0.flows", 40),)),
+                ),
+            ),
+        ),
+        rows=bench_rows,
+        metrics=METRICS,
+        main="p99_ms",
+        baseline=first_scheme,
+    )
+    monkeypatch.setitem(rp.PAPERS, "tiny", paper)
+    return paper, root
+
+
+def test_spread_is_median_and_range_of_known_values() -> None:
+    assert spread([3.0, 1.0, 2.0]) == {"median": 2.0, "min": 1.0, "max": 3.0, "values": [3.0, 1.0, 2.0]}
+    assert spread([4.0, 1.0, 2.0, 10.0])["median"] == 3.0
+    assert spread([1.0, math.nan, 5.0])["median"] == 3.0
+    assert spread([2.0, math.inf])["median"] == math.inf  # an unfinished flow's percentile stays infinite
+    assert spread([math.nan])["median"] is None
+
+
+def test_ranking_groups_ties_and_orients_by_metric() -> None:
+    values = {"a": 2.0, "b": 1.0, "c": 2.0, "d": math.inf}
+    assert ranking(values, higher_is_better=False) == (("b",), ("a", "c"), ("d",))
+    assert ranking(values, higher_is_better=True) == (("d",), ("a", "c"), ("b",))
+
+
+def _paper(main: str = "p99_ms") -> Paper:
+    return Paper("x", "X", (), bench_rows, METRICS, main, baseline=first_scheme)
+
+
+def test_flips_are_flagged_and_stable_rows_are_not() -> None:
+    per_seed = {
+        1: [
+            Row("tcp", "all", {"p99_ms": 5.0}),
+            Row("fast", "all", {"p99_ms": 2.0}),
+            Row("x", "all", {"p99_ms": 1}),
+        ],
+        2: [
+            Row("tcp", "all", {"p99_ms": 5.0}),
+            Row("fast", "all", {"p99_ms": 3.0}),
+            Row("x", "all", {"p99_ms": 9}),
+        ],
+    }
+    result = aggregate_entry(_paper(), per_seed)
+    rows = {r["scheme"]: r for r in result["rows"]}
+    assert rows["tcp"]["vs_baseline"] is None
+    assert rows["fast"]["vs_baseline"] == {
+        "baseline": "tcp",
+        "better": 2,
+        "worse": 0,
+        "equal": 0,
+        "flips": False,
+    }
+    assert rows["x"]["vs_baseline"]["flips"] is True
+    assert rows["fast"]["metrics"]["p99_ms"] == {"median": 2.5, "min": 2.0, "max": 3.0, "values": [2.0, 3.0]}
+    [flip] = result["ranking_flips"]
+    assert flip == {"part": "all", "rankings": {"1": "x < fast < tcp", "2": "fast < tcp < x"}}
+
+
+def test_no_flip_when_every_seed_agrees() -> None:
+    per_seed = {
+        s: [Row("tcp", "all", {"p99_ms": 5.0 + s}), Row("b", "all", {"p99_ms": 1.0})] for s in (1, 2, 3)
+    }
+    result = aggregate_entry(_paper(), per_seed)
+    assert result["ranking_flips"] == []
+    assert not any(r["vs_baseline"] and r["vs_baseline"]["flips"] for r in result["rows"])
+
+
+def test_reproduce_writes_tables_over_seeds_and_resumes(tiny_paper, tmp_path: Path) -> None:
+    _, root = tiny_paper
+    out = tmp_path / "out"
+    outcomes = []
+    documents = rp.reproduce("tiny", seeds=2, out=out, root=root, on_done=outcomes.append)
+    assert len(outcomes) == 4 and not any(o.skipped or o.error for o in outcomes)
+    document = from_json((out / "tiny.json").read_text())
+    assert document["seeds"] == 2 and documents["tiny"]["seeds"] == 2
+    [group] = document["groups"]
+    assert [e["label"] for e in group["entries"]] == ["a", "b_small"]
+    for entry in group["entries"]:
+        assert entry["seeds"] == [1, 2] and entry["missing_seeds"] == []
+        assert {(r["part"], r["scheme"]) for r in entry["rows"]} >= {("all", "tcp"), ("all", "dctcp")}
+        for row in entry["rows"]:
+            for stats in row["metrics"].values():
+                assert len(stats["values"]) == 2
+                if stats["median"] is not None:
+                    assert stats["min"] <= stats["median"] <= stats["max"]
+    flows = {
+        r["scheme"]: r["metrics"]["flows"]["median"]
+        for r in group["entries"][1]["rows"]
+        if r["part"] == "all"
+    }
+    assert flows == {"tcp": 40, "dctcp": 40}  # the entry's override reached the run
+    page = (out / "tiny.md").read_text()
+    assert "### `a`" in page and "| all | dctcp |" in page and "Conclusions that flip" in page
+
+    again = []
+    rp.reproduce("tiny", seeds=2, out=out, root=root, on_done=again.append)
+    assert len(again) == 4 and all(o.skipped for o in again)
+
+    # A changed experiment file is re-run, an unchanged one is not.
+    b = root / "experiments" / "tiny" / "b.toml"
+    b.write_text(b.read_text().replace("load = 0.3", "load = 0.2"))
+    third = []
+    rp.reproduce("tiny", ["b_small"], seeds=3, out=out, root=root, on_done=third.append)
+    assert sorted(o.skipped for o in third) == [False, False, False]
+    fourth = []
+    rp.reproduce("tiny", ["a"], seeds=3, out=out, root=root, on_done=fourth.append)
+    assert [o.skipped for o in sorted(fourth, key=lambda o: o.slug)] == [True, True, False]
+
+
+def test_same_seed_gives_the_checked_in_numbers(tmp_path: Path) -> None:
+    """tracks/case1_20 at seed 1 against experiments/tracks/results/case1_20.txt (tailcut-bench output)."""
+    [document] = rp.reproduce("tracks", ["case1_20"], seeds=1, out=tmp_path, root=REPO).values()
+    rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
+    # droptail: p95 201815.6 us, mean 37445.6 us, timeout frac 0.18; +tracks: p95 10076.7 us, mean 2667.2 us.
+    assert rows["droptail"]["p95_ms"]["median"] == pytest.approx(201.8156, abs=1e-4)
+    assert rows["droptail"]["mean_ms"]["median"] == pytest.approx(37.4456, abs=1e-4)
+    assert rows["droptail"]["timeout_fraction"]["median"] == pytest.approx(0.18)
+    assert rows["droptail+tracks"]["p95_ms"]["median"] == pytest.approx(10.0767, abs=1e-4)
+    assert rows["droptail+tracks"]["mean_ms"]["median"] == pytest.approx(2.6672, abs=1e-4)
+    assert rows["droptail+tracks"]["recoveries"]["median"] == 18
+    assert rows["droptail+tracks"]["spoofed"]["median"] == 35
+    assert rows["droptail+tracks"]["p95_ratio"]["median"] == pytest.approx(201.8156 / 10.0767, rel=1e-4)
+
+
+def test_every_manifest_file_exists() -> None:
+    for paper in rp.PAPERS.values():
+        for entry in paper.entries():
+            assert (REPO / entry.file).is_file(), entry
+
+
+def test_cli_errors_name_the_bad_input(cli, tmp_path: Path, capsys) -> None:
+    assert cli("reproduce", "nosuch", "--out", tmp_path / "o") == 2
+    assert "paper: unknown paper 'nosuch'" in capsys.readouterr().err
+    assert cli("reproduce", "tracks", "nosuch_file", "--out", tmp_path / "o") == 2
+    assert "experiment: no entry of tracks matches nosuch_file" in capsys.readouterr().err
+    assert cli("reproduce", "tracks", "case1_20", "--seeds", "0", "--out", tmp_path / "o") == 2
+    assert "seeds: must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_missing_repository_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rp, "SOURCE_TREE", tmp_path / "installed")
+    with pytest.raises(FileNotFoundError, match="no experiments/ directory"):
+        rp.find_root(tmp_path / "nowhere")
+
+
+def test_list_names_every_entry_and_measured_seconds(tiny_paper, cli, tmp_path: Path, capsys) -> None:
+    _, root = tiny_paper
+    assert cli("reproduce", "cp", "--list") == 0
+    text = capsys.readouterr().out
+    assert "incast_N250" in text and "workload.0.pattern.fanout=250" in text
+    out = tmp_path / "out"
+    rp.reproduce("tiny", ["a"], seeds=1, out=out, root=root)
+    assert "s/seed (mean of 1 run(s)" in rp.listing("tiny", out)
