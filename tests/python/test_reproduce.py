@@ -162,6 +162,31 @@ def test_same_seed_gives_the_checked_in_numbers(tmp_path: Path) -> None:
     assert rows["droptail+tracks"]["p95_ratio"]["median"] == pytest.approx(201.8156 / 10.0767, rel=1e-4)
 
 
+def test_same_seed_gives_fuso_reports_numbers(tmp_path: Path) -> None:
+    """fuso/incast_10 at seed 1 against experiments/fuso/results/incast_10.txt (fuso_report output)."""
+    [document] = rp.reproduce("fuso", ["incast_10"], seeds=1, out=tmp_path, root=REPO).values()
+    rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
+    # tcp: mean 5.221 ms, p99 8.828 ms, timeout frac 0.35, rounds mean 8.526 ms max 8.862 ms.
+    assert rows["tcp"]["mean_ms"]["median"] == pytest.approx(5.221, abs=5e-4)
+    assert rows["tcp"]["p99_ms"]["median"] == pytest.approx(8.828, abs=5e-4)
+    assert rows["tcp"]["timeout_fraction"]["median"] == pytest.approx(0.35)
+    assert rows["tcp"]["round_mean_ms"]["median"] == pytest.approx(8.526, abs=5e-4)
+    assert rows["tcp"]["round_max_ms"]["median"] == pytest.approx(8.862, abs=5e-4)
+    # fuso: extra 0.202 (redundant bytes over delivered), p99 7.239 ms.
+    assert rows["fuso"]["redundant_bytes"]["median"] == pytest.approx(0.202, abs=5e-4)
+    assert rows["fuso"]["p99_ms"]["median"] == pytest.approx(7.239, abs=5e-4)
+
+
+def test_cp_fanout_entries_give_the_results_page_goodput(tmp_path: Path) -> None:
+    """cp/incast.toml swept to N = 32 as cp_report --fanout did: docs/results-cp.md's first table."""
+    [document] = rp.reproduce("cp", ["incast_N32"], seeds=1, out=tmp_path, root=REPO).values()
+    rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
+    goodput = {s: round(m["goodput_mbps"]["median"]) for s, m in rows.items()}
+    timeouts = {s: m["timeouts"]["median"] for s, m in rows.items()}
+    assert goodput == {"tcp": 80, "dctcp": 27, "cp": 76, "cp_64k": 926, "cp_dctcp": 953}
+    assert timeouts == {"tcp": 32, "dctcp": 45, "cp": 10, "cp_64k": 0, "cp_dctcp": 0}
+
+
 def test_every_manifest_file_exists() -> None:
     for paper in rp.PAPERS.values():
         for entry in paper.entries():

@@ -10,6 +10,7 @@ file's ``seed``, as ``tailcut sweep --seeds`` numbers them, so ``--seeds 1`` is 
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -28,6 +29,7 @@ class Task:
     entry: Entry
     seed: int
     digest: str
+    root: str  # the repository root, where the run must happen (CDF paths are relative to it)
 
     @property
     def slug(self) -> str:
@@ -79,6 +81,8 @@ def run_task(config: dict[str, Any], task: Task, runs_dir: str) -> Any:
     out = Path(runs_dir) / task.slug
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
+        # A pool worker inherits the caller's folder, a Ray worker does not.
+        os.chdir(task.root)
         started = time.perf_counter()  # wall time feeds --list only, never a result
         result = run_to_dir(config, out, seed=task.seed, overwrite=True)
         info = {
@@ -104,7 +108,7 @@ def plan(
             first = base_seed(entry, root)
             for seed in range(first, first + seeds):
                 config, digest = point_config(entry, root, seed)
-                tasks.append((config, Task(paper.name, entry, seed, digest)))
+                tasks.append((config, Task(paper.name, entry, seed, digest, str(root))))
     return tasks
 
 
