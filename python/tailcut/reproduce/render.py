@@ -51,7 +51,10 @@ def markdown(paper: Paper, document: dict[str, Any]) -> str:
         (e["label"], f) for g in document["groups"] for e in g["entries"] for f in e.get("ranking_flips", [])
     ]
     lines.append(
-        f"Conclusions that flip between seeds: {len(flips)} baseline comparison(s), {len(ranks)} ranking(s)."
+        "One seed: nothing to compare between seeds."
+        if document["seeds"] == 1
+        else f"Conclusions that flip between seeds: {len(flips)} baseline comparison(s), "
+        f"{len(ranks)} ranking(s)."
     )
     for label, row in flips:
         vs = row["vs_baseline"]
@@ -60,6 +63,7 @@ def markdown(paper: Paper, document: dict[str, Any]) -> str:
         lines.append(f"- `{label}` {flip['part']}: ranking differs across seeds")
     for group in document["groups"]:
         lines += ["", f"## {group['title']}"]
+        lines += overview(paper, group)
         for entry in group["entries"]:
             lines += ["", f"### `{entry['label']}` ({entry['file']}{_overrides(entry)})", ""]
             if entry.get("error"):
@@ -84,6 +88,43 @@ def markdown(paper: Paper, document: dict[str, Any]) -> str:
                 per_seed = "; ".join(f"seed {s}: {r}" for s, r in flip["rankings"].items())
                 lines += ["", f"Ranking of `{flip['part']}` on {paper.main} differs across seeds: {per_seed}"]
     return "\n".join(lines) + "\n"
+
+
+def _headline_part(entries: list[dict[str, Any]]) -> str | None:
+    """The part a sweep's overview shows: ``all``, else a component's ``... all``, else the first part
+    every entry has."""
+    parts = [list(dict.fromkeys(r["part"] for r in e["rows"])) for e in entries if e["rows"]]
+    if not parts:
+        return None
+    common = [p for p in parts[0] if all(p in other for other in parts[1:])]
+    for wanted in ("all", *(p for p in common if p.endswith(" all")), *common):
+        if wanted in common:
+            return wanted
+    return None
+
+
+def overview(paper: Paper, group: dict[str, Any]) -> list[str]:
+    """For a group of several entries (a sweep: loss rates, fan-outs, loads), the main metric of every
+    scheme per entry in one table, as the results pages draw their sweeps."""
+    entries = group["entries"]
+    part = _headline_part(entries)
+    if len(entries) < 2 or part is None:
+        return []
+    schemes = list(dict.fromkeys(r["scheme"] for e in entries for r in e["rows"] if r["part"] == part))
+    metric = next((m for m in paper.metrics if m.key == paper.main), Metric(paper.main, paper.main))
+    lines = ["", f"{metric.header} of `{part}`, median [min-max] over the seeds:", ""]
+    lines.append("| entry | " + " | ".join(schemes) + " |")
+    lines.append("|---" * (len(schemes) + 1) + "|")
+    for entry in entries:
+        by_scheme = {r["scheme"]: r for r in entry["rows"] if r["part"] == part}
+        cells = []
+        for scheme in schemes:
+            row = by_scheme.get(scheme)
+            text = cell(row["metrics"].get(paper.main), metric, len(entry["seeds"])) if row else "-"
+            flips = row is not None and row["vs_baseline"] is not None and row["vs_baseline"]["flips"]
+            cells.append(text + (" (flips)" if flips else ""))
+        lines.append(f"| {entry['label']} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _overrides(entry: dict[str, Any]) -> str:
