@@ -26,7 +26,6 @@ PAPERS: dict[str, Paper] = {
     p.name: p for p in (fuso.PAPER, tracks.PAPER, cloudburst.PAPER, cp.PAPER, dcquic.PAPER, baselines.PAPER)
 }
 DEFAULT_SEEDS = 5
-TIMINGS = Path(__file__).with_name("timings.json")
 # Where a source checkout holds experiments/ when this package is loaded from it (python/tailcut/...).
 SOURCE_TREE = Path(__file__).resolve().parents[3]
 
@@ -176,11 +175,14 @@ def listing(paper: str = "all", out: str | Path | None = None) -> str:
     """What exists: every paper's entries with their file and seconds per seed on this machine.
 
     Seconds come from runs recorded in ``OUT/runs`` when present (measured), else from the timings
-    shipped with the package (measured once with seed 1 on the 2-core development machine), else
+    shipped with the package (:mod:`tailcut.reproduce.timings`, each with where it was measured), else
     ``not measured``; nothing is extrapolated.
     """
+    from tailcut.reproduce.timings import TIMINGS
+
     shipped = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
-    lines = []
+    lines: list[str] = []
+    notes: list[str] = []  # where the seconds come from, numbered once each
     for p, entries in select(paper):
         lines.append(f"{p.name}: {p.title}")
         total, known = 0.0, 0
@@ -188,10 +190,16 @@ def listing(paper: str = "all", out: str | Path | None = None) -> str:
             seconds, source = _seconds(p.name, entry, out, shipped)
             if seconds is not None:
                 total, known = total + seconds, known + 1
-            when = f"{seconds:8.1f} s/seed ({source})" if seconds is not None else "  not measured"
+                if source not in notes:
+                    notes.append(source)
+                when = f"{seconds:8.1f} s/seed [{notes.index(source) + 1}]"
+            else:
+                when = "  not measured   "
             extra = "".join(f" {k}={v}" for k, v in entry.overrides)
             lines.append(f"  {entry.label:<28} {when}  {entry.file}{extra}")
-        lines.append(f"  total of the {known} measured of {len(entries)}: {total:.0f} s per seed")
+        lines.append(f"  {p.name}: {total:.0f} s per seed for the {known} measured of {len(entries)} entries")
+    lines += ["", "seconds per seed on one core; a run with --jobs J takes about total x seeds / J"]
+    lines += [f"[{i}] {note}" for i, note in enumerate(notes, 1)]
     return "\n".join(lines)
 
 
@@ -203,8 +211,9 @@ def _seconds(paper: str, entry: Entry, out, shipped: dict) -> tuple[float | None
                 walls.append(float(json.loads(info.read_text())["wall_seconds"]))
         if walls:
             return sum(walls) / len(walls), f"mean of {len(walls)} run(s) in {out}"
-    value = shipped.get(f"{paper}/{entry.label}")
-    return (float(value), "shipped timing") if value is not None else (None, "")
+    value = shipped.get("seconds", {}).get(f"{paper}/{entry.label}")
+    source = shipped.get("sources", {}).get(f"{paper}/{entry.label}", "shipped")
+    return (float(value), source) if value is not None else (None, "")
 
 
 __all__ = ["DEFAULT_SEEDS", "PAPERS", "find_root", "listing", "reproduce", "select"]
