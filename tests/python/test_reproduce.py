@@ -215,4 +215,7 @@ def test_list_names_every_entry_and_measured_seconds(tiny_paper, cli, tmp_path: 
     assert "incast_N250" in text and "workload.0.pattern.fanout=250" in text
     out = tmp_path / "out"
     rp.reproduce("tiny", ["a"], seeds=1, out=out, root=root)
-    assert "s/seed (mean of 1 run(s)" in rp.listing("tiny", out)
+    lines = rp.listing("tiny", out).splitlines()
+    assert any(line.split()[:1] == ["a"] and "s/seed [1]" in line for line in lines)
+    assert any(line.split()[:1] == ["b_small"] and "not measured" in line for line in lines)
+    assert f"[1] mean of 1 run(s) in {out}" in lines
