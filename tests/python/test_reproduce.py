@@ -187,6 +187,21 @@ def test_cp_fanout_entries_give_the_results_page_goodput(tmp_path: Path) -> None
     assert timeouts == {"tcp": 32, "dctcp": 45, "cp": 10, "cp_64k": 0, "cp_dctcp": 0}
 
 
+def test_same_seed_gives_cloudburst_reports_numbers(tmp_path: Path) -> None:
+    """cloudburst/incast_4 at seed 1 against experiments/cloudburst/results/incast_4.txt."""
+    [document] = rp.reproduce("cloudburst", ["incast_4"], seeds=1, out=tmp_path, root=REPO).values()
+    rows = {(r["part"], r["scheme"]): r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
+    dctcp, cloudburst = rows[("incast all", "dctcp")], rows[("incast all", "cloudburst")]
+    # dctcp: p50 2.952 mean 3.405 p99 12.476 ms, 6 timeouts, coding rate 1.088; cloudburst: p99 3.524, 3.051.
+    assert dctcp["p50_ms"]["median"] == pytest.approx(2.952, abs=5e-4)
+    assert dctcp["mean_ms"]["median"] == pytest.approx(3.405, abs=5e-4)
+    assert dctcp["p99_ms"]["median"] == pytest.approx(12.476, abs=5e-4)
+    assert dctcp["timeouts"]["median"] == 6
+    assert dctcp["coding_rate"]["median"] == pytest.approx(1.088, abs=5e-4)
+    assert cloudburst["p99_ms"]["median"] == pytest.approx(3.524, abs=5e-4)
+    assert cloudburst["coding_rate"]["median"] == pytest.approx(3.051, abs=5e-4)
+
+
 def test_every_manifest_file_exists() -> None:
     for paper in rp.PAPERS.values():
         for entry in paper.entries():
