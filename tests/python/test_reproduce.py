@@ -8,6 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import TINY
 from tailcut import reproduce as rp
@@ -55,6 +57,30 @@ def test_spread_is_median_and_range_of_known_values() -> None:
     assert spread([1.0, math.nan, 5.0])["median"] == 3.0
     assert spread([2.0, math.inf])["median"] == math.inf  # an unfinished flow's percentile stays infinite
     assert spread([math.nan])["median"] is None
+
+
+@given(st.lists(st.floats(0, 1e9) | st.just(math.inf) | st.just(math.nan), min_size=1, max_size=9))
+def test_spread_invariants(values: list[float]) -> None:
+    import statistics
+
+    stats = spread(values)
+    known = [v for v in values if not math.isnan(v)]
+    if not known:
+        assert stats["median"] is None
+        return
+    assert stats["min"] == min(known) and stats["max"] == max(known)
+    assert stats["min"] <= stats["median"] <= stats["max"]
+    if all(math.isfinite(v) for v in known):
+        assert stats["median"] == pytest.approx(statistics.median(known))
+
+
+@given(st.dictionaries(st.sampled_from("abcdef"), st.floats(0, 10, allow_nan=False), min_size=1))
+def test_ranking_is_a_partition_ordered_by_value(values: dict[str, float]) -> None:
+    rank = ranking(values, higher_is_better=False)
+    assert sorted(s for tie in rank for s in tie) == sorted(values)
+    firsts = [values[tie[0]] for tie in rank]
+    assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts)
+    assert all(values[s] == values[tie[0]] for tie in rank for s in tie)
 
 
 def test_ranking_groups_ties_and_orients_by_metric() -> None:
