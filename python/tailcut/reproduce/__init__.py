@@ -131,9 +131,12 @@ def collect(
             item["missing_seeds"] = [t.seed for t in mine if t.seed not in per_seed]
             item["failed"] = {t.slug: failed[t.slug] for t in mine if t.slug in failed}
             if per_seed:
-                item.update(aggregate_entry(paper, per_seed))
+                item.update(aggregate_entry(paper, per_seed, *paper.criterion(group)))
             else:
+                main, better = paper.criterion(group)
                 item.update(
+                    main=main,
+                    higher_is_better=better,
                     seeds=[],
                     rows=[],
                     ranking_flips=[],

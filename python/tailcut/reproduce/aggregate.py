@@ -58,8 +58,16 @@ def format_ranking(rank: tuple[tuple[str, ...], ...]) -> str:
     return " < ".join(" = ".join(tie) for tie in rank) if rank else "-"
 
 
-def aggregate_entry(paper: Paper, per_seed: Mapping[int, list[Row]]) -> dict[str, Any]:
-    """The rows of one entry over its seeds (``per_seed``: seed -> rows of that run)."""
+def aggregate_entry(
+    paper: Paper,
+    per_seed: Mapping[int, list[Row]],
+    main: str | None = None,
+    higher_is_better: bool | None = None,
+) -> dict[str, Any]:
+    """The rows of one entry over its seeds (``per_seed``: seed -> rows of that run), conclusions checked
+    on ``main`` (default: the paper's)."""
+    main = paper.main if main is None else main
+    higher_is_better = paper.higher_is_better if higher_is_better is None else higher_is_better
     seeds = sorted(per_seed)
     keys: list[tuple[str, str]] = []
     table: dict[tuple[str, str], dict[int, Mapping[str, float]]] = {}
@@ -84,21 +92,30 @@ def aggregate_entry(paper: Paper, per_seed: Mapping[int, list[Row]]) -> dict[str
         rows.append({"part": part, "scheme": scheme, "metrics": metrics, "vs_baseline": None})
         base = paper.baseline(scheme, schemes_by_part[part])
         if base is not None and (part, base) in table:
-            rows[-1]["vs_baseline"] = _versus(paper, by_seed, table[(part, base)], seeds, base)
+            rows[-1]["vs_baseline"] = _versus(
+                main, higher_is_better, by_seed, table[(part, base)], seeds, base
+            )
     flips = []
     for part, schemes in schemes_by_part.items():
         ranks = {}
         for seed in seeds:
-            values = {s: table[(part, s)].get(seed, {}).get(paper.main, math.nan) for s in schemes}
+            values = {s: table[(part, s)].get(seed, {}).get(main, math.nan) for s in schemes}
             if len(schemes) > 1 and not any(math.isnan(v) for v in values.values()):
-                ranks[seed] = ranking(values, paper.higher_is_better)
+                ranks[seed] = ranking(values, higher_is_better)
         if len(set(ranks.values())) > 1:
             flips.append({"part": part, "rankings": {str(s): format_ranking(r) for s, r in ranks.items()}})
-    return {"seeds": seeds, "rows": rows, "ranking_flips": flips}
+    return {
+        "seeds": seeds,
+        "main": main,
+        "higher_is_better": higher_is_better,
+        "rows": rows,
+        "ranking_flips": flips,
+    }
 
 
 def _versus(
-    paper: Paper,
+    main: str,
+    higher_is_better: bool,
     mine: Mapping[int, Mapping[str, float]],
     base: Mapping[int, Mapping[str, float]],
     seeds,
@@ -107,9 +124,9 @@ def _versus(
     """How often a row beats its baseline on the main metric, per seed; ``flips`` when both ways."""
     counts = {"better": 0, "worse": 0, "equal": 0}
     for seed in seeds:
-        a = mine.get(seed, {}).get(paper.main, math.nan)
-        b = base.get(seed, {}).get(paper.main, math.nan)
+        a = mine.get(seed, {}).get(main, math.nan)
+        b = base.get(seed, {}).get(main, math.nan)
         if math.isnan(a) or math.isnan(b):
             continue
-        counts[{1: "better", -1: "worse", 0: "equal"}[_better(a, b, paper.higher_is_better)]] += 1
+        counts[{1: "better", -1: "worse", 0: "equal"}[_better(a, b, higher_is_better)]] += 1
     return {"baseline": name, **counts, "flips": counts["better"] > 0 and counts["worse"] > 0}

@@ -23,10 +23,13 @@ class Entry:
 
 @dataclass(frozen=True)
 class Group:
-    """A table of the results page: its title and the entries that are its rows' points."""
+    """A table of the results page: its title and the entries that are its rows' points; ``main`` and
+    ``higher_is_better`` replace the paper's when this table's conclusion rests on another metric."""
 
     title: str
     entries: tuple[Entry, ...]
+    main: str | None = None
+    higher_is_better: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,13 @@ class Paper:
     main: str
     higher_is_better: bool = False
     baseline: Callable[[str, list[str]], str | None] = field(default=lambda _s, _all: None)
+
+    def criterion(self, group: Group) -> tuple[str, bool]:
+        """The metric a group's conclusions are checked on and whether higher is better."""
+        if group.main is None:
+            return self.main, self.higher_is_better
+        better = self.higher_is_better if group.higher_is_better is None else group.higher_is_better
+        return group.main, better
 
     def entries(self) -> list[Entry]:
         """Every entry once, in page order."""
