@@ -186,6 +186,7 @@ def listing(paper: str = "all", out: str | Path | None = None) -> str:
     shipped = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     lines: list[str] = []
     notes: list[str] = []  # where the seconds come from, numbered once each
+    grand = 0.0
     for p, entries in select(paper):
         lines.append(f"{p.name}: {p.title}")
         total, known = 0.0, 0
@@ -201,6 +202,9 @@ def listing(paper: str = "all", out: str | Path | None = None) -> str:
             extra = "".join(f" {k}={v}" for k, v in entry.overrides)
             lines.append(f"  {entry.label:<28} {when}  {entry.file}{extra}")
         lines.append(f"  {p.name}: {total:.0f} s per seed for the {known} measured of {len(entries)} entries")
+        grand += total
+    if paper == "all":
+        lines.append(f"all papers: {grand:.0f} s per seed for the measured entries")
     lines += ["", "seconds per seed on one core; a run with --jobs J takes about total x seeds / J"]
     lines += [f"[{i}] {note}" for i, note in enumerate(notes, 1)]
     return "\n".join(lines)
