@@ -10,7 +10,7 @@ METRICS = (
     Metric("mean_ms", "mean ms"),
     Metric("p95_ms", "p95 ms"),
     Metric("p99_ms", "p99 ms"),
-    Metric("timeout_fraction", "timeout frac", "{:.3f}"),
+    Metric("timeout_fraction", "timeout frac", "{:.4f}"),
     Metric("extra_bytes", "extra bytes", "{:.3f}"),
     Metric("unfinished", "unfinished", "{:.0f}"),
 )
