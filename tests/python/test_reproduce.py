@@ -119,7 +119,8 @@ def test_flips_are_flagged_and_stable_rows_are_not() -> None:
     assert rows["x"]["vs_baseline"]["flips"] is True
     assert rows["fast"]["metrics"]["p99_ms"] == {"median": 2.5, "min": 2.0, "max": 3.0, "values": [2.0, 3.0]}
     [flip] = result["ranking_flips"]
-    assert flip == {"part": "all", "rankings": {"1": "x < fast < tcp", "2": "fast < tcp < x"}}
+    assert flip["rankings"] == {"1": "x < fast < tcp", "2": "fast < tcp < x"}
+    assert flip["swapped"] == ["tcp/x", "fast/x"]
 
 
 def test_no_flip_when_every_seed_agrees() -> None:

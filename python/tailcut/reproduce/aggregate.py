@@ -54,6 +54,20 @@ def ranking(values: Mapping[str, float], higher_is_better: bool) -> tuple[tuple[
     return tuple(tuple(sorted(g)) for g in groups)
 
 
+def swapped_pairs(
+    schemes: list[str], per_seed: list[Mapping[str, float]], higher_is_better: bool
+) -> list[str]:
+    """The pairs of schemes that are strictly better than each other in different seeds, as ``a/b``:
+    the part of a ranking change that says which comparison flips (many are near-ties)."""
+    pairs = []
+    for i, a in enumerate(schemes):
+        for b in schemes[i + 1 :]:
+            signs = {_better(v[a], v[b], higher_is_better) for v in per_seed}
+            if {1, -1} <= signs:
+                pairs.append(f"{a}/{b}")
+    return pairs
+
+
 def format_ranking(rank: tuple[tuple[str, ...], ...]) -> str:
     return " < ".join(" = ".join(tie) for tie in rank) if rank else "-"
 
@@ -97,13 +111,20 @@ def aggregate_entry(
             )
     flips = []
     for part, schemes in schemes_by_part.items():
-        ranks = {}
+        ranks, seen = {}, {}
         for seed in seeds:
             values = {s: table[(part, s)].get(seed, {}).get(main, math.nan) for s in schemes}
             if len(schemes) > 1 and not any(math.isnan(v) for v in values.values()):
                 ranks[seed] = ranking(values, higher_is_better)
+                seen[seed] = values
         if len(set(ranks.values())) > 1:
-            flips.append({"part": part, "rankings": {str(s): format_ranking(r) for s, r in ranks.items()}})
+            flips.append(
+                {
+                    "part": part,
+                    "rankings": {str(s): format_ranking(r) for s, r in ranks.items()},
+                    "swapped": swapped_pairs(schemes, list(seen.values()), higher_is_better),
+                }
+            )
     return {
         "seeds": seeds,
         "main": main,

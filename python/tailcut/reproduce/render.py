@@ -61,7 +61,8 @@ def markdown(paper: Paper, document: dict[str, Any]) -> str:
         vs = row["vs_baseline"]
         lines.append(f"- `{label}` {row['part']}: {row['scheme']} vs {vs['baseline']}: {_versus(vs)}")
     for label, flip in ranks:
-        lines.append(f"- `{label}` {flip['part']}: ranking differs across seeds")
+        pairs = ", ".join(flip["swapped"][:8]) + (", ..." if len(flip["swapped"]) > 8 else "")
+        lines.append(f"- `{label}` {flip['part']}: ranking differs across seeds; order flips between {pairs}")
     for group in document["groups"]:
         lines += ["", f"## {group['title']}"]
         lines += overview(paper, group)
