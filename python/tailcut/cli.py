@@ -1,4 +1,4 @@
-"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report.
+"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report, reproduce.
 
 Exit codes: 0 success, 1 a run or sweep point failed, 2 bad input (config, TOML syntax, arguments),
 130 interrupted.
@@ -121,6 +121,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
 
     sub.add_parser("schemes", help="list the schemes and their parameters")
+
+    p = sub.add_parser(
+        "reproduce",
+        help="re-run a paper's experiments over seeds and write its tables (median [min-max])",
+        description="Run a paper's checked-in experiment files (from the repository's experiments/) with N "
+        "seeds each, resumably, and write OUT/PAPER.md and OUT/PAPER.json: every figure as median "
+        "[min-max] over the seeds, conclusions that flip between seeds flagged.",
+    )
+    p.add_argument("paper", help="fuso, tracks, cloudburst, cp, dcquic, baselines, or all")
+    p.add_argument(
+        "experiments", nargs="*", help="only these entries (labels, file stems or globs; see --list)"
+    )
+    p.add_argument("--seeds", type=int, default=5, help="seeds per experiment file (default 5)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel runs on the local executor (default 1)")
+    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
+    p.add_argument("--list", action="store_true", help="list the entries and seconds per seed, run nothing")
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
     p.add_argument("dirs", nargs="+", type=Path)
@@ -323,6 +341,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from tailcut.reproduce import listing, reproduce
+
+    if args.list:
+        print(listing(args.paper, args.out))
+        return 0
+    command = " ".join(["tailcut reproduce", args.paper, *args.experiments, "--seeds", str(args.seeds)])
+    with _progress("run", 0) as (bar, run_done):
+
+        def planned(n: int) -> None:
+            bar.total = n
+            bar.refresh()
+
+        documents = reproduce(
+            args.paper,
+            args.experiments,
+            seeds=args.seeds,
+            jobs=args.jobs,
+            out=args.out,
+            executor=args.executor,
+            ray_address=args.ray_address,
+            command=command,
+            on_plan=planned,
+            on_done=run_done,
+        )
+    failed = sum(len(e["failed"]) for d in documents.values() for g in d["groups"] for e in g["entries"])
+    for name in documents:
+        print(f"{name}: {args.out / (name + '.md')}")
+    if failed:
+        print(f"{failed} run(s) failed; their seeds are left out (listed on the pages)")
+    return EXIT_FAILED if failed else 0
+
+
 COMMANDS = {
     "run": cmd_run,
     "sweep": cmd_sweep,
@@ -330,6 +381,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "schemes": cmd_schemes,
     "report": cmd_report,
+    "reproduce": cmd_reproduce,
 }
 
 
