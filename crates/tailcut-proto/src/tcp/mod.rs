@@ -34,6 +34,7 @@ mod config;
 pub(crate) mod endpoint;
 pub(crate) mod ext;
 pub(crate) mod ledger;
+pub(crate) mod rack;
 pub(crate) mod receiver;
 pub(crate) mod rtt;
 pub(crate) mod scoreboard;
@@ -43,6 +44,8 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CongestionControl, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
+pub use config::{
+    CongestionControl, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+};
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;
