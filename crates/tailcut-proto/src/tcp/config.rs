@@ -25,6 +25,66 @@ fn default_dctcp_g() -> f64 {
     1.0 / 16.0
 }
 
+/// How the sender decides that a segment is lost before the retransmission timer fires.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LossDetection {
+    /// RACK-TLP (RFC 8985), Linux's loss detection since 4.18: a segment is lost when one sent
+    /// after it was delivered and more than RTT + reordering window has passed since it was sent; a
+    /// tail loss probe elicits the ACK that lets RACK see a tail loss. Needs SACK: without it the
+    /// sender falls back to `dupthresh` with NewReno, as Linux does.
+    #[default]
+    RackTlp,
+    /// RFC 6675 / RFC 5681 DupThresh: a segment is lost after `dupack_threshold` duplicate ACKs or
+    /// that many segments SACKed above it (with limited transmit and early retransmit). The loss
+    /// detection of the ns-2 TCP the papers' baselines used.
+    Dupthresh,
+}
+
+/// When the RTO back-off ends after a timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoBackoff {
+    /// Linux with timestamps (on by default): the ACK of a retransmission yields a valid RTT
+    /// sample measured from the retransmission's send time (its timestamp echo), which updates SRTT
+    /// and ends the back-off (`tcp_ack_update_rtt`, `tcp_set_rto`).
+    #[default]
+    Linux,
+    /// RFC 6298 Sec. 3 and 5.7 without timestamps (Karn): no RTT sample from an ACK that covers
+    /// retransmitted data, and the doubled RTO is kept until data never retransmitted is ACKed.
+    Karn,
+}
+
+/// RACK-TLP parameters (RFC 8985), used when `loss_detection = "rack_tlp"`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RackConfig {
+    /// RFC 8985 Sec. 6.2 step 4: RACK.reo_wnd = RACK.min_RTT / `reo_wnd_min_rtt_divisor` (4 in the
+    /// RFC and Linux `tcp_rack_reo_wnd`), capped at SRTT.
+    pub reo_wnd_min_rtt_divisor: u32,
+    /// Send tail loss probes (RFC 8985 Sec. 7; Linux `net.ipv4.tcp_early_retrans` = 3, its default).
+    /// Off runs RACK alone (`tcp_early_retrans` = 0).
+    pub tlp: bool,
+    /// Added to the PTO of 2 SRTT when one segment is in flight, to wait out a delayed ACK (RFC 8985
+    /// Sec. 7.2 WCDelAckT). Absent: the connection's `min_rto`, as Linux adds `tcp_rto_min_us`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlp_delayed_ack_allowance: Option<Dur>,
+    /// Added to the PTO of 2 SRTT when more than one segment is in flight (Linux
+    /// `TCP_TIMEOUT_MIN_US`, 2 ms; RFC 8985 adds nothing).
+    pub tlp_min_extra: Dur,
+}
+
+impl Default for RackConfig {
+    fn default() -> Self {
+        RackConfig {
+            reo_wnd_min_rtt_divisor: 4,
+            tlp: true,
+            tlp_delayed_ack_allowance: None,
+            tlp_min_extra: Dur::from_millis(2),
+        }
+    }
+}
+
 /// TCP endpoint configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -45,8 +105,16 @@ pub struct TcpConfig {
     pub initial_rto: Dur,
     /// Selective acknowledgements (RFC 2018) and SACK-based loss recovery (RFC 6675).
     pub sack: bool,
+    /// Loss detection: RACK-TLP (Linux's, the default) or RFC 6675 DupThresh.
+    pub loss_detection: LossDetection,
+    /// RACK-TLP parameters (with `loss_detection = "rack_tlp"`).
+    pub rack: RackConfig,
+    /// When a timeout's RTO back-off ends: at the ACK of the retransmission (Linux) or at the ACK of
+    /// data never retransmitted (Karn, RFC 6298 without timestamps).
+    pub rto_backoff: RtoBackoff,
     /// Duplicate-ACK threshold that starts fast retransmit (RFC 5681: 3). `u32::MAX` disables
-    /// dupACK-based loss detection (CP runs that way).
+    /// dupACK-based loss detection (CP runs that way); it also switches RACK-TLP off, since
+    /// schemes that set it want no loss detection but their own and the timer.
     pub dupack_threshold: u32,
     /// Limited transmit (RFC 3042): send new data on the first two duplicate ACKs.
     pub limited_transmit: bool,
@@ -166,6 +234,9 @@ impl Default for TcpConfig {
             max_rto: Dur::from_millis(60_000),
             initial_rto: Dur::from_millis(1_000),
             sack: true,
+            loss_detection: LossDetection::RackTlp,
+            rack: RackConfig::default(),
+            rto_backoff: RtoBackoff::Linux,
             dupack_threshold: 3,
             limited_transmit: true,
             early_retransmit: true,

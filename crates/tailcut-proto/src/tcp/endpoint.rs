@@ -311,6 +311,9 @@ impl Conn {
             self.syn_due = true;
             self.handshake_deadline = None;
             self.sender.stats.syn_retransmits += 1;
+            // A lost SYN or SYN-ACK costs the message waiting behind it a whole RTO: it is a
+            // retransmission timeout of that message like any other (docs/metrics.md).
+            self.sender.ledger.charge_timeout(self.sender.snd_una);
         }
     }
 

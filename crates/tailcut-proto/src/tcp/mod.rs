@@ -11,8 +11,10 @@
 //!   start after idle (Sec. 4.1); flow control by the peer's advertised window; no Nagle.
 //! - Loss recovery: NewReno (RFC 6582) without SACK; with SACK (RFC 2018) the RFC 6675 scoreboard,
 //!   IsLost, pipe, NextSeg rules 1-2 and one reduction per recovery; limited transmit (RFC 3042);
-//!   early retransmit (RFC 5827); RFC 6298 RTO with Karn's algorithm and exponential back-off,
-//!   go-back from `snd_una` after a timeout keeping SACK information (RFC 6675 Sec. 5.1).
+//!   early retransmit (RFC 5827); RACK-TLP (RFC 8985, `rack.rs`) in place of DupThresh when SACK
+//!   is on (the default, as Linux); RFC 6298 RTO with exponential back-off ended as Linux or Karn
+//!   (`rto_backoff`), go-back from `snd_una` after a timeout keeping SACK information (RFC 6675
+//!   Sec. 5.1).
 //! - ECN (RFC 3168) and DCTCP (RFC 8257) on both sides; delayed ACKs; RFC 7323 timestamps on every
 //!   segment (echoed, not used for RTT); optional three-way handshake with SYN back-off.
 //!
@@ -23,7 +25,7 @@
 //!
 //! # What is not
 //! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
-//! window because the application reads at once), window scaling limits, D-SACK, RACK, reneging,
+//! window because the application reads at once), window scaling limits, D-SACK, PRR,
 //! and NextSeg rules 3-4 (see `sender.rs`, `next_transmission`). Schemes layered on this sender
 //! reuse `scoreboard.rs`'s per-segment records (with a free `tag`), the explicit
 //! `retransmit_segment` hook, and the RTT / congestion parts.
@@ -34,6 +36,7 @@ mod config;
 pub(crate) mod endpoint;
 pub(crate) mod ext;
 pub(crate) mod ledger;
+pub(crate) mod rack;
 pub(crate) mod receiver;
 pub(crate) mod rtt;
 pub(crate) mod scoreboard;
@@ -43,6 +46,8 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use config::{CongestionControl, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
+pub use config::{
+    CongestionControl, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+};
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

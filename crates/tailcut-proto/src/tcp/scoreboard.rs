@@ -7,6 +7,7 @@
 //! so it costs amortised O(1) per segment. Applying a SACK block visits the segments it covers, which
 //! only happens while the receiver reports holes (i.e. around a loss), and is bounded by the window.
 
+use super::rack::Delivery;
 use crate::time::Time;
 use std::collections::VecDeque;
 
@@ -40,8 +41,12 @@ impl SegRecord {
 /// What a cumulative ACK removed from the scoreboard.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct AckedSegments {
-    /// Send time of the newest fully acknowledged segment that was never retransmitted.
-    pub(crate) rtt_sample_sent_at: Option<Time>,
+    /// Latest (re)transmission time among the fully acknowledged segments: what the timestamp echo
+    /// of the ACK carries (the receiver echoes the segment that advanced its cumulative ACK, RFC
+    /// 7323 Sec. 4.3), so the RTT sample Linux takes from it.
+    pub(crate) newest_sent_at: Option<Time>,
+    /// Some acknowledged segment was retransmitted: its sequence-based RTT is ambiguous (Karn).
+    pub(crate) any_retransmitted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +63,8 @@ pub(crate) struct Scoreboard {
     sacked_below_frontier: u64,
     /// Lowest offset that may hold a lost segment not yet retransmitted.
     rtx_cursor: u64,
+    /// What the ACK being processed delivered, for RACK (`rack.rs`).
+    pub(crate) delivery: Delivery,
 }
 
 impl Scoreboard {
@@ -149,8 +156,13 @@ impl Scoreboard {
             if front.end() <= una {
                 self.uncount(0);
                 self.segs.pop_front();
-                if !front.retransmitted {
-                    out.rtt_sample_sent_at = Some(front.sent_at);
+                if !front.sacked {
+                    self.delivery
+                        .on_delivered(front.sent_at, front.end(), front.retransmitted);
+                }
+                out.any_retransmitted |= front.retransmitted;
+                if out.newest_sent_at.is_none_or(|t| front.sent_at > t) {
+                    out.newest_sent_at = Some(front.sent_at);
                 }
             } else {
                 if front.start < una {
@@ -187,6 +199,7 @@ impl Scoreboard {
                 self.uncount(idx);
                 self.segs[idx].sacked = true;
                 self.count(idx);
+                self.delivery.on_delivered(s.sent_at, s.end(), s.retransmitted);
                 newly += u64::from(s.len_bytes);
                 if s.end() <= self.lost_frontier {
                     self.sacked_below_frontier += u64::from(s.len_bytes);
@@ -231,6 +244,21 @@ impl Scoreboard {
         self.segs[idx].rtx_in_flight = false;
         self.count(idx);
         self.rtx_cursor = self.rtx_cursor.min(s.start);
+    }
+
+    /// RACK (RFC 8985 Sec. 6.2 step 5): segment `idx` is lost, and if it was a retransmission in
+    /// flight, that retransmission is lost too and leaves `pipe`. True if anything changed.
+    pub(crate) fn mark_lost_again(&mut self, idx: usize) -> bool {
+        let s = self.segs[idx];
+        if s.sacked || (s.lost && !s.rtx_in_flight) {
+            return false;
+        }
+        self.uncount(idx);
+        self.segs[idx].lost = true;
+        self.segs[idx].rtx_in_flight = false;
+        self.count(idx);
+        self.rtx_cursor = self.rtx_cursor.min(s.start);
+        true
     }
 
     fn mark_lost_idx(&mut self, idx: usize) -> bool {

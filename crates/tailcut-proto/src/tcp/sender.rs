@@ -4,9 +4,10 @@
 //! The sender keeps 64-bit stream offsets; the endpoint converts to wire sequence numbers.
 
 use super::cc::{Algorithm, Congestion, CongestionControl};
-use super::config::TcpConfig;
+use super::config::{LossDetection, RtoBackoff, TcpConfig};
 use super::ext::{Extension, Extensions, Step};
 use super::ledger::{Charge, SendLedger};
+use super::rack::{Rack, Tlp};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
@@ -89,6 +90,11 @@ pub(crate) struct Sender<C = Algorithm> {
     early_retransmit: bool,
     ecn: bool,
     slow_start_after_idle: bool,
+    rto_backoff: RtoBackoff,
+    /// RACK (RFC 8985 Sec. 6), when it is the loss detection in force (see `rack_in_force`).
+    rack: Option<Rack>,
+    /// RACK-TLP's tail loss probe (RFC 8985 Sec. 7).
+    tlp: Option<Tlp>,
     /// Bytes the application has queued (end of the send stream).
     stream_end: u64,
     pub(crate) snd_una: u64,
@@ -114,6 +120,17 @@ pub(crate) struct Sender<C = Algorithm> {
     pub(crate) stats: ConnStats,
 }
 
+/// Whether RACK-TLP replaces DupThresh. Not without SACK (RACK cannot see what was delivered;
+/// Linux falls back to NewReno dupACK recovery), not when `dupack_threshold` is `u32::MAX` (schemes
+/// that detect losses their own way and by the timer), and not under the `tlp` scheme (`cfg.tlp`:
+/// the 2013 draft's probe over DupThresh, the baseline its paper measured).
+fn rack_in_force(cfg: &TcpConfig) -> bool {
+    cfg.loss_detection == LossDetection::RackTlp
+        && cfg.sack
+        && cfg.dupack_threshold != u32::MAX
+        && cfg.tlp.is_none()
+}
+
 impl Sender {
     /// A sender running the congestion control `cfg` names.
     pub(crate) fn new(cfg: &TcpConfig) -> Self {
@@ -132,6 +149,9 @@ impl<C: CongestionControl> Sender<C> {
             early_retransmit: cfg.early_retransmit,
             ecn: cfg.ecn,
             slow_start_after_idle: cfg.slow_start_after_idle,
+            rto_backoff: cfg.rto_backoff,
+            rack: rack_in_force(cfg).then(|| Rack::new(cfg.rack)),
+            tlp: (rack_in_force(cfg) && cfg.rack.tlp).then(|| Tlp::new(&cfg.rack, cfg.min_rto)),
             stream_end: 0,
             snd_una: 0,
             snd_nxt: 0,
@@ -211,6 +231,9 @@ impl<C: CongestionControl> Sender<C> {
         let prev_window = self.peer_window_bytes;
         self.peer_window_bytes = ack.window_bytes;
 
+        if let Some(r) = &self.rack {
+            self.scoreboard.delivery = r.begin(now);
+        }
         // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments.
         let mut newly_sacked = 0;
         if self.sack {
@@ -228,9 +251,21 @@ impl<C: CongestionControl> Sender<C> {
         let mut is_dup = false;
         if acked > 0 {
             let info = self.scoreboard.ack_to(ack.ack);
-            // RFC 6298 Sec. 3 (Karn): sample only from segments never retransmitted.
-            if let Some(sent_at) = info.rtt_sample_sent_at {
-                self.rtt.on_sample(now - sent_at);
+            // An ACK that covers retransmitted data gives no sequence-based sample: the wait of data
+            // held at the receiver behind the hole (up to an RTO) would count as RTT. Linux
+            // (`tcp_clean_rtx_queue`, FLAG_RETRANS_DATA_ACKED) then samples from the timestamp echo,
+            // which is the retransmission's, and the sample ends the back-off
+            // (`tcp_ack_update_rtt`); Karn (RFC 6298 Sec. 3) takes none and keeps the back-off.
+            let sample = match (info.any_retransmitted, self.rto_backoff) {
+                (true, RtoBackoff::Karn) => None,
+                _ => info.newest_sent_at,
+            };
+            if let Some(sent_at) = sample {
+                let rtt = now - sent_at;
+                self.rtt.on_sample(rtt);
+                if let Some(r) = self.rack.as_mut() {
+                    r.on_rtt_sample(rtt);
+                }
             }
             self.snd_una = ack.ack;
             self.ledger.ack_to(self.snd_una, events);
@@ -254,6 +289,13 @@ impl<C: CongestionControl> Sender<C> {
             if is_dup {
                 self.dupacks += 1;
             }
+        }
+
+        if let Some(r) = self.rack.as_mut() {
+            r.on_delivery(&self.scoreboard.delivery);
+        }
+        if let Some(t) = self.tlp.as_mut() {
+            t.on_ack(self.snd_una);
         }
 
         self.cc.on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
@@ -290,8 +332,7 @@ impl<C: CongestionControl> Sender<C> {
             }) => {
                 if self.sack {
                     // RFC 6675 Sec. 5 step (C): recompute losses; cwnd stays at ssthresh.
-                    let t = self.lost_threshold_bytes(self.dupthresh());
-                    self.scoreboard.mark_lost_by_sack(t);
+                    self.mark_losses_in_recovery(now);
                 } else if acked > 0 {
                     // RFC 6582 Sec. 3.2 step 5: partial ACK. Retransmit the first unacknowledged
                     // segment, deflate by the amount acknowledged, add back one SMSS if that was at
@@ -315,18 +356,79 @@ impl<C: CongestionControl> Sender<C> {
                 // Slow start while going back over the window (RFC 5681 Sec. 3.1).
                 self.cc.on_new_ack(acked);
                 if self.sack {
-                    let t = self.lost_threshold_bytes(self.dupthresh());
-                    self.scoreboard.mark_lost_by_sack(t);
+                    self.mark_losses_in_recovery(now);
                 }
             }
             None => {
                 if !ecn_reacted {
                     self.cc.on_new_ack(acked);
                 }
-                self.detect_loss();
+                if self.rack.is_some() {
+                    self.rack_detect_loss(now);
+                } else {
+                    self.detect_loss();
+                }
             }
         }
+        if acked > 0 {
+            self.arm_tlp(now);
+        }
         ext.on_ack(self, now, acked);
+    }
+
+    /// Loss marking inside a recovery: RACK's (RFC 8985 Sec. 6.2) or RFC 6675 IsLost().
+    fn mark_losses_in_recovery(&mut self, now: Time) {
+        if self.rack.is_some() {
+            self.rack_detect_loss(now);
+        } else {
+            let t = self.lost_threshold_bytes(self.dupthresh());
+            self.scoreboard.mark_lost_by_sack(t);
+        }
+    }
+
+    /// RFC 8985 Sec. 6.2 step 5 and, outside recovery, recovery entry when RACK marks a loss (Linux
+    /// `tcp_identify_packet_loss` then `tcp_time_to_recover`: any segment lost).
+    fn rack_detect_loss(&mut self, now: Time) {
+        let Some(rack) = self.rack.as_mut() else { return };
+        let lost = rack.detect_loss(
+            now,
+            &mut self.scoreboard,
+            self.recovery.is_some(),
+            self.mss_bytes,
+            self.dupack_threshold,
+            self.rtt.srtt(),
+        );
+        if lost && self.recovery.is_none() {
+            self.enter_rack_recovery();
+        }
+    }
+
+    /// RFC 8985 Sec. 6.2 / RFC 6675 Sec. 5 steps (4.1)-(4.3): RecoveryPoint = HighData, cwnd =
+    /// ssthresh, the first lost segment retransmitted at once; the rest follow in sequence order
+    /// as `pipe` allows (NextSeg() rule 1).
+    fn enter_rack_recovery(&mut self) {
+        let ss = self.begin_fast_recovery();
+        self.cc.set_cwnd_bytes(ss);
+        if let Some(idx) = self.scoreboard.next_lost() {
+            let off = self.scoreboard.seg(idx).start;
+            self.fast_retransmit(off);
+        }
+        if let Some(t) = self.tlp.as_mut() {
+            t.cancel();
+        }
+    }
+
+    /// RFC 8985 Sec. 7.2: (re)schedule the probe timeout.
+    fn arm_tlp(&mut self, now: Time) {
+        if let Some(t) = self.tlp.as_mut() {
+            t.arm(
+                now,
+                self.recovery.is_none(),
+                self.scoreboard.len(),
+                self.rtt.srtt(),
+                self.rto_deadline,
+            );
+        }
     }
 
     /// RFC 5681 Sec. 3.2 / RFC 6675 Sec. 5: enter fast recovery on DupThresh duplicate ACKs or when
@@ -413,20 +515,44 @@ impl<C: CongestionControl> Sender<C> {
         self.rto_deadline = Some(now + wait);
     }
 
-    /// The sender's next deadline: the RTO or an extension's.
+    /// The sender's next deadline: the RTO, RACK's reordering timer, the probe timeout or an
+    /// extension's.
     pub(crate) fn deadline(&self, ext: &Extensions) -> Option<Time> {
-        [self.rto_deadline, ext.deadline(self)]
+        let reo = self.rack.as_ref().and_then(|r| r.reo_deadline);
+        let pto = self.tlp.as_ref().and_then(|t| t.deadline);
+        [self.rto_deadline, reo, pto, ext.deadline(self)]
             .into_iter()
             .flatten()
             .min()
     }
 
-    /// A timer expired: an extension's (TLP's probe timeout pre-empts the RTO when due first) or the
-    /// RTO.
+    /// A timer expired: an extension's (TLP's probe timeout pre-empts the RTO when due first),
+    /// RACK's reordering timer, RACK-TLP's probe timeout, or the RTO.
     pub(crate) fn on_timer(&mut self, now: Time, ext: &mut Extensions) {
-        if !ext.on_timer(self, now) {
-            self.on_rto(now, ext);
+        if ext.on_timer(self, now) {
+            return;
         }
+        if self
+            .rack
+            .as_ref()
+            .and_then(|r| r.reo_deadline)
+            .is_some_and(|d| d <= now)
+        {
+            // RFC 8985 Sec. 6.3: re-run the detection; what is lost now enters recovery.
+            self.rack_detect_loss(now);
+            return;
+        }
+        if let Some(t) = self.tlp.as_mut() {
+            if t.deadline.is_some_and(|d| d <= now) {
+                // RFC 8985 Sec. 7.3: send the probe at the next opportunity and re-arm the RTO
+                // (Linux `tcp_send_loss_probe` ends with `tcp_rearm_rto`).
+                t.deadline = None;
+                t.probe_due = self.recovery.is_none();
+                self.rto_deadline = Some(now + self.rtt.rto());
+                return;
+            }
+        }
+        self.on_rto(now, ext);
     }
 
     /// RFC 6298 Sec. 5.4-5.6 and RFC 5681 Sec. 3.1: the retransmission timer expired.
@@ -444,12 +570,19 @@ impl<C: CongestionControl> Sender<C> {
         self.consecutive_timeouts += 1;
         let reneged = self.scoreboard.head_sacked();
         // Back off unless an extension holds the RTO (pFabric probe mode probes at a fixed period).
-        // Not after reneging: Linux doubles the RTO there too, but collapses it again on the first ACK
-        // of the resent data (its RTT sample from the timestamp echo resets the back-off), while our
-        // Karn estimator would keep it doubled until data never retransmitted is ACKed; so we skip the
-        // doubling and end up where Linux does once the left edge is ACKed (docs/tcp.md).
-        if !ext.on_rto(self.consecutive_timeouts) && !reneged {
+        // Under Karn not after reneging: Linux doubles the RTO there too, but collapses it again on
+        // the first ACK of the resent data (its RTT sample from the timestamp echo resets the
+        // back-off), while Karn would keep it doubled until data never retransmitted is ACKed; so
+        // Karn skips the doubling and ends up where Linux does once the left edge is ACKed.
+        let skip = reneged && self.rto_backoff == RtoBackoff::Karn;
+        if !ext.on_rto(self.consecutive_timeouts) && !skip {
             self.rtt.back_off();
+        }
+        if let Some(t) = self.tlp.as_mut() {
+            t.cancel();
+        }
+        if let Some(r) = self.rack.as_mut() {
+            r.reo_deadline = None;
         }
         // RFC 6675 Sec. 5.1: keep the SACK scoreboard, presume everything else lost. But if the
         // first unacknowledged segment is SACKed the receiver reneged: forget every SACK mark
@@ -493,6 +626,16 @@ impl<C: CongestionControl> Sender<C> {
                 }
             }
         }
+        if self.tlp.as_ref().is_some_and(|t| t.probe_due) {
+            let tx = super::ext::loss_probe(self, now);
+            if let Some(t) = self.tlp.as_mut() {
+                t.probe_due = false;
+                t.end_seq = tx.map(|_| self.snd_nxt);
+            }
+            if tx.is_some() {
+                return tx;
+            }
+        }
         match ext.after_retransmissions(self, now) {
             Step::Pass => {}
             Step::Send(tx) => return Some(tx),
@@ -532,6 +675,7 @@ impl<C: CongestionControl> Sender<C> {
             return None;
         }
         let tx = self.send_new(now, len);
+        self.arm_tlp(now);
         ext.on_new_data(self, now);
         Some(tx)
     }

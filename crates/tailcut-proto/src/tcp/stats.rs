@@ -16,7 +16,8 @@ pub struct ConnStats {
     /// Data segments sent again by loss recovery.
     pub retransmits: u64,
     pub retransmitted_bytes: u64,
-    /// Retransmission timeouts of data (handshake timeouts are `syn_retransmits`).
+    /// Retransmission timeouts of data (handshake timeouts are `syn_retransmits` here; the
+    /// per-message `MessageStats::timeouts` counts both).
     pub timeouts: u64,
     /// Fast retransmit / fast recovery episodes entered (dupACK, SACK or early retransmit).
     pub fast_retransmits: u64,

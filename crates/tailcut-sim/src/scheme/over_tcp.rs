@@ -100,6 +100,9 @@ fn validate(c: &TcpConfig) -> Result<(), ConfigError> {
     if c.dupack_threshold == 0 {
         return bad("dupack_threshold", "must be >= 1");
     }
+    if c.rack.reo_wnd_min_rtt_divisor == 0 {
+        return bad("rack.reo_wnd_min_rtt_divisor", "must be >= 1");
+    }
     if let CongestionControl::Dctcp { g } = c.congestion_control {
         if !(g > 0.0 && g <= 1.0) {
             return bad("congestion_control.g", format!("must be in (0, 1], got {g}"));
@@ -147,6 +150,18 @@ pub const TCP_DOCS: &[Doc] = &[
     (
         "dupack_threshold",
         "duplicate ACKs that start fast retransmit (RFC 5681)",
+    ),
+    (
+        "loss_detection",
+        "\"rack_tlp\" (RFC 8985, Linux >= 4.18; needs sack) or \"dupthresh\" (RFC 6675 DupThresh, the ns-2 baselines')",
+    ),
+    (
+        "rack",
+        "RACK-TLP: { reo_wnd_min_rtt_divisor = 4, tlp = true, tlp_delayed_ack_allowance = min_rto, tlp_min_extra = \"2ms\" } (docs/tcp.md)",
+    ),
+    (
+        "rto_backoff",
+        "\"linux\" (an ACK of a retransmission gives an RTT sample and ends the back-off) or \"karn\" (RFC 6298 without timestamps)",
     ),
     ("limited_transmit", "RFC 3042 limited transmit"),
     ("early_retransmit", "RFC 5827 early retransmit"),

@@ -28,6 +28,7 @@ use pfabric::Pfabric;
 use pias::Pias;
 use proactive::Proactive;
 use spray::Spray;
+pub(crate) use tlp::loss_probe;
 use tlp::Tlp;
 
 /// What an extension makes of a transmission opportunity of the sender.

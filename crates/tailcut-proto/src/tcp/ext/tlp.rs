@@ -4,7 +4,7 @@
 use super::{Extension, Step};
 use crate::tcp::cc::CongestionControl;
 use crate::tcp::config::TlpConfig;
-use crate::tcp::sender::Sender;
+use crate::tcp::sender::{Sender, Transmission};
 use crate::time::{Dur, Time};
 
 #[derive(Clone, Copy, Debug)]
@@ -76,23 +76,32 @@ impl Tlp {
     /// ignored), else a retransmission of the last segment sent (the highest one not SACKed).
     fn send_probe<C: CongestionControl>(&mut self, s: &mut Sender<C>, now: Time) -> Step {
         self.probe_due = false;
-        if s.snd_una == s.snd_nxt {
+        let Some(tx) = loss_probe(s, now) else {
             return Step::Pass;
-        }
-        s.stats.tlp_probes += 1;
-        let tx = if s.can_send_new_data() {
-            s.send_new(now, s.mss_bytes)
-        } else {
-            let n = s.scoreboard.len();
-            let idx = (0..n)
-                .rev()
-                .find(|&i| !s.scoreboard.seg(i).sacked)
-                .unwrap_or(n - 1);
-            s.retransmit(idx, now)
         };
         self.outstanding = Some((tx.start, s.snd_nxt));
         Step::Send(tx)
     }
+}
+
+/// Draft Sec. 2.1 and RFC 8985 Sec. 7.3: the probe is a new segment if the receive window admits one
+/// (cwnd is ignored), else a retransmission of the last segment sent (the highest one not SACKed).
+/// `None` with nothing outstanding.
+pub(crate) fn loss_probe<C: CongestionControl>(s: &mut Sender<C>, now: Time) -> Option<Transmission> {
+    if s.snd_una == s.snd_nxt {
+        return None;
+    }
+    s.stats.tlp_probes += 1;
+    Some(if s.can_send_new_data() {
+        s.send_new(now, s.mss_bytes)
+    } else {
+        let n = s.scoreboard.len();
+        let idx = (0..n)
+            .rev()
+            .find(|&i| !s.scoreboard.seg(i).sacked)
+            .unwrap_or(n - 1);
+        s.retransmit(idx, now)
+    })
 }
 
 impl Extension for Tlp {

@@ -2,7 +2,7 @@
 
 use super::harness::{drop_first_copies, test_cfg, Fate, Harness, MSS};
 use crate::engine::{AppEvent, Engine, MessageStats};
-use crate::tcp::TcpConfig;
+use crate::tcp::{LossDetection, TcpConfig};
 use crate::time::{Dur, Time};
 
 #[test]
@@ -110,7 +110,11 @@ fn slow_start_after_idle_restarts_from_initial_window() {
 
 #[test]
 fn messages_get_their_own_events_and_stats() {
-    let cfg = test_cfg();
+    // DupThresh, so the tail loss costs a timeout to charge (RACK-TLP would probe it away).
+    let cfg = TcpConfig {
+        loss_detection: LossDetection::Dupthresh,
+        ..test_cfg()
+    };
     let mut h = Harness::new(cfg);
     // Stream: msg 1 [0, 5000), msg 2 [5000, 8500), msg 3 empty, msg 4 [8500, 10500). Each message
     // is segmented when queued (no Nagle): ..., [8000, 8500), [8500, 9500), [9500, 10500).
@@ -211,6 +215,8 @@ fn handshake_survives_syn_ack_and_final_ack_loss() {
         msg: 2,
         stats: MessageStats {
             sent_bytes: 3 * MSS,
+            // The SYN-ACK timeout delayed this message by an RTO: it counts as its timeout.
+            timeouts: 1,
             ..MessageStats::default()
         }
     }));

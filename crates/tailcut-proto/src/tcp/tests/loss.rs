@@ -3,12 +3,21 @@
 
 use super::harness::{drop_first_copies, last_new_ack_before, test_cfg, Fate, Harness, MSS};
 use crate::engine::AppEvent;
-use crate::tcp::TcpConfig;
+use crate::tcp::{LossDetection, TcpConfig};
 use crate::time::{Dur, Time};
+
+/// The harness configuration with RFC 6675 DupThresh loss detection, for the tests of its rules.
+fn dupthresh_cfg() -> TcpConfig {
+    TcpConfig {
+        loss_detection: LossDetection::Dupthresh,
+        ..test_cfg()
+    }
+}
 
 #[test]
 fn tail_loss_is_recovered_by_rto_at_min_rto() {
-    let cfg = test_cfg();
+    // DupThresh: RACK-TLP would probe the tail loss away (`rack.rs` tests).
+    let cfg = dupthresh_cfg();
     let mut h = Harness::new(cfg.clone());
     drop_first_copies(&mut h, &[2 * MSS]);
     h.send(0, 1, 3 * MSS);
@@ -61,6 +70,8 @@ fn early_retransmit_case(sack: bool, early: bool) -> Harness {
     let cfg = TcpConfig {
         sack,
         early_retransmit: early,
+        // RFC 5827 is DupThresh's; RACK supersedes it (Linux removed it in 4.18).
+        loss_detection: LossDetection::Dupthresh,
         ..test_cfg()
     };
     let mut h = Harness::new(cfg);
@@ -90,7 +101,8 @@ fn early_retransmit_on_one_dupack() {
 
 #[test]
 fn lost_retransmission_backs_off_the_rto() {
-    let cfg = test_cfg();
+    // DupThresh, so that both retransmissions are the RTO's (no tail loss probe).
+    let cfg = dupthresh_cfg();
     let mut h = Harness::new(cfg.clone());
     h.set_fault(|c| {
         if c.from == 0 && c.offset == Some(2 * MSS) && c.copy < 2 {

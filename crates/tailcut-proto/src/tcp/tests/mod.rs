@@ -7,6 +7,8 @@ mod ecn;
 mod harness;
 mod loss;
 mod props;
+mod rack;
 mod reneging;
 mod schemes;
+mod timers;
 mod tracks;

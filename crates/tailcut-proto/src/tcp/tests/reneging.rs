@@ -5,7 +5,7 @@
 
 use crate::tcp::ext::Extensions;
 use crate::tcp::sender::{AckInfo, Sender};
-use crate::tcp::TcpConfig;
+use crate::tcp::{LossDetection, RtoBackoff, TcpConfig};
 use crate::time::{Dur, Time};
 use std::collections::VecDeque;
 
@@ -45,6 +45,9 @@ fn sender_in_recovery(sack: bool) -> Sender {
         sack,
         mss_bytes: MSS as u32,
         initial_cwnd_segments: 20,
+        // The RFC 6675 sender and Karn's back-off, whose reneging rules these tests pin.
+        loss_detection: LossDetection::Dupthresh,
+        rto_backoff: RtoBackoff::Karn,
         ..TcpConfig::default()
     };
     let mut s = Sender::new(&cfg);

@@ -64,8 +64,12 @@ fn tlp_probe_at_pto_turns_a_tail_loss_into_fast_recovery() {
         (0, 1, 2 * MSS)
     );
 
-    // Plain TCP needs the RTO for the same loss.
-    let h = warm_then_send(test_cfg(), 10, &[8, 9]);
+    // DupThresh TCP without the probe needs the RTO for the same loss.
+    let plain = TcpConfig {
+        loss_detection: crate::tcp::LossDetection::Dupthresh,
+        ..test_cfg()
+    };
+    let h = warm_then_send(plain, 10, &[8, 9]);
     assert_eq!(h.eps[0].stats().timeouts, 1);
 }
 
@@ -253,6 +257,8 @@ fn pfabric_priority_is_the_remaining_message_size() {
 fn pfabric_probe_mode_sends_one_byte_probes_at_a_fixed_period() {
     let cfg = TcpConfig {
         pfabric_probe_after: Some(3),
+        // As the pfabric scheme runs it: no loss detection but the timer.
+        dupack_threshold: u32::MAX,
         ..test_cfg()
     };
     let mut h = Harness::new(cfg);

@@ -3,7 +3,7 @@
 
 use super::harness::{drop_first_copies, Harness, MSS};
 use crate::rng::{stream, Stream};
-use crate::tcp::TcpConfig;
+use crate::tcp::{LossDetection, TcpConfig};
 use crate::time::{Dur, Time};
 use crate::tracks::{Tracks, TracksConfig};
 
@@ -15,6 +15,8 @@ fn harness(sack: bool, with_shim: bool, drops: &'static [u64]) -> Harness {
         mss_bytes: MSS as u32,
         min_rto: RTO,
         initial_rto: RTO,
+        // T-RACKs is measured against DupThresh SACK TCP (its paper's baseline).
+        loss_detection: LossDetection::Dupthresh,
         ..TcpConfig::default()
     };
     let mut h = Harness::new(cfg);
@@ -97,6 +99,8 @@ fn dctcp_sack_sender_is_helped_the_same_way() {
         mss_bytes: MSS as u32,
         min_rto: RTO,
         initial_rto: RTO,
+        // T-RACKs is measured against DupThresh SACK TCP (its paper's baseline).
+        loss_detection: LossDetection::Dupthresh,
         ..TcpConfig::default()
     };
     let mut h = Harness::new(cfg);
