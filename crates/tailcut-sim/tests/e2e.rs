@@ -9,11 +9,13 @@ mod common;
 
 use common::fixtures::{incast_star, run_toml};
 
+/// The classic incast sender (ns-2 style): loss detected by duplicate ACKs only, so a window that loses
+/// its tail waits for the RTO. `tests/tcp_linux.rs`-style checks of RACK-TLP are below.
 const TCP_200MS: &str = r#"
 [[schemes]]
 name = "tcp"
 transport = "tcp"
-params = { min_rto = "200ms" }
+params = { min_rto = "200ms", loss_detection = "dupthresh" }
 "#;
 
 fn incast(n: u32) -> String {
@@ -75,21 +77,37 @@ fixed = "10KB"
 load = 0.05
 flows = 4000
 [[schemes]]
-name = "tcp"
+name = "dupthresh"
+transport = "tcp"
+params = { min_rto = "5ms", loss_detection = "dupthresh" }
+[[schemes]]
+name = "rack_tlp"
 transport = "tcp"
 params = { min_rto = "5ms" }
 "#,
     );
-    let n = t.flows.len() as f64;
-    let timed_out = t.flows.iter().filter(|f| f.stats.timeouts > 0).count() as f64 / n;
-    assert!(t.flows.iter().all(|f| f.finish_ns.is_some()));
-    // FUSO Sec. 2.2: with early retransmit, P(timeout) >= p for a small flow; ACK losses add to it.
-    assert!((0.005..0.06).contains(&timed_out), "timeout fraction {timed_out}");
+    let timeout_fraction = |scheme: &str| {
+        let flows: Vec<_> = t.flows.iter().filter(|f| f.scheme == scheme).collect();
+        assert!(flows.iter().all(|f| f.finish_ns.is_some()));
+        flows.iter().filter(|f| f.stats.timeouts > 0).count() as f64 / flows.len() as f64
+    };
+    // FUSO Sec. 2.2 (a DupThresh sender with early retransmit): P(timeout) >= p for a small flow; ACK
+    // losses add to it.
+    let dupthresh = timeout_fraction("dupthresh");
+    assert!((0.005..0.06).contains(&dupthresh), "timeout fraction {dupthresh}");
     // Those flows pay at least the 5 ms min RTO: the p99 FCT is dominated by timeouts.
-    let mut fct: Vec<u64> = t.flows.iter().filter_map(|f| f.fct_ns()).collect();
+    let mut fct: Vec<u64> = t
+        .flows
+        .iter()
+        .filter(|f| f.scheme == "dupthresh")
+        .filter_map(|f| f.fct_ns())
+        .collect();
     fct.sort_unstable();
     assert!(percentile(&fct, 0, 995) >= 5e6);
     assert!(percentile(&fct, 0, 500) < 1e6);
+    // RACK-TLP (Linux's default) probes a lost tail after 2 SRTT + 2 ms instead of waiting for the RTO.
+    let rack = timeout_fraction("rack_tlp");
+    assert!(rack < dupthresh / 2.0, "RACK-TLP {rack} vs DupThresh {dupthresh}");
 }
 
 fn small_experiment(seed: u64, loss: f64) -> String {
