@@ -648,3 +648,19 @@ fn tail_fec_rebuilds_a_one_packet_response_lost_whole() {
     assert_eq!((msg, start), (3, 0));
     assert_eq!(bytes, &sent_bytes(3, 0, 5000));
 }
+
+#[test]
+fn initial_window_follows_rfc_9002() {
+    // RFC 9002 Sec. 7.2: min(10 * max_datagram_size, max(14720, 2 * max_datagram_size)).
+    let c = DcquicConfig::default();
+    assert_eq!(c.initial_window_bytes(1252), 12_520);
+    assert_eq!(c.initial_window_bytes(1500), 14_720);
+    assert_eq!(c.initial_window_bytes(5000), 14_720);
+    assert_eq!(c.initial_window_bytes(9000), 18_000);
+    // Lifting the limit gives the ten full packets of the earlier default (90 KB at 9 KB).
+    let old = DcquicConfig {
+        initial_window_limit: crate::units::Bytes(u64::MAX),
+        ..DcquicConfig::default()
+    };
+    assert_eq!(old.initial_window_bytes(9000), 90_000);
+}
