@@ -33,10 +33,12 @@ SCHEMES = {
     "fuso": ("fuso", TCP + ", subflows = {n}"),
 }
 TESTBED = ["tcp", "tlp", "mptcp", "repflow", "proactive", "fuso"]
-# Host NIC queues mark at the same threshold. They stand in for Linux's TCP small queues, which keep a
-# sender's own NIC queue short: without them a background flow's window (bounded only by the 16 MB receive
+# Host NIC queues mark at the same threshold. They were added to stand in for Linux's TCP small queues
+# before hosts had them: without either, a background flow's window (bounded only by the 16 MB receive
 # window) queues megabytes in its own NIC and delays every query packet of that host by tens of
-# milliseconds, i.e. spurious 5 ms RTOs that the testbed never had.
+# milliseconds, i.e. spurious 5 ms RTOs that the testbed never had. Hosts now run Linux's TSQ by default
+# (docs/simulator.md, 131072 B per connection at 1 Gbps); the marking is kept so that results stay
+# comparable, though a Linux host's NIC queue does not mark at a byte threshold.
 NET = """
 [network]
 buffer = "128KB"
