@@ -59,9 +59,7 @@ impl HostTsq {
 /// share the NIC, so the line rate is a middle value, not an engine-exact one.
 pub fn tcp_limit(nic_rate_bps: u64) -> u64 {
     let pacing_bytes_per_s = nic_rate_bps / 8;
-    (pacing_bytes_per_s >> SK_PACING_SHIFT)
-        .max(TSQ_FLOOR_BYTES)
-        .min(TCP_LIMIT_OUTPUT_BYTES)
+    (pacing_bytes_per_s >> SK_PACING_SHIFT).clamp(TSQ_FLOOR_BYTES, TCP_LIMIT_OUTPUT_BYTES)
 }
 
 impl Serialize for HostTsq {
