@@ -13,7 +13,8 @@ PKT = 1500
 
 # TCP as in the paper's ns-2 runs (Sec. V-A): NewReno, min RTO 200 ms, IW 10, with the 3-way handshake
 # (ns-2 FullTcp); a lost SYN waits the min RTO, not 1 s (ns-2 DC scripts: rtxcur_init_ = minrto_).
-# ns-2's NewReno has no SACK.
+# ns-2's NewReno has no SACK. ns-2 hosts have no TCP small queues (host_tsq = 0): a sender hands its
+# whole window to its NIC at once, as in the paper's simulations.
 TCP = 'min_rto = "200ms", initial_rto = "200ms", initial_cwnd_segments = 10, sack = false, handshake = true'
 # The same senders with SACK (RFC 6675, as Linux): the shim then adds its fake SACK block (Sec. IV-C).
 TCP_SACK = TCP.replace("sack = false", "sack = true")
@@ -44,7 +45,7 @@ def schemes(buffer_bytes, shim, aqms=AQMS, sack=False):
 name = "{name}{"+tracks" if with_shim else ""}"
 transport = "{transport}"
 params = {{ {tcp}{extra} }}
-network = {{ buffer = {buffer_bytes}, aqm = {aqm} }}
+network = {{ buffer = {buffer_bytes}, aqm = {aqm}, host_tsq = 0 }}
 """
                 + (f"shim = {shim}\n" if with_shim else "")
             )

@@ -7,7 +7,11 @@
 //! `cargo run --release -p tailcut-sim --example cp_report -- experiments/cp/outcast.toml`
 //! `cargo run --release -p tailcut-sim --example cp_report -- --fanout 8,32,64,128,250 experiments/cp/incast.toml`
 //!
-//! `--fanout` sweeps an incast file: the star gets `fanout + 1` hosts and the incast `fanout` senders.
+//! `cargo run --release -p tailcut-sim --example cp_report -- --fanout 8,32,64,128,248 experiments/cp/incast_4senders.toml`
+//!
+//! `--fanout` sweeps an incast file. An incast given by `fanout` gets `fanout + 1` hosts and `fanout`
+//! senders, one flow each; one given by a `senders` list keeps its hosts and gets N / senders flows
+//! per sender (N must be a multiple of the list's length).
 
 use std::process::ExitCode;
 use tailcut_sim::api;
@@ -93,24 +97,50 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let runs: Vec<(String, Experiment)> = if fanouts.is_empty() {
-            vec![(exp.name.clone(), exp)]
+        let runs: Result<Vec<(String, Experiment)>, String> = if fanouts.is_empty() {
+            Ok(vec![(exp.name.clone(), exp)])
         } else {
             fanouts
                 .iter()
                 .map(|&n| {
                     let mut e = exp.clone();
-                    if let TopologyConfig::Star(s) = &mut e.topology {
-                        s.hosts = n + 1;
-                    }
+                    let mut per_host = true;
                     for w in &mut e.workload {
-                        if let Pattern::Incast { fanout, .. } = &mut w.pattern {
-                            *fanout = Some(n);
+                        if let Pattern::Incast {
+                            fanout,
+                            senders,
+                            flows_per_sender,
+                            ..
+                        } = &mut w.pattern
+                        {
+                            match senders {
+                                Some(list) if !list.is_empty() => {
+                                    per_host = false;
+                                    let k = list.len() as u32;
+                                    if n % k != 0 {
+                                        return Err(format!(
+                                            "--fanout {n}: not a multiple of the {k} senders"
+                                        ));
+                                    }
+                                    *flows_per_sender = n / k;
+                                }
+                                _ => *fanout = Some(n),
+                            }
                         }
                     }
-                    (format!("{} N={n}", exp.name), e)
+                    if let (true, TopologyConfig::Star(s)) = (per_host, &mut e.topology) {
+                        s.hosts = n + 1;
+                    }
+                    Ok((format!("{} N={n}", exp.name), e))
                 })
-                .collect()
+                .collect::<Result<_, String>>()
+        };
+        let runs = match runs {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                return ExitCode::from(2);
+            }
         };
         for (label, e) in runs {
             if let Err(err) = report(&e, &label) {

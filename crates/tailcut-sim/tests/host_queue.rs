@@ -63,7 +63,7 @@ fn host1_nic_peak(t: &Tables) -> u64 {
 #[test]
 fn small_flows_skip_the_bulk_backlog_of_their_own_nic() {
     for transport in ["tcp", "dctcp"] {
-        let fifo = shared_nic("", transport);
+        let fifo = shared_nic("host_tsq = 0", transport);
         let tsq = shared_nic("host_tsq = \"64KB\"", transport);
         let (fifo_us, tsq_us) = (small_fct_max_us(&fifo), small_fct_max_us(&tsq));
         // Without a budget the bulk flow's window sits in the NIC (megabytes, tens of ms at 1 Gbps);
@@ -116,8 +116,24 @@ fn the_budget_keeps_runs_deterministic_and_conserving() {
 
 #[test]
 fn without_a_budget_no_engine_is_held() {
-    let t = shared_nic("", "tcp");
+    let t = shared_nic("host_tsq = 0", "tcp");
     assert!(!t.runs[0].engine_counters.contains_key("host_tsq_holds"));
+}
+
+/// The default host is a Linux host: at 1 Gbps TSQ's limit is two 64 KB skbs (131072 B, above 1 ms of
+/// line rate), so the bulk flow keeps at most that plus one packet in its NIC, beside the small flows'
+/// own packets (a few flows of 7 packets each).
+#[test]
+fn the_default_host_keeps_linux_tsq_limit_in_its_nic() {
+    for transport in ["tcp", "dctcp"] {
+        let t = shared_nic("", transport);
+        let peak = host1_nic_peak(&t);
+        assert!(
+            (100_000..=131_072 + 30 * 1_500).contains(&peak),
+            "{transport}: NIC peak {peak}"
+        );
+        assert!(t.runs[0].engine_counters["host_tsq_holds"] > 0);
+    }
 }
 
 #[test]

@@ -57,8 +57,13 @@ pub use mps::MpsConfig;
 #[serde(deny_unknown_fields)]
 pub struct DcquicConfig {
     pub congestion_control: CcKind,
-    /// Initial congestion window, packets of the connection's MPS.
+    /// Initial congestion window, packets of the connection's MPS, before the byte limit below.
     pub initial_window_packets: u32,
+    /// RFC 9002 Sec. 7.2: the initial window is `min(10 * max_datagram_size, max(14720,
+    /// 2 * max_datagram_size))`, so with jumbo datagrams it is two of them, not ten; this is the
+    /// 14720 (RFC 6928's 10 x 1460 B in bytes) of that rule. The window is
+    /// [`DcquicConfig::initial_window_bytes`].
+    pub initial_window_limit: Bytes,
     /// Mark packets ECN-capable and report CE counts (RFC 9000 Sec. 13.4).
     pub ecn: bool,
     pub mps: MpsConfig,
@@ -87,6 +92,7 @@ impl Default for DcquicConfig {
         DcquicConfig {
             congestion_control: CcKind::Cubic,
             initial_window_packets: 10,
+            initial_window_limit: Bytes(14_720),
             ecn: true,
             mps: MpsConfig::default(),
             socket_buffer: Bytes(1_000_000),
@@ -130,6 +136,13 @@ impl DcquicConfig {
         Ok(())
     }
 
+    /// The initial congestion window at datagram size `mps` (RFC 9002 Sec. 7.2, with the number of
+    /// packets and the byte limit as parameters).
+    pub fn initial_window_bytes(&self, mps: u16) -> u64 {
+        let mps = u64::from(mps);
+        (u64::from(self.initial_window_packets) * mps).min(self.initial_window_limit.0.max(2 * mps))
+    }
+
     fn transport(&self, mps: u16) -> Arc<TransportConfig> {
         let mut t = TransportConfig::default();
         let win = VarInt::from_u64(self.socket_buffer.0).expect("validated");
@@ -143,10 +156,7 @@ impl DcquicConfig {
             .max_concurrent_bidi_streams(self.max_streams.into())
             .max_concurrent_uni_streams(self.max_streams.into())
             .enable_segmentation_offload(false)
-            .congestion_controller_factory(
-                self.congestion_control
-                    .factory(self.initial_window_packets as u64 * mps as u64),
-            );
+            .congestion_controller_factory(self.congestion_control.factory(self.initial_window_bytes(mps)));
         if self.tail_fec {
             // quinn enables the datagram extension by default (1.25 MB in, 1 MB out); with tail FEC the
             // repairs use it, sized like the stream buffers. Left untouched otherwise, so the

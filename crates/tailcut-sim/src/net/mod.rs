@@ -12,7 +12,7 @@ pub use port::{Port, PortCounters};
 pub use routing::Routes;
 
 use crate::event::{NodeId, PortId};
-use crate::topo::{NodeKind, TopoSpec};
+use crate::topo::{HostTsq, NodeKind, TopoSpec};
 use qdisc::PortQueue;
 use tailcut_proto::rng::{self, Stream};
 use tailcut_proto::time::serialization_time;
@@ -35,8 +35,10 @@ pub struct Network {
     pub hosts: Vec<NodeId>,
     pub host_addrs: Vec<Vec<Addr>>,
     pub host_rack: Vec<u32>,
-    /// Per-engine budget of bytes in its host's NIC queue (TCP small queues; 0 = none).
-    pub host_tsq: u64,
+    /// Per-engine budget of bytes in its host's NIC queue (TCP small queues).
+    pub host_tsq: HostTsq,
+    /// Host index -> rate of its fastest NIC (what a Linux host's TSQ limit scales with).
+    pub host_nic_rate_bps: Vec<u64>,
     pub routes: Routes,
 }
 
@@ -76,6 +78,7 @@ impl Network {
         }
         let mut hosts = Vec::new();
         let mut host_addrs = Vec::new();
+        let mut host_nic_rate_bps = Vec::new();
         let mut addrs = Vec::new();
         for (i, n) in nodes.iter().enumerate() {
             if n.kind == NodeKind::Host {
@@ -86,6 +89,8 @@ impl Network {
                     addrs.push((i as NodeId, p));
                 }
                 host_addrs.push(mine);
+                let fastest = n.ports.iter().map(|&p| ports[p as usize].rate_bps());
+                host_nic_rate_bps.push(fastest.max().unwrap_or(0));
             }
         }
         let mut net = Network {
@@ -96,6 +101,7 @@ impl Network {
             host_addrs,
             host_rack: spec.host_rack.clone(),
             host_tsq: spec.host_tsq,
+            host_nic_rate_bps,
             routes: Routes::default(),
         };
         net.routes = Routes::compute(&net);

@@ -14,7 +14,14 @@ const DOCS: &[Doc] = &[
         "congestion_control",
         "{ kind = \"cubic\" } | { kind = \"new_reno\" } (quinn-proto's) | { kind = \"dctcp\", g = 0.0625 } (ECN-fraction, needs aqm = ecn)",
     ),
-    ("initial_window_packets", "initial congestion window, packets of the connection's MPS"),
+    (
+        "initial_window_packets",
+        "initial congestion window, packets of the connection's MPS (RFC 9002: 10), capped by initial_window_limit",
+    ),
+    (
+        "initial_window_limit",
+        "RFC 9002 7.2: initial window = min(packets x MPS, max(this, 2 x MPS)); default 14720B (18KB at a 9KB MPS)",
+    ),
     ("ecn", "send ECT(0) and react to CE counts (RFC 9000 13.4)"),
     ("mps", "maximum packet size negotiation (Sec. 4.2): the table of the mps.* keys below"),
     ("mps.negotiate", "choose the maximum packet size by task size (Sec. 4.2); off = mps.base"),

@@ -14,6 +14,10 @@ pub struct Pias;
 #[serde(deny_unknown_fields)]
 pub struct PiasParams {
     thresholds: Vec<Bytes>,
+    /// Idealised PIAS: host NICs also serve the priority classes strictly (a short flow overtakes
+    /// the long flows' packets already queued in its own host). Off by default: the PIAS
+    /// implementation only sets DSCP at the host and relies on the switches' priority queues.
+    host_priority: bool,
 }
 
 impl TcpScheme for Pias {
@@ -34,14 +38,22 @@ impl TcpScheme for Pias {
     fn defaults(&self) -> PiasParams {
         PiasParams {
             thresholds: vec![Bytes(95_000)],
+            host_priority: false,
         }
     }
 
     fn docs(&self) -> &'static [Doc] {
-        &[(
-            "thresholds",
-            "ascending MLFQ demotion thresholds, bytes of the message sent (levels = len + 1; default 95KB)",
-        )]
+        &[
+            (
+                "thresholds",
+                "ascending MLFQ demotion thresholds, bytes of the message sent (levels = len + 1; default 95KB)",
+            ),
+            (
+                "host_priority",
+                "also serve the classes by strict priority in host NICs (idealised PIAS; default false: \
+                 the implementation marks DSCP at the host and the NIC stays FIFO)",
+            ),
+        ]
     }
 
     fn build(&self, p: PiasParams, mut t: TcpTransport) -> Result<Transport, ConfigError> {
@@ -54,6 +66,7 @@ impl TcpScheme for Pias {
         }
         t.switch = SwitchDefault::PriorityClasses {
             levels: th.len() as u8 + 1,
+            host_priority: p.host_priority,
         };
         t.cfg.pias = Some(PiasConfig { thresholds_bytes: th });
         Ok(Transport::new(t))

@@ -268,8 +268,9 @@ impl Sim<'_> {
             rng::stream(self.seed, Stream::Engine, 2 * idx + 1),
         );
         let conn = self.conns.len() as u32;
-        let a = self.add_engine(ea, spec.src, pa, ports, conn);
-        let b = self.add_engine(eb, spec.dst, pb, ports, conn);
+        let tcp = comp.transport.tcp().is_some();
+        let a = self.add_engine(ea, spec.src, (pa, ports), conn, tcp);
+        let b = self.add_engine(eb, spec.dst, (pb, ports), conn, tcp);
         self.conns.push(Conn { a, b });
         // A connection with a handshake starts talking at once.
         self.drain(a);

@@ -63,7 +63,7 @@ impl Sim<'_> {
             self.arena.set_payload(id, payload);
         }
         self.cons.injected += 1;
-        if self.host_tsq > 0 && owner != NO_OWNER {
+        if self.tsq_on && owner != NO_OWNER {
             self.arena.set_owner(id, owner);
             self.engines[owner as usize].nic_bytes += u64::from(pkt.size_bytes);
         }
@@ -79,7 +79,7 @@ impl Sim<'_> {
         }
         let slot = &mut self.engines[e as usize];
         slot.nic_bytes -= size;
-        if slot.held && slot.nic_bytes <= self.host_tsq {
+        if slot.held && slot.nic_bytes <= slot.tsq_limit {
             slot.held = false;
             self.events.push(self.now, Event::HostQueueWake(e));
         }
@@ -151,7 +151,7 @@ impl Sim<'_> {
             // TCP small queues: Linux stops handing a socket's segments to the qdisc while more than
             // the limit of its bytes wait there, and resumes when they drain (`leave_host_queue`).
             let slot = &mut self.engines[e as usize];
-            if self.host_tsq > 0 && slot.nic_bytes > self.host_tsq {
+            if self.tsq_on && slot.nic_bytes > slot.tsq_limit {
                 if !slot.held {
                     slot.held = true;
                     self.tsq_holds += 1;
@@ -206,16 +206,21 @@ impl Sim<'_> {
     }
 
     /// Registers an engine that owns `ports` consecutive ports from `first` (an MPTCP end owns one per
-    /// sub-flow).
+    /// sub-flow); `tcp` says whether it is a TCP end (its NIC-queue budget is TSQ's rather than a UDP
+    /// socket's send buffer).
     pub(super) fn add_engine(
         &mut self,
         engine: Box<dyn Engine>,
         host: u32,
-        first: u16,
-        ports: u16,
+        (first, ports): (u16, u16),
         conn: u32,
+        tcp: bool,
     ) -> EngineId {
         let id = self.engines.len() as EngineId;
+        let tsq_limit = self
+            .net
+            .host_tsq
+            .budget(self.net.host_nic_rate_bps[host as usize], tcp);
         self.engines.push(EngineSlot {
             engine,
             host,
@@ -223,6 +228,7 @@ impl Sim<'_> {
             scheduled: Time::MAX,
             nic_bytes: 0,
             held: false,
+            tsq_limit,
         });
         // Ports are allocated per host, so the engine owns its port on every address of the host: a
         // connection that migrates to another NIC (DCQUIC) keeps receiving.

@@ -50,6 +50,8 @@ struct EngineSlot {
     nic_bytes: u64,
     /// The engine was not polled because `nic_bytes` exceeded the budget; it is woken when they drain.
     held: bool,
+    /// Its budget of bytes in the NIC queue (`u64::MAX` = none; see `topo::HostTsq::budget`).
+    tsq_limit: u64,
 }
 
 /// One connection: engine of the data sender (`a`, at the flow's `src`) and of the receiver (`b`).
@@ -87,9 +89,9 @@ pub struct Sim<'a> {
     flows_finished: usize,
     paths: FxMap<(u32, u32), PathInfo>,
     cons: Conservation,
-    /// TCP small queues: the most bytes an engine may have waiting in its NIC queue before it is
-    /// polled no more (0 = no limit). docs/simulator.md, "TCP small queues".
-    host_tsq: u64,
+    /// TCP small queues: whether engines have a budget of bytes in their NIC queue (each slot's
+    /// `tsq_limit`). docs/simulator.md, "TCP small queues".
+    tsq_on: bool,
     /// Times an engine was held back by `host_tsq`.
     tsq_holds: u64,
 }
@@ -108,7 +110,7 @@ impl<'a> Sim<'a> {
             host_of_node[n as usize] = i as u32;
         }
         let hosts = net.host_count();
-        let host_tsq = net.host_tsq;
+        let tsq_on = net.host_tsq.is_on();
         let mut sim = Sim {
             now: Time::ZERO,
             max_time: Time::ZERO + max_time,
@@ -138,7 +140,7 @@ impl<'a> Sim<'a> {
             flows_finished: 0,
             paths: FxMap::default(),
             cons: Conservation::default(),
-            host_tsq,
+            tsq_on,
             tsq_holds: 0,
         };
         for (i, f) in flows.iter().enumerate() {

@@ -19,7 +19,7 @@ impl Sim<'_> {
     #[inline(always)]
     fn serve(&mut self, port: PortId, s: Service) {
         for victim in s.dropped.into_iter().flatten() {
-            if self.host_tsq > 0 {
+            if self.tsq_on {
                 let size = self.arena.get(victim).size_bytes as u64;
                 self.leave_host_queue(victim, size);
             }
@@ -27,7 +27,7 @@ impl Sim<'_> {
             self.cons.dropped += 1;
         }
         if let Some(d) = s.sent {
-            if self.host_tsq > 0 {
+            if self.tsq_on {
                 let size = self.arena.get(d.id).size_bytes as u64;
                 self.leave_host_queue(d.id, size);
             }

@@ -134,7 +134,7 @@ impl Sim<'_> {
     /// Every engine's counters, summed by name, and how often the host-queue budget held one back.
     pub fn engine_counters(&self) -> std::collections::BTreeMap<String, u64> {
         let mut m = std::collections::BTreeMap::new();
-        if self.host_tsq > 0 {
+        if self.tsq_on {
             m.insert("host_tsq_holds".to_string(), self.tsq_holds);
         }
         for e in &self.engines {

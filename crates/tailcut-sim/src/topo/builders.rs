@@ -206,11 +206,11 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
         }
         TopologyConfig::File(File { path }) => {
             let mut spec = super::file::load(path, q)?;
-            spec.host_tsq = q.host_tsq.0;
+            spec.host_tsq = q.host_tsq;
             return Ok(spec);
         }
     }
-    b.spec.host_tsq = q.host_tsq.0;
+    b.spec.host_tsq = q.host_tsq;
     Ok(b.spec)
 }
 

@@ -4,8 +4,10 @@
 
 mod builders;
 mod file;
+mod tsq;
 
 pub use builders::build;
+pub use tsq::HostTsq;
 
 use crate::net::aqm::AqmConfig;
 use crate::net::queue::{ClassConfig, SchedConfig};
@@ -52,9 +54,9 @@ pub struct TopoSpec {
     pub links: Vec<LinkSpec>,
     /// Rack of each host, in host order.
     pub host_rack: Vec<u32>,
-    /// Per-connection-end limit on bytes waiting in its host's NIC queue (0 = none); see
+    /// Per-connection-end limit on bytes waiting in its host's NIC queue; see
     /// [`SwitchQueues::host_tsq`].
-    pub host_tsq: u64,
+    pub host_tsq: HostTsq,
 }
 
 /// Queueing of switch ports, shared by every topology.
@@ -80,11 +82,12 @@ pub struct SwitchQueues {
     pub host_classes: Vec<ClassConfig>,
     /// TCP small queues: the most bytes one connection end may have waiting in its host's NIC queue
     /// before its engine is asked for no more packets; it is asked again when its bytes drain below
-    /// the limit (Linux's `tcp_limit_output_bytes`, 262144 from 3.12 to 5.x; at datacenter RTTs the
-    /// pacing-rate term of Linux's limit exceeds this cap, so the cap is what binds). `0` (the default)
-    /// disables it: engines hand every packet to the NIC at once, as in the papers' ns-2 hosts.
-    /// docs/simulator.md, "TCP small queues".
-    pub host_tsq: Bytes,
+    /// the limit. `"linux"` (the default) is a Linux host: TCP engines get TSQ's limit, about 1 ms at
+    /// the NIC rate bounded by `tcp_limit_output_bytes` (131072 B at 1 Gbps, 1.22 MB at 10 Gbps, 4 MB
+    /// from 34 Gbps), UDP engines (CloudBurst, DCQUIC) the default socket send buffer (212992 B). A
+    /// size gives every engine that budget; `0` disables it: engines hand every packet to the NIC at
+    /// once, as the papers' ns-2 hosts do. docs/simulator.md, "TCP small queues".
+    pub host_tsq: HostTsq,
 }
 
 impl SwitchQueues {
@@ -108,7 +111,7 @@ impl Default for SwitchQueues {
             host_buffer: Bytes(16_000_000),
             host_aqm: AqmConfig::DropTail,
             host_classes: Vec::new(),
-            host_tsq: Bytes(0),
+            host_tsq: HostTsq::Linux,
         }
     }
 }

@@ -9,10 +9,13 @@ use tailcut_proto::units::Bytes;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SwitchDefault {
     Unchanged,
-    /// PIAS: `levels` strict-priority classes (packet class i -> queue i) at switches and host NICs,
-    /// unless the experiment already lists classes. Buffer and discipline (e.g. ECN at K) are kept.
+    /// PIAS: `levels` strict-priority classes (packet class i -> queue i) at switches, unless the
+    /// experiment already lists classes. Buffer and discipline (e.g. ECN at K) are kept. Host NICs get
+    /// the same classes only with `host_priority`: the PIAS implementation marks DSCP at the host and
+    /// leaves the NIC a FIFO, so the deployed scheme's hosts send in arrival order.
     PriorityClasses {
         levels: u8,
+        host_priority: bool,
     },
     /// pFabric: priority-dropping queues (`aqm = pfabric`) of `buffer_bytes` per switch port, one
     /// class; host NICs send by priority too (`host_aqm = pfabric`, buffer unchanged).
@@ -34,7 +37,10 @@ impl SwitchDefault {
     pub fn apply(self, base: &SwitchQueues) -> SwitchQueues {
         match self {
             SwitchDefault::Unchanged => base.clone(),
-            SwitchDefault::PriorityClasses { levels } if base.classes.is_empty() => {
+            SwitchDefault::PriorityClasses {
+                levels,
+                host_priority,
+            } if base.classes.is_empty() => {
                 let classes: Vec<ClassConfig> = (0..levels)
                     .map(|i| ClassConfig {
                         classes: vec![i],
@@ -42,10 +48,15 @@ impl SwitchDefault {
                         aqm: None,
                     })
                     .collect();
+                let host_classes = if host_priority {
+                    classes.clone()
+                } else {
+                    base.host_classes.clone()
+                };
                 SwitchQueues {
-                    classes: classes.clone(),
+                    classes,
                     sched: SchedConfig::StrictPriority,
-                    host_classes: classes,
+                    host_classes,
                     ..base.clone()
                 }
             }
