@@ -15,7 +15,11 @@ PKT = 1500
 # (ns-2 FullTcp); a lost SYN waits the min RTO, not 1 s (ns-2 DC scripts: rtxcur_init_ = minrto_).
 # ns-2's NewReno has no SACK. ns-2 hosts have no TCP small queues (host_tsq = 0): a sender hands its
 # whole window to its NIC at once, as in the paper's simulations.
-TCP = 'min_rto = "200ms", initial_rto = "200ms", initial_cwnd_segments = 10, sack = false, handshake = true'
+# The paper's ns-2 senders detect loss by duplicate ACKs only (T-RACKs exists to repair what they cannot).
+TCP = (
+    'min_rto = "200ms", initial_rto = "200ms", initial_cwnd_segments = 10, sack = false, handshake = true, '
+    'loss_detection = "dupthresh"'
+)
 # The same senders with SACK (RFC 6675, as Linux): the shim then adds its fake SACK block (Sec. IV-C).
 TCP_SACK = TCP.replace("sack = false", "sack = true")
 

@@ -1,7 +1,8 @@
 //! CP (Cut Payload, Cheng et al., NSDI'14) end to end: the incast that makes TCP time out completes
 //! without timeouts when switches cut payloads and senders act on PACKs. The header headroom is
 //! 64 KB here: with 32 senders bursting at once the input is far above the slides' 13.1 x output, so
-//! one packet of headroom would drop headers (see docs/cp.md).
+//! one packet of headroom would drop headers (see docs/cp.md). TCP is the slides' ns-2 sender (DupThresh
+//! loss detection, docs/tcp.md).
 
 use tailcut_sim::api;
 use tailcut_sim::run::{run, Tables};
@@ -34,7 +35,7 @@ const SCHEMES: &str = r#"
 [[schemes]]
 name = "tcp"
 transport = "tcp"
-params = { min_rto = "200ms" }
+params = { min_rto = "200ms", loss_detection = "dupthresh" }
 [[schemes]]
 name = "cp"
 transport = "cp"

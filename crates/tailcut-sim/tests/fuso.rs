@@ -92,8 +92,7 @@ fn fuso_with_cp_trimming_times_out_less_in_incast_than_fuso() {
         fuso_cp.timeout_fraction < fuso.timeout_fraction,
         "fuso_cp {fuso_cp:?} fuso {fuso:?}"
     );
-    assert!(
-        fuso_cp.p99_fct_ns < fuso.p99_fct_ns,
-        "fuso_cp {fuso_cp:?} fuso {fuso:?}"
-    );
+    // No p99 claim: with Linux's back-off (reset at the retransmission's ACK, docs/tcp.md) FUSO's own
+    // tail shrinks to FUSO + CP's (11.9 vs 12.3 ms at seed 1); under Karn's rule FUSO pays the doubled
+    // RTO (16.4 ms) and CP's gain shows.
 }
