@@ -18,3 +18,5 @@ pub mod wire;
 pub use host::{HostNs, HostSetup};
 pub use report::FabricReport;
 pub use testbed::{Testbed, TestbedSpec};
+pub mod agent;
+pub mod cli;

@@ -455,3 +455,81 @@ fn mptcp_with_two_subflows_survives_a_blackholed_path() {
     assert!(ok, "bytes intact");
     assert_eq!(got, 1_200_000, "MPTCP finished over the second subflow");
 }
+
+/// Lines of `ip -o link` and `ip netns list` in the root namespace.
+fn root_net_state() -> (Vec<String>, String) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("ip").args(args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Drop the per-line counters that change between calls (ip -o link prints no counters).
+    let links = run(&["-o", "link"]).lines().map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()).collect();
+    (links, run(&["netns", "list"]))
+}
+
+/// Every `net:[INODE]` a process of this machine holds, as its namespace or as an open fd.
+fn held_netns_inodes() -> Vec<u64> {
+    let mut out = Vec::new();
+    let parse = |p: &std::path::Path| -> Option<u64> {
+        let t = std::fs::read_link(p).ok()?;
+        let t = t.to_str()?;
+        t.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
+    };
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = e.path();
+        if !e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        out.extend(parse(&dir.join("ns/net")));
+        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
+            out.extend(fds.flatten().filter_map(|f| parse(&f.path())));
+        }
+        if let Ok(tasks) = std::fs::read_dir(dir.join("task")) {
+            out.extend(tasks.flatten().filter_map(|t| parse(&t.path().join("ns/net"))));
+        }
+    }
+    out
+}
+
+#[test]
+fn nothing_remains_after_the_emulator_is_killed() {
+    let Some(_g) = realnet("nothing_remains_after_the_emulator_is_killed") else {
+        return;
+    };
+    let before = root_net_state();
+    let mut emu = std::process::Command::new(env!("CARGO_BIN_EXE_tailcut-testbed"))
+        .args(["hold", "--hosts", "3"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(emu.stdout.take().unwrap()), &mut line).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let children: Vec<u64> = info["children"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+    let inodes: Vec<u64> = info["netns_inodes"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+    assert_eq!(children.len(), 3);
+    let held = held_netns_inodes();
+    assert!(inodes.iter().all(|i| held.contains(i)), "the namespaces exist while it runs");
+    emu.kill().unwrap(); // SIGKILL: no destructor runs
+    emu.wait().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let alive: Vec<u64> = children
+            .iter()
+            .copied()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
+                    && std::fs::read_link(format!("/proc/{p}/ns/net"))
+                        .is_ok_and(|l| inodes.iter().any(|i| l.to_string_lossy().contains(&i.to_string())))
+            })
+            .collect();
+        let held = held_netns_inodes();
+        let leaked: Vec<u64> = inodes.iter().copied().filter(|i| held.contains(i)).collect();
+        if alive.is_empty() && leaked.is_empty() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "left behind: processes {alive:?}, namespaces {leaked:?}");
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(root_net_state(), before, "no interface or named namespace added to the root namespace");
+}
