@@ -20,3 +20,5 @@ pub use report::FabricReport;
 pub use testbed::{Testbed, TestbedSpec};
 pub mod agent;
 pub mod cli;
+pub mod config;
+pub mod experiment;

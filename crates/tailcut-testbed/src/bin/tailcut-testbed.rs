@@ -13,7 +13,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("run") => Err("run: not available in this build".to_string()),
+        Some("run") => tailcut_testbed::experiment::cli(&args[1..]),
         Some("bench") => tailcut_testbed::cli::bench(&args[1..]),
         Some("hold") => tailcut_testbed::cli::hold(&args[1..]),
         Some("agent") => tailcut_testbed::agent::main(),
