@@ -2,7 +2,7 @@
 //! `epoll_wait` alone counts in milliseconds and a real-time port needs microseconds.
 
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 pub struct Poller {
     epoll: OwnedFd,
@@ -24,8 +24,7 @@ impl Poller {
             ))?)
         };
         let p = Poller { epoll, timer };
-        // SAFETY: the timer fd is owned by `p` and outlives its registration.
-        p.add(unsafe { BorrowedFd::borrow_raw(p.timer.as_raw_fd()) }, TIMER_TOKEN)?;
+        p.add(p.timer.as_fd(), TIMER_TOKEN)?;
         Ok(p)
     }
 
@@ -36,14 +35,24 @@ impl Poller {
             u64: token,
         };
         // SAFETY: valid fds and a valid event record; the kernel copies the record.
-        crate::check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd.as_raw_fd(), &mut ev) })
-            .map(drop)
+        crate::check(unsafe {
+            libc::epoll_ctl(
+                self.epoll.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                fd.as_raw_fd(),
+                &mut ev,
+            )
+        })
+        .map(drop)
     }
 
     /// Arms the deadline at `at_ns` on `CLOCK_MONOTONIC` (0 disarms it).
     pub fn set_deadline(&self, at_ns: u64) -> io::Result<()> {
         let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
             it_value: libc::timespec {
                 tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
                 tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
@@ -51,7 +60,12 @@ impl Poller {
         };
         // SAFETY: valid timer fd and spec; the old value is not requested.
         crate::check(unsafe {
-            libc::timerfd_settime(self.timer.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+            libc::timerfd_settime(
+                self.timer.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
         })
         .map(drop)
     }
@@ -66,7 +80,11 @@ impl Poller {
         let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), evs.as_mut_ptr(), MAX as i32, timeout_ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(()) } else { Err(e) };
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(())
+            } else {
+                Err(e)
+            };
         }
         for ev in &evs[..n as usize] {
             if ev.u64 == TIMER_TOKEN {

@@ -37,5 +37,6 @@ pub fn spawn_in_netns(cmd: &mut Command, ns: BorrowedFd<'_>) -> io::Result<Child
 /// without [`spawn_in_netns`]).
 pub fn die_with_parent() -> io::Result<()> {
     // SAFETY: prctl with plain integer arguments.
-    crate::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) }).map(drop)
+    crate::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })
+        .map(drop)
 }

@@ -11,7 +11,10 @@ use std::os::unix::fs::OpenOptionsExt;
 /// checksums every packet before the emulator sees it, so each read is one wire packet.
 pub fn open(name: &str) -> io::Result<File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name '{name}'")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name '{name}'"),
+        ));
     }
     let file = OpenOptions::new()
         .read(true)

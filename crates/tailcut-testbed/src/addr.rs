@@ -24,13 +24,19 @@ pub struct AddrTable {
 impl AddrTable {
     pub fn new(net: &Network) -> Result<AddrTable, String> {
         if net.hosts.len() > MAX_HOSTS {
-            return Err(format!("topology: {} hosts, the testbed supports {MAX_HOSTS}", net.hosts.len()));
+            return Err(format!(
+                "topology: {} hosts, the testbed supports {MAX_HOSTS}",
+                net.hosts.len()
+            ));
         }
         let mut entries = vec![(0, 0, Ipv4Addr::UNSPECIFIED); net.addrs.len()];
         let mut by_ip = HashMap::new();
         for (h, addrs) in net.host_addrs.iter().enumerate() {
             if addrs.len() > MAX_NICS {
-                return Err(format!("topology: host {h} has {} NICs, the testbed supports {MAX_NICS}", addrs.len()));
+                return Err(format!(
+                    "topology: host {h} has {} NICs, the testbed supports {MAX_NICS}",
+                    addrs.len()
+                ));
             }
             for (k, a) in addrs.iter().enumerate() {
                 let n = h + 1;

@@ -51,10 +51,22 @@ pub struct PlannedFlow {
 pub enum Event {
     /// The agent listens: flows may start.
     Ready,
-    Start { id: u64, t: u64 },
-    Finish { id: u64, t: u64 },
-    Retrans { id: u64, segments: u32 },
-    Error { id: u64, msg: String },
+    Start {
+        id: u64,
+        t: u64,
+    },
+    Finish {
+        id: u64,
+        t: u64,
+    },
+    Retrans {
+        id: u64,
+        segments: u32,
+    },
+    Error {
+        id: u64,
+        msg: String,
+    },
 }
 
 const HEADER: usize = 24;
@@ -84,14 +96,18 @@ pub fn main() -> Result<(), String> {
     // Belt and braces: the emulator also sets this when it spawns us.
     tailcut_sys::spawn::die_with_parent().map_err(|e| e.to_string())?;
     let mut input = String::new();
-    io::stdin().read_to_string(&mut input).map_err(|e| format!("agent: stdin: {e}"))?;
+    io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| format!("agent: stdin: {e}"))?;
     let plan: Plan = serde_json::from_str(&input).map_err(|e| format!("agent: plan: {e}"))?;
     let plan = Arc::new(plan);
     let out: Out = Arc::new(Mutex::new(io::stdout()));
     let listener = socket(&plan).map_err(|e| e.to_string())?;
     listener.set_reuse_address(true).map_err(|e| e.to_string())?;
     let any = SocketAddr::from(([0, 0, 0, 0], plan.port));
-    listener.bind(&SockAddr::from(any)).map_err(|e| format!("agent: bind {any}: {e}"))?;
+    listener
+        .bind(&SockAddr::from(any))
+        .map_err(|e| format!("agent: bind {any}: {e}"))?;
     listener.listen(1024).map_err(|e| e.to_string())?;
     {
         let out = out.clone();
@@ -112,7 +128,13 @@ pub fn main() -> Result<(), String> {
         let (plan, out) = (plan.clone(), out.clone());
         std::thread::spawn(move || {
             if let Err(e) = connect_one(&plan, &f, &out) {
-                emit(&out, &Event::Error { id: f.id, msg: e.to_string() });
+                emit(
+                    &out,
+                    &Event::Error {
+                        id: f.id,
+                        msg: e.to_string(),
+                    },
+                );
             }
         });
     }
@@ -153,13 +175,25 @@ fn drain_to_eof(s: &mut TcpStream) {
 
 fn retrans(s: &TcpStream, id: u64, out: &Out) {
     if let Ok(ti) = tailcut_sys::tcpinfo::tcp_info(s.as_fd()) {
-        emit(out, &Event::Retrans { id, segments: ti.total_retrans });
+        emit(
+            out,
+            &Event::Retrans {
+                id,
+                segments: ti.total_retrans,
+            },
+        );
     }
 }
 
 fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
     let s = socket(plan)?;
-    emit(out, &Event::Start { id: f.id, t: monotonic_ns() });
+    emit(
+        out,
+        &Event::Start {
+            id: f.id,
+            t: monotonic_ns(),
+        },
+    );
     s.connect(&SockAddr::from(f.to))?;
     let mut s: TcpStream = s.into();
     s.set_nodelay(true)?;
@@ -171,7 +205,13 @@ fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
     write_zeros(&mut s, f.data)?;
     if f.reply > 0 {
         read_exact_discard(&mut s, f.reply)?;
-        emit(out, &Event::Finish { id: f.id, t: monotonic_ns() });
+        emit(
+            out,
+            &Event::Finish {
+                id: f.id,
+                t: monotonic_ns(),
+            },
+        );
         s.shutdown(Shutdown::Both)?;
     } else {
         s.shutdown(Shutdown::Write)?;
@@ -191,7 +231,13 @@ fn accept_one(mut s: TcpStream, out: &Out) {
     let r = (|| -> io::Result<()> {
         read_exact_discard(&mut s, data)?;
         if reply == 0 {
-            emit(out, &Event::Finish { id, t: monotonic_ns() });
+            emit(
+                out,
+                &Event::Finish {
+                    id,
+                    t: monotonic_ns(),
+                },
+            );
             s.shutdown(Shutdown::Both)?;
         } else {
             s.set_nodelay(true)?;
@@ -203,6 +249,12 @@ fn accept_one(mut s: TcpStream, out: &Out) {
         Ok(())
     })();
     if let Err(e) = r {
-        emit(out, &Event::Error { id, msg: e.to_string() });
+        emit(
+            out,
+            &Event::Error {
+                id,
+                msg: e.to_string(),
+            },
+        );
     }
 }

@@ -17,7 +17,9 @@ pub fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<
         None => Ok(None),
         Some(i) => {
             let v = args.get(i + 1).ok_or_else(|| format!("{name}: missing value"))?;
-            v.parse().map(Some).map_err(|_| format!("{name}: cannot parse '{v}'"))
+            v.parse()
+                .map(Some)
+                .map_err(|_| format!("{name}: cannot parse '{v}'"))
         }
     }
 }
@@ -51,7 +53,9 @@ pub fn hold(args: &[String]) -> Result<(), String> {
     let mut children = Vec::new();
     let mut inodes = Vec::new();
     for h in tb.hosts() {
-        let c = h.spawn(Command::new("sleep").arg("600")).map_err(|e| format!("spawn sleep: {e}"))?;
+        let c = h
+            .spawn(Command::new("sleep").arg("600"))
+            .map_err(|e| format!("spawn sleep: {e}"))?;
         children.push(c.id());
         inodes.push(h.inode().map_err(|e| e.to_string())?);
     }
@@ -78,7 +82,12 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let spin_us: u64 = flag(args, "--spin-us")?.unwrap_or(60);
     let cc: Option<String> = flag(args, "--cc")?;
     let tb = Testbed::start(TestbedSpec {
-        topo: star(2, rate_mbit * 1_000_000, Dur::from_micros(delay_us), buffer_kb * 1000)?,
+        topo: star(
+            2,
+            rate_mbit * 1_000_000,
+            Dur::from_micros(delay_us),
+            buffer_kb * 1000,
+        )?,
         faults: vec![],
         seed: 1,
         host: HostSetup::default(),
@@ -105,27 +114,33 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     });
     rx.recv().map_err(|e| e.to_string())?;
     let before = tb.hosts()[0].netstat().map_err(|e| e.to_string())?;
-    let started = std::time::Instant::now();
+    let started = tailcut_sys::clock::monotonic_ns();
     let client = std::thread::spawn(move || -> Result<(), String> {
         h0.enter().map_err(|e| e.to_string())?;
-        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).map_err(|e| e.to_string())?;
+        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+            .map_err(|e| e.to_string())?;
         if let Some(cc) = &cc {
-            s.set_tcp_congestion(cc.as_bytes()).map_err(|e| format!("--cc {cc}: {e}"))?;
+            s.set_tcp_congestion(cc.as_bytes())
+                .map_err(|e| format!("--cc {cc}: {e}"))?;
         }
         s.connect(&to.into()).map_err(|e| e.to_string())?;
         let mut s: TcpStream = s.into();
         let buf = vec![0u8; 1 << 20];
-        let end = std::time::Instant::now() + Duration::from_secs_f64(seconds);
-        while std::time::Instant::now() < end {
+        let end = tailcut_sys::clock::monotonic_ns() + (seconds * 1e9) as u64;
+        while tailcut_sys::clock::monotonic_ns() < end {
             s.write_all(&buf).map_err(|e| e.to_string())?;
         }
         Ok(())
     });
     client.join().map_err(|_| "client panicked")??;
     let bytes = server.join().map_err(|_| "server panicked")??;
-    let secs = started.elapsed().as_secs_f64();
+    let secs = (tailcut_sys::clock::monotonic_ns() - started) as f64 / 1e9;
     let after = tb.hosts()[0].netstat().map_err(|e| e.to_string())?;
-    let tun_drops: u64 = tb.hosts()[0].tun_tx_drops().map_err(|e| e.to_string())?.iter().sum();
+    let tun_drops: u64 = tb.hosts()[0]
+        .tun_tx_drops()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .sum();
     let report = tb.stop().map_err(|e| e.to_string())?;
     let hops: u64 = report.ports.iter().map(|p| p.counters.tx_packets).sum();
     let fabric_secs = report.elapsed_ns as f64 / 1e9;
@@ -141,6 +156,9 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         "retrans_segs": after.get("Tcp.RetransSegs") - before.get("Tcp.RetransSegs"),
         "loadavg": std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
     });
-    println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?
+    );
     Ok(())
 }

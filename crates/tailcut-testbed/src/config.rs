@@ -61,7 +61,10 @@ impl TestbedConfig {
     /// Checks values; errors name the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(self.rate_scale > 0.0 && self.rate_scale.is_finite()) {
-            return Err(format!("testbed.rate_scale: must be > 0, got {}", self.rate_scale));
+            return Err(format!(
+                "testbed.rate_scale: must be > 0, got {}",
+                self.rate_scale
+            ));
         }
         if !(576..=65_535).contains(&self.mtu) {
             return Err(format!("testbed.mtu: must be in [576, 65535], got {}", self.mtu));
@@ -75,7 +78,9 @@ impl TestbedConfig {
         }
         for k in self.sysctls.keys() {
             if !k.starts_with("net.") {
-                return Err(format!("testbed.sysctls.{k}: only net.* sysctls are per namespace"));
+                return Err(format!(
+                    "testbed.sysctls.{k}: only net.* sysctls are per namespace"
+                ));
             }
         }
         if self.max_hosts == 0 {

@@ -32,7 +32,9 @@ const WARMUP: Duration = Duration::from_millis(300);
 pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), String> {
     let mut table: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
     let tb = match table.remove("testbed") {
-        Some(v) => serde_path_to_error::deserialize(v).map_err(|e| format!("testbed.{}: {}", e.path(), e.inner()))?,
+        Some(v) => {
+            serde_path_to_error::deserialize(v).map_err(|e| format!("testbed.{}: {}", e.path(), e.inner()))?
+        }
         None => TestbedConfig::default(),
     };
     tb.validate()?;
@@ -66,10 +68,14 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
             ));
         }
         if s.shim.is_some() {
-            return Err(format!("schemes[{i}].shim: host shims are not run on the testbed yet"));
+            return Err(format!(
+                "schemes[{i}].shim: host shims are not run on the testbed yet"
+            ));
         }
         if s.applies_to.is_some() {
-            return Err(format!("schemes[{i}].applies_to: every component runs on the scheme's stack on the testbed"));
+            return Err(format!(
+                "schemes[{i}].applies_to: every component runs on the scheme's stack on the testbed"
+            ));
         }
     }
     for (i, c) in exp.workload.iter().enumerate() {
@@ -80,7 +86,9 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
         }
     }
     if exp.other_traffic.is_some() {
-        return Err("other_traffic: not supported on the testbed (every component uses the scheme's stack)".into());
+        return Err(
+            "other_traffic: not supported on the testbed (every component uses the scheme's stack)".into(),
+        );
     }
     Ok(())
 }
@@ -152,18 +160,24 @@ fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
     Some(sorted[rank - 1])
 }
 
-/// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries.
-pub fn run_experiment(exp: &Experiment, tb: &TestbedConfig) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
+/// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries. `agent` is the
+/// `tailcut-testbed` binary, started in every host as `agent`.
+pub fn run_experiment(
+    exp: &Experiment,
+    tb: &TestbedConfig,
+    agent: &Path,
+) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
     let base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
     let net = Network::build(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
     let (rack, nic_rate_bps) = net.host_info();
     // The simulator's generator on the unscaled topology, so the flows are the simulator's.
-    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed).map_err(|e| e.to_string())?;
+    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
+        .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     let mut summaries = Vec::new();
     for s in &exp.schemes {
-        let (r, sum) = run_scheme(exp, tb, s, &flows)?;
+        let (r, sum) = run_scheme(exp, tb, s, &flows, agent)?;
         rows.extend(r);
         summaries.push(sum);
     }
@@ -175,6 +189,7 @@ fn run_scheme(
     tb: &TestbedConfig,
     s: &SchemeConfig,
     flows: &[FlowSpec],
+    exe: &Path,
 ) -> Result<(Vec<FlowRow>, SchemeSummary), String> {
     let queues = s.network.as_ref().unwrap_or(&exp.network);
     let mut spec = topo::build(&exp.topology, queues).map_err(|e| format!("topology: {e}"))?;
@@ -193,7 +208,11 @@ fn run_scheme(
         loop_cfg: LoopConfig { spin: tb.spin },
     })?;
     let hosts = bed.hosts().to_vec();
-    let before: Vec<_> = hosts.iter().map(|h| h.netstat()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let before: Vec<_> = hosts
+        .iter()
+        .map(|h| h.netstat())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     let zero = monotonic_ns() + WARMUP.as_nanos() as u64;
     // Per host: the flows it connects for. A plain flow's sender connects; for request/response the
     // client (the data receiver) connects and sends the request.
@@ -220,7 +239,6 @@ fn run_scheme(
             start_ns: zero + f.start.0,
         });
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
     let (tx, rx) = mpsc::channel::<Event>();
     let mut agents: Vec<Child> = Vec::new();
     let stop_all = |agents: &mut Vec<Child>| {
@@ -231,11 +249,18 @@ fn run_scheme(
     };
     for (h, plan) in hosts.iter().zip(&plans) {
         let mut child = h
-            .spawn(Command::new(&exe).arg("agent").stdin(Stdio::piped()).stdout(Stdio::piped()))
+            .spawn(
+                Command::new(exe)
+                    .arg("agent")
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped()),
+            )
             .map_err(|e| format!("host {}: cannot start the agent: {e}", h.name))?;
         let plan_json = serde_json::to_vec(plan).map_err(|e| e.to_string())?;
         let mut stdin = child.stdin.take().expect("piped");
-        stdin.write_all(&plan_json).map_err(|e| format!("host {}: agent stdin: {e}", h.name))?;
+        stdin
+            .write_all(&plan_json)
+            .map_err(|e| format!("host {}: agent stdin: {e}", h.name))?;
         drop(stdin);
         let stdout = child.stdout.take().expect("piped");
         let tx = tx.clone();
@@ -263,7 +288,8 @@ fn run_scheme(
     let wanted_retrans = flows.len();
     let mut got_retrans = 0;
     while (done < n || got_retrans < wanted_retrans) && monotonic_ns() < deadline {
-        let wait = Duration::from_nanos(deadline.saturating_sub(monotonic_ns())).min(Duration::from_millis(100));
+        let wait =
+            Duration::from_nanos(deadline.saturating_sub(monotonic_ns())).min(Duration::from_millis(100));
         match rx.recv_timeout(wait) {
             Ok(Event::Ready) => ready += 1,
             Ok(Event::Start { id, t }) => start[id as usize] = Some(t),
@@ -295,7 +321,11 @@ fn run_scheme(
         }
     }
     stop_all(&mut agents);
-    let after: Vec<_> = hosts.iter().map(|h| h.netstat()).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let after: Vec<_> = hosts
+        .iter()
+        .map(|h| h.netstat())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
     let mut tun_tx_drops = 0;
     for h in &hosts {
         tun_tx_drops += h.tun_tx_drops().map_err(|e| e.to_string())?.iter().sum::<u64>();
@@ -304,7 +334,11 @@ fn run_scheme(
     let kernel = KERNEL_COUNTERS
         .iter()
         .map(|k| {
-            let d: u64 = before.iter().zip(&after).map(|(b, a)| a.get(k).saturating_sub(b.get(k))).sum();
+            let d: u64 = before
+                .iter()
+                .zip(&after)
+                .map(|(b, a)| a.get(k).saturating_sub(b.get(k)))
+                .sum();
             (k.to_string(), d)
         })
         .collect();
@@ -363,7 +397,10 @@ pub fn write_outputs(out: &Path, rows: &[FlowRow], summaries: &[SchemeSummary]) 
         }
         cols
     };
-    let flow_vals = rows.iter().map(|r| serde_json::to_value(r).expect("plain data")).collect();
+    let flow_vals = rows
+        .iter()
+        .map(|r| serde_json::to_value(r).expect("plain data"))
+        .collect();
     let mut port_vals = Vec::new();
     for s in summaries {
         for p in &s.fabric.ports {
@@ -401,15 +438,22 @@ mod erased {
 
 /// `run FILE --out DIR [--overwrite]`.
 pub fn cli(args: &[String]) -> Result<(), String> {
-    let file = args.first().filter(|a| !a.starts_with("--")).ok_or("run: missing FILE")?;
+    let file = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .ok_or("run: missing FILE")?;
     let out: String = crate::cli::flag(args, "--out")?.ok_or("run: missing --out DIR")?;
     let out = Path::new(&out);
     if out.exists() && !args.iter().any(|a| a == "--overwrite") {
-        return Err(format!("--out {}: exists (pass --overwrite to replace its files)", out.display()));
+        return Err(format!(
+            "--out {}: exists (pass --overwrite to replace its files)",
+            out.display()
+        ));
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
     let (exp, tb) = load(&text).map_err(|e| format!("{file}: {e}"))?;
-    let (rows, summaries) = run_experiment(&exp, &tb).map_err(|e| format!("{file}: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
+    let (rows, summaries) = run_experiment(&exp, &tb, &exe).map_err(|e| format!("{file}: {e}"))?;
     write_outputs(out, &rows, &summaries)?;
     for s in &summaries {
         eprintln!(
@@ -424,3 +468,6 @@ pub fn cli(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

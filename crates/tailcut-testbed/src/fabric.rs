@@ -147,7 +147,11 @@ impl Fabric {
 
     /// Runs until `stop` is set; `control` delivers fault actions to apply after a delay from the
     /// moment they are received.
-    pub fn run(&mut self, stop: &AtomicBool, control: &Receiver<(Dur, FaultAction)>) -> io::Result<FabricReport> {
+    pub fn run(
+        &mut self,
+        stop: &AtomicBool,
+        control: &Receiver<(Dur, FaultAction)>,
+    ) -> io::Result<FabricReport> {
         let poller = Poller::new()?;
         for (i, t) in self.tuns.iter().enumerate() {
             poller.add(t.as_fd(), i as u64)?;

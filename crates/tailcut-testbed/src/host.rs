@@ -132,7 +132,9 @@ impl HostNs {
         let n = self.ips.len();
         self.run(move || -> io::Result<Vec<u64>> {
             let dev = std::fs::read_to_string("/proc/thread-self/net/dev")?;
-            (0..n).map(|k| tx_dropped(&dev, &crate::addr::AddrTable::ifname(k))).collect()
+            (0..n)
+                .map(|k| tx_dropped(&dev, &crate::addr::AddrTable::ifname(k)))
+                .collect()
         })?
     }
 

@@ -91,7 +91,11 @@ impl Lateness {
     pub fn summary(&self) -> LatenessSummary {
         LatenessSummary {
             events: self.n,
-            mean_ns: if self.n == 0 { 0 } else { (self.sum_ns / u128::from(self.n)) as u64 },
+            mean_ns: if self.n == 0 {
+                0
+            } else {
+                (self.sum_ns / u128::from(self.n)) as u64
+            },
             p50_ns: self.quantile(0.5),
             p99_ns: self.quantile(0.99),
             max_ns: self.max_ns,

@@ -29,7 +29,8 @@ fn parse_into(text: &str, out: &mut BTreeMap<String, u64>) {
     let lines: Vec<&str> = text.lines().collect();
     for pair in lines.chunks(2) {
         let [names, values] = pair else { continue };
-        let (Some((group, names)), Some((_, values))) = (names.split_once(':'), values.split_once(':')) else {
+        let (Some((group, names)), Some((_, values))) = (names.split_once(':'), values.split_once(':'))
+        else {
             continue;
         };
         for (n, v) in names.split_whitespace().zip(values.split_whitespace()) {

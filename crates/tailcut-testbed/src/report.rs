@@ -93,6 +93,8 @@ impl FabricReport {
 
     /// Packets lost anywhere in the fabric.
     pub fn total_dropped(&self) -> u64 {
-        self.ports.iter().map(|p| p.counters.dropped()).sum::<u64>() + self.rejects.no_route + self.rejects.cut_delivered
+        self.ports.iter().map(|p| p.counters.dropped()).sum::<u64>()
+            + self.rejects.no_route
+            + self.rejects.cut_delivered
     }
 }

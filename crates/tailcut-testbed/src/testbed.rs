@@ -55,7 +55,10 @@ impl Testbed {
             }
             hosts.push(host);
         }
-        let tuns = tuns.into_iter().map(|t| t.expect("every address has a NIC")).collect();
+        let tuns = tuns
+            .into_iter()
+            .map(|t| t.expect("every address has a NIC"))
+            .collect();
         let stop = Arc::new(AtomicBool::new(false));
         let (control, rx) = mpsc::channel();
         let mut fabric = Fabric::new(net, addrs, tuns, faults, spec.loop_cfg);
@@ -103,7 +106,9 @@ impl Testbed {
     fn stop_fabric(&mut self) -> io::Result<FabricReport> {
         self.stop.store(true, Ordering::Relaxed);
         match self.fabric.take() {
-            Some(h) => h.join().map_err(|_| io::Error::other("the fabric thread panicked"))?,
+            Some(h) => h
+                .join()
+                .map_err(|_| io::Error::other("the fabric thread panicked"))?,
             None => Err(io::Error::other("the fabric was already stopped")),
         }
     }

@@ -15,7 +15,9 @@ use tailcut_proto::Dur;
 use tailcut_sim::fault::{Direction, FaultConfig, LinkRef};
 use tailcut_sim::net::aqm::AqmConfig;
 use tailcut_sim::net::link::LossConfig;
-use tailcut_sim::topo::{self, LeafSpine, LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec};
+use tailcut_sim::topo::{
+    self, LeafSpine, LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec,
+};
 use tailcut_testbed::fabric::LoopConfig;
 use tailcut_testbed::{probe, HostSetup, Testbed, TestbedSpec};
 
@@ -71,7 +73,11 @@ fn two_hosts(rate_in: u64, rate_out: u64, buffer: u64, aqm: AqmConfig) -> TopoSp
         tier: 0,
     };
     TopoSpec {
-        nodes: vec![node("h0", NodeKind::Host), node("h1", NodeKind::Host), node("sw0", NodeKind::Switch)],
+        nodes: vec![
+            node("h0", NodeKind::Host),
+            node("h1", NodeKind::Host),
+            node("sw0", NodeKind::Switch),
+        ],
         links: vec![link(0, 2, rate_in), link(1, 2, rate_out)],
         host_rack: vec![0, 0],
         host_tsq: 0,
@@ -138,7 +144,10 @@ fn bytes_arrive_intact_through_a_lossy_ecmp_fabric() {
     let mut servers = Vec::new();
     let mut clients = Vec::new();
     for f in 0..8u16 {
-        let (src, dst) = (tb.hosts()[(f % 2) as usize].clone(), tb.hosts()[2 + (f % 2) as usize].clone());
+        let (src, dst) = (
+            tb.hosts()[(f % 2) as usize].clone(),
+            tb.hosts()[2 + (f % 2) as usize].clone(),
+        );
         let to = addr(dst.ips[0], 7000 + f);
         let (bound_tx, bound_rx) = mpsc::channel();
         servers.push(thread::spawn(move || {
@@ -165,7 +174,10 @@ fn bytes_arrive_intact_through_a_lossy_ecmp_fabric() {
     let report = tb.stop().unwrap();
     assert!(intact.iter().all(|&ok| ok), "flows intact: {intact:?}");
     let up = |spine: &str| report.port("leaf0", spine).unwrap().counters;
-    assert!(up("spine0").tx_packets > 100 && up("spine1").tx_packets > 100, "ECMP used both spines");
+    assert!(
+        up("spine0").tx_packets > 100 && up("spine1").tx_packets > 100,
+        "ECMP used both spines"
+    );
     let lost: u64 = ["spine0", "spine1"].iter().map(|s| up(s).dropped_link_loss).sum();
     assert!(lost > 0, "the fabric lost packets");
 }
@@ -175,7 +187,12 @@ fn ecn_marks_reach_the_receiver_as_ce() {
     let Some(_g) = realnet("ecn_marks_reach_the_receiver_as_ce") else {
         return;
     };
-    let topo = two_hosts(100_000_000, 10_000_000, 2_000_000, AqmConfig::Ecn { k: Bytes(3_000) });
+    let topo = two_hosts(
+        100_000_000,
+        10_000_000,
+        2_000_000,
+        AqmConfig::Ecn { k: Bytes(3_000) },
+    );
     let tb = start(topo, vec![], HostSetup::default());
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let before = h1.netstat().unwrap();
@@ -207,7 +224,10 @@ fn ecn_marks_reach_the_receiver_as_ce() {
     let ect0 = after.get("IpExt.InECT0Pkts") - before.get("IpExt.InECT0Pkts");
     assert_eq!(received, SENT, "nothing lost: the buffer holds the burst");
     assert!(marked > 0, "the queue passed K");
-    assert_eq!(ce, marked, "every CE mark the port made reached the receiver's IP layer");
+    assert_eq!(
+        ce, marked,
+        "every CE mark the port made reached the receiver's IP layer"
+    );
     assert_eq!(ect0 + ce, SENT, "the other packets arrived ECT(0)");
 }
 
@@ -260,11 +280,21 @@ fn fabric_drops_equal_the_datagrams_the_receiver_missed() {
     let report = tb.stop().unwrap();
     let dropped = report.total_dropped();
     let port = report.port("sw0", "h1").unwrap().counters;
-    assert!(port.dropped_overflow > 0 && port.dropped_link_loss > 0, "{port:?}");
+    assert!(
+        port.dropped_overflow > 0 && port.dropped_link_loss > 0,
+        "{port:?}"
+    );
     assert_eq!(after.get("Udp.RcvbufErrors"), before.get("Udp.RcvbufErrors"));
-    assert_eq!(after.get("Udp.InDatagrams") - before.get("Udp.InDatagrams"), received);
+    assert_eq!(
+        after.get("Udp.InDatagrams") - before.get("Udp.InDatagrams"),
+        received
+    );
     assert_eq!(report.in_flight, 0);
-    assert_eq!(SENT, received + dropped + tun_drops, "sent = received + fabric drops + TUN drops");
+    assert_eq!(
+        SENT,
+        received + dropped + tun_drops,
+        "sent = received + fabric drops + TUN drops"
+    );
 }
 
 #[test]
@@ -358,7 +388,13 @@ fn blackhole_plane_one() -> FaultConfig {
 
 /// Sends `first` bytes, black-holes plane 1, then sends `rest`; returns how many bytes the receiver
 /// got within `deadline` and whether they were the right ones.
-fn transfer_across_blackhole(tb: &Testbed, mptcp: bool, first: usize, rest: usize, deadline: Duration) -> (usize, bool) {
+fn transfer_across_blackhole(
+    tb: &Testbed,
+    mptcp: bool,
+    first: usize,
+    rest: usize,
+    deadline: Duration,
+) -> (usize, bool) {
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let proto = if mptcp { Some(Protocol::MPTCP) } else { None };
     let port = if mptcp { 7201 } else { 7200 };
@@ -369,7 +405,8 @@ fn transfer_across_blackhole(tb: &Testbed, mptcp: bool, first: usize, rest: usiz
         h1.enter().unwrap();
         let l = Socket::new(Domain::IPV4, Type::STREAM, proto).unwrap();
         l.set_reuse_address(true).unwrap();
-        l.bind(&SockAddr::from(addr(Ipv4Addr::UNSPECIFIED, port))).unwrap();
+        l.bind(&SockAddr::from(addr(Ipv4Addr::UNSPECIFIED, port)))
+            .unwrap();
         l.listen(8).unwrap();
         bound_tx.send(()).unwrap();
         let (s, _) = l.accept().unwrap();
@@ -377,9 +414,12 @@ fn transfer_across_blackhole(tb: &Testbed, mptcp: bool, first: usize, rest: usiz
         s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
         let mut got = Vec::with_capacity(total);
         let mut buf = vec![0u8; 65536];
-        let started = std::time::Instant::now();
+        let started = tailcut_sys::clock::monotonic_ns();
         let mut told = false;
-        while got.len() < total && started.elapsed() < deadline + Duration::from_secs(3) {
+        while got.len() < total
+            && tailcut_sys::clock::monotonic_ns() - started
+                < (deadline + Duration::from_secs(3)).as_nanos() as u64
+        {
             match s.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => got.extend_from_slice(&buf[..n]),
@@ -400,7 +440,8 @@ fn transfer_across_blackhole(tb: &Testbed, mptcp: bool, first: usize, rest: usiz
         thread::spawn(move || {
             h0.enter().unwrap();
             let s = Socket::new(Domain::IPV4, Type::STREAM, proto).unwrap();
-            s.connect_timeout(&SockAddr::from(to), Duration::from_secs(5)).unwrap();
+            s.connect_timeout(&SockAddr::from(to), Duration::from_secs(5))
+                .unwrap();
             let mut s: TcpStream = s.into();
             s.write_all(&data[..first]).unwrap();
             // The second part goes out once the fault is on; the writer may block behind it.
@@ -409,7 +450,9 @@ fn transfer_across_blackhole(tb: &Testbed, mptcp: bool, first: usize, rest: usiz
         })
     };
     let (s, data) = client.join().unwrap();
-    got_rx.recv_timeout(Duration::from_secs(10)).expect("the first part arrived");
+    got_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the first part arrived");
     tb.fault_now(&blackhole_plane_one()).unwrap();
     let writer = thread::spawn(move || {
         let mut s = s;
@@ -433,8 +476,14 @@ fn blackholed_path_times_out_linux_tcp() {
     let after = tb.hosts()[0].netstat().unwrap();
     drop(tb);
     assert!(ok, "what arrived is intact");
-    assert!(got < 1_200_000, "TCP cannot finish over its only, black-holed path");
-    assert!(after.get("TcpExt.TCPTimeouts") > before.get("TcpExt.TCPTimeouts"), "RTOs fired");
+    assert!(
+        got < 1_200_000,
+        "TCP cannot finish over its only, black-holed path"
+    );
+    assert!(
+        after.get("TcpExt.TCPTimeouts") > before.get("TcpExt.TCPTimeouts"),
+        "RTOs fired"
+    );
 }
 
 #[test]
@@ -451,7 +500,10 @@ fn mptcp_with_two_subflows_survives_a_blackholed_path() {
     let joins = tb.hosts()[0].netstat().unwrap().get("MPTcpExt.MPJoinSynAckRx");
     let report = tb.stop().unwrap();
     assert!(joins >= 1, "a second subflow joined");
-    assert!(report.port("s1", "h1").unwrap().counters.dropped_link_loss > 0, "plane 1 black-holed");
+    assert!(
+        report.port("s1", "h1").unwrap().counters.dropped_link_loss > 0,
+        "plane 1 black-holed"
+    );
     assert!(ok, "bytes intact");
     assert_eq!(got, 1_200_000, "MPTCP finished over the second subflow");
 }
@@ -463,7 +515,10 @@ fn root_net_state() -> (Vec<String>, String) {
         String::from_utf8(out.stdout).unwrap()
     };
     // Drop the per-line counters that change between calls (ip -o link prints no counters).
-    let links = run(&["-o", "link"]).lines().map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()).collect();
+    let links = run(&["-o", "link"])
+        .lines()
+        .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        .collect();
     (links, run(&["netns", "list"]))
 }
 
@@ -477,7 +532,11 @@ fn held_netns_inodes() -> Vec<u64> {
     };
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let dir = e.path();
-        if !e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) {
+        if !e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
             continue;
         }
         out.extend(parse(&dir.join("ns/net")));
@@ -503,24 +562,44 @@ fn nothing_remains_after_the_emulator_is_killed() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(emu.stdout.take().unwrap()), &mut line).unwrap();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(emu.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
     let info: serde_json::Value = serde_json::from_str(&line).unwrap();
-    let children: Vec<u64> = info["children"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
-    let inodes: Vec<u64> = info["netns_inodes"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+    let children: Vec<u64> = info["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    let inodes: Vec<u64> = info["netns_inodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
     assert_eq!(children.len(), 3);
     let held = held_netns_inodes();
-    assert!(inodes.iter().all(|i| held.contains(i)), "the namespaces exist while it runs");
+    assert!(
+        inodes.iter().all(|i| held.contains(i)),
+        "the namespaces exist while it runs"
+    );
     emu.kill().unwrap(); // SIGKILL: no destructor runs
     emu.wait().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
     loop {
         let alive: Vec<u64> = children
             .iter()
             .copied()
             .filter(|p| {
                 std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
-                    && std::fs::read_link(format!("/proc/{p}/ns/net"))
-                        .is_ok_and(|l| inodes.iter().any(|i| l.to_string_lossy().contains(&i.to_string())))
+                    && std::fs::read_link(format!("/proc/{p}/ns/net")).is_ok_and(|l| {
+                        inodes
+                            .iter()
+                            .any(|i| l.to_string_lossy().contains(&i.to_string()))
+                    })
             })
             .collect();
         let held = held_netns_inodes();
@@ -528,8 +607,85 @@ fn nothing_remains_after_the_emulator_is_killed() {
         if alive.is_empty() && leaked.is_empty() {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "left behind: processes {alive:?}, namespaces {leaked:?}");
+        assert!(
+            tailcut_sys::clock::monotonic_ns() < deadline,
+            "left behind: processes {alive:?}, namespaces {leaked:?}"
+        );
         thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(root_net_state(), before, "no interface or named namespace added to the root namespace");
+    assert_eq!(
+        root_net_state(),
+        before,
+        "no interface or named namespace added to the root namespace"
+    );
+}
+
+#[test]
+fn an_experiment_file_runs_on_real_hosts() {
+    let Some(_g) = realnet("an_experiment_file_runs_on_real_hosts") else {
+        return;
+    };
+    let text = r#"
+name = "tb"
+seed = 3
+max_time = "2s"
+[topology]
+kind = "dumbbell"
+left = 2
+right = 2
+host_rate = "100Mbps"
+bottleneck_rate = "100Mbps"
+[[faults]]
+kind = "loss"
+link = { between = ["swl", "swr"] }
+model = { kind = "bernoulli", p = 0.02 }
+[[workload]]
+name = "plain"
+pattern = { kind = "all_to_all" }
+fixed = "30KB"
+flows = 20
+rate_per_host = 40
+[[workload]]
+name = "rpc"
+pattern = { kind = "all_to_all" }
+fixed = "20KB"
+request_bytes = "200B"
+flows = 20
+rate_per_host = 40
+[[schemes]]
+name = "linux"
+transport = "tcp"
+[testbed]
+rto_min_us = 5000
+congestion_control = "cubic"
+"#;
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 40);
+    let incomplete: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| (r.flow_id, r.error.clone()))
+        .collect();
+    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    assert!(
+        rows.iter().all(|r| r.retransmitted_segments.is_some()),
+        "every data sender reported TCP_INFO"
+    );
+    let s = &summaries[0];
+    let lost: u64 = s.fabric.ports.iter().map(|p| p.counters.dropped_link_loss).sum();
+    let retrans: u64 = rows
+        .iter()
+        .map(|r| u64::from(r.retransmitted_segments.unwrap()))
+        .sum();
+    assert!(lost > 0);
+    assert!(
+        s.kernel["Tcp.RetransSegs"] >= retrans,
+        "per-flow retransmits are a part of the namespaces' total"
+    );
 }
