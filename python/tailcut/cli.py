@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailcut import _core
+from tailcut import _core, testbed
 from tailcut.config import apply_overrides, experiment_name, load_config, resolve
 from tailcut.outdir import OutputError
 
@@ -121,6 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
 
     sub.add_parser("schemes", help="list the schemes and their parameters")
+
+    testbed.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
     p.add_argument("dirs", nargs="+", type=Path)
@@ -320,6 +322,7 @@ COMMANDS = {
     "validate": cmd_validate,
     "schemes": cmd_schemes,
     "report": cmd_report,
+    "testbed": testbed.cmd,
 }
 
 

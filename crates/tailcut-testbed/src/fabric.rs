@@ -356,3 +356,6 @@ impl Fabric {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
