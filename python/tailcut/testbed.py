@@ -26,7 +26,7 @@ BINARY_ENV = "TAILCUT_TESTBED_BIN"
 
 
 def find_binary() -> Path:
-    """The ``tailcut-testbed`` binary: ``$TAILCUT_TESTBED_BIN``, then ``PATH``, then this checkout's
+    """The ``tailcut-testbed`` binary: ``$TAILCUT_TESTBED_BIN``, then ``PATH``, then the current checkout's
     ``target/release`` (where ``cargo build --release -p tailcut-testbed`` puts it)."""
     env = os.environ.get(BINARY_ENV)
     if env:
@@ -36,7 +36,7 @@ def find_binary() -> Path:
     found = shutil.which(BINARY)
     if found:
         return Path(found)
-    local = Path(__file__).resolve().parents[2] / "target" / "release" / BINARY
+    local = Path.cwd() / "target" / "release" / BINARY
     if local.is_file():
         return local
     raise OutputError(

@@ -43,9 +43,7 @@ rto_min_us = 5000
 
 def _binary() -> Path:
     """Build the binary if needed (cargo is incremental; `make test` has built it already)."""
-    subprocess.run(
-        ["cargo", "build", "--release", "-q", "-p", "tailcut-testbed"], cwd=ROOT, check=True
-    )
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "tailcut-testbed"], cwd=ROOT, check=True)
     return ROOT / "target" / "release" / "tailcut-testbed"
 
 
@@ -68,7 +66,9 @@ def test_binary_is_found_through_the_environment(tmp_path: Path, monkeypatch: py
         testbed.find_binary()
 
 
-def test_unsupported_scheme_is_an_error_naming_the_field(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unsupported_scheme_is_an_error_naming_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(testbed.BINARY_ENV, str(_binary()))
     exp = tmp_path / "e.toml"
     exp.write_text(EXPERIMENT.replace('transport = "tcp"', 'transport = "fuso"'))
@@ -78,7 +78,8 @@ def test_unsupported_scheme_is_an_error_naming_the_field(tmp_path: Path, monkeyp
 
 
 def test_tables_become_parquet_with_the_simulator_columns(tmp_path: Path) -> None:
-    (tmp_path / "flows.json").write_text('{"flow_id": [0, 1], "fct_ns": [5, null], "completed": [true, false]}')
+    flows_json = '{"flow_id": [0, 1], "fct_ns": [5, null], "completed": [true, false]}'
+    (tmp_path / "flows.json").write_text(flows_json)
     (tmp_path / "ports.json").write_text('{"node": ["h0"], "tx_packets": [3]}')
     testbed.convert_tables(tmp_path)
     flows = pd.read_parquet(tmp_path / "flows.parquet")
