@@ -16,6 +16,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use tailcut_proto::Dur;
 use tailcut_sim::config::{Experiment, SchemeConfig};
 use tailcut_sim::fault::FaultConfig;
 use tailcut_sim::net::Network;
@@ -25,6 +26,9 @@ use tailcut_sys::clock::monotonic_ns;
 
 /// Kernel stacks a scheme's `transport` can name on the testbed.
 const KERNEL_TRANSPORTS: [&str; 2] = ["tcp", "mptcp"];
+/// Scheme parameters with a kernel equivalent, so that one file runs in both worlds: `min_rto` sets
+/// `net.ipv4.tcp_rto_min_us`, `ecn` sets `net.ipv4.tcp_ecn` (each overrides `[testbed]`).
+const KERNEL_PARAMS: [&str; 2] = ["min_rto", "ecn"];
 /// Time between starting the agents and the experiment's time zero.
 const WARMUP: Duration = Duration::from_millis(300);
 
@@ -61,12 +65,15 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
                 KERNEL_TRANSPORTS.join(", ")
             ));
         }
-        if let Some(k) = s.params.keys().next() {
+        if let Some(k) = s.params.keys().find(|k| !KERNEL_PARAMS.contains(&k.as_str())) {
             return Err(format!(
-                "schemes[{i}].params.{k}: the testbed runs the kernel's {}; set kernel parameters in [testbed]",
-                s.transport
+                "schemes[{i}].params.{k}: the testbed runs the kernel's {}, which has no such setting \
+                 (only {} map to sysctls); set kernel parameters in [testbed]",
+                s.transport,
+                KERNEL_PARAMS.join(", ")
             ));
         }
+        scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
         if s.shim.is_some() {
             return Err(format!(
                 "schemes[{i}].shim: host shims are not run on the testbed yet"
@@ -91,6 +98,19 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
         );
     }
     Ok(())
+}
+
+/// `[testbed]` with the scheme's `min_rto` and `ecn` applied.
+fn scheme_kernel_settings(tb: &TestbedConfig, s: &SchemeConfig) -> Result<TestbedConfig, String> {
+    let mut tb = tb.clone();
+    if let Some(v) = s.params.get("min_rto") {
+        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| format!("min_rto: {e}"))?;
+        tb.rto_min_us = Some(d.0 / 1000);
+    }
+    if let Some(v) = s.params.get("ecn") {
+        tb.ecn = v.as_bool().ok_or("ecn: must be true or false")?;
+    }
+    Ok(tb)
 }
 
 fn scale_rates(spec: &mut topo::TopoSpec, faults: &mut [FaultConfig], k: f64) {
@@ -196,6 +216,7 @@ fn run_scheme(
     let mut faults = exp.faults.clone();
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
     let mptcp = s.transport == "mptcp";
+    let tb = &scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
     let bed = Testbed::start(TestbedSpec {
         topo: spec,
         faults,
@@ -204,6 +225,7 @@ fn run_scheme(
             mtu: tb.mtu,
             sysctls: tb.host_sysctls(),
             mptcp_endpoints: mptcp,
+            ..HostSetup::default()
         },
         loop_cfg: LoopConfig { spin: tb.spin },
     })?;

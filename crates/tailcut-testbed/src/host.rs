@@ -22,6 +22,11 @@ pub struct HostSetup {
     /// Announce every NIC after the first as an MPTCP `signal` endpoint, and allow up to 8 subflows,
     /// so that Linux MPTCP opens one subflow per NIC pair.
     pub mptcp_endpoints: bool,
+    /// Packets the kernel may queue on each TUN for the emulator to read (the device's
+    /// `txqueuelen`; Linux's default is 500). TUN has no backpressure: when the emulator thread is
+    /// descheduled for a few milliseconds a full ring drops packets a real NIC would have held back
+    /// (BQL, qdisc), so the default is large and the queueing happens in the host port's model.
+    pub tun_queue_packets: u32,
 }
 
 impl Default for HostSetup {
@@ -30,6 +35,7 @@ impl Default for HostSetup {
             mtu: 1500,
             sysctls: Vec::new(),
             mptcp_endpoints: false,
+            tun_queue_packets: 10_000,
         }
     }
 }
@@ -70,7 +76,10 @@ impl HostNs {
                 for (k, ip) in ips_owned.iter().enumerate() {
                     let dev = crate::addr::AddrTable::ifname(k);
                     tuns.push(tailcut_sys::tun::open(&dev)?);
-                    batch += &format!("link set dev {dev} mtu {} up\n", setup.mtu);
+                    batch += &format!(
+                        "link set dev {dev} mtu {} txqueuelen {} up\n",
+                        setup.mtu, setup.tun_queue_packets
+                    );
                     batch += &format!("addr add {ip}/{} dev {dev}\n", crate::addr::AddrTable::PREFIX);
                 }
                 if setup.mptcp_endpoints {

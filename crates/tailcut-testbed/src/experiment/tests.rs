@@ -44,8 +44,10 @@ fn kernel_schemes_and_testbed_section_load() {
 fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
     let e = err("[[schemes]]\nname = \"f\"\ntransport = \"fuso\"\n");
     assert!(e.starts_with("schemes[0].transport: 'fuso'"), "{e}");
-    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { min_rto = \"5ms\" }\n");
-    assert!(e.starts_with("schemes[0].params.min_rto"), "{e}");
+    let e = err(
+        "[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { min_rto = \"5ms\", mss_bytes = 9000 }\n",
+    );
+    assert!(e.starts_with("schemes[0].params.mss_bytes"), "{e}");
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nmax_hosts = 2\n");
     assert!(e.starts_with("topology: 3 hosts"), "{e}");
     let e =
@@ -81,4 +83,16 @@ fn rate_scale_applies_to_links_and_degrade_faults() {
         panic!()
     };
     assert_eq!(rate.0, 50_000_000);
+}
+
+#[test]
+fn min_rto_and_ecn_params_become_sysctls() {
+    let (exp, tb) = load(&format!(
+        "{BASE}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = {{ min_rto = \"5ms\", ecn = true }}\n"
+    ))
+    .unwrap();
+    check(&exp, &tb, 3).unwrap();
+    let k = scheme_kernel_settings(&tb, &exp.schemes[0]).unwrap();
+    assert_eq!(k.rto_min_us, Some(5000));
+    assert!(k.ecn);
 }
