@@ -187,11 +187,14 @@ pub fn run_experiment(
     tb: &TestbedConfig,
     agent: &Path,
 ) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
-    let base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
+    let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
+    scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::build(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
     let (rack, nic_rate_bps) = net.host_info();
-    // The simulator's generator on the unscaled topology, so the flows are the simulator's.
+    // The simulator's generator with the same seed. It sees the scaled NIC rates, so that a `load`
+    // stays the same fraction of the links; with rate_scale = 1 (or arrivals given per second) the
+    // flows are exactly the simulator's.
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
         .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
