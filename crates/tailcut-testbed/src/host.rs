@@ -66,7 +66,11 @@ impl HostNs {
             s.spawn(|| -> io::Result<(OwnedFd, Vec<File>)> {
                 let ns = tailcut_sys::netns::unshare_new()?;
                 for (k, v) in BASE_SYSCTLS {
-                    write_sysctl(k, v)?;
+                    match write_sysctl(k, v) {
+                        // A kernel built without IPv6 has nothing to turn off.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound && k.starts_with("net.ipv6.") => {}
+                        r => r?,
+                    }
                 }
                 for (k, v) in &setup.sysctls {
                     write_sysctl(k, v)?;
