@@ -690,3 +690,64 @@ congestion_control = "cubic"
         "per-flow retransmits are a part of the namespaces' total"
     );
 }
+
+#[test]
+fn a_downed_link_moves_traffic_to_the_other_spine() {
+    let Some(_g) = realnet("a_downed_link_moves_traffic_to_the_other_spine") else {
+        return;
+    };
+    let topo = topo::build(
+        &topo::TopologyConfig::LeafSpine(LeafSpine {
+            leaves: 2,
+            spines: 2,
+            hosts_per_leaf: 1,
+            host_rate: Rate(100_000_000),
+            fabric_rate: Some(Rate(100_000_000)),
+            oversubscription: None,
+            link_delay: Dur::from_micros(10),
+        }),
+        &SwitchQueues::default(),
+    )
+    .unwrap();
+    let down = FaultConfig::LinkDown {
+        link: LinkRef {
+            between: ["leaf0".into(), "spine0".into()],
+            index: 0,
+        },
+        at: Dur::ZERO,
+        until: None,
+    };
+    let tb = start(topo, vec![down], HostSetup::default());
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    const LEN: usize = 200_000;
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let mut servers = Vec::new();
+    for f in 0..8u16 {
+        let to = addr(h1.ips[0], 7300 + f);
+        let (h1, bound_tx) = (h1.clone(), bound_tx.clone());
+        servers.push(thread::spawn(move || {
+            h1.enter().unwrap();
+            let l = TcpListener::bind(to).unwrap();
+            bound_tx.send(()).unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got == pattern(u64::from(f), LEN)
+        }));
+        bound_rx.recv().unwrap();
+        let to2 = to;
+        h0.run(move || {
+            let mut s = TcpStream::connect_timeout(&to2, Duration::from_secs(5)).unwrap();
+            s.write_all(&pattern(u64::from(f), LEN)).unwrap();
+        })
+        .unwrap();
+    }
+    let intact: Vec<bool> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+    let report = tb.stop().unwrap();
+    assert!(intact.iter().all(|&ok| ok), "{intact:?}");
+    let via = |a: &str, b: &str| report.port(a, b).unwrap().counters.tx_packets;
+    assert_eq!(via("leaf0", "spine0"), 0, "routing avoids the downed link");
+    assert_eq!(via("spine0", "leaf1"), 0);
+    assert!(via("leaf0", "spine1") > 8 * 100, "every flow went through spine1");
+}
