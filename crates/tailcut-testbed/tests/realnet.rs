@@ -402,6 +402,7 @@ fn transfer_across_blackhole(
     let total = first + rest;
     let (bound_tx, bound_rx) = mpsc::channel();
     let (got_tx, got_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     let server = thread::spawn(move || {
         h1.enter().unwrap();
         let l = Socket::new(Domain::IPV4, Type::STREAM, proto).unwrap();
@@ -431,6 +432,7 @@ fn transfer_across_blackhole(
                 told = true;
             }
         }
+        let _ = done_tx.send(());
         (got.len(), got[..] == pattern(5, total)[..got.len()])
     });
     bound_rx.recv().unwrap();
@@ -459,7 +461,7 @@ fn transfer_across_blackhole(
         let mut s = s;
         let _ = s.write_all(&data[first..]);
         // Keep the socket open until the reader is done, so the kernel keeps retransmitting.
-        thread::sleep(deadline);
+        let _ = done_rx.recv_timeout(deadline + Duration::from_secs(4));
     });
     let (got, ok) = server.join().unwrap();
     writer.join().unwrap();
