@@ -407,60 +407,6 @@ fn run_scheme(
     Ok((rows, summary))
 }
 
-/// Writes `flows.json` and `ports.json` (column-oriented: `{column: [values]}`, the simulator's
-/// column names) and `summary.json` into `out`.
-pub fn write_outputs(out: &Path, rows: &[FlowRow], summaries: &[SchemeSummary]) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
-    let columns = |records: Vec<serde_json::Value>| {
-        let mut cols: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
-        for r in records {
-            if let serde_json::Value::Object(m) = r {
-                for (k, v) in m {
-                    cols.entry(k).or_default().push(v);
-                }
-            }
-        }
-        cols
-    };
-    let flow_vals = rows
-        .iter()
-        .map(|r| serde_json::to_value(r).expect("plain data"))
-        .collect();
-    let mut port_vals = Vec::new();
-    for s in summaries {
-        for p in &s.fabric.ports {
-            let mut v = serde_json::to_value(p).expect("plain data");
-            v["scheme"] = serde_json::Value::from(s.scheme.clone());
-            if let Some(m) = v.as_object_mut() {
-                let lat = m.remove("lateness").unwrap_or_default();
-                for (k, x) in lat.as_object().into_iter().flatten() {
-                    m.insert(format!("lateness_{k}"), x.clone());
-                }
-            }
-            port_vals.push(v);
-        }
-    }
-    let write = |name: &str, v: &dyn erased::Json| -> Result<(), String> {
-        std::fs::write(out.join(name), v.json()).map_err(|e| format!("{}: {e}", out.join(name).display()))
-    };
-    write("flows.json", &columns(flow_vals))?;
-    write("ports.json", &columns(port_vals))?;
-    write("summary.json", &summaries.to_vec())?;
-    Ok(())
-}
-
-mod erased {
-    /// Serialises any of the output documents (a tiny object-safe wrapper over serde).
-    pub trait Json {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> String {
-            serde_json::to_string_pretty(self).expect("plain data")
-        }
-    }
-}
-
 /// `run FILE --out DIR [--overwrite]`.
 pub fn cli(args: &[String]) -> Result<(), String> {
     let file = args
@@ -479,7 +425,7 @@ pub fn cli(args: &[String]) -> Result<(), String> {
     let (exp, tb) = load(&text).map_err(|e| format!("{file}: {e}"))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
     let (rows, summaries) = run_experiment(&exp, &tb, &exe).map_err(|e| format!("{file}: {e}"))?;
-    write_outputs(out, &rows, &summaries)?;
+    crate::outputs::write(out, &rows, &summaries)?;
     for s in &summaries {
         eprintln!(
             "{}: {}/{} flows completed, FCT p50 {:?} ns, p99 {:?} ns, timeouts {}",

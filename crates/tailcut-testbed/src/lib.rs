@@ -10,6 +10,7 @@ pub mod fabric;
 pub mod host;
 pub mod lateness;
 pub mod netstat;
+pub mod outputs;
 pub mod probe;
 pub mod report;
 pub mod testbed;
