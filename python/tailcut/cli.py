@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailcut import _core
+from tailcut import _core, testbed
 from tailcut.config import apply_overrides, experiment_name, load_config, resolve
 from tailcut.outdir import OutputError
 
@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
     p.add_argument("--list", action="store_true", help="list the entries and seconds per seed, run nothing")
+
+    testbed.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
     p.add_argument("dirs", nargs="+", type=Path)
@@ -382,6 +384,7 @@ COMMANDS = {
     "schemes": cmd_schemes,
     "report": cmd_report,
     "reproduce": cmd_reproduce,
+    "testbed": testbed.cmd,
 }
 
 

@@ -1,0 +1,22 @@
+//! The monotonic clock in nanoseconds. It is the clock `timerfd` deadlines are given in, which is why
+//! the emulator reads it rather than `std::time::Instant` (whose value cannot be handed to the kernel).
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    debug_assert_eq!(ret, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Timer slack of the calling thread: how late the kernel may fire its sleeps to batch wake-ups
+/// (50 us by default, which would be lateness on every hop).
+pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long by value and touches no memory of ours.
+    let ret = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    crate::check(ret).map(drop)
+}

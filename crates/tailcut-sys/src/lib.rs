@@ -1,0 +1,23 @@
+//! tailcut-sys: safe wrappers around the Linux calls tailcut's real-network parts need and that no
+//! safe crate in the build offers: TUN ioctls, network-namespace switching, `epoll` and `timerfd`
+//! with nanosecond deadlines, the monotonic clock, `TCP_INFO`, and starting a program inside a
+//! namespace that dies with its parent. The rest of the workspace forbids `unsafe`; every block here
+//! states why it is sound.
+
+pub mod clock;
+pub mod netns;
+pub mod poll;
+pub mod spawn;
+pub mod tcpinfo;
+pub mod tun;
+
+use std::io;
+
+/// Turns a libc return value into an `io::Result`, reading `errno` on -1.
+fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}

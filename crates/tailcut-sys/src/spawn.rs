@@ -1,0 +1,42 @@
+//! Starting a program inside a network namespace, tied to the life of the thread that starts it.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+/// Spawns `cmd` inside the network namespace `ns`. The child gets SIGKILL when the thread that spawns
+/// it exits (PR_SET_PDEATHSIG is per thread, not per process): call this from a thread that lives as
+/// long as the child should, so a crashed or killed emulator leaves no process behind.
+pub fn spawn_in_netns(cmd: &mut Command, ns: BorrowedFd<'_>) -> io::Result<Child> {
+    let fd = ns.as_raw_fd();
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe syscalls
+    // (setns, prctl, getppid) on values copied in; `fd` stays open in the child until exec (it is
+    // close-on-exec, and the borrow keeps it open in the parent during the fork).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The parent may have died between fork and prctl: then no signal will ever come.
+            if libc::getppid() != parent {
+                return Err(io::Error::other("parent exited before the child started"));
+            }
+            Ok(())
+        })
+    };
+    cmd.spawn()
+}
+
+/// Makes the calling process get SIGKILL when its parent thread exits (for helper binaries started
+/// without [`spawn_in_netns`]).
+pub fn die_with_parent() -> io::Result<()> {
+    // SAFETY: prctl with plain integer arguments.
+    crate::check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })
+        .map(drop)
+}

@@ -1,0 +1,31 @@
+//! `tailcut-testbed`: real Linux hosts through an emulated fabric.
+//!
+//! ```text
+//! tailcut-testbed run FILE --out DIR [--overwrite]   run an experiment file's workload on real hosts
+//! tailcut-testbed bench [--rate MBIT] [--seconds S]  forwarding capacity and lateness of this machine
+//! tailcut-testbed hold [--hosts N]                   start hosts with a `sleep` in each and wait
+//!                                                    (used by the leak test: kill it, nothing remains)
+//! tailcut-testbed agent                              the workload agent (started inside a host)
+//! ```
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("run") => tailcut_testbed::experiment::cli(&args[1..]),
+        Some("bench") => tailcut_testbed::cli::bench(&args[1..]),
+        Some("hold") => tailcut_testbed::cli::hold(&args[1..]),
+        Some("agent") => tailcut_testbed::agent::main(),
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tailcut-testbed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] | agent";

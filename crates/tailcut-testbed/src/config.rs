@@ -1,0 +1,104 @@
+//! The `[testbed]` section of an experiment file: what only a real run has. Every key is optional;
+//! unknown keys are errors.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tailcut_proto::Dur;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TestbedConfig {
+    /// Every link rate (and every `degrade` fault's rate) is multiplied by this. One core forwards
+    /// about 1 Gbit/s of 1500 B packets in total (`docs/testbed.md`), so 1-10 Gbit/s topologies need
+    /// e.g. 0.1 to keep the port model on time. Buffers and delays are not scaled. Default 1.
+    pub rate_scale: f64,
+    /// MTU of every host NIC in bytes. Default 1500.
+    pub mtu: u32,
+    /// Congestion control set on every socket (`TCP_CONGESTION`): "reno", "cubic" or "bbr" on these
+    /// kernels (DCTCP is not built in). Default: the namespace's default (bbr on these machines).
+    pub congestion_control: Option<String>,
+    /// `net.ipv4.tcp_rto_min_us` in every host (Linux default 200000; timers tick every 4 ms at
+    /// HZ = 250). Default: the kernel's.
+    pub rto_min_us: Option<u64>,
+    /// `net.ipv4.tcp_sack`. Default true (the kernel's default).
+    pub sack: bool,
+    /// `net.ipv4.tcp_ecn`: 1 requests ECN on outgoing connections. Default 0 (the kernel's 2 only
+    /// accepts it).
+    pub ecn: bool,
+    /// More `net.*` sysctls for every host, e.g. `{ "net.ipv4.tcp_early_retrans" = "0" }`.
+    pub sysctls: BTreeMap<String, String>,
+    /// Busy-poll the fabric when its next event is nearer than this (avoids the VM's late timer
+    /// wake-ups). Default 60 us.
+    pub spin: Dur,
+    /// Time allowed after the experiment's `max_time` for flows to finish before the run stops.
+    /// Default 2 s.
+    pub grace: Dur,
+    /// Most hosts (namespaces plus one agent each) a run may create. Default 32.
+    pub max_hosts: u32,
+    /// Port every workload agent listens on. Default 5500.
+    pub port: u16,
+}
+
+impl Default for TestbedConfig {
+    fn default() -> Self {
+        TestbedConfig {
+            rate_scale: 1.0,
+            mtu: 1500,
+            congestion_control: None,
+            rto_min_us: None,
+            sack: true,
+            ecn: false,
+            sysctls: BTreeMap::new(),
+            spin: Dur::from_micros(60),
+            grace: Dur::from_millis(2000),
+            max_hosts: 32,
+            port: 5500,
+        }
+    }
+}
+
+impl TestbedConfig {
+    /// Checks values; errors name the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.rate_scale > 0.0 && self.rate_scale.is_finite()) {
+            return Err(format!(
+                "testbed.rate_scale: must be > 0, got {}",
+                self.rate_scale
+            ));
+        }
+        if !(576..=65_535).contains(&self.mtu) {
+            return Err(format!("testbed.mtu: must be in [576, 65535], got {}", self.mtu));
+        }
+        if let Some(cc) = &self.congestion_control {
+            if !["reno", "cubic", "bbr"].contains(&cc.as_str()) {
+                return Err(format!(
+                    "testbed.congestion_control: '{cc}' is not built into this kernel; use reno, cubic or bbr"
+                ));
+            }
+        }
+        for k in self.sysctls.keys() {
+            if !k.starts_with("net.") {
+                return Err(format!(
+                    "testbed.sysctls.{k}: only net.* sysctls are per namespace"
+                ));
+            }
+        }
+        if self.max_hosts == 0 {
+            return Err("testbed.max_hosts: must be > 0".into());
+        }
+        Ok(())
+    }
+
+    /// The sysctls every host gets, in order.
+    pub fn host_sysctls(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("net.ipv4.tcp_sack".to_string(), u8::from(self.sack).to_string()),
+            ("net.ipv4.tcp_ecn".to_string(), u8::from(self.ecn).to_string()),
+        ];
+        if let Some(us) = self.rto_min_us {
+            v.push(("net.ipv4.tcp_rto_min_us".into(), us.to_string()));
+        }
+        v.extend(self.sysctls.iter().map(|(k, val)| (k.clone(), val.clone())));
+        v
+    }
+}

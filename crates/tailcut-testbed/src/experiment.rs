@@ -1,0 +1,444 @@
+//! `tailcut-testbed run FILE --out DIR`: the simulator's experiment file on real hosts. The topology,
+//! switch queues, faults and workload are the simulator's own (same builders, same generator, same
+//! seed, so the same flows); each scheme maps to a kernel stack; a workload agent per host opens the
+//! real sockets. What a testbed cannot run is an error naming the field.
+
+use crate::agent::{Event, Plan, PlannedFlow};
+use crate::config::TestbedConfig;
+use crate::fabric::LoopConfig;
+use crate::report::FabricReport;
+use crate::{HostSetup, Testbed, TestbedSpec};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, SocketAddrV4};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use tailcut_proto::Dur;
+use tailcut_sim::config::{Experiment, SchemeConfig};
+use tailcut_sim::fault::FaultConfig;
+use tailcut_sim::net::Network;
+use tailcut_sim::topo;
+use tailcut_sim::workload::{self, FlowSpec, HostInfo};
+use tailcut_sys::clock::monotonic_ns;
+
+/// Kernel stacks a scheme's `transport` can name on the testbed.
+const KERNEL_TRANSPORTS: [&str; 2] = ["tcp", "mptcp"];
+/// Scheme parameters with a kernel equivalent, so that one file runs in both worlds: `min_rto` sets
+/// `net.ipv4.tcp_rto_min_us`, `ecn` sets `net.ipv4.tcp_ecn` (each overrides `[testbed]`).
+const KERNEL_PARAMS: [&str; 2] = ["min_rto", "ecn"];
+/// Time between starting the agents and the experiment's time zero.
+const WARMUP: Duration = Duration::from_millis(300);
+
+/// Splits the file into the simulator's experiment and the `[testbed]` section; errors name the field.
+pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), String> {
+    let mut table: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
+    let tb = match table.remove("testbed") {
+        Some(v) => {
+            serde_path_to_error::deserialize(v).map_err(|e| format!("testbed.{}: {}", e.path(), e.inner()))?
+        }
+        None => TestbedConfig::default(),
+    };
+    tb.validate()?;
+    let exp: Experiment = serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+    Ok((exp, tb))
+}
+
+/// Rejects what the testbed cannot run, naming the field.
+fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), String> {
+    if hosts > tb.max_hosts as usize {
+        return Err(format!(
+            "topology: {hosts} hosts, more than testbed.max_hosts = {} (each host is a namespace and an agent process)",
+            tb.max_hosts
+        ));
+    }
+    for (i, s) in exp.schemes.iter().enumerate() {
+        if !KERNEL_TRANSPORTS.contains(&s.transport.as_str()) {
+            return Err(format!(
+                "schemes[{i}].transport: '{}' has no kernel implementation on the testbed (available: {}); \
+                 DCTCP needs a BPF congestion control that is not built yet, the other schemes run on \
+                 tailcut's engines, which need the UDP runtime",
+                s.transport,
+                KERNEL_TRANSPORTS.join(", ")
+            ));
+        }
+        if let Some(k) = s.params.keys().find(|k| !KERNEL_PARAMS.contains(&k.as_str())) {
+            return Err(format!(
+                "schemes[{i}].params.{k}: the testbed runs the kernel's {}, which has no such setting \
+                 (only {} map to sysctls); set kernel parameters in [testbed]",
+                s.transport,
+                KERNEL_PARAMS.join(", ")
+            ));
+        }
+        scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
+        if s.shim.is_some() {
+            return Err(format!(
+                "schemes[{i}].shim: host shims are not run on the testbed yet"
+            ));
+        }
+        if s.applies_to.is_some() {
+            return Err(format!(
+                "schemes[{i}].applies_to: every component runs on the scheme's stack on the testbed"
+            ));
+        }
+    }
+    for (i, c) in exp.workload.iter().enumerate() {
+        if c.persistent_connections_per_pair().is_some() {
+            return Err(format!(
+                "workload[{i}].connection: persistent connections are not supported on the testbed yet (use per_flow)"
+            ));
+        }
+    }
+    if exp.other_traffic.is_some() {
+        return Err(
+            "other_traffic: not supported on the testbed (every component uses the scheme's stack)".into(),
+        );
+    }
+    Ok(())
+}
+
+/// `[testbed]` with the scheme's `min_rto` and `ecn` applied.
+fn scheme_kernel_settings(tb: &TestbedConfig, s: &SchemeConfig) -> Result<TestbedConfig, String> {
+    let mut tb = tb.clone();
+    if let Some(v) = s.params.get("min_rto") {
+        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| format!("min_rto: {e}"))?;
+        tb.rto_min_us = Some(d.0 / 1000);
+    }
+    if let Some(v) = s.params.get("ecn") {
+        tb.ecn = v.as_bool().ok_or("ecn: must be true or false")?;
+    }
+    Ok(tb)
+}
+
+fn scale_rates(spec: &mut topo::TopoSpec, faults: &mut [FaultConfig], k: f64) {
+    for l in &mut spec.links {
+        l.rate_bps = ((l.rate_bps as f64) * k).round().max(1.0) as u64;
+    }
+    for f in faults {
+        if let FaultConfig::Degrade { rate, .. } = f {
+            rate.0 = ((rate.0 as f64) * k).round().max(1.0) as u64;
+        }
+    }
+}
+
+/// One flow's outcome, with the simulator's `flows.parquet` column names where they apply.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowRow {
+    pub flow_id: u64,
+    pub scheme: String,
+    pub component: String,
+    pub src: u32,
+    pub dst: u32,
+    pub size_bytes: u64,
+    pub request_bytes: u64,
+    /// Planned start (ns from the run's time zero).
+    pub start_ns: u64,
+    pub finish_ns: Option<u64>,
+    pub fct_ns: Option<u64>,
+    pub completed: bool,
+    /// `tcpi_total_retrans` of the data sender's socket (segments).
+    pub retransmitted_segments: Option<u32>,
+    /// Actual start minus planned start: the agent's own lateness.
+    pub start_late_ns: Option<u64>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SchemeSummary {
+    pub scheme: String,
+    pub flows: u64,
+    pub completed: u64,
+    pub fct_p50_ns: Option<u64>,
+    pub fct_p99_ns: Option<u64>,
+    pub fct_mean_ns: Option<u64>,
+    /// Sums over hosts of the namespaces' counters during the run.
+    pub kernel: BTreeMap<String, u64>,
+    pub tun_tx_drops: u64,
+    pub fabric: FabricReport,
+}
+
+/// Namespace counters reported in the summary.
+const KERNEL_COUNTERS: [&str; 8] = [
+    "TcpExt.TCPTimeouts",
+    "Tcp.RetransSegs",
+    "TcpExt.TCPLossProbes",
+    "TcpExt.TCPSackRecovery",
+    "TcpExt.TCPRenoRecovery",
+    "TcpExt.TCPFastRetrans",
+    "IpExt.InCEPkts",
+    "MPTcpExt.MPJoinSynAckRx",
+];
+
+fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+/// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries. `agent` is the
+/// `tailcut-testbed` binary, started in every host as `agent`.
+pub fn run_experiment(
+    exp: &Experiment,
+    tb: &TestbedConfig,
+    agent: &Path,
+) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
+    let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
+    scale_rates(&mut base, &mut [], tb.rate_scale);
+    let net = Network::build(&base, exp.seed);
+    check(exp, tb, net.hosts.len())?;
+    let (rack, nic_rate_bps) = net.host_info();
+    // The simulator's generator with the same seed. It sees the scaled NIC rates, so that a `load`
+    // stays the same fraction of the links; with rate_scale = 1 (or arrivals given per second) the
+    // flows are exactly the simulator's.
+    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
+        .map_err(|e| e.to_string())?;
+    let mut rows = Vec::new();
+    let mut summaries = Vec::new();
+    for s in &exp.schemes {
+        let (r, sum) = run_scheme(exp, tb, s, &flows, agent)?;
+        rows.extend(r);
+        summaries.push(sum);
+    }
+    Ok((rows, summaries))
+}
+
+fn run_scheme(
+    exp: &Experiment,
+    tb: &TestbedConfig,
+    s: &SchemeConfig,
+    flows: &[FlowSpec],
+    exe: &Path,
+) -> Result<(Vec<FlowRow>, SchemeSummary), String> {
+    let queues = s.network.as_ref().unwrap_or(&exp.network);
+    let mut spec = topo::build(&exp.topology, queues).map_err(|e| format!("topology: {e}"))?;
+    let mut faults = exp.faults.clone();
+    scale_rates(&mut spec, &mut faults, tb.rate_scale);
+    let mptcp = s.transport == "mptcp";
+    let tb = &scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
+    let bed = Testbed::start(TestbedSpec {
+        topo: spec,
+        faults,
+        seed: exp.seed,
+        host: HostSetup {
+            mtu: tb.mtu,
+            sysctls: tb.host_sysctls(),
+            mptcp_endpoints: mptcp,
+            ..HostSetup::default()
+        },
+        loop_cfg: LoopConfig { spin: tb.spin },
+    })?;
+    let hosts = bed.hosts().to_vec();
+    let before: Vec<_> = hosts
+        .iter()
+        .map(|h| h.netstat())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let zero = monotonic_ns() + WARMUP.as_nanos() as u64;
+    // Per host: the flows it connects for. A plain flow's sender connects; for request/response the
+    // client (the data receiver) connects and sends the request.
+    let mut plans: Vec<Plan> = hosts
+        .iter()
+        .map(|_| Plan {
+            port: tb.port,
+            mptcp,
+            congestion_control: tb.congestion_control.clone(),
+            flows: Vec::new(),
+        })
+        .collect();
+    for f in flows {
+        let (from, to, data, reply) = if f.request_bytes > 0 {
+            (f.dst, f.src, f.request_bytes, f.size_bytes)
+        } else {
+            (f.src, f.dst, f.size_bytes, 0)
+        };
+        plans[from as usize].flows.push(PlannedFlow {
+            id: f.id,
+            to: SocketAddr::V4(SocketAddrV4::new(hosts[to as usize].ips[0], tb.port)),
+            data,
+            reply,
+            start_ns: zero + f.start.0,
+        });
+    }
+    let (tx, rx) = mpsc::channel::<Event>();
+    let mut agents: Vec<Child> = Vec::new();
+    let stop_all = |agents: &mut Vec<Child>| {
+        for a in agents.iter_mut() {
+            let _ = a.kill();
+            let _ = a.wait();
+        }
+    };
+    for (h, plan) in hosts.iter().zip(&plans) {
+        let mut child = h
+            .spawn(
+                Command::new(exe)
+                    .arg("agent")
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped()),
+            )
+            .map_err(|e| format!("host {}: cannot start the agent: {e}", h.name))?;
+        let plan_json = serde_json::to_vec(plan).map_err(|e| e.to_string())?;
+        let mut stdin = child.stdin.take().expect("piped");
+        stdin
+            .write_all(&plan_json)
+            .map_err(|e| format!("host {}: agent stdin: {e}", h.name))?;
+        drop(stdin);
+        let stdout = child.stdout.take().expect("piped");
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(e) = serde_json::from_str::<Event>(&line) {
+                    if tx.send(e).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        agents.push(child);
+    }
+    drop(tx);
+    let n = flows.len();
+    let mut start: Vec<Option<u64>> = vec![None; n];
+    let mut finish: Vec<Option<u64>> = vec![None; n];
+    let mut retrans: Vec<Option<u32>> = vec![None; n];
+    let mut error: Vec<Option<String>> = vec![None; n];
+    let mut ready = 0;
+    let mut done = 0;
+    let deadline = zero + exp.max_time.0 + tb.grace.0;
+    // Every flow finishes (and its sender reports retransmissions), or the deadline passes.
+    let wanted_retrans = flows.len();
+    let mut got_retrans = 0;
+    while (done < n || got_retrans < wanted_retrans) && monotonic_ns() < deadline {
+        let wait =
+            Duration::from_nanos(deadline.saturating_sub(monotonic_ns())).min(Duration::from_millis(100));
+        match rx.recv_timeout(wait) {
+            Ok(Event::Ready) => ready += 1,
+            Ok(Event::Start { id, t }) => start[id as usize] = Some(t),
+            Ok(Event::Finish { id, t }) => {
+                if finish[id as usize].replace(t).is_none() {
+                    done += 1;
+                }
+            }
+            Ok(Event::Retrans { id, segments }) => {
+                if retrans[id as usize].replace(segments).is_none() {
+                    got_retrans += 1;
+                }
+            }
+            Ok(Event::Error { id, msg }) => {
+                if (id as usize) < n {
+                    error[id as usize] = Some(msg);
+                    got_retrans += 1;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if ready < hosts.len() && monotonic_ns() > zero {
+            stop_all(&mut agents);
+            return Err(format!(
+                "only {ready} of {} agents were listening at time zero (machine overloaded?)",
+                hosts.len()
+            ));
+        }
+    }
+    stop_all(&mut agents);
+    let after: Vec<_> = hosts
+        .iter()
+        .map(|h| h.netstat())
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    let mut tun_tx_drops = 0;
+    for h in &hosts {
+        tun_tx_drops += h.tun_tx_drops().map_err(|e| e.to_string())?.iter().sum::<u64>();
+    }
+    let fabric = bed.stop().map_err(|e| e.to_string())?;
+    let kernel = KERNEL_COUNTERS
+        .iter()
+        .map(|k| {
+            let d: u64 = before
+                .iter()
+                .zip(&after)
+                .map(|(b, a)| a.get(k).saturating_sub(b.get(k)))
+                .sum();
+            (k.to_string(), d)
+        })
+        .collect();
+    let rows: Vec<FlowRow> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let planned = zero + f.start.0;
+            let fin = finish[i].map(|t| t.saturating_sub(zero));
+            FlowRow {
+                flow_id: f.id,
+                scheme: s.name.clone(),
+                component: exp.workload[f.component as usize].name.clone(),
+                src: f.src,
+                dst: f.dst,
+                size_bytes: f.size_bytes,
+                request_bytes: f.request_bytes,
+                start_ns: f.start.0,
+                finish_ns: fin,
+                fct_ns: finish[i].map(|t| t.saturating_sub(planned)),
+                completed: finish[i].is_some(),
+                retransmitted_segments: retrans[i],
+                start_late_ns: start[i].map(|t| t.saturating_sub(planned)),
+                error: error[i].clone(),
+            }
+        })
+        .collect();
+    let mut fcts: Vec<u64> = rows.iter().filter_map(|r| r.fct_ns).collect();
+    fcts.sort_unstable();
+    let summary = SchemeSummary {
+        scheme: s.name.clone(),
+        flows: n as u64,
+        completed: fcts.len() as u64,
+        fct_p50_ns: quantile(&fcts, 0.5),
+        fct_p99_ns: quantile(&fcts, 0.99),
+        fct_mean_ns: (!fcts.is_empty()).then(|| fcts.iter().sum::<u64>() / fcts.len() as u64),
+        kernel,
+        tun_tx_drops,
+        fabric,
+    };
+    Ok((rows, summary))
+}
+
+/// `run FILE --out DIR [--overwrite]`.
+pub fn cli(args: &[String]) -> Result<(), String> {
+    let file = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .ok_or("run: missing FILE")?;
+    let out: String = crate::cli::flag(args, "--out")?.ok_or("run: missing --out DIR")?;
+    let out = Path::new(&out);
+    if out.exists() && !args.iter().any(|a| a == "--overwrite") {
+        return Err(format!(
+            "--out {}: exists (pass --overwrite to replace its files)",
+            out.display()
+        ));
+    }
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
+    let (exp, tb) = load(&text).map_err(|e| format!("{file}: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
+    let (rows, summaries) = run_experiment(&exp, &tb, &exe).map_err(|e| format!("{file}: {e}"))?;
+    crate::outputs::write(out, &rows, &summaries)?;
+    for s in &summaries {
+        eprintln!(
+            "{}: {}/{} flows completed, FCT p50 {:?} ns, p99 {:?} ns, timeouts {}",
+            s.scheme,
+            s.completed,
+            s.flows,
+            s.fct_p50_ns,
+            s.fct_p99_ns,
+            s.kernel.get("TcpExt.TCPTimeouts").copied().unwrap_or(0)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+use super::*;
+
+const BASE: &str = r#"
+name = "t"
+[topology]
+kind = "star"
+hosts = 3
+[[workload]]
+name = "q"
+pattern = { kind = "all_to_all" }
+fixed = "10KB"
+flows = 5
+"#;
+
+fn err(extra: &str) -> String {
+    let text = format!("{BASE}{extra}");
+    let (exp, tb) = match load(&text) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let hosts = Network::build(&topo::build(&exp.topology, &exp.network).unwrap(), 1)
+        .hosts
+        .len();
+    check(&exp, &tb, hosts).unwrap_err()
+}
+
+#[test]
+fn kernel_schemes_and_testbed_section_load() {
+    let text = format!(
+        "{BASE}[[schemes]]\nname = \"a\"\ntransport = \"tcp\"\n[[schemes]]\nname = \"b\"\ntransport = \"mptcp\"\n\
+         [testbed]\nrate_scale = 0.1\nrto_min_us = 5000\nsack = false\nsysctls = {{ \"net.ipv4.tcp_early_retrans\" = \"0\" }}\n"
+    );
+    let (exp, tb) = load(&text).unwrap();
+    assert_eq!(exp.schemes.len(), 2);
+    assert_eq!(tb.rate_scale, 0.1);
+    let sysctls = tb.host_sysctls();
+    assert!(sysctls.contains(&("net.ipv4.tcp_sack".into(), "0".into())));
+    assert!(sysctls.contains(&("net.ipv4.tcp_rto_min_us".into(), "5000".into())));
+    assert!(sysctls.contains(&("net.ipv4.tcp_early_retrans".into(), "0".into())));
+    check(&exp, &tb, 3).unwrap();
+}
+
+#[test]
+fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
+    let e = err("[[schemes]]\nname = \"f\"\ntransport = \"fuso\"\n");
+    assert!(e.starts_with("schemes[0].transport: 'fuso'"), "{e}");
+    let e = err(
+        "[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { min_rto = \"5ms\", mss_bytes = 9000 }\n",
+    );
+    assert!(e.starts_with("schemes[0].params.mss_bytes"), "{e}");
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nmax_hosts = 2\n");
+    assert!(e.starts_with("topology: 3 hosts"), "{e}");
+    let e =
+        err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\ncongestion_control = \"dctcp\"\n");
+    assert!(e.starts_with("testbed.congestion_control"), "{e}");
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nrate_scal = 0.1\n");
+    assert!(e.starts_with("testbed."), "{e}");
+    assert!(e.contains("rate_scal"), "{e}");
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nsysctls = { \"kernel.pid_max\" = \"1\" }\n");
+    assert!(e.starts_with("testbed.sysctls.kernel.pid_max"), "{e}");
+}
+
+#[test]
+fn persistent_connections_are_refused() {
+    let text = BASE.replace("flows = 5", "flows = 5\nconnection = \"persistent\"");
+    let (exp, tb) = load(&format!("{text}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n")).unwrap();
+    let e = check(&exp, &tb, 3).unwrap_err();
+    assert!(e.starts_with("workload[0].connection"), "{e}");
+}
+
+#[test]
+fn rate_scale_applies_to_links_and_degrade_faults() {
+    let (exp, _) = load(&format!(
+        "{BASE}[[faults]]\nkind = \"degrade\"\nlink = {{ between = [\"h0\", \"sw0\"] }}\nrate = \"500Mbps\"\n\
+         [[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n"
+    ))
+    .unwrap();
+    let mut spec = topo::build(&exp.topology, &exp.network).unwrap();
+    let mut faults = exp.faults.clone();
+    scale_rates(&mut spec, &mut faults, 0.1);
+    assert!(spec.links.iter().all(|l| l.rate_bps == 100_000_000));
+    let FaultConfig::Degrade { rate, .. } = &faults[0] else {
+        panic!()
+    };
+    assert_eq!(rate.0, 50_000_000);
+}
+
+#[test]
+fn min_rto_and_ecn_params_become_sysctls() {
+    let (exp, tb) = load(&format!(
+        "{BASE}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = {{ min_rto = \"5ms\", ecn = true }}\n"
+    ))
+    .unwrap();
+    check(&exp, &tb, 3).unwrap();
+    let k = scheme_kernel_settings(&tb, &exp.schemes[0]).unwrap();
+    assert_eq!(k.rto_min_us, Some(5000));
+    assert!(k.ecn);
+}

@@ -1,0 +1,25 @@
+//! tailcut-testbed: real Linux hosts through an emulated datacenter fabric.
+//!
+//! Each host is an anonymous network namespace whose NICs are TUN devices held by this process; one
+//! fabric thread forwards the hosts' real packets through the simulator's own ports (queue
+//! disciplines with real CE marks, serialisation, loss models, propagation delay), switches
+//! (per-switch salted ECMP) and fault schedule, in real time. See `docs/testbed.md`.
+
+pub mod addr;
+pub mod fabric;
+pub mod host;
+pub mod lateness;
+pub mod netstat;
+pub mod outputs;
+pub mod probe;
+pub mod report;
+pub mod testbed;
+pub mod wire;
+
+pub use host::{HostNs, HostSetup};
+pub use report::FabricReport;
+pub use testbed::{Testbed, TestbedSpec};
+pub mod agent;
+pub mod cli;
+pub mod config;
+pub mod experiment;

@@ -1,0 +1,100 @@
+//! What a testbed run reports about its fabric: the simulator's per-port counters (same names as the
+//! columns of `ports.parquet`) plus what only a real-time run has: lateness and TUN write drops.
+
+use crate::lateness::LatenessSummary;
+use serde::Serialize;
+use tailcut_sim::net::PortCounters;
+
+/// Counters of one port, as the simulator reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PortStats {
+    pub enqueued_packets: u64,
+    pub enqueued_bytes: u64,
+    pub dropped_overflow: u64,
+    pub dropped_aqm: u64,
+    pub dropped_link_loss: u64,
+    pub dropped_link_down: u64,
+    pub ecn_marked: u64,
+    pub trimmed: u64,
+    pub max_occupancy_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+}
+
+impl From<PortCounters> for PortStats {
+    fn from(c: PortCounters) -> Self {
+        PortStats {
+            enqueued_packets: c.enqueued_packets,
+            enqueued_bytes: c.enqueued_bytes,
+            dropped_overflow: c.dropped_overflow,
+            dropped_aqm: c.dropped_aqm,
+            dropped_link_loss: c.dropped_link_loss,
+            dropped_link_down: c.dropped_link_down,
+            ecn_marked: c.ecn_marked,
+            trimmed: c.trimmed,
+            max_occupancy_bytes: c.max_occupancy_bytes,
+            tx_packets: c.tx_packets,
+            tx_bytes: c.tx_bytes,
+        }
+    }
+}
+
+impl PortStats {
+    /// Packets this port lost: dropped at admission or lost on its link.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_overflow + self.dropped_aqm + self.dropped_link_loss + self.dropped_link_down
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PortReport {
+    pub port: u32,
+    pub node: String,
+    pub peer: String,
+    #[serde(flatten)]
+    pub counters: PortStats,
+    pub lateness: LatenessSummary,
+    /// Packets for a host that its TUN refused.
+    pub tun_write_drops: u64,
+}
+
+/// Packets read from TUNs that never entered a port, and other fabric-wide counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Rejects {
+    pub packets_read: u64,
+    pub read_errors: u64,
+    pub malformed: u64,
+    /// IPv4 but neither TCP nor UDP.
+    pub other_protocol: u64,
+    pub fragment: u64,
+    pub unknown_dst: u64,
+    /// Dropped at a switch with no route to the destination (e.g. its only link down).
+    pub no_route: u64,
+    /// Payload-cut packets reaching a Linux host, which cannot use them: counted as lost.
+    pub cut_delivered: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FabricReport {
+    pub elapsed_ns: u64,
+    pub ports: Vec<PortReport>,
+    pub rejects: Rejects,
+    /// Packets still queued or on a wire when the fabric stopped.
+    pub in_flight: u64,
+    /// Lateness over all ports.
+    pub lateness: LatenessSummary,
+}
+
+impl FabricReport {
+    /// The port from node `node` toward node `peer` (the first of parallel links).
+    pub fn port(&self, node: &str, peer: &str) -> Option<&PortReport> {
+        self.ports.iter().find(|p| p.node == node && p.peer == peer)
+    }
+
+    /// Packets lost anywhere in the fabric.
+    pub fn total_dropped(&self) -> u64 {
+        self.ports.iter().map(|p| p.counters.dropped()).sum::<u64>()
+            + self.rejects.no_route
+            + self.rejects.cut_delivered
+    }
+}

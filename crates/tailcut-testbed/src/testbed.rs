@@ -1,0 +1,123 @@
+//! A running testbed: the hosts' namespaces and the fabric thread that connects them.
+
+use crate::addr::AddrTable;
+use crate::fabric::{Fabric, LoopConfig};
+use crate::host::{HostNs, HostSetup};
+use crate::report::FabricReport;
+use std::fs::File;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use tailcut_proto::Dur;
+use tailcut_sim::fault::{self, FaultAction, FaultConfig};
+use tailcut_sim::net::Network;
+use tailcut_sim::topo::TopoSpec;
+
+/// Everything a testbed is built from.
+pub struct TestbedSpec {
+    pub topo: TopoSpec,
+    /// Faults on the simulator's schedule, from the moment the fabric starts.
+    pub faults: Vec<FaultConfig>,
+    /// Master seed: ECMP salts, the ports' loss and AQM draws, random fault placement.
+    pub seed: u64,
+    pub host: HostSetup,
+    pub loop_cfg: LoopConfig,
+}
+
+pub struct Testbed {
+    hosts: Vec<HostNs>,
+    /// A copy of the fabric's network for resolving link names in [`Testbed::fault_now`].
+    names: Network,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+    control: Sender<(Dur, FaultAction)>,
+    fabric: Option<JoinHandle<io::Result<FabricReport>>>,
+}
+
+impl Testbed {
+    /// Creates a namespace per host and starts the fabric. Errors name what could not be set up.
+    pub fn start(spec: TestbedSpec) -> Result<Testbed, String> {
+        let net = Network::build(&spec.topo, spec.seed);
+        let names = Network::build(&spec.topo, spec.seed);
+        let addrs = AddrTable::new(&net)?;
+        let faults = fault::plan(&spec.faults, &net, spec.seed)?;
+        let mut hosts = Vec::with_capacity(net.hosts.len());
+        let mut tuns: Vec<Option<File>> = (0..net.addrs.len()).map(|_| None).collect();
+        for (h, &node) in net.hosts.iter().enumerate() {
+            let name = net.nodes[node as usize].name.clone();
+            let ips: Vec<_> = net.host_addrs[h].iter().map(|&a| addrs.ip(a)).collect();
+            let (host, files) =
+                HostNs::create(&name, &ips, &spec.host).map_err(|e| format!("host {name}: {e}"))?;
+            for (a, f) in net.host_addrs[h].iter().zip(files) {
+                tuns[a.0 as usize] = Some(f);
+            }
+            hosts.push(host);
+        }
+        let tuns = tuns
+            .into_iter()
+            .map(|t| t.expect("every address has a NIC"))
+            .collect();
+        let stop = Arc::new(AtomicBool::new(false));
+        let (control, rx) = mpsc::channel();
+        let mut fabric = Fabric::new(net, addrs, tuns, faults, spec.loop_cfg);
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("tailcut-fabric".into())
+            .spawn(move || fabric.run(&stop2, &rx))
+            .map_err(|e| format!("cannot start the fabric thread: {e}"))?;
+        Ok(Testbed {
+            hosts,
+            names,
+            seed: spec.seed,
+            stop,
+            control,
+            fabric: Some(handle),
+        })
+    }
+
+    pub fn hosts(&self) -> &[HostNs] {
+        &self.hosts
+    }
+
+    /// The host named `name` (the topology's names: `h0`, `h1`, ...).
+    pub fn host(&self, name: &str) -> Option<&HostNs> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// Applies a fault from now on: its `at` and `until` count from this call.
+    pub fn fault_now(&self, f: &FaultConfig) -> Result<(), String> {
+        let actions = fault::plan(std::slice::from_ref(f), &self.names, self.seed)?;
+        let start = actions.iter().map(|(t, _)| t.0).min().unwrap_or(0);
+        for (t, a) in actions {
+            self.control
+                .send((Dur(t.0 - start), a))
+                .map_err(|_| "the fabric has stopped".to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Stops the fabric and returns its report. The namespaces go when the testbed is dropped.
+    pub fn stop(mut self) -> io::Result<FabricReport> {
+        self.stop_fabric()
+    }
+
+    fn stop_fabric(&mut self) -> io::Result<FabricReport> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.fabric.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| io::Error::other("the fabric thread panicked"))?,
+            None => Err(io::Error::other("the fabric was already stopped")),
+        }
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        if self.fabric.is_some() {
+            let _ = self.stop_fabric();
+        }
+    }
+}

@@ -1,0 +1,93 @@
+use super::*;
+use proptest::prelude::*;
+
+/// A UDP packet 10.1.0.1:5000 -> 10.1.0.2:6000 with `payload` bytes and TOS `tos`, valid checksum.
+fn udp(tos: u8, payload: usize) -> Vec<u8> {
+    let total = 20 + 8 + payload;
+    let mut p = vec![0u8; total];
+    p[0] = 0x45;
+    p[1] = tos;
+    p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    p[8] = 64;
+    p[9] = IPPROTO_UDP;
+    p[12..16].copy_from_slice(&[10, 1, 0, 1]);
+    p[16..20].copy_from_slice(&[10, 1, 0, 2]);
+    p[20..22].copy_from_slice(&5000u16.to_be_bytes());
+    p[22..24].copy_from_slice(&6000u16.to_be_bytes());
+    let c = header_checksum(&p[..20]);
+    p[10..12].copy_from_slice(&c.to_be_bytes());
+    p
+}
+
+fn table(ip: u32) -> Option<Addr> {
+    match ip {
+        0x0a01_0001 => Some(Addr(0)),
+        0x0a01_0002 => Some(Addr(1)),
+        _ => None,
+    }
+}
+
+#[test]
+fn udp_packet_becomes_the_simulator_record() {
+    let p = parse(&udp(0x02, 100), table).unwrap();
+    assert_eq!(p.tuple.src, Addr(0));
+    assert_eq!(p.tuple.dst, Addr(1));
+    assert_eq!((p.tuple.src_port, p.tuple.dst_port), (5000, 6000));
+    assert_eq!(p.tuple.proto, Proto::Udp);
+    assert_eq!(p.size_bytes, 128);
+    assert_eq!(p.ecn, Ecn::Ect0);
+    assert_eq!(p.payload_len(), 100);
+}
+
+#[test]
+fn ecn_codepoints_and_rejections() {
+    assert_eq!(ecn_of(0), Ecn::NotEct);
+    assert_eq!(ecn_of(1), Ecn::Ect0, "ECT(1) is ECN-capable");
+    assert_eq!(ecn_of(2), Ecn::Ect0);
+    assert_eq!(ecn_of(3), Ecn::Ce);
+    let mut p = udp(0, 10);
+    p[16..20].copy_from_slice(&[10, 9, 9, 9]);
+    assert_eq!(parse(&p, table), Err(Reject::UnknownDst));
+    let mut p = udp(0, 10);
+    p[9] = 1;
+    assert_eq!(parse(&p, table), Err(Reject::Protocol));
+    let mut p = udp(0, 10);
+    p[7] = 1;
+    assert_eq!(parse(&p, table), Err(Reject::Fragment));
+    assert_eq!(parse(&udp(0, 10)[..27], table), Err(Reject::Malformed));
+}
+
+#[test]
+fn ce_mark_keeps_the_header_checksum_valid() {
+    let mut p = udp(0x02, 0);
+    assert!(set_ce(&mut p));
+    assert_eq!(p[1] & 3, 3);
+    assert_eq!(u16::from_be_bytes([p[10], p[11]]), header_checksum(&p[..20]));
+    assert!(!set_ce(&mut p), "already CE");
+}
+
+proptest! {
+    #[test]
+    fn parse_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let _ = parse(&bytes, table);
+    }
+
+    #[test]
+    fn incremental_ce_equals_full_checksum(tos in 0u8..=255, ttl in any::<u8>(), id in any::<u16>(),
+                                           src in any::<u32>(), dst in any::<u32>()) {
+        let mut p = udp(tos, 4);
+        p[4..6].copy_from_slice(&id.to_be_bytes());
+        p[8] = ttl;
+        p[12..16].copy_from_slice(&src.to_be_bytes());
+        p[16..20].copy_from_slice(&dst.to_be_bytes());
+        let c = header_checksum(&p[..20]);
+        p[10..12].copy_from_slice(&c.to_be_bytes());
+        set_ce(&mut p);
+        prop_assert_eq!(p[1] & 3, 3);
+        // RFC 1624: the incremental result may differ from a full computation only in the
+        // representation of zero (0x0000 vs 0xffff), which receivers accept alike.
+        let full = header_checksum(&p[..20]);
+        let inc = u16::from_be_bytes([p[10], p[11]]);
+        prop_assert!(inc == full || (inc == 0xffff && full == 0) || (inc == 0 && full == 0xffff));
+    }
+}

@@ -1,0 +1,755 @@
+//! Real-network tests: Linux hosts in namespaces through the emulated fabric. They need root, network
+//! namespaces and /dev/net/tun; where those are missing they skip with the reason, unless
+//! `TAILCUT_REQUIRE_REALNET=1` (CI) makes that a failure. They assert functional facts only (bytes,
+//! counters), never timings, and run one at a time (one global lock) because they share the CPUs
+//! with the fabric thread.
+
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
+use std::sync::{mpsc, Mutex, MutexGuard};
+use std::thread;
+use std::time::Duration;
+use tailcut_proto::units::{Bytes, Rate};
+use tailcut_proto::Dur;
+use tailcut_sim::fault::{Direction, FaultConfig, LinkRef};
+use tailcut_sim::net::aqm::AqmConfig;
+use tailcut_sim::net::link::LossConfig;
+use tailcut_sim::topo::{
+    self, LeafSpine, LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec,
+};
+use tailcut_testbed::fabric::LoopConfig;
+use tailcut_testbed::{probe, HostSetup, Testbed, TestbedSpec};
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The lock, or `None` when the machine cannot run these tests (the probe printed why).
+fn realnet(test: &str) -> Option<MutexGuard<'static, ()>> {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    probe::should_run(test).then_some(guard)
+}
+
+fn start(topo: TopoSpec, faults: Vec<FaultConfig>, host: HostSetup) -> Testbed {
+    Testbed::start(TestbedSpec {
+        topo,
+        faults,
+        seed: 7,
+        host,
+        loop_cfg: LoopConfig::default(),
+    })
+    .expect("testbed starts")
+}
+
+/// Deterministic test bytes (xorshift), so the receiver can check every byte it got.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Two hosts through one switch; `rate_in` on h0's link, `rate_out` on h1's, so the switch port
+/// toward h1 is the bottleneck when `rate_in > rate_out`. `aqm` and `buffer` are the switch ports'.
+fn two_hosts(rate_in: u64, rate_out: u64, buffer: u64, aqm: AqmConfig) -> TopoSpec {
+    let host_q = PortQueueSpec::default();
+    let sw_q = PortQueueSpec {
+        aqm,
+        ..Default::default()
+    };
+    let link = |a, b, rate| LinkSpec {
+        a,
+        b,
+        rate_bps: rate,
+        delay: Dur::from_micros(20),
+        buffer_a: 16_000_000,
+        buffer_b: buffer,
+        aqm_a: host_q.clone(),
+        aqm_b: sw_q.clone(),
+        tier: 0,
+    };
+    TopoSpec {
+        nodes: vec![
+            node("h0", NodeKind::Host),
+            node("h1", NodeKind::Host),
+            node("sw0", NodeKind::Switch),
+        ],
+        links: vec![link(0, 2, rate_in), link(1, 2, rate_out)],
+        host_rack: vec![0, 0],
+        host_tsq: 0,
+    }
+}
+
+fn node(name: &str, kind: NodeKind) -> NodeSpec {
+    NodeSpec {
+        name: name.into(),
+        kind,
+    }
+}
+
+fn addr(ip: Ipv4Addr, port: u16) -> SocketAddr {
+    SocketAddr::V4(SocketAddrV4::new(ip, port))
+}
+
+/// Receives UDP datagrams until `quiet` passes without one; returns how many arrived.
+fn count_datagrams(sock: &UdpSocket, quiet: Duration) -> u64 {
+    sock.set_read_timeout(Some(quiet)).unwrap();
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while sock.recv(&mut buf).is_ok() {
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn bytes_arrive_intact_through_a_lossy_ecmp_fabric() {
+    let Some(_g) = realnet("bytes_arrive_intact_through_a_lossy_ecmp_fabric") else {
+        return;
+    };
+    let q = SwitchQueues {
+        buffer: Bytes(200_000),
+        ..Default::default()
+    };
+    let topo = topo::build(
+        &topo::TopologyConfig::LeafSpine(LeafSpine {
+            leaves: 2,
+            spines: 2,
+            hosts_per_leaf: 2,
+            host_rate: Rate(100_000_000),
+            fabric_rate: Some(Rate(100_000_000)),
+            oversubscription: None,
+            link_delay: Dur::from_micros(10),
+        }),
+        &q,
+    )
+    .unwrap();
+    let lossy = |spine: &str| FaultConfig::Loss {
+        link: LinkRef {
+            between: ["leaf0".into(), spine.into()],
+            index: 0,
+        },
+        direction: Direction::Both,
+        model: LossConfig::Bernoulli { p: 0.01 },
+        at: Dur::ZERO,
+        until: None,
+    };
+    let tb = start(topo, vec![lossy("spine0"), lossy("spine1")], HostSetup::default());
+    const LEN: usize = 300_000;
+    // Sixteen flows from rack 0 to rack 1 on distinct ports, so that ECMP spreads them (all on one
+    // spine has probability 2^-15: the kernel picks the source ports).
+    let mut servers = Vec::new();
+    let mut clients = Vec::new();
+    for f in 0..16u16 {
+        let (src, dst) = (
+            tb.hosts()[(f % 2) as usize].clone(),
+            tb.hosts()[2 + (f % 2) as usize].clone(),
+        );
+        let to = addr(dst.ips[0], 7000 + f);
+        let (bound_tx, bound_rx) = mpsc::channel();
+        servers.push(thread::spawn(move || {
+            dst.enter().unwrap();
+            let l = TcpListener::bind(to).unwrap();
+            bound_tx.send(()).unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got == pattern(u64::from(f), LEN)
+        }));
+        bound_rx.recv().unwrap();
+        clients.push(thread::spawn(move || {
+            src.enter().unwrap();
+            let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+            s.write_all(&pattern(u64::from(f), LEN)).unwrap();
+        }));
+    }
+    for c in clients {
+        c.join().unwrap();
+    }
+    let intact: Vec<bool> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+    let report = tb.stop().unwrap();
+    assert!(intact.iter().all(|&ok| ok), "flows intact: {intact:?}");
+    let up = |spine: &str| report.port("leaf0", spine).unwrap().counters;
+    assert!(
+        up("spine0").tx_packets > 100 && up("spine1").tx_packets > 100,
+        "ECMP used both spines"
+    );
+    let lost: u64 = ["spine0", "spine1"].iter().map(|s| up(s).dropped_link_loss).sum();
+    assert!(lost > 0, "the fabric lost packets");
+}
+
+#[test]
+fn ecn_marks_reach_the_receiver_as_ce() {
+    let Some(_g) = realnet("ecn_marks_reach_the_receiver_as_ce") else {
+        return;
+    };
+    let topo = two_hosts(
+        100_000_000,
+        10_000_000,
+        2_000_000,
+        AqmConfig::Ecn { k: Bytes(3_000) },
+    );
+    let tb = start(topo, vec![], HostSetup::default());
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let before = h1.netstat().unwrap();
+    let to = addr(h1.ips[0], 9000);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let rx = thread::spawn(move || {
+        h1.enter().unwrap();
+        let s = UdpSocket::bind(to).unwrap();
+        bound_tx.send(()).unwrap();
+        count_datagrams(&s, Duration::from_millis(500))
+    });
+    bound_rx.recv().unwrap();
+    const SENT: u64 = 400;
+    h0.run(|| {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
+        s.set_tos_v4(0x02).unwrap(); // ECT(0)
+        let to = SockAddr::from(to);
+        for _ in 0..SENT {
+            s.send_to(&[0u8; 1000], &to).unwrap();
+        }
+    })
+    .unwrap();
+    let received = rx.join().unwrap();
+    let h1 = &tb.hosts()[1];
+    let after = h1.netstat().unwrap();
+    let report = tb.stop().unwrap();
+    let marked = report.port("sw0", "h1").unwrap().counters.ecn_marked;
+    let ce = after.get("IpExt.InCEPkts") - before.get("IpExt.InCEPkts");
+    let ect0 = after.get("IpExt.InECT0Pkts") - before.get("IpExt.InECT0Pkts");
+    assert_eq!(received, SENT, "nothing lost: the buffer holds the burst");
+    assert!(marked > 0, "the queue passed K");
+    assert_eq!(
+        ce, marked,
+        "every CE mark the port made reached the receiver's IP layer"
+    );
+    assert_eq!(ect0 + ce, SENT, "the other packets arrived ECT(0)");
+}
+
+#[test]
+fn fabric_drops_equal_the_datagrams_the_receiver_missed() {
+    let Some(_g) = realnet("fabric_drops_equal_the_datagrams_the_receiver_missed") else {
+        return;
+    };
+    // Drop-tail overflow at the bottleneck plus 5% random loss on its link.
+    let topo = two_hosts(100_000_000, 10_000_000, 30_000, AqmConfig::DropTail);
+    let loss = FaultConfig::Loss {
+        link: LinkRef {
+            between: ["sw0".into(), "h1".into()],
+            index: 0,
+        },
+        direction: Direction::Forward,
+        model: LossConfig::Bernoulli { p: 0.05 },
+        at: Dur::ZERO,
+        until: None,
+    };
+    let tb = start(topo, vec![loss], HostSetup::default());
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let before = h1.netstat().unwrap();
+    let to = addr(h1.ips[0], 9001);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let rx = thread::spawn(move || {
+        h1.enter().unwrap();
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
+        s.set_recv_buffer_size(8 << 20).unwrap();
+        s.bind(&SockAddr::from(to)).unwrap();
+        bound_tx.send(()).unwrap();
+        count_datagrams(&s.into(), Duration::from_millis(500))
+    });
+    bound_rx.recv().unwrap();
+    const SENT: u64 = 1000;
+    h0.run(|| {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        for i in 0..SENT {
+            s.send_to(&[0u8; 1200], to).unwrap();
+            // Short pauses keep h0's TUN queue from overflowing (counted below either way).
+            if i % 50 == 49 {
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    })
+    .unwrap();
+    let received = rx.join().unwrap();
+    let tun_drops: u64 = tb.hosts()[0].tun_tx_drops().unwrap().iter().sum();
+    let after = tb.hosts()[1].netstat().unwrap();
+    let report = tb.stop().unwrap();
+    let dropped = report.total_dropped();
+    let port = report.port("sw0", "h1").unwrap().counters;
+    assert!(
+        port.dropped_overflow > 0 && port.dropped_link_loss > 0,
+        "{port:?}"
+    );
+    assert_eq!(after.get("Udp.RcvbufErrors"), before.get("Udp.RcvbufErrors"));
+    assert_eq!(
+        after.get("Udp.InDatagrams") - before.get("Udp.InDatagrams"),
+        received
+    );
+    assert_eq!(report.in_flight, 0);
+    assert_eq!(
+        SENT,
+        received + dropped + tun_drops,
+        "sent = received + fabric drops + TUN drops"
+    );
+}
+
+#[test]
+fn tcp_retransmits_cover_every_fabric_drop_and_bytes_arrive() {
+    let Some(_g) = realnet("tcp_retransmits_cover_every_fabric_drop_and_bytes_arrive") else {
+        return;
+    };
+    let topo = two_hosts(50_000_000, 50_000_000, 200_000, AqmConfig::DropTail);
+    let loss = FaultConfig::Loss {
+        link: LinkRef {
+            between: ["h0".into(), "sw0".into()],
+            index: 0,
+        },
+        direction: Direction::Forward,
+        model: LossConfig::Bernoulli { p: 0.02 },
+        at: Dur::ZERO,
+        until: None,
+    };
+    let tb = start(topo, vec![loss], HostSetup::default());
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let before = h0.netstat().unwrap();
+    const LEN: usize = 1_000_000;
+    let to = addr(h1.ips[0], 7100);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let server = thread::spawn(move || {
+        h1.enter().unwrap();
+        let l = TcpListener::bind(to).unwrap();
+        bound_tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        got == pattern(3, LEN)
+    });
+    bound_rx.recv().unwrap();
+    h0.run(|| {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+        s.write_all(&pattern(3, LEN)).unwrap();
+    })
+    .unwrap();
+    assert!(server.join().unwrap(), "bytes intact");
+    let after = tb.hosts()[0].netstat().unwrap();
+    let report = tb.stop().unwrap();
+    let lost = report.port("h0", "sw0").unwrap().counters.dropped_link_loss;
+    let retrans = after.get("Tcp.RetransSegs") - before.get("Tcp.RetransSegs");
+    assert!(lost > 0);
+    // Every segment the fabric lost on the only path of h0's packets had to be sent again.
+    assert!(retrans >= lost, "retransmitted {retrans} < lost {lost}");
+}
+
+/// h0 and h1 joined by two disjoint planes: h0 - s1 - h1 (NICs tc0) and h0 - s2 - h1 (NICs tc1).
+fn two_planes() -> TopoSpec {
+    let q = PortQueueSpec::default();
+    let link = |a, b| LinkSpec {
+        a,
+        b,
+        rate_bps: 50_000_000,
+        delay: Dur::from_micros(20),
+        buffer_a: 200_000,
+        buffer_b: 200_000,
+        aqm_a: q.clone(),
+        aqm_b: q.clone(),
+        tier: 0,
+    };
+    TopoSpec {
+        nodes: vec![
+            node("h0", NodeKind::Host),
+            node("h1", NodeKind::Host),
+            node("s1", NodeKind::Switch),
+            node("s2", NodeKind::Switch),
+        ],
+        // Link order fixes NIC order: each host's first link is its NIC 0.
+        links: vec![link(0, 2), link(2, 1), link(0, 3), link(3, 1)],
+        host_rack: vec![0, 1],
+        host_tsq: 0,
+    }
+}
+
+fn blackhole_plane_one() -> FaultConfig {
+    FaultConfig::Loss {
+        link: LinkRef {
+            between: ["s1".into(), "h1".into()],
+            index: 0,
+        },
+        direction: Direction::Both,
+        model: LossConfig::Blackhole,
+        at: Dur::ZERO,
+        until: None,
+    }
+}
+
+/// Sends `first` bytes, black-holes plane 1, then sends `rest`; returns how many bytes the receiver
+/// got within `deadline` and whether they were the right ones.
+fn transfer_across_blackhole(
+    tb: &Testbed,
+    mptcp: bool,
+    first: usize,
+    rest: usize,
+    deadline: Duration,
+) -> (usize, bool) {
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let proto = if mptcp { Some(Protocol::MPTCP) } else { None };
+    let port = if mptcp { 7201 } else { 7200 };
+    let total = first + rest;
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let (got_tx, got_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let server = thread::spawn(move || {
+        h1.enter().unwrap();
+        let l = Socket::new(Domain::IPV4, Type::STREAM, proto).unwrap();
+        l.set_reuse_address(true).unwrap();
+        l.bind(&SockAddr::from(addr(Ipv4Addr::UNSPECIFIED, port)))
+            .unwrap();
+        l.listen(8).unwrap();
+        bound_tx.send(()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let mut s: TcpStream = s.into();
+        s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let mut got = Vec::with_capacity(total);
+        let mut buf = vec![0u8; 65536];
+        let started = tailcut_sys::clock::monotonic_ns();
+        let mut told = false;
+        while got.len() < total
+            && tailcut_sys::clock::monotonic_ns() - started
+                < (deadline + Duration::from_secs(3)).as_nanos() as u64
+        {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+            if !told && got.len() >= first {
+                got_tx.send(()).unwrap();
+                told = true;
+            }
+        }
+        let _ = done_tx.send(());
+        (got.len(), got[..] == pattern(5, total)[..got.len()])
+    });
+    bound_rx.recv().unwrap();
+    let to = addr(tb.hosts()[1].ips[0], port);
+    let data = pattern(5, total);
+    let client = {
+        let h0 = h0.clone();
+        thread::spawn(move || {
+            h0.enter().unwrap();
+            let s = Socket::new(Domain::IPV4, Type::STREAM, proto).unwrap();
+            s.connect_timeout(&SockAddr::from(to), Duration::from_secs(5))
+                .unwrap();
+            let mut s: TcpStream = s.into();
+            s.write_all(&data[..first]).unwrap();
+            // The second part goes out once the fault is on; the writer may block behind it.
+            s.set_write_timeout(Some(deadline)).unwrap();
+            (s, data)
+        })
+    };
+    let (s, data) = client.join().unwrap();
+    got_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the first part arrived");
+    tb.fault_now(&blackhole_plane_one()).unwrap();
+    let writer = thread::spawn(move || {
+        let mut s = s;
+        let _ = s.write_all(&data[first..]);
+        // Keep the socket open until the reader is done, so the kernel keeps retransmitting.
+        let _ = done_rx.recv_timeout(deadline + Duration::from_secs(4));
+    });
+    let (got, ok) = server.join().unwrap();
+    writer.join().unwrap();
+    (got, ok)
+}
+
+#[test]
+fn blackholed_path_times_out_linux_tcp() {
+    let Some(_g) = realnet("blackholed_path_times_out_linux_tcp") else {
+        return;
+    };
+    let tb = start(two_planes(), vec![], HostSetup::default());
+    let before = tb.hosts()[0].netstat().unwrap();
+    let (got, ok) = transfer_across_blackhole(&tb, false, 200_000, 1_000_000, Duration::from_secs(2));
+    let after = tb.hosts()[0].netstat().unwrap();
+    drop(tb);
+    assert!(ok, "what arrived is intact");
+    assert!(
+        got < 1_200_000,
+        "TCP cannot finish over its only, black-holed path"
+    );
+    assert!(
+        after.get("TcpExt.TCPTimeouts") > before.get("TcpExt.TCPTimeouts"),
+        "RTOs fired"
+    );
+}
+
+#[test]
+fn mptcp_with_two_subflows_survives_a_blackholed_path() {
+    let Some(_g) = realnet("mptcp_with_two_subflows_survives_a_blackholed_path") else {
+        return;
+    };
+    let host = HostSetup {
+        mptcp_endpoints: true,
+        ..Default::default()
+    };
+    let tb = start(two_planes(), vec![], host);
+    let (got, ok) = transfer_across_blackhole(&tb, true, 200_000, 1_000_000, Duration::from_secs(8));
+    let joins = tb.hosts()[0].netstat().unwrap().get("MPTcpExt.MPJoinSynAckRx");
+    let report = tb.stop().unwrap();
+    assert!(joins >= 1, "a second subflow joined");
+    assert!(
+        report.port("s1", "h1").unwrap().counters.dropped_link_loss > 0,
+        "plane 1 black-holed"
+    );
+    assert!(ok, "bytes intact");
+    assert_eq!(got, 1_200_000, "MPTCP finished over the second subflow");
+}
+
+/// Lines of `ip -o link` and `ip netns list` in the root namespace.
+fn root_net_state() -> (Vec<String>, String) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("ip").args(args).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // Drop the per-line counters that change between calls (ip -o link prints no counters).
+    let links = run(&["-o", "link"])
+        .lines()
+        .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        .collect();
+    (links, run(&["netns", "list"]))
+}
+
+/// Every `net:[INODE]` a process of this machine holds, as its namespace or as an open fd.
+fn held_netns_inodes() -> Vec<u64> {
+    let mut out = Vec::new();
+    let parse = |p: &std::path::Path| -> Option<u64> {
+        let t = std::fs::read_link(p).ok()?;
+        let t = t.to_str()?;
+        t.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
+    };
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let dir = e.path();
+        if !e
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        out.extend(parse(&dir.join("ns/net")));
+        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
+            out.extend(fds.flatten().filter_map(|f| parse(&f.path())));
+        }
+        if let Ok(tasks) = std::fs::read_dir(dir.join("task")) {
+            out.extend(tasks.flatten().filter_map(|t| parse(&t.path().join("ns/net"))));
+        }
+    }
+    out
+}
+
+#[test]
+fn nothing_remains_after_the_emulator_is_killed() {
+    let Some(_g) = realnet("nothing_remains_after_the_emulator_is_killed") else {
+        return;
+    };
+    let before = root_net_state();
+    let mut emu = std::process::Command::new(env!("CARGO_BIN_EXE_tailcut-testbed"))
+        .args(["hold", "--hosts", "3"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(emu.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let children: Vec<u64> = info["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    let inodes: Vec<u64> = info["netns_inodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(children.len(), 3);
+    let held = held_netns_inodes();
+    assert!(
+        inodes.iter().all(|i| held.contains(i)),
+        "the namespaces exist while it runs"
+    );
+    emu.kill().unwrap(); // SIGKILL: no destructor runs
+    emu.wait().unwrap();
+    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
+    loop {
+        let alive: Vec<u64> = children
+            .iter()
+            .copied()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
+                    && std::fs::read_link(format!("/proc/{p}/ns/net")).is_ok_and(|l| {
+                        inodes
+                            .iter()
+                            .any(|i| l.to_string_lossy().contains(&i.to_string()))
+                    })
+            })
+            .collect();
+        let held = held_netns_inodes();
+        let leaked: Vec<u64> = inodes.iter().copied().filter(|i| held.contains(i)).collect();
+        if alive.is_empty() && leaked.is_empty() {
+            break;
+        }
+        assert!(
+            tailcut_sys::clock::monotonic_ns() < deadline,
+            "left behind: processes {alive:?}, namespaces {leaked:?}"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        root_net_state(),
+        before,
+        "no interface or named namespace added to the root namespace"
+    );
+}
+
+#[test]
+fn an_experiment_file_runs_on_real_hosts() {
+    let Some(_g) = realnet("an_experiment_file_runs_on_real_hosts") else {
+        return;
+    };
+    let text = r#"
+name = "tb"
+seed = 3
+max_time = "2s"
+[topology]
+kind = "dumbbell"
+left = 2
+right = 2
+host_rate = "100Mbps"
+bottleneck_rate = "100Mbps"
+[[faults]]
+kind = "loss"
+link = { between = ["swl", "swr"] }
+model = { kind = "bernoulli", p = 0.02 }
+[[workload]]
+name = "plain"
+pattern = { kind = "all_to_all" }
+fixed = "30KB"
+flows = 20
+rate_per_host = 40
+[[workload]]
+name = "rpc"
+pattern = { kind = "all_to_all" }
+fixed = "20KB"
+request_bytes = "200B"
+flows = 20
+rate_per_host = 40
+[[schemes]]
+name = "linux"
+transport = "tcp"
+[testbed]
+rto_min_us = 5000
+congestion_control = "cubic"
+"#;
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 40);
+    let incomplete: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| (r.flow_id, r.error.clone()))
+        .collect();
+    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    assert!(
+        rows.iter().all(|r| r.retransmitted_segments.is_some()),
+        "every data sender reported TCP_INFO"
+    );
+    let s = &summaries[0];
+    let lost: u64 = s.fabric.ports.iter().map(|p| p.counters.dropped_link_loss).sum();
+    let retrans: u64 = rows
+        .iter()
+        .map(|r| u64::from(r.retransmitted_segments.unwrap()))
+        .sum();
+    assert!(lost > 0);
+    assert!(
+        s.kernel["Tcp.RetransSegs"] >= retrans,
+        "per-flow retransmits are a part of the namespaces' total"
+    );
+}
+
+#[test]
+fn a_downed_link_moves_traffic_to_the_other_spine() {
+    let Some(_g) = realnet("a_downed_link_moves_traffic_to_the_other_spine") else {
+        return;
+    };
+    let topo = topo::build(
+        &topo::TopologyConfig::LeafSpine(LeafSpine {
+            leaves: 2,
+            spines: 2,
+            hosts_per_leaf: 1,
+            host_rate: Rate(100_000_000),
+            fabric_rate: Some(Rate(100_000_000)),
+            oversubscription: None,
+            link_delay: Dur::from_micros(10),
+        }),
+        &SwitchQueues::default(),
+    )
+    .unwrap();
+    let down = FaultConfig::LinkDown {
+        link: LinkRef {
+            between: ["leaf0".into(), "spine0".into()],
+            index: 0,
+        },
+        at: Dur::ZERO,
+        until: None,
+    };
+    let tb = start(topo, vec![down], HostSetup::default());
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    const LEN: usize = 200_000;
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let mut servers = Vec::new();
+    for f in 0..8u16 {
+        let to = addr(h1.ips[0], 7300 + f);
+        let (h1, bound_tx) = (h1.clone(), bound_tx.clone());
+        servers.push(thread::spawn(move || {
+            h1.enter().unwrap();
+            let l = TcpListener::bind(to).unwrap();
+            bound_tx.send(()).unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            got == pattern(u64::from(f), LEN)
+        }));
+        bound_rx.recv().unwrap();
+        let to2 = to;
+        h0.run(move || {
+            let mut s = TcpStream::connect_timeout(&to2, Duration::from_secs(5)).unwrap();
+            s.write_all(&pattern(u64::from(f), LEN)).unwrap();
+        })
+        .unwrap();
+    }
+    let intact: Vec<bool> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+    let report = tb.stop().unwrap();
+    assert!(intact.iter().all(|&ok| ok), "{intact:?}");
+    let via = |a: &str, b: &str| report.port(a, b).unwrap().counters.tx_packets;
+    assert_eq!(via("leaf0", "spine0"), 0, "routing avoids the downed link");
+    assert_eq!(via("spine0", "leaf1"), 0);
+    assert!(via("leaf0", "spine1") > 8 * 100, "every flow went through spine1");
+}

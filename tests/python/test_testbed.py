@@ -1,0 +1,105 @@
+"""``tailcut testbed run``: the Python front over the Rust testbed binary.
+
+The end-to-end test needs root, network namespaces and /dev/net/tun (as the Rust realnet tests do):
+it skips with the reason where they are missing, unless ``TAILCUT_REQUIRE_REALNET=1`` (CI) makes that
+a failure. The other tests need neither.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tailcut import cli, testbed
+from tailcut.outdir import OutputError
+from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENT = """
+name = "tb"
+seed = 2
+max_time = "1s"
+[topology]
+kind = "star"
+hosts = 3
+host_rate = "100Mbps"
+[[workload]]
+name = "q"
+pattern = { kind = "all_to_all" }
+fixed = "20KB"
+flows = 10
+rate_per_host = 50
+[[schemes]]
+name = "linux"
+transport = "tcp"
+[testbed]
+rto_min_us = 5000
+"""
+
+
+def _binary() -> Path:
+    """Build the binary if needed (cargo is incremental; `make test` has built it already)."""
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "tailcut-testbed"], cwd=ROOT, check=True)
+    return ROOT / "target" / "release" / "tailcut-testbed"
+
+
+def _realnet_or_skip() -> None:
+    reason = None
+    if os.geteuid() != 0:
+        reason = "needs root"
+    elif not Path("/dev/net/tun").exists():
+        reason = "no /dev/net/tun"
+    if reason is None:
+        return
+    if os.environ.get("TAILCUT_REQUIRE_REALNET") == "1":
+        pytest.fail(f"TAILCUT_REQUIRE_REALNET=1 but the testbed cannot run here: {reason}")
+    pytest.skip(reason)
+
+
+def test_binary_is_found_through_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(testbed.BINARY_ENV, str(tmp_path / "missing"))
+    with pytest.raises(OutputError, match="no such file"):
+        testbed.find_binary()
+
+
+def test_unsupported_scheme_is_an_error_naming_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(testbed.BINARY_ENV, str(_binary()))
+    exp = tmp_path / "e.toml"
+    exp.write_text(EXPERIMENT.replace('transport = "tcp"', 'transport = "fuso"'))
+    with pytest.raises(OutputError, match=r"schemes\[0\]\.transport: 'fuso'"):
+        testbed.run_to_dir(exp, tmp_path / "out")
+    assert not (tmp_path / "out").exists(), "nothing written on failure"
+
+
+def test_tables_become_parquet_with_the_simulator_columns(tmp_path: Path) -> None:
+    flows_json = '{"flow_id": [0, 1], "fct_ns": [5, null], "completed": [true, false]}'
+    (tmp_path / "flows.json").write_text(flows_json)
+    (tmp_path / "ports.json").write_text('{"node": ["h0"], "tx_packets": [3]}')
+    testbed.convert_tables(tmp_path)
+    flows = pd.read_parquet(tmp_path / "flows.parquet")
+    assert list(flows.columns[: len(FLOW_COLUMNS)]) == FLOW_COLUMNS
+    assert flows["completed"].tolist() == [True, False]
+    ports = pd.read_parquet(tmp_path / "ports.parquet")
+    assert list(ports.columns[: len(PORT_COLUMNS)]) == PORT_COLUMNS
+    assert not (tmp_path / "flows.json").exists()
+
+
+def test_cli_runs_an_experiment_on_real_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _realnet_or_skip()
+    monkeypatch.setenv(testbed.BINARY_ENV, str(_binary()))
+    exp = tmp_path / "e.toml"
+    exp.write_text(EXPERIMENT)
+    out = tmp_path / "out"
+    assert cli.main(["testbed", "run", str(exp), "--out", str(out)]) == 0
+    flows = pd.read_parquet(out / "flows.parquet")
+    assert len(flows) == 10
+    assert flows["completed"].all()
+    assert (flows["fct_ns"] > 0).all()
+    assert (out / "summary.json").exists() and (out / "ports.parquet").exists()
+    assert cli.main(["testbed", "run", str(exp), "--out", str(out)]) == 2, "no overwrite without --overwrite"
