@@ -22,7 +22,10 @@ record)
     mkdir -p "$(dirname "$db")"
     touch "$db"
     new=$(mktemp)
-    for f in "$@"; do "$bin" "$f"; done >"$new"
+    printf '%s\n' "$@" | xargs -P "${JOBS:-2}" -n 1 "$bin" >"$new" || {
+        echo "FAIL: a file did not run"
+        exit 1
+    }
     # Keep the lines of files not re-recorded, replace the others, keep the file sorted.
     { awk 'NR == FNR { redo[$1]; next } !($1 in redo)' "$new" "$db"; cat "$new"; } | sort >"$db.tmp"
     mv "$db.tmp" "$db"
