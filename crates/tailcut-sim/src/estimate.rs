@@ -7,9 +7,9 @@
 //! counted and summed once the workload is generated (generation is itself capped at
 //! `MAX_FLOWS_PER_COMPONENT` per component), before any scheme runs.
 //!
-//! The per-element byte costs below were measured with dhat's peak heap on stars, leaf-spines and
-//! runs of TCP flows (`tests/estimate.rs` keeps the estimate within a factor of the measured peak);
-//! the event model was fitted to `RunInfo::events` the same way. Estimates, not bounds: they exist to
+//! The per-node and per-link costs were set from the peak resident memory of stars of 100,000 and
+//! 200,000 hosts running 20 flows (~4.1 KB per host and its link); the per-flow, per-connection and
+//! per-packet-hop constants are rough and not yet calibrated. Estimates, not bounds: they exist to
 //! catch orders of magnitude. docs/simulator.md, "Limits and errors".
 
 use crate::limits::MAX_ELEMENTS;
@@ -24,11 +24,11 @@ pub const DEFAULT_MAX_EVENTS: u64 = 20_000_000_000;
 
 /// Heap bytes per node (its record in the spec and the network, its name, its port list, per-host
 /// simulator state).
-const NODE_BYTES: f64 = 400.0;
+const NODE_BYTES: f64 = 1_000.0;
 /// Heap bytes per link: its spec and its two ports with their queues.
-const LINK_BYTES: f64 = 1_200.0;
+const LINK_BYTES: f64 = 2_800.0;
 /// Heap bytes per link held again by every scheme's copy of the topology.
-const LINK_SPEC_BYTES: f64 = 250.0;
+const LINK_SPEC_BYTES: f64 = 300.0;
 /// Heap bytes per flow: its spec, its simulator state and its result record.
 const FLOW_BYTES: f64 = 700.0;
 /// Heap bytes per open connection end (an engine with its send and receive state).
