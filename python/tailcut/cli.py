@@ -54,8 +54,9 @@ def _add_limit_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _limits(args: argparse.Namespace) -> dict[str, Any]:
-    return {"max_memory": args.max_memory, "max_events": args.max_events, "force": args.force}
+def _limits(args: argparse.Namespace) -> dict[str, Any] | None:
+    limits = {"max_memory": args.max_memory, "max_events": args.max_events, "force": args.force}
+    return limits if args.force or args.max_memory or args.max_events else None
 
 
 OVERRIDES_HELP = """\

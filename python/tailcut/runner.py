@@ -67,6 +67,8 @@ def run_to_dir(
     from tailcut.report import run_report_html
 
     claim(out, "run", overwrite=overwrite)
-    result = run(config, seed=seed, overrides=overrides, progress=progress, limits=limits)
+    # Limits are passed only when given, so callers that replace `run` (tests, sweeps) keep working.
+    extra = {"limits": limits} if limits is not None else {}
+    result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
     result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite)
     return result
