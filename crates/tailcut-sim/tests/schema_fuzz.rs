@@ -178,15 +178,15 @@ fn mutate_all(doc: &Value, only_under: &str) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     for p in paths.iter().filter(|p| p.starts_with(only_under)) {
         for (label, v) in mutants() {
-            let clock = std::time::Instant::now();
+            // A mutant that hangs outside the event loop never reaches the budget: this names it.
+            if std::env::var_os("SCHEMA_FUZZ_TRACE").is_some() {
+                eprintln!("{p} = {label}");
+            }
             let mut d = doc.clone();
             *at(&mut d, p) = v;
             n += 1;
             if let Err(e) = check(&d, p, label) {
                 failures.push(e);
-            }
-            if clock.elapsed().as_secs_f64() > 1.0 {
-                eprintln!("slow: {p} = {label}: {:.1} s", clock.elapsed().as_secs_f64());
             }
         }
     }
@@ -254,9 +254,7 @@ fn every_scheme_parameter_is_checked() {
         } else {
             "schemes[0].params"
         };
-        let clock = std::time::Instant::now();
         let (k, f) = mutate_all(&doc, under);
-        eprintln!("{}: {k} mutants, {} failures, {:.1} s", info.name, f.len(), clock.elapsed().as_secs_f64());
         n += k;
         failures.extend(f.into_iter().map(|e| format!("{}: {e}", info.name)));
     }
