@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core, testbed
-from tailcut.config import apply_overrides, experiment_name, load_config, resolve
+from tailcut.config import apply_overrides, experiment_name, load_config, parse_bytes, resolve
 from tailcut.outdir import OutputError
 
 EXIT_FAILED = 1
@@ -34,6 +34,29 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
         metavar="KEY.PATH=VALUE",
         help="override a config value; list items by index: schemes.0.name=dctcp (repeatable)",
     )
+
+
+def _add_limit_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-memory",
+        type=parse_bytes,
+        metavar="SIZE",
+        help="refuse a run estimated to need more memory, e.g. 8GB (default: the available memory)",
+    )
+    p.add_argument(
+        "--max-events",
+        type=int,
+        metavar="N",
+        help="refuse a run estimated to need more simulator events, all schemes (default 2e10)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="skip the resource estimate and run whatever its size"
+    )
+
+
+def _limits(args: argparse.Namespace) -> dict[str, Any] | None:
+    limits = {"max_memory": args.max_memory, "max_events": args.max_events, "force": args.force}
+    return limits if args.force or args.max_memory or args.max_events else None
 
 
 OVERRIDES_HELP = """\
@@ -75,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
     _add_out_args(p, "results/<experiment name>", resumes=False)
     p.add_argument("--seed", type=int, help="replace the config's seed")
+    _add_limit_args(p)
 
     p = sub.add_parser(
         "sweep",
@@ -119,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_config_args(p)
+    _add_limit_args(p)
 
     sub.add_parser("schemes", help="list the schemes and their parameters")
 
@@ -162,7 +187,7 @@ def _load(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     """Print OK and a short summary of the resolved config."""
-    resolved = resolve(_load(args))
+    resolved = resolve(_load(args), _limits(args))
     schemes = resolved.get("schemes")
     names = [s.get("name", "?") for s in schemes] if isinstance(schemes, list) else []
     print(f"OK: {args.file}")
@@ -229,7 +254,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
             return True
 
-        result = run_to_dir(config, out, seed=args.seed, progress=progress, overwrite=args.overwrite)
+        result = run_to_dir(
+            config, out, seed=args.seed, progress=progress, overwrite=args.overwrite, limits=_limits(args)
+        )
     from tailcut import display
     from tailcut.summary import unfinished_warnings
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import datetime as _dt
 import json
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -133,9 +134,38 @@ def to_json(config: Mapping[str, Any]) -> str:
     return json.dumps(config, default=_json_default)
 
 
-def resolve(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Validate through Rust and return the fully resolved config; raises ``tailcut.ConfigError``."""
-    return json.loads(_core.validate(to_json(config)))
+def resolve(config: Mapping[str, Any], limits: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Validate through Rust and return the fully resolved config; raises ``tailcut.ConfigError``.
+
+    ``limits`` holds the resource limits of the run's estimate (docs/simulator.md, "Limits and errors"):
+    ``max_memory`` (bytes; default this machine's available memory), ``max_events`` and ``force``.
+    """
+    return json.loads(_core.validate(to_json(config), **(limits or {})))
+
+
+_SIZE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
+
+
+def parse_bytes(text: str) -> int:
+    """``8GB`` -> 8000000000: decimal units as in experiment files, KiB..TiB binary, no unit = bytes."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else ""
+    if match is None or (unit or "B") not in _SIZE_UNITS:
+        raise ValueError(f"expected a size such as 8GB or 512MiB, got {text!r}")
+    value = int(float(match.group(1)) * _SIZE_UNITS[unit or "B"])
+    if value <= 0:
+        raise ValueError(f"a size must be > 0, got {text!r}")
+    return value
 
 
 def _drop_nulls(value: Any) -> Any:

@@ -15,14 +15,16 @@ ProgressCallback = Callable[[float], "bool | None"]
 
 
 def prepare(
-    config: ConfigSource, overrides: Mapping[str, Any] | Iterable[str] | None = None
+    config: ConfigSource,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    limits: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Load and override a config, then validate it; returns (config as given, resolved config).
 
     Validation happens before anything runs so a bad field is reported before any work or output.
     """
     raw = apply_overrides(load_config(config), overrides)
-    return raw, resolve(raw)
+    return raw, resolve(raw, limits)
 
 
 def run(
@@ -30,6 +32,7 @@ def run(
     seed: int | None = None,
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     progress: ProgressCallback | None = None,
+    limits: Mapping[str, Any] | None = None,
 ) -> Result:
     """Run one experiment and return its tables.
 
@@ -38,8 +41,8 @@ def run(
     about every 100 ms; returning ``False`` cancels. Raises ``tailcut.ConfigError`` for a bad config and
     ``tailcut.SimulationError`` when the run fails, including a packet-conservation violation.
     """
-    raw, resolved = prepare(config, overrides)
-    document = json.loads(_core.run(to_json(raw), seed, progress))
+    raw, resolved = prepare(config, overrides, limits)
+    document = json.loads(_core.run(to_json(raw), seed, progress, **(limits or {})))
     if seed is not None and "seed" in resolved:
         # config.toml must repeat this exact run, so it records the seed that was actually used.
         resolved["seed"] = seed
@@ -53,6 +56,7 @@ def run_to_dir(
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     progress: ProgressCallback | None = None,
     overwrite: bool = False,
+    limits: Mapping[str, Any] | None = None,
 ) -> Result:
     """Run and write the result folder (with report.html) atomically; nothing is written on failure.
 
@@ -63,6 +67,8 @@ def run_to_dir(
     from tailcut.report import run_report_html
 
     claim(out, "run", overwrite=overwrite)
-    result = run(config, seed=seed, overrides=overrides, progress=progress)
+    # Limits are passed only when given, so callers that replace `run` (tests, sweeps) keep working.
+    extra = {"limits": limits} if limits is not None else {}
+    result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
     result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite)
     return result

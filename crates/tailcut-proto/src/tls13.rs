@@ -47,6 +47,11 @@ impl TlsModel {
             if b.0 == 0 {
                 return Err(format!("{n}: must be > 0"));
             }
+            // A real flight is a few KB (tens with a certificate chain); a size past 16 MB is a typo
+            // that would keep the handshake, and every flow behind it, running until max_time.
+            if b.0 > 1 << 24 {
+                return Err(format!("{n}: must be at most 16MiB, got {} bytes", b.0));
+            }
         }
         Ok(())
     }

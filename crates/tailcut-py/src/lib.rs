@@ -11,6 +11,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use tailcut_sim::api::{self, ApiError};
+use tailcut_sim::estimate::Limits;
 use tailcut_sim::run::WallClock;
 
 // Named `tailcut.X` so that the classes pickle (the package re-exports them), e.g. across a process pool.
@@ -28,13 +29,49 @@ create_exception!(
 );
 
 /// Validate `config_json` and return the fully resolved config (all defaults filled in) as JSON.
+///
+/// The run's resource estimate is checked too: `max_memory` (bytes, default this machine's available
+/// memory) and `max_events` (default `estimate::DEFAULT_MAX_EVENTS`) refuse a run estimated to need
+/// more; `force` skips the estimate. A panic (a simulator bug) raises `SimulationError`.
 #[pyfunction]
-fn validate(py: Python<'_>, config_json: &str) -> PyResult<String> {
-    py.allow_threads(|| api::validate_json(config_json))
+#[pyo3(signature = (config_json, max_memory=None, max_events=None, force=false))]
+fn validate(
+    py: Python<'_>,
+    config_json: &str,
+    max_memory: Option<u64>,
+    max_events: Option<u64>,
+    force: bool,
+) -> PyResult<String> {
+    let limits = limits(max_memory, max_events, force);
+    py.allow_threads(|| guarded(|| api::validate_json_with(config_json, &limits)))
         .map_err(|e| match e {
             ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
+            ApiError::Simulation(m) => SimulationError::new_err(m),
             other => ConfigError::new_err(other.to_string()),
         })
+}
+
+/// The limits a caller asked for; unset ones keep their defaults.
+fn limits(max_memory: Option<u64>, max_events: Option<u64>, force: bool) -> Limits {
+    let mut l = Limits::default();
+    if max_memory.is_some() {
+        l.max_memory_bytes = max_memory;
+    }
+    if max_events.is_some() {
+        l.max_events = max_events;
+    }
+    l.force = force;
+    l
+}
+
+/// Runs `f`, turning a panic (a simulator bug) into `ApiError::Simulation` with the panic message rather
+/// than pyo3's PanicException (a BaseException that would escape `except Exception` in sweep workers
+/// and print a Rust panic from the CLI).
+fn guarded<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+    panic::catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let message = format!("simulator panicked: {}", panic_message(payload.as_ref()));
+        Err(ApiError::Simulation(message))
+    })
 }
 
 /// `ConfigError(message)` carrying the offending field's `path` and the `reason` as attributes, for
@@ -60,14 +97,18 @@ fn config_error(py: Python<'_>, path: &str, reason: &str, message: String) -> Py
 /// the run: `SimulationError("run cancelled ...")`, or the callback's own exception (`KeyboardInterrupt`
 /// for Ctrl-C) re-raised here.
 #[pyfunction]
-#[pyo3(signature = (config_json, seed=None, progress=None))]
+#[pyo3(signature = (config_json, seed=None, progress=None, max_memory=None, max_events=None, force=false))]
 fn run(
     py: Python<'_>,
     config_json: &str,
     seed: Option<u64>,
     progress: Option<Py<PyAny>>,
+    max_memory: Option<u64>,
+    max_events: Option<u64>,
+    force: bool,
 ) -> PyResult<String> {
-    validate(py, config_json)?;
+    validate(py, config_json, max_memory, max_events, force)?;
+    let limits = limits(max_memory, max_events, force);
     let (outcome, callback_error, cancelled) = py.allow_threads(|| {
         let mut callback_error: Option<PyErr> = None;
         let mut cancelled = false;
@@ -91,15 +132,7 @@ fn run(
             cancelled |= !keep_going;
             keep_going
         };
-        // A panic is a simulator bug; it becomes a SimulationError with the panic message rather than
-        // pyo3's PanicException (a BaseException that would escape `except Exception` in sweep workers).
-        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            api::run_json(config_json, seed, &mut on_progress)
-        }))
-        .unwrap_or_else(|payload| {
-            let message = format!("simulator panicked: {}", panic_message(payload.as_ref()));
-            Err(ApiError::Simulation(message))
-        });
+        let outcome = guarded(|| api::run_json_with(config_json, seed, &limits, &mut on_progress));
         (outcome, callback_error, cancelled)
     });
     if let Some(err) = callback_error {
@@ -146,7 +179,7 @@ fn schemes() -> String {
 /// `ConfigError` whose `path` is relative to the entry.
 #[pyfunction]
 fn check_scheme(py: Python<'_>, entry_json: &str) -> PyResult<()> {
-    py.allow_threads(|| api::check_scheme_json(entry_json))
+    py.allow_threads(|| guarded(|| api::check_scheme_json(entry_json)))
         .map_err(|e| match e {
             ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
             other => ConfigError::new_err(other.to_string()),

@@ -2,6 +2,7 @@
 //! JSON (or TOML), results as JSON with columnar tables.
 
 use crate::config::{Experiment, ShimConfig};
+use crate::estimate::Limits;
 use crate::run::{self, RunError, Tables};
 use crate::scheme;
 use serde_json::{json, Map, Value};
@@ -138,10 +139,16 @@ pub fn path_error(path: &str, msg: &str) -> ConfigError {
     }
 }
 
-/// Validates an experiment and returns it fully resolved (every default filled in) as JSON.
+/// Validates an experiment and returns it fully resolved (every default filled in) as JSON; the
+/// resource estimate is checked against the default limits (this machine's available memory).
 pub fn validate_json(config_json: &str) -> Result<String, ApiError> {
+    validate_json_with(config_json, &Limits::default())
+}
+
+/// [`validate_json`] under explicit resource limits.
+pub fn validate_json_with(config_json: &str, limits: &Limits) -> Result<String, ApiError> {
     let exp = parse_json(config_json)?;
-    run::prepare(&exp)?;
+    run::prepare_with(&exp, limits)?;
     Ok(serde_json::to_string(&exp).expect("experiments serialise"))
 }
 
@@ -177,11 +184,21 @@ pub fn run_json(
     seed_override: Option<u64>,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<String, ApiError> {
+    run_json_with(config_json, seed_override, &Limits::default(), progress)
+}
+
+/// [`run_json`] under explicit resource limits.
+pub fn run_json_with(
+    config_json: &str,
+    seed_override: Option<u64>,
+    limits: &Limits,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<String, ApiError> {
     let mut exp = parse_json(config_json)?;
     if let Some(s) = seed_override {
         exp.seed = s;
     }
-    let tables = run::run(&exp, progress)?;
+    let tables = run::run_with(&exp, limits, progress)?;
     Ok(tables_json(&tables, &exp).to_string())
 }
 

@@ -2,6 +2,7 @@
 //! degradation at scheduled times, and "make a fraction of links lossy with rates drawn from a
 //! distribution, at given tiers" (FUSO Sec. 5.3).
 
+use crate::limits;
 use crate::net::link::LossConfig;
 use crate::net::Network;
 use crate::workload::EmpiricalCdf;
@@ -130,11 +131,54 @@ pub fn resolve(net: &Network, l: &LinkRef) -> Result<[u32; 2], String> {
     Ok([p, net.ports[p as usize].reverse])
 }
 
+/// The ranges of a fault's times, rates and delays (`limits.rs`); `until` must follow `at`.
+fn check_values(f: &FaultConfig) -> Result<(), tailcut_proto::ConfigError> {
+    let (at, until) = match f {
+        FaultConfig::Loss { at, until, .. } | FaultConfig::LinkDown { at, until, .. } => (at, until),
+        FaultConfig::Degrade { rate, at, until, .. } => {
+            limits::rate("rate", *rate)?;
+            (at, until)
+        }
+        FaultConfig::Delay { extra, at, until, .. } => {
+            if *extra > limits::MAX_DELAY {
+                return Err(tailcut_proto::ConfigError::new(
+                    "extra",
+                    format!("must be at most 10s, got {extra}"),
+                ));
+            }
+            (at, until)
+        }
+        FaultConfig::RandomLossyLinks { tier_weights, .. } => {
+            if let Some(w) = tier_weights {
+                if let Some(k) = w.iter().position(|x| !x.is_finite()) {
+                    return Err(tailcut_proto::ConfigError::new(
+                        format!("tier_weights[{k}]"),
+                        format!("must be a finite number, got {}", w[k]),
+                    ));
+                }
+            }
+            return Ok(());
+        }
+    };
+    limits::time("at", *at)?;
+    if let Some(u) = until {
+        limits::time("until", *u)?;
+        if u <= at {
+            return Err(tailcut_proto::ConfigError::new(
+                "until",
+                format!("must be after at ({at}), got {u}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Expands the fault list into timed actions; random placement uses the fault RNG stream.
 pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur, FaultAction)>, String> {
     let mut out = Vec::new();
     for (i, f) in faults.iter().enumerate() {
         let ctx = |e: String| format!("faults[{i}].{e}");
+        check_values(f).map_err(|e| e.at(&format!("faults[{i}]")).to_string())?;
         match f {
             FaultConfig::Loss {
                 link,
@@ -188,7 +232,7 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                         *at,
                         FaultAction::SetDelay {
                             port: p,
-                            delay: Dur(base.0 + extra.0),
+                            delay: Dur(base.0.saturating_add(extra.0)),
                         },
                     ));
                     if let Some(u) = until {

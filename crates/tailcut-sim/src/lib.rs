@@ -8,9 +8,11 @@
 pub mod api;
 pub mod arena;
 pub mod config;
+pub mod estimate;
 pub mod event;
 pub mod fault;
 mod hash;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod run;

@@ -1,7 +1,9 @@
 //! The Rust entry point: run one experiment description and return its tables.
 
 use crate::config::{Experiment, ShimConfig};
+use crate::estimate::{self, Limits};
 use crate::fault;
+use crate::limits;
 use crate::metrics::{FlowRecord, PortRecord, RunInfo};
 use crate::net::Network;
 use crate::scheme;
@@ -58,8 +60,14 @@ fn conn_mode(c: &workload::WorkloadComponent) -> ConnMode {
     }
 }
 
-/// Validates everything that can be checked before running: topology, faults, workload, transports.
+/// Validates everything that can be checked before running: topology, faults, workload, transports,
+/// and the resource estimate against this machine's memory and the default event limit.
 pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
+    prepare_with(exp, &Limits::default())
+}
+
+/// [`prepare`] with explicit resource limits (`--max-memory`, `--max-events`, `--force`).
+pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunError> {
     let err = |path: &str, reason: &str| RunError::Config(ConfigError::new(path, reason));
     // The topology, network and fault modules report `field: reason` strings relative to their section.
     let at = |outer: &str| {
@@ -72,19 +80,32 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
     if exp.workload.is_empty() {
         return Err(err("workload", "list at least one workload component"));
     }
-    if exp.max_time.0 == 0 {
-        return Err(err("max_time", "must be > 0"));
-    }
+    limits::check(exp)?;
     let component_names: Vec<String> = exp.workload.iter().map(|c| c.name.clone()).collect();
+    // A set, not a scan of the earlier names: 100,000 schemes would take 5e9 comparisons.
+    let mut names = std::collections::HashSet::new();
     for (i, s) in exp.schemes.iter().enumerate() {
-        if exp.schemes[..i].iter().any(|o| o.name == s.name) {
+        if !names.insert(s.name.as_str()) {
             return Err(err(
                 &format!("schemes[{i}].name"),
                 &format!("duplicate scheme name '{}'", s.name),
             ));
         }
     }
+    // Sized before it is built: a million-host star must be refused, not allocated.
+    let sized = estimate::topology_size(&exp.topology);
+    if let Some(size) = &sized {
+        estimate::check_topology(size, exp.schemes.len(), limits)?;
+    }
     let base_spec = topo::build(&exp.topology, &exp.network).map_err(at("topology"))?;
+    let size = match sized {
+        Some(s) => s,
+        None => {
+            let s = estimate::size_of_spec(&base_spec);
+            estimate::check_topology(&s, exp.schemes.len(), limits).map_err(|e| e.at(""))?;
+            s
+        }
+    };
     for (i, c) in exp.network.classes.iter().enumerate() {
         if let Some(a) = &c.aqm {
             a.validate().map_err(at(&format!("network.classes[{i}].aqm")))?;
@@ -96,6 +117,8 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
     let (rack, nic_rate_bps) = net.host_info();
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
         .map_err(|e| at("")(e.to_string()))?;
+    let hops = estimate::mean_hops(&exp.topology);
+    estimate::check_work(&flows, exp.workload.len(), &size, exp.schemes.len(), hops, limits)?;
     let other = match &exp.other_traffic {
         Some(o) => Some(scheme::resolve(&o.transport, &o.params).map_err(|e| e.at("other_traffic"))?),
         None => None,
@@ -169,7 +192,16 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
 
 /// Runs every scheme of the experiment on the same flows. `progress(fraction)` returns false to cancel.
 pub fn run(exp: &Experiment, progress: &mut dyn FnMut(f64) -> bool) -> Result<Tables, RunError> {
-    let prep = prepare(exp)?;
+    run_with(exp, &Limits::default(), progress)
+}
+
+/// [`run`] with explicit resource limits.
+pub fn run_with(
+    exp: &Experiment,
+    limits: &Limits,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<Tables, RunError> {
+    let prep = prepare_with(exp, limits)?;
     run_prepared(&prep, progress)
 }
 

@@ -1,92 +1,147 @@
 //! Forwarding tables: for every switch and destination address, the egress ports on shortest paths
 //! (hop count) over links that are up. Hosts never forward.
+//!
+//! A host is a leaf: every path to one of its addresses enters through the switch its NIC is attached
+//! to, so at every other switch the next hops toward the address are the next hops toward that switch.
+//! The tables are therefore kept per (switch, destination switch) plus, per address, its attachment
+//! switch and the port there that faces the NIC: O(switches^2 + addresses) entries rather than
+//! O(nodes x addresses), which is what lets a star of a million hosts or a 1000-leaf leaf-spine be
+//! routed at all. A switch's distinct hop sets are stored once.
 
 use super::Network;
 use crate::event::{NodeId, PortId};
 use crate::topo::NodeKind;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use tailcut_proto::rng::mix64;
 use tailcut_proto::{FiveTuple, Route};
 
+/// Not a switch (a host), or an address no switch can reach.
+const NONE: u32 = u32::MAX;
+
 #[derive(Default)]
 pub struct Routes {
-    n_addrs: usize,
-    /// (start, len) into `ports`, indexed by `node * n_addrs + addr`.
+    /// Node -> its index among switches, `NONE` for hosts.
+    switch_index: Vec<u32>,
+    n_switches: usize,
+    /// (start, len) into `ports`, indexed by `from_switch * n_switches + to_switch` (switch indices).
     index: Vec<(u32, u16)>,
     ports: Vec<PortId>,
+    /// Per address: the switch index its NIC is attached to (`NONE` when the NIC is down or faces a
+    /// host), and that switch's port toward the NIC (`NONE` when that direction is down).
+    attach: Vec<(u32, PortId)>,
 }
 
 impl Routes {
     pub fn compute(net: &Network) -> Routes {
         let n_nodes = net.nodes.len();
-        let n_addrs = net.addrs.len();
-        let mut index = vec![(0u32, 0u16); n_nodes * n_addrs];
+        let mut switch_index = vec![NONE; n_nodes];
+        let mut switches = Vec::new();
+        for (n, node) in net.nodes.iter().enumerate() {
+            if node.kind == NodeKind::Switch {
+                switch_index[n] = switches.len() as u32;
+                switches.push(n as NodeId);
+            }
+        }
+        let n_switches = switches.len();
+        let mut index = vec![(0u32, 0u16); n_switches * n_switches];
         let mut ports = Vec::new();
+        // Per source switch: hop set -> its start in `ports`, so that each distinct set is stored once.
+        let mut stored: Vec<HashMap<Vec<PortId>, u32>> = vec![HashMap::new(); n_switches];
+        let mut hops = Vec::new();
         let mut dist = vec![u32::MAX; n_nodes];
         let mut frontier = VecDeque::new();
-        for (a, &(host, nic)) in net.addrs.iter().enumerate() {
-            // BFS outward from the destination host through its NIC only (a multi-homed host is
-            // reached through the NIC that owns the address).
+        for (to, &dst) in switches.iter().enumerate() {
+            // BFS outward from the destination switch through switches only.
             dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[host as usize] = 0;
-            let first = net.ports[nic as usize].peer;
-            if !net.ports[nic as usize].is_up() {
-                continue;
-            }
-            dist[first as usize] = 1;
+            dist[dst as usize] = 0;
             frontier.clear();
-            frontier.push_back(first);
+            frontier.push_back(dst);
             while let Some(n) = frontier.pop_front() {
-                if net.nodes[n as usize].kind == NodeKind::Host {
-                    continue;
-                }
                 for &p in &net.nodes[n as usize].ports {
                     let port = &net.ports[p as usize];
+                    let m = port.peer as usize;
                     // Reverse direction must be up for traffic toward the destination.
-                    if !net.ports[port.reverse as usize].is_up() {
+                    if switch_index[m] == NONE || !net.ports[port.reverse as usize].is_up() {
                         continue;
                     }
-                    let m = port.peer as usize;
                     if dist[m] == u32::MAX {
                         dist[m] = dist[n as usize] + 1;
                         frontier.push_back(m as NodeId);
                     }
                 }
             }
-            for (n, node) in net.nodes.iter().enumerate() {
-                if node.kind == NodeKind::Host || dist[n] == u32::MAX {
+            for (from, &n) in switches.iter().enumerate() {
+                if n == dst || dist[n as usize] == u32::MAX {
                     continue;
                 }
-                let start = ports.len();
-                for &p in &node.ports {
+                hops.clear();
+                for &p in &net.nodes[n as usize].ports {
                     let port = &net.ports[p as usize];
                     let peer = port.peer as usize;
-                    let peer_ok = net.nodes[peer].kind == NodeKind::Switch || peer == host as usize;
-                    if port.is_up() && peer_ok && dist[peer] + 1 == dist[n] {
-                        // A host peer is the destination only through the addressed NIC.
-                        if peer == host as usize && p != net.ports[nic as usize].reverse {
-                            continue;
-                        }
-                        ports.push(p);
+                    if port.is_up() && switch_index[peer] != NONE && dist[peer] + 1 == dist[n as usize] {
+                        hops.push(p);
                     }
                 }
-                index[n * n_addrs + a] = (start as u32, (ports.len() - start) as u16);
+                let start = match stored[from].get(&hops) {
+                    Some(&s) => s,
+                    None => {
+                        let s = ports.len() as u32;
+                        ports.extend_from_slice(&hops);
+                        stored[from].insert(hops.clone(), s);
+                        s
+                    }
+                };
+                index[from * n_switches + to] = (start, hops.len() as u16);
             }
         }
+        let attach = net
+            .addrs
+            .iter()
+            .map(|&(_, nic)| {
+                let port = &net.ports[nic as usize];
+                let sw = switch_index[port.peer as usize];
+                if !port.is_up() || sw == NONE {
+                    return (NONE, NONE);
+                }
+                let down = port.reverse;
+                (
+                    sw,
+                    if net.ports[down as usize].is_up() {
+                        down
+                    } else {
+                        NONE
+                    },
+                )
+            })
+            .collect();
         Routes {
-            n_addrs,
+            switch_index,
+            n_switches,
             index,
             ports,
+            attach,
         }
     }
 
     /// Equal-cost egress ports at `node` toward `dst`.
+    #[inline]
     pub fn next_hops(&self, node: NodeId, dst: tailcut_proto::Addr) -> &[PortId] {
-        let (s, l) = self.index[node as usize * self.n_addrs + dst.0 as usize];
+        let (to, last) = &self.attach[dst.0 as usize];
+        let from = self.switch_index[node as usize];
+        if *to == NONE || from == NONE {
+            return &[];
+        }
+        if from == *to {
+            return if *last == NONE {
+                &[]
+            } else {
+                std::slice::from_ref(last)
+            };
+        }
+        let (s, l) = self.index[from as usize * self.n_switches + *to as usize];
         &self.ports[s as usize..s as usize + l as usize]
     }
 }
-
 /// ECMP hash of a 5-tuple under a switch's salt.
 #[inline]
 pub fn ecmp_hash(t: &FiveTuple, salt: u64) -> u64 {

@@ -86,6 +86,8 @@ impl Scheme for CloudBurst {
         let cfg: CloudBurstConfig = parse(overlay(to_map(&CloudBurstConfig::default()), endpoint))?;
         let q: QueueParams = parse(overlay(to_map(&QueueParams::default()), queues))?;
         cfg.validate().map_err(|e| e.at("params"))?;
+        // A NIC rate past any link's (e.g. 2^63 bps) paces rounds 0 ns apart: refuse it like a link rate.
+        crate::limits::rate("params.nic_rate", cfg.nic_rate)?;
         if !(q.switch_queue_share > 0.0 && q.switch_queue_share <= 1.0) {
             return bad("switch_queue_share", "must be in (0, 1]");
         }

@@ -18,6 +18,7 @@
 //! ```
 
 use super::{LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec};
+use crate::limits;
 use serde::Deserialize;
 use std::collections::HashMap;
 use tailcut_proto::units::{Bytes, Rate};
@@ -91,8 +92,18 @@ pub fn parse(text: &str, q: &SwitchQueues) -> Result<TopoSpec, String> {
                 l.a
             ));
         }
-        if l.rate.0 == 0 {
-            return Err(format!("link[{i}].rate: must be > 0"));
+        let kind = |n: u32| spec.nodes[n as usize].kind;
+        if kind(a) == NodeKind::Host && kind(b) == NodeKind::Host {
+            return Err(format!(
+                "link[{i}]: hosts do not forward, so a link between two hosts ('{}' and '{}') can carry no traffic; join them through a switch",
+                l.a, l.b
+            ));
+        }
+        let checked = |e: tailcut_proto::ConfigError| e.at(&format!("link[{i}]")).to_string();
+        limits::rate("rate", l.rate).map_err(checked)?;
+        limits::delay("delay", l.delay).map_err(checked)?;
+        if let Some(b) = l.buffer {
+            limits::buffer("buffer", b).map_err(checked)?;
         }
         let queue = |n: u32| -> (u64, PortQueueSpec) {
             if spec.nodes[n as usize].kind == NodeKind::Host {
@@ -125,7 +136,59 @@ pub fn parse(text: &str, q: &SwitchQueues) -> Result<TopoSpec, String> {
     if spec.host_rack.is_empty() {
         return Err("node: a topology needs at least one host".into());
     }
+    connected(&spec)?;
     Ok(spec)
+}
+
+/// Every host has a link, and every host can reach the first host through switches (hosts never
+/// forward, so only switch-to-switch links join racks). A host no path reaches would otherwise make
+/// its flows wait until `max_time`, or panic where its NIC rate is read.
+fn connected(spec: &TopoSpec) -> Result<(), String> {
+    let n = spec.nodes.len();
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    let is_switch = |x: u32| spec.nodes[x as usize].kind == NodeKind::Switch;
+    for l in &spec.links {
+        if is_switch(l.a) && is_switch(l.b) {
+            let (ra, rb) = (root(&mut parent, l.a as usize), root(&mut parent, l.b as usize));
+            parent[ra] = rb;
+        }
+    }
+    // The switch components each host is attached to.
+    let mut attached: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for l in &spec.links {
+        for (h, s) in [(l.a, l.b), (l.b, l.a)] {
+            if !is_switch(h) && is_switch(s) {
+                let r = root(&mut parent, s as usize);
+                attached[h as usize].push(r);
+            }
+        }
+    }
+    let hosts: Vec<usize> = (0..n).filter(|&i| !is_switch(i as u32)).collect();
+    for &h in &hosts {
+        if attached[h].is_empty() {
+            return Err(format!(
+                "node[{h}] (host {}) has no link to a switch; every host needs one",
+                spec.nodes[h].name
+            ));
+        }
+    }
+    let first = hosts[0];
+    for &h in &hosts[1..] {
+        if !attached[h].iter().any(|c| attached[first].contains(c)) {
+            return Err(format!(
+                "node[{h}] (host {}) cannot reach node[{first}] (host {}): no path of switches joins them",
+                spec.nodes[h].name, spec.nodes[first].name
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -148,8 +211,9 @@ mod tests {
 
     #[test]
     fn a_byte_order_mark_is_accepted() {
-        let text = "\u{feff}[[node]]\nname='h0'\nkind='host'\n";
+        let text = "\u{feff}[[node]]\nname='h0'\nkind='host'\n[[node]]\nname='s0'\nkind='switch'\n\
+                    [[link]]\na='h0'\nb='s0'\nrate='1Gbps'\ndelay='1us'\n";
         let spec = parse(text, &SwitchQueues::default()).unwrap();
-        assert_eq!(spec.nodes.len(), 1);
+        assert_eq!(spec.nodes.len(), 2);
     }
 }

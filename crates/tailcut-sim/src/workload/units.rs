@@ -10,16 +10,34 @@ use tailcut_proto::rng::Rng;
 /// The other end of a driving host's flows.
 #[derive(Clone, Debug)]
 pub(super) enum Peer {
-    Fixed { src: u32, dst: u32 },
-    RandomDst { src: u32, dsts: Vec<u32> },
-    RandomSrc { dst: u32, srcs: Vec<u32> },
+    Fixed {
+        src: u32,
+        dst: u32,
+    },
+    /// Uniform over `dsts` without `src`: one list shared by every sender (a per-sender copy without
+    /// itself would be O(hosts^2), 40 GB for a 100,000-host all-to-all). `skip` is `src`'s position in
+    /// `dsts`, if it is there.
+    RandomDst {
+        src: u32,
+        dsts: std::rc::Rc<[u32]>,
+        skip: Option<usize>,
+    },
+    RandomSrc {
+        dst: u32,
+        srcs: Vec<u32>,
+    },
 }
 
 impl Peer {
     pub(super) fn draw(&self, rng: &mut Rng) -> (u32, u32) {
         match self {
             Peer::Fixed { src, dst } => (*src, *dst),
-            Peer::RandomDst { src, dsts } => (*src, dsts[draw::index(rng, dsts.len())]),
+            Peer::RandomDst { src, dsts, skip } => {
+                // The same draw as over the list without `src`: index i of that list is i or i + 1 here.
+                let i = draw::index(rng, dsts.len() - usize::from(skip.is_some()));
+                let i = if skip.is_some_and(|k| i >= k) { i + 1 } else { i };
+                (*src, dsts[i])
+            }
             Peer::RandomSrc { dst, srcs } => (srcs[draw::index(rng, srcs.len())], *dst),
         }
     }
@@ -158,14 +176,26 @@ fn random_dst_units(
     receivers: &[u32],
     out: &mut Vec<Unit>,
 ) -> Result<(), WorkloadError> {
+    let dsts: std::rc::Rc<[u32]> = receivers.into();
+    // Position of each host in `dsts` (a host list has no repeats), so that finding a sender there is
+    // O(1) rather than a scan per sender.
+    let top = dsts.iter().chain(&senders).max().map_or(0, |&h| h as usize + 1);
+    let mut position = vec![None; top];
+    for (k, &d) in dsts.iter().enumerate() {
+        position[d as usize] = Some(k);
+    }
     for s in senders {
-        let dsts = without(receivers, s);
-        if dsts.is_empty() {
+        let skip = position[s as usize];
+        if dsts.len() - usize::from(skip.is_some()) == 0 {
             return Err(cx.err("pattern", format!("sender {s} has no receiver other than itself")));
         }
         out.push(Unit {
             driver: s,
-            peer: Peer::RandomDst { src: s, dsts },
+            peer: Peer::RandomDst {
+                src: s,
+                dsts: dsts.clone(),
+                skip,
+            },
         });
     }
     Ok(())
