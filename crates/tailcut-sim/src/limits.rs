@@ -133,7 +133,7 @@ fn queues(q: &crate::topo::SwitchQueues) -> Result<(), ConfigError> {
             buffer(&format!("{list}[{k}].limit"), l)?;
         }
     }
-    if q.host_tsq.0 > MAX_BUFFER_BYTES {
+    if matches!(q.host_tsq, crate::topo::HostTsq::Fixed(b) if b > MAX_BUFFER_BYTES) {
         return Err(ConfigError::new("host_tsq", "must be at most 1TB"));
     }
     Ok(())
