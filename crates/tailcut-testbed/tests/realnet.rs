@@ -80,7 +80,7 @@ fn two_hosts(rate_in: u64, rate_out: u64, buffer: u64, aqm: AqmConfig) -> TopoSp
         ],
         links: vec![link(0, 2, rate_in), link(1, 2, rate_out)],
         host_rack: vec![0, 0],
-        host_tsq: 0,
+        host_tsq: tailcut_sim::topo::HostTsq::Fixed(0),
     }
 }
 
@@ -370,7 +370,7 @@ fn two_planes() -> TopoSpec {
         // Link order fixes NIC order: each host's first link is its NIC 0.
         links: vec![link(0, 2), link(2, 1), link(0, 3), link(3, 1)],
         host_rack: vec![0, 1],
-        host_tsq: 0,
+        host_tsq: tailcut_sim::topo::HostTsq::Fixed(0),
     }
 }
 
