@@ -38,8 +38,8 @@ use crate::rng::Rng;
 use crate::time::{Dur, Time};
 use crate::units::Bytes;
 use quinn_proto::{
-    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Endpoint, EndpointConfig,
-    Event, ServerConfig, Side, StreamEvent, StreamId, TransportConfig, VarInt,
+    AckFrequencyConfig, ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint,
+    Endpoint, EndpointConfig, Event, ServerConfig, Side, StreamEvent, StreamId, TransportConfig, VarInt,
 };
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
@@ -85,6 +85,18 @@ pub struct DcquicConfig {
     /// k: the protected tail is the message's last k chunks of one path MTU each (the parity is one
     /// chunk whatever k is).
     pub tail_fec_packets: u32,
+    /// Each endpoint asks its peer for `ack_delay` and `ack_eliciting_threshold` through the
+    /// ACK-frequency extension (draft-ietf-quic-ack-frequency, which quinn implements). Off, receivers
+    /// follow RFC 9000: an ACK every second ack-eliciting packet, else after the 25 ms `max_ack_delay`,
+    /// an Internet value that a lone packet of a small message waits out in full, 100x a datacenter RTT.
+    /// Datacenter tuning, like `initial_rtt`: the paper is silent.
+    pub ack_frequency: bool,
+    /// The longest a receiver may hold an ACK (quinn clamps the request to at least its 1 ms timer
+    /// granularity and at most max(RTT, 25 ms)).
+    pub ack_delay: Dur,
+    /// Ack-eliciting packets a receiver may take before it must ACK: RFC 9000's rule is 1 (an ACK every
+    /// second packet); 0 ACKs every packet.
+    pub ack_eliciting_threshold: u32,
 }
 
 impl Default for DcquicConfig {
@@ -103,6 +115,9 @@ impl Default for DcquicConfig {
             zero_rtt: false,
             tail_fec: false,
             tail_fec_packets: 4,
+            ack_frequency: true,
+            ack_delay: Dur::from_millis(1),
+            ack_eliciting_threshold: 1,
         }
     }
 }
@@ -126,6 +141,16 @@ impl DcquicConfig {
         }
         if self.max_streams == 0 {
             return Err("max_streams: must be >= 1".into());
+        }
+        // quinn's timer granularity is 1 ms; 2^14 ms is RFC 9000's ceiling for max_ack_delay.
+        if self.ack_delay.0 < 1_000_000 || self.ack_delay.0 >= (1 << 14) * 1_000_000 {
+            return Err(format!("ack_delay: must be in 1ms..16s, got {}", self.ack_delay));
+        }
+        if self.ack_eliciting_threshold > 1_000_000 {
+            return Err(format!(
+                "ack_eliciting_threshold: must be <= 1000000, got {}",
+                self.ack_eliciting_threshold
+            ));
         }
         if !(1..=64).contains(&self.tail_fec_packets) {
             return Err(format!(
@@ -157,6 +182,12 @@ impl DcquicConfig {
             .max_concurrent_uni_streams(self.max_streams.into())
             .enable_segmentation_offload(false)
             .congestion_controller_factory(self.congestion_control.factory(self.initial_window_bytes(mps)));
+        if self.ack_frequency {
+            let mut ack = AckFrequencyConfig::default();
+            ack.max_ack_delay(Some(Duration::from_nanos(self.ack_delay.0)))
+                .ack_eliciting_threshold(self.ack_eliciting_threshold.into());
+            t.ack_frequency_config(Some(ack));
+        }
         if self.tail_fec {
             // quinn enables the datagram extension by default (1.25 MB in, 1 MB out); with tail FEC the
             // repairs use it, sized like the stream buffers. Left untouched otherwise, so the

@@ -22,6 +22,15 @@ const DOCS: &[Doc] = &[
         "initial_window_limit",
         "RFC 9002 7.2: initial window = min(packets x MPS, max(this, 2 x MPS)); default 14720B (18KB at a 9KB MPS)",
     ),
+    (
+        "ack_frequency",
+        "ask the peer for ack_delay / ack_eliciting_threshold (ACK-frequency extension); off = RFC 9000 (ACK every 2nd packet, else after 25ms)",
+    ),
+    ("ack_delay", "longest a receiver holds an ACK (datacenter default 1ms, quinn's floor; RFC 9000: 25ms)"),
+    (
+        "ack_eliciting_threshold",
+        "ack-eliciting packets a receiver may take before it must ACK (RFC 9000: 1; 0 = every packet)",
+    ),
     ("ecn", "send ECT(0) and react to CE counts (RFC 9000 13.4)"),
     ("mps", "maximum packet size negotiation (Sec. 4.2): the table of the mps.* keys below"),
     ("mps.negotiate", "choose the maximum packet size by task size (Sec. 4.2); off = mps.base"),
