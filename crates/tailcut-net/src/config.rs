@@ -7,11 +7,13 @@ use tailcut_proto::units::Rate;
 use tailcut_proto::{ConfigError, Dur};
 
 /// A test hook: the runtime drops this share of its outgoing datagrams before they reach the socket,
-/// drawn from a seeded RNG (the same seed drops the same positions of the send sequence).
+/// drawn from a seeded RNG (the same seed drops the same positions of the send sequence). With
+/// `path`, only that path's datagrams are dropped (rate 1: a black-holed path).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SendLoss {
     pub rate: f64,
     pub seed: u64,
+    pub path: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -88,10 +90,12 @@ impl NetConfig {
             return Err(ConfigError::new("max_associations", "must be >= 1"));
         }
         if let Some(l) = self.send_loss {
-            if !(0.0..1.0).contains(&l.rate) {
+            // Losing everything on every path could never deliver anything.
+            let max = if l.path.is_some() { 1.0 } else { 0.99 };
+            if !(0.0..=max).contains(&l.rate) {
                 return Err(ConfigError::new(
                     "send_loss.rate",
-                    format!("must be in [0, 1), got {}", l.rate),
+                    format!("must be in [0, {max}], got {}", l.rate),
                 ));
             }
         }

@@ -32,7 +32,7 @@ pub struct Driver {
     wake: UnixDatagram,
     armed_ns: u64,
     pub ready: Vec<u64>,
-    loss: Option<(f64, Rng)>,
+    loss: Option<(f64, Option<u32>, Rng)>,
     /// The engine's payload of the datagram being built, then the datagram itself.
     payload: Vec<u8>,
     datagram: Vec<u8>,
@@ -60,7 +60,9 @@ impl Driver {
             wake,
             armed_ns: 0,
             ready: Vec::with_capacity(64),
-            loss: cfg.send_loss.map(|l| (l.rate, Rng::seed_from_u64(l.seed))),
+            loss: cfg
+                .send_loss
+                .map(|l| (l.rate, l.path, Rng::seed_from_u64(l.seed))),
             payload: Vec::with_capacity(max),
             datagram: Vec::with_capacity(max),
             dropped_by_hook: 0,
@@ -118,8 +120,9 @@ impl Driver {
             let Some((sock, to)) = dest(path) else {
                 continue;
             };
-            if let Some((rate, rng)) = &mut self.loss {
-                if rng.random::<f64>() < *rate {
+            if let Some((rate, only, rng)) = &mut self.loss {
+                let here = only.is_none_or(|p| p as usize == path);
+                if here && rng.random::<f64>() < *rate {
                     self.dropped_by_hook += 1;
                     continue;
                 }

@@ -9,6 +9,7 @@
 //! `IP_RECVTOS` for ECN. The scheme so far is CloudBurst (its engine carries real bytes); paths are
 //! the client's UDP source ports, so an ECMP fabric spreads them. See `docs/net.md`.
 
+pub mod cli;
 pub mod client;
 pub mod clock;
 pub mod config;

@@ -111,9 +111,17 @@ fn rpcs_from_several_threads_share_one_client() {
 fn dropped_datagrams_still_deliver_byte_exact() {
     let mut cfg = NetConfig::default();
     let max = cfg.max_message_bytes() as usize;
-    cfg.send_loss = Some(SendLoss { rate: 0.05, seed: 3 });
+    cfg.send_loss = Some(SendLoss {
+        rate: 0.05,
+        seed: 3,
+        path: None,
+    });
     let s = server(NetConfig {
-        send_loss: Some(SendLoss { rate: 0.05, seed: 4 }),
+        send_loss: Some(SendLoss {
+            rate: 0.05,
+            seed: 4,
+            path: None,
+        }),
         ..cfg.clone()
     });
     let c = Client::connect(s.local_addr(), cfg).unwrap();
@@ -133,6 +141,43 @@ fn dropped_datagrams_still_deliver_byte_exact() {
     assert!(cs.dropped_by_hook > 100, "{cs:?}");
     assert!(ss.dropped_by_hook > 20, "{ss:?}");
     assert_eq!(ss.requests, 300);
+}
+
+#[test]
+fn one_black_holed_path_of_three_loses_no_call() {
+    let mut cfg = NetConfig::default();
+    cfg.cloudburst.paths = 3;
+    let max = cfg.max_message_bytes() as usize;
+    let hole = |seed| {
+        Some(SendLoss {
+            rate: 1.0,
+            seed,
+            path: Some(1),
+        })
+    };
+    let s = server(NetConfig {
+        send_loss: hole(1),
+        ..cfg.clone()
+    });
+    let c = Client::connect(
+        s.local_addr(),
+        NetConfig {
+            send_loss: hole(2),
+            ..cfg
+        },
+    )
+    .unwrap();
+    for i in 0..300 {
+        let req = request(13, i, max);
+        let r = c
+            .call(&req)
+            .unwrap_or_else(|e| panic!("call {i} ({} B): {e}", req.len()));
+        assert_eq!(r.bytes, expected(&req), "call {i}");
+    }
+    // About a third of every round went into the hole, both ways.
+    let cs = c.stats();
+    assert!(cs.dropped_by_hook * 4 > cs.tx.datagrams, "{cs:?}");
+    assert!(settled(&s, |st| st.dropped_by_hook > 0).dropped_by_hook > 0);
 }
 
 #[test]

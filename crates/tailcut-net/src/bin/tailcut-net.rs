@@ -1,0 +1,29 @@
+//! `tailcut-net`: serve CloudBurst RPCs on a UDP port, or measure RPC latency on loopback (CloudBurst
+//! over the runtime, or kernel TCP for comparison). See `docs/net.md`.
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  tailcut-net serve [--bind 127.0.0.1:7000] [--paths 4] [--nic-rate 2Gbps]
+      echo server: each request is answered with its own bytes
+  tailcut-net bench [--scheme cloudburst|tcp] [--size 10KB] [--count 2000] [--warmup 200]
+                    [--server ADDR] [--paths 4] [--nic-rate 2Gbps] [--think-us 0]
+      closed-loop echo RPCs (one outstanding); without --server an echo server runs in-process on
+      127.0.0.1. Prints the latency distribution.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let res = match args.first().map(String::as_str) {
+        Some("serve") => tailcut_net::cli::serve(&args[1..]),
+        Some("bench") => tailcut_net::cli::bench(&args[1..]),
+        _ => Err(USAGE.to_string()),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tailcut-net: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
