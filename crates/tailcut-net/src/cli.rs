@@ -1,6 +1,6 @@
 //! The `tailcut-net` command's subcommands: `serve` and `bench`.
 
-use crate::{Client, NetConfig, Server};
+use crate::{Client, NetConfig, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use tailcut_proto::units::{format_bytes, parse_bytes, parse_rate, Rate};
@@ -26,6 +26,16 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
     }
     if let Some(r) = flag::<String>(args, "--nic-rate")? {
         cfg.cloudburst.nic_rate = Rate(parse_rate(&r)?);
+    }
+    if let Some(b) = flag(args, "--symbol-bytes")? {
+        cfg.cloudburst.symbol_bytes = b;
+    }
+    if let Some(rate) = flag(args, "--loss")? {
+        cfg.send_loss = Some(SendLoss {
+            rate,
+            seed: flag(args, "--seed")?.unwrap_or(1),
+            path: flag(args, "--loss-path")?,
+        });
     }
     cfg.validate().map_err(|e| e.to_string())?;
     Ok(cfg)
@@ -93,12 +103,13 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             }
             let st = c.stats();
             println!(
-                "cloudburst {} x {}, {} paths: {} datagrams sent in {} sends (GSO), {} timed out",
+                "cloudburst {} x {}, {} paths: {} datagrams sent in {} sends (GSO), {} dropped by --loss, {} timed out",
                 count,
                 format_bytes(size as u64),
                 c.local_addrs().len(),
                 st.tx.datagrams,
                 st.tx.sends,
+                st.dropped_by_hook,
                 st.calls_timed_out
             );
         }
