@@ -69,6 +69,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let warmup: usize = flag(args, "--warmup")?.unwrap_or(200);
     let think_us: u64 = flag(args, "--think-us")?.unwrap_or(0);
     let server: Option<SocketAddr> = flag(args, "--server")?;
+    let inline = args.iter().any(|a| a == "--inline");
     let think = std::time::Duration::from_micros(think_us);
     let req: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
     let mut lat_ns = Vec::with_capacity(count);
@@ -87,19 +88,33 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 .or(local.as_ref().map(Server::local_addr))
                 .ok_or("no server")?;
             let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
-            for i in 0..warmup + count {
-                let t0 = monotonic_ns();
-                let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
-                let t1 = monotonic_ns();
-                if r.bytes != req {
-                    return Err(format!("call {i}: the echo differs from the request"));
+            if inline {
+                // Calls issued by the runtime thread itself: no hop to and from this thread.
+                let run = |n| c.closed_loop(&req, n).map_err(|e| e.to_string());
+                run(warmup)?;
+                let rep = run(count)?;
+                if rep.not_echoed > 0 {
+                    return Err(format!("{} echoes differ from the request", rep.not_echoed));
                 }
-                if i >= warmup {
-                    lat_ns.push(t1 - t0);
-                    engine_ns.push(r.stats.latency.0);
-                    waited_ns.push(r.stats.waited_for_id.0);
+                for s in rep.calls {
+                    engine_ns.push(s.latency.0);
+                    waited_ns.push(s.waited_for_id.0);
                 }
-                std::thread::sleep(think);
+            } else {
+                for i in 0..warmup + count {
+                    let t0 = monotonic_ns();
+                    let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
+                    let t1 = monotonic_ns();
+                    if r.bytes != req {
+                        return Err(format!("call {i}: the echo differs from the request"));
+                    }
+                    if i >= warmup {
+                        lat_ns.push(t1 - t0);
+                        engine_ns.push(r.stats.latency.0);
+                        waited_ns.push(r.stats.waited_for_id.0);
+                    }
+                    std::thread::sleep(think);
+                }
             }
             let st = c.stats();
             println!(

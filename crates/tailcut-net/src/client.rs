@@ -80,10 +80,41 @@ pub struct ClientStats {
 }
 
 type ReplyTx = SyncSender<Result<Reply, CallError>>;
+type LoopTx = SyncSender<Result<ClosedLoopReport, CallError>>;
 
 enum Command {
-    Call { data: Vec<u8>, reply: ReplyTx },
+    Call {
+        data: Vec<u8>,
+        reply: ReplyTx,
+    },
+    ClosedLoop {
+        data: Vec<u8>,
+        count: usize,
+        reply: LoopTx,
+    },
     Shutdown,
+}
+
+/// Who waits for a call's response.
+enum Waiter {
+    Caller(ReplyTx),
+    /// The runtime's own closed loop ([`Client::closed_loop`]).
+    Loop,
+}
+
+/// What [`Client::closed_loop`] measured.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClosedLoopReport {
+    pub calls: Vec<CallStats>,
+    /// Responses that were not the request's bytes (the loop expects an echo server).
+    pub not_echoed: usize,
+}
+
+struct ClosedLoop {
+    data: Vec<u8>,
+    left: usize,
+    report: ClosedLoopReport,
+    reply: LoopTx,
 }
 
 /// A CloudBurst RPC client. Calls may come from several threads at once.
@@ -145,6 +176,28 @@ impl Client {
         })
     }
 
+    /// Runs `count` calls of `request` back to back on the runtime thread itself (each starts when the
+    /// previous response is decoded), so no thread hop is measured: what a benchmark wants. Expects an
+    /// echo server.
+    pub fn closed_loop(&self, request: &[u8], count: usize) -> Result<ClosedLoopReport, CallError> {
+        if request.len() as u64 > self.max_message_bytes {
+            return Err(CallError::TooLarge {
+                len: request.len(),
+                max: self.max_message_bytes,
+            });
+        }
+        let (reply, rx) = mpsc::sync_channel(1);
+        self.commands
+            .send(Command::ClosedLoop {
+                data: request.to_vec(),
+                count,
+                reply,
+            })
+            .map_err(|_| CallError::Closed)?;
+        let _ = self.wake.send(&[1]);
+        rx.recv().map_err(|_| CallError::Closed)?
+    }
+
     /// Sends `request` and waits for the response.
     pub fn call(&self, request: &[u8]) -> Result<Reply, CallError> {
         if request.len() as u64 > self.max_message_bytes {
@@ -201,7 +254,7 @@ struct Pending {
     started: Time,
     waited: Dur,
     deadline: Time,
-    reply: Option<ReplyTx>,
+    reply: Option<Waiter>,
     request_final: Option<MessageStats>,
 }
 
@@ -217,7 +270,8 @@ struct ClientLoop {
     in_flight: usize,
     /// Free wire ids and the time each becomes usable, in that order (the quarantine is constant).
     free: VecDeque<(u8, Time)>,
-    waiting: VecDeque<(Vec<u8>, ReplyTx, Time)>,
+    waiting: VecDeque<(Vec<u8>, Waiter, Time)>,
+    closed_loop: Option<ClosedLoop>,
     generation: u64,
     stats: ClientStats,
     shared: Arc<Mutex<ClientStats>>,
@@ -244,6 +298,7 @@ impl ClientLoop {
             in_flight: 0,
             free: (0..=255u8).map(|w| (w, Time::ZERO)).collect(),
             waiting: VecDeque::new(),
+            closed_loop: None,
             generation: 0,
             stats: ClientStats::default(),
             shared,
@@ -282,7 +337,22 @@ impl ClientLoop {
     fn take_commands(&mut self, now: Time) -> bool {
         loop {
             match self.commands.try_recv() {
-                Ok(Command::Call { data, reply }) => self.waiting.push_back((data, reply, now)),
+                Ok(Command::Call { data, reply }) => {
+                    self.waiting.push_back((data, Waiter::Caller(reply), now))
+                }
+                Ok(Command::ClosedLoop { data, count, reply }) => {
+                    if self.closed_loop.is_some() || count == 0 {
+                        let _ = reply.send(Ok(ClosedLoopReport::default()));
+                        continue;
+                    }
+                    self.waiting.push_back((data.clone(), Waiter::Loop, now));
+                    self.closed_loop = Some(ClosedLoop {
+                        data,
+                        left: count,
+                        report: ClosedLoopReport::default(),
+                        reply,
+                    });
+                }
                 Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => return false,
                 Err(TryRecvError::Empty) => return true,
             }
@@ -348,20 +418,29 @@ impl ClientLoop {
         }
     }
 
+    /// The drain of `docs/architecture.md`; a response can start the closed loop's next call, whose
+    /// first round then leaves in the same wake-up.
     fn drain(&mut self, now: Time) {
         let server = self.server;
-        self.d
-            .drain_transmits(now, &mut self.engine, self.association, |p| Some((p, server)));
-        while let Some(ev) = self.engine.poll_event() {
-            match ev {
-                AppEvent::MessageReceived { msg } => self.on_response(now, msg),
-                AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
-                    if let Some(p) = self.slot_of(msg) {
-                        p.request_final = Some(stats);
+        loop {
+            self.d
+                .drain_transmits(now, &mut self.engine, self.association, |p| Some((p, server)));
+            while let Some(ev) = self.engine.poll_event() {
+                match ev {
+                    AppEvent::MessageReceived { msg } => self.on_response(now, msg),
+                    AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
+                        if let Some(p) = self.slot_of(msg) {
+                            p.request_final = Some(stats);
+                        }
+                        self.release(now, msg as u8);
                     }
-                    self.release(now, msg as u8);
+                    AppEvent::Connected => {}
                 }
-                AppEvent::Connected => {}
+            }
+            let before = self.generation;
+            self.start_calls(now);
+            if self.generation == before {
+                break;
             }
         }
         self.d.flush();
@@ -387,12 +466,30 @@ impl ClientLoop {
             waited_for_id: p.waited,
             request: p.request_final.or(request_so_far).unwrap_or_default(),
         };
-        let _ = reply.send(Ok(Reply {
-            bytes: data.unwrap_or_default(),
-            stats,
-        }));
+        let bytes = data.unwrap_or_default();
+        match reply {
+            Waiter::Caller(tx) => {
+                let _ = tx.send(Ok(Reply { bytes, stats }));
+            }
+            Waiter::Loop => self.loop_step(now, &bytes, stats),
+        }
         self.stats.calls_completed += 1;
         self.release(now, msg as u8);
+    }
+
+    /// The closed loop got a response: record it and start the next call at once.
+    fn loop_step(&mut self, now: Time, bytes: &[u8], stats: CallStats) {
+        let Some(l) = self.closed_loop.as_mut() else {
+            return;
+        };
+        l.report.calls.push(stats);
+        l.report.not_echoed += usize::from(bytes != l.data.as_slice());
+        l.left -= 1;
+        if l.left > 0 {
+            self.waiting.push_back((l.data.clone(), Waiter::Loop, now));
+        } else if let Some(l) = self.closed_loop.take() {
+            let _ = l.reply.send(Ok(l.report));
+        }
     }
 
     /// Frees wire id `w` once its call is answered (or timed out) and its request is final.
@@ -416,10 +513,22 @@ impl ClientLoop {
                 continue;
             };
             if p.deadline <= now {
-                if let Some(reply) = p.reply.take() {
-                    let _ = reply.send(Err(CallError::Timeout));
-                    self.stats.calls_timed_out += 1;
+                match p.reply.take() {
+                    Some(Waiter::Caller(tx)) => {
+                        let _ = tx.send(Err(CallError::Timeout));
+                        self.stats.calls_timed_out += 1;
+                    }
+                    Some(Waiter::Loop) => {
+                        self.stats.calls_timed_out += 1;
+                        if let Some(l) = self.closed_loop.take() {
+                            let _ = l.reply.send(Err(CallError::Timeout));
+                        }
+                    }
+                    None => {}
                 }
+                let Some(p) = self.slots[w as usize].as_mut() else {
+                    continue;
+                };
                 // A request the engine never reported final cannot exist past the call timeout
                 // (transmission_timeout is shorter); treat it as final so the id comes back.
                 if p.request_final.is_none() && self.engine.message_stats(p.msg).is_none() {

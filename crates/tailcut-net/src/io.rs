@@ -227,3 +227,44 @@ impl TxLanes {
         self.lanes.is_empty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten equal datagrams and a shorter last one on one lane leave as one GSO send and arrive as
+    /// eleven intact datagrams; a longer one after that starts a new batch.
+    #[test]
+    fn a_lane_batches_equal_datagrams_into_one_send_and_they_arrive_intact() {
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let tx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let rx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let to = rx.local_addr().unwrap();
+        let socks = [tx];
+        let mut lanes = TxLanes::new(1);
+        let mut sent = Vec::new();
+        for i in 0..10u8 {
+            sent.push(vec![i; 1000]);
+        }
+        sent.push(vec![10; 300]);
+        sent.push(vec![11; 1000]);
+        for d in &sent {
+            lanes.push(&socks, 0, 0, to, d);
+        }
+        lanes.flush(&socks);
+        let gso = socks[0].max_segments() > 1;
+        assert_eq!(lanes.counters.sends, if gso { 2 } else { 12 });
+        assert_eq!(lanes.counters.datagrams, 12);
+        assert_eq!(lanes.counters.send_errors, 0);
+        let mut bufs = RxBufs::default();
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            bufs.recv(&rx, |d| got.push(d.bytes.to_vec())).unwrap();
+            if got.len() >= sent.len() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(got, sent);
+    }
+}

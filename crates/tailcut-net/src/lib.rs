@@ -19,6 +19,6 @@ pub mod io;
 pub mod server;
 pub mod timers;
 
-pub use client::{CallError, CallStats, Client, ClientStats, Reply};
+pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
 pub use config::{NetConfig, SendLoss};
 pub use server::{Server, ServerStats};

@@ -6,8 +6,19 @@ use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server, ServerStats};
 use tailcut_proto::cloudburst::{CbHeader, Codec, Kind};
 use tailcut_proto::rng::{mix64, Rng};
+use tailcut_proto::Dur;
 
 const LOOPBACK: &str = "127.0.0.1:0";
+
+/// The defaults with timeouts that survive a runtime thread descheduled for tens of milliseconds:
+/// the tests run in parallel on a shared 2-vCPU machine, and CloudBurst gives a message up for good
+/// at its transmission timeout.
+fn config() -> NetConfig {
+    let mut cfg = NetConfig::default();
+    cfg.cloudburst.transmission_timeout = Dur::from_millis(100);
+    cfg.cloudburst.decoder_timeout = Dur::from_millis(20);
+    cfg
+}
 
 /// The response is a function of the request the client can check: the request reversed, then its
 /// length, so a response paired with the wrong request or cut short fails.
@@ -58,7 +69,7 @@ fn server(cfg: NetConfig) -> Server {
 
 #[test]
 fn thousand_mixed_rpcs_arrive_byte_exact() {
-    let cfg = NetConfig::default();
+    let cfg = config();
     let max = cfg.max_message_bytes() as usize;
     let s = server(cfg.clone());
     let c = Client::connect(s.local_addr(), cfg).unwrap();
@@ -89,7 +100,7 @@ fn thousand_mixed_rpcs_arrive_byte_exact() {
 
 #[test]
 fn rpcs_from_several_threads_share_one_client() {
-    let cfg = NetConfig::default();
+    let cfg = config();
     let max = cfg.max_message_bytes() as usize;
     let s = server(cfg.clone());
     let c = Client::connect(s.local_addr(), cfg).unwrap();
@@ -109,7 +120,7 @@ fn rpcs_from_several_threads_share_one_client() {
 
 #[test]
 fn dropped_datagrams_still_deliver_byte_exact() {
-    let mut cfg = NetConfig::default();
+    let mut cfg = config();
     let max = cfg.max_message_bytes() as usize;
     cfg.send_loss = Some(SendLoss {
         rate: 0.05,
@@ -145,7 +156,7 @@ fn dropped_datagrams_still_deliver_byte_exact() {
 
 #[test]
 fn one_black_holed_path_of_three_loses_no_call() {
-    let mut cfg = NetConfig::default();
+    let mut cfg = config();
     cfg.cloudburst.paths = 3;
     let max = cfg.max_message_bytes() as usize;
     let hole = |seed| {
@@ -169,9 +180,14 @@ fn one_black_holed_path_of_three_loses_no_call() {
     .unwrap();
     for i in 0..300 {
         let req = request(13, i, max);
-        let r = c
-            .call(&req)
-            .unwrap_or_else(|e| panic!("call {i} ({} B): {e}", req.len()));
+        let r = c.call(&req).unwrap_or_else(|e| {
+            panic!(
+                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                req.len(),
+                c.stats(),
+                s.stats()
+            )
+        });
         assert_eq!(r.bytes, expected(&req), "call {i}");
     }
     // About a third of every round went into the hole, both ways.
@@ -184,7 +200,7 @@ fn one_black_holed_path_of_three_loses_no_call() {
 fn garbage_flood_keeps_memory_bounded_and_service_up() {
     let cfg = NetConfig {
         max_associations: 8,
-        ..NetConfig::default()
+        ..config()
     };
     let max = cfg.max_message_bytes() as usize;
     let s = server(cfg.clone());
@@ -241,4 +257,23 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
     assert!(st.tables.decoders <= 8 * per_engine, "{st:?}");
     assert!(st.tables.finished <= 8 * 256, "{st:?}");
     assert!(st.tables.untaken == 0, "{st:?}");
+}
+
+#[test]
+fn closed_loop_on_the_runtime_thread_echoes_every_call() {
+    let cfg = config();
+    let s = Server::bind(
+        LOOPBACK.parse().unwrap(),
+        cfg.clone(),
+        |r: &[u8], o: &mut Vec<u8>| o.extend_from_slice(r),
+    )
+    .unwrap();
+    let c = Client::connect(s.local_addr(), cfg).unwrap();
+    let req = request(17, 2, 60_000);
+    let rep = c.closed_loop(&req, 500).unwrap();
+    assert_eq!(rep.calls.len(), 500);
+    assert_eq!(rep.not_echoed, 0);
+    assert!(rep.calls.iter().all(|s| s.request.sent_bytes >= req.len() as u64));
+    // A plain call still works after the loop.
+    assert_eq!(c.call(&req).unwrap().bytes, req);
 }

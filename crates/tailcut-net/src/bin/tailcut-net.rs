@@ -9,10 +9,11 @@ usage:
       echo server: each request is answered with its own bytes
   tailcut-net bench [--scheme cloudburst|tcp] [--size 10KB] [--count 2000] [--warmup 200]
                     [--server ADDR] [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
-                    [--loss RATE [--loss-path P] [--seed 1]] [--think-us 0]
+                    [--loss RATE [--loss-path P] [--seed 1]] [--think-us 0] [--inline]
       closed-loop echo RPCs (one outstanding); without --server an echo server runs in-process on
       127.0.0.1. --loss drops that share of each side's CloudBurst datagrams before the socket
-      (only path P's with --loss-path). Prints the latency distribution.";
+      (only path P's with --loss-path). --inline issues the calls from the CloudBurst runtime thread
+      itself (no thread hop; only the engine latency is printed). Prints the latency distribution.";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
