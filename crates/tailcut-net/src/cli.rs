@@ -118,7 +118,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             }
             let st = c.stats();
             println!(
-                "cloudburst {} x {}, {} paths: {} datagrams sent in {} sends (GSO), {} dropped by --loss, {} timed out",
+                "cloudburst {} x {}, {} paths: {} datagrams in {} sendmsg calls (GSO batches), {} dropped by --loss, {} timed out",
                 count,
                 format_bytes(size as u64),
                 c.local_addrs().len(),
