@@ -26,7 +26,10 @@ impl Timers {
             }
         }
         if self.heap.len() > 2 * self.current.len() + 64 {
-            self.heap = self.current.iter().map(|(k, t)| Reverse((*t, *k))).collect();
+            // Rebuilt in place, reusing the heap's allocation.
+            self.heap.clear();
+            self.heap
+                .extend(self.current.iter().map(|(k, t)| Reverse((*t, *k))));
         }
     }
 
