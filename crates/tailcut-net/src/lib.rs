@@ -8,6 +8,20 @@
 //! clock in one place ([`clock::Clock`]). Receives use GRO and `recvmmsg` (quinn-udp), with
 //! `IP_RECVTOS` for ECN. The scheme so far is CloudBurst (its engine carries real bytes); paths are
 //! the client's UDP source ports, so an ECMP fabric spreads them. See `docs/net.md`.
+//!
+//! ```
+//! use tailcut_net::{Client, NetConfig, Server};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::bind("127.0.0.1:0".parse()?, NetConfig::default(), |req: &[u8], out: &mut Vec<u8>| {
+//!     out.extend_from_slice(req) // the response
+//! })?;
+//! let client = Client::connect(server.local_addr(), NetConfig::default())?;
+//! let reply = client.call(b"hello")?; // blocks; callable from several threads
+//! assert_eq!(reply.bytes, b"hello");
+//! println!("{:?}", reply.stats); // latency, id wait, the request's sender counters
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cli;
 pub mod client;
