@@ -23,6 +23,7 @@ pub mod time;
 pub mod tls13;
 pub mod tracks;
 pub mod units;
+pub mod wire;
 
 pub use config_error::ConfigError;
 pub use engine::{AppEvent, Direction, Engine, MessageStats, MsgId, Shim, Verdict};

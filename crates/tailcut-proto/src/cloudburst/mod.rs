@@ -56,6 +56,17 @@ impl Counters {
     }
 }
 
+/// Entry counts of an endpoint's tables (see [`CloudBurstEndpoint::table_sizes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableSizes {
+    pub sending: usize,
+    pub decoders: usize,
+    pub finished: usize,
+    pub expected: usize,
+    pub untaken: usize,
+    pub stops_queued: usize,
+}
+
 /// A message being sent.
 #[derive(Debug)]
 struct OutMsg {
@@ -146,6 +157,20 @@ impl CloudBurstEndpoint {
 
     pub fn config(&self) -> &CloudBurstConfig {
         &self.cfg
+    }
+
+    /// Entries in the endpoint's tables, for drivers that must show their memory stays bounded under
+    /// any peer input (every table is capped: decoders and untaken messages by `max_decoders`, the
+    /// rest by the 256 wire ids or by what the application sends).
+    pub fn table_sizes(&self) -> TableSizes {
+        TableSizes {
+            sending: self.out.len(),
+            decoders: self.decoders.len(),
+            finished: self.done.len(),
+            expected: self.expected.len(),
+            untaken: self.received.len(),
+            stops_queued: self.stops.len(),
+        }
     }
 
     /// Sends `data` as message `msg` (with `carry_bytes`; otherwise only its length counts).

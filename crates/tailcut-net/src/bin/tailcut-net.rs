@@ -1,0 +1,32 @@
+//! `tailcut-net`: serve CloudBurst RPCs on a UDP port, or measure RPC latency on loopback (CloudBurst
+//! over the runtime, or kernel TCP for comparison). See `docs/net.md`.
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage:
+  tailcut-net serve [--bind 127.0.0.1:7000] [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
+      echo server: each request is answered with its own bytes
+  tailcut-net bench [--scheme cloudburst|tcp] [--size 10KB] [--count 2000] [--warmup 200]
+                    [--server ADDR] [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
+                    [--loss RATE [--loss-path P] [--seed 1]] [--think-us 0] [--inline]
+      closed-loop echo RPCs (one outstanding); without --server an echo server runs in-process on
+      127.0.0.1. --loss drops that share of each side's CloudBurst datagrams before the socket
+      (only path P's with --loss-path). --inline issues the calls from the CloudBurst runtime thread
+      itself (no thread hop; only the engine latency is printed). Prints the latency distribution.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let res = match args.first().map(String::as_str) {
+        Some("serve") => tailcut_net::cli::serve(&args[1..]),
+        Some("bench") => tailcut_net::cli::bench(&args[1..]),
+        _ => Err(USAGE.to_string()),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tailcut-net: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

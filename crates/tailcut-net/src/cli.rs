@@ -1,0 +1,207 @@
+//! The `tailcut-net` command's subcommands: `serve` and `bench`.
+
+use crate::{Client, NetConfig, SendLoss, Server};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use tailcut_proto::units::{format_bytes, parse_bytes, parse_rate, Rate};
+use tailcut_sys::clock::monotonic_ns;
+
+/// Value of `--name` in `args`, parsed.
+fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(None),
+        Some(i) => {
+            let v = args.get(i + 1).ok_or_else(|| format!("{name}: missing value"))?;
+            v.parse()
+                .map(Some)
+                .map_err(|_| format!("{name}: cannot parse '{v}'"))
+        }
+    }
+}
+
+fn config(args: &[String]) -> Result<NetConfig, String> {
+    let mut cfg = NetConfig::default();
+    if let Some(p) = flag(args, "--paths")? {
+        cfg.cloudburst.paths = p;
+    }
+    if let Some(r) = flag::<String>(args, "--nic-rate")? {
+        cfg.cloudburst.nic_rate = Rate(parse_rate(&r)?);
+    }
+    if let Some(b) = flag(args, "--symbol-bytes")? {
+        cfg.cloudburst.symbol_bytes = b;
+    }
+    if let Some(rate) = flag(args, "--loss")? {
+        cfg.send_loss = Some(SendLoss {
+            rate,
+            seed: flag(args, "--seed")?.unwrap_or(1),
+            path: flag(args, "--loss-path")?,
+        });
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+fn echo(req: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(req);
+}
+
+pub fn serve(args: &[String]) -> Result<(), String> {
+    let bind: SocketAddr = flag(args, "--bind")?.unwrap_or_else(|| ([127, 0, 0, 1], 7000).into());
+    let s = Server::bind(bind, config(args)?, echo).map_err(|e| format!("bind {bind}: {e}"))?;
+    println!("serving CloudBurst echo RPCs on {}", s.local_addr());
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(10));
+        let st = s.stats();
+        println!(
+            "requests {} duplicates {} associations {} foreign datagrams {}",
+            st.requests, st.duplicate_requests, st.associations, st.foreign_datagrams
+        );
+    }
+}
+
+pub fn bench(args: &[String]) -> Result<(), String> {
+    let scheme: String = flag(args, "--scheme")?.unwrap_or_else(|| "cloudburst".into());
+    let size = match flag::<String>(args, "--size")? {
+        Some(s) => parse_bytes(&s)? as usize,
+        None => 10_000,
+    };
+    let count: usize = flag(args, "--count")?.unwrap_or(2_000);
+    let warmup: usize = flag(args, "--warmup")?.unwrap_or(200);
+    let think_us: u64 = flag(args, "--think-us")?.unwrap_or(0);
+    let server: Option<SocketAddr> = flag(args, "--server")?;
+    let inline = args.iter().any(|a| a == "--inline");
+    let think = std::time::Duration::from_micros(think_us);
+    let req: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
+    let mut lat_ns = Vec::with_capacity(count);
+    let mut engine_ns = Vec::with_capacity(count);
+    let mut waited_ns = Vec::with_capacity(count);
+    match scheme.as_str() {
+        "cloudburst" => {
+            let cfg = config(args)?;
+            let local = match server {
+                Some(_) => None,
+                None => Some(
+                    Server::bind(([127, 0, 0, 1], 0).into(), cfg.clone(), echo).map_err(|e| e.to_string())?,
+                ),
+            };
+            let to = server
+                .or(local.as_ref().map(Server::local_addr))
+                .ok_or("no server")?;
+            let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
+            if inline {
+                // Calls issued by the runtime thread itself: no hop to and from this thread.
+                let run = |n| c.closed_loop(&req, n).map_err(|e| e.to_string());
+                run(warmup)?;
+                let rep = run(count)?;
+                if rep.not_echoed > 0 {
+                    return Err(format!("{} echoes differ from the request", rep.not_echoed));
+                }
+                for s in rep.calls {
+                    engine_ns.push(s.latency.0);
+                    waited_ns.push(s.waited_for_id.0);
+                }
+            } else {
+                for i in 0..warmup + count {
+                    let t0 = monotonic_ns();
+                    let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
+                    let t1 = monotonic_ns();
+                    if r.bytes != req {
+                        return Err(format!("call {i}: the echo differs from the request"));
+                    }
+                    if i >= warmup {
+                        lat_ns.push(t1 - t0);
+                        engine_ns.push(r.stats.latency.0);
+                        waited_ns.push(r.stats.waited_for_id.0);
+                    }
+                    std::thread::sleep(think);
+                }
+            }
+            let st = c.stats();
+            println!(
+                "cloudburst {} x {}, {} paths: {} datagrams in {} sendmsg calls (GSO batches), {} dropped by --loss, {} timed out",
+                count,
+                format_bytes(size as u64),
+                c.local_addrs().len(),
+                st.tx.datagrams,
+                st.tx.sends,
+                st.dropped_by_hook,
+                st.calls_timed_out
+            );
+        }
+        "tcp" => {
+            let (to, _server) = match server {
+                Some(a) => (a, None),
+                None => {
+                    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+                    let a = l.local_addr().map_err(|e| e.to_string())?;
+                    (a, Some(std::thread::spawn(move || tcp_echo(l))))
+                }
+            };
+            let mut s = TcpStream::connect(to).map_err(|e| e.to_string())?;
+            s.set_nodelay(true).map_err(|e| e.to_string())?;
+            let mut buf = vec![0u8; size];
+            for i in 0..warmup + count {
+                let t0 = monotonic_ns();
+                s.write_all(&(size as u32).to_be_bytes())
+                    .and_then(|_| s.write_all(&req))
+                    .and_then(|_| s.read_exact(&mut [0u8; 4]))
+                    .and_then(|_| s.read_exact(&mut buf))
+                    .map_err(|e| format!("call {i}: {e}"))?;
+                let t1 = monotonic_ns();
+                if buf != req {
+                    return Err(format!("call {i}: the echo differs from the request"));
+                }
+                if i >= warmup {
+                    lat_ns.push(t1 - t0);
+                }
+                std::thread::sleep(think);
+            }
+            println!(
+                "kernel TCP (loopback, TCP_NODELAY) {} x {}",
+                count,
+                format_bytes(size as u64)
+            );
+        }
+        other => return Err(format!("--scheme: unknown '{other}' (cloudburst or tcp)")),
+    }
+    print_dist("call (application thread)", &mut lat_ns);
+    if !engine_ns.is_empty() {
+        print_dist("engine (request sent -> response decoded)", &mut engine_ns);
+        print_dist("wait for a free message id", &mut waited_ns);
+    }
+    Ok(())
+}
+
+/// Echo server for the TCP baseline: 4-byte length, then that many bytes, answered in kind.
+fn tcp_echo(l: TcpListener) {
+    let Ok((mut s, _)) = l.accept() else { return };
+    let _ = s.set_nodelay(true);
+    let mut buf = Vec::new();
+    loop {
+        let mut len = [0u8; 4];
+        if s.read_exact(&mut len).is_err() {
+            return;
+        }
+        buf.resize(u32::from_be_bytes(len) as usize, 0);
+        if s.read_exact(&mut buf).is_err() || s.write_all(&len).is_err() || s.write_all(&buf).is_err() {
+            return;
+        }
+    }
+}
+
+fn print_dist(what: &str, ns: &mut [u64]) {
+    if ns.is_empty() {
+        return;
+    }
+    ns.sort_unstable();
+    let q = |p: f64| ns[((ns.len() as f64 * p) as usize).min(ns.len() - 1)] as f64 / 1e3;
+    let mean = ns.iter().sum::<u64>() as f64 / ns.len() as f64 / 1e3;
+    println!(
+        "{what:<44} us: p50 {:8.1}  p99 {:8.1}  p99.9 {:8.1}  max {:8.1}  mean {:8.1}",
+        q(0.5),
+        q(0.99),
+        q(0.999),
+        ns[ns.len() - 1] as f64 / 1e3,
+        mean
+    );
+}

@@ -1,0 +1,270 @@
+//! Sockets and batches. Sends: a drain's datagrams for one (socket, destination) are queued in that
+//! path's lane and leave as one GSO send (equal segments, the last may be shorter); receives take up
+//! to [`RX_SLOTS`] GRO super-datagrams per `recvmmsg`. All buffers are allocated once and reused.
+
+use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState};
+use std::io::{self, IoSliceMut};
+use std::net::{SocketAddr, UdpSocket};
+use tailcut_proto::Ecn;
+
+/// Largest UDP payload of one GSO send or GRO receive.
+pub const MAX_BATCH_BYTES: usize = 65_000;
+/// Largest single datagram the runtime sends (IPv4 UDP payload limit).
+pub const MAX_DATAGRAM_BYTES: usize = 65_507;
+/// Receive slots per `recvmmsg`.
+pub const RX_SLOTS: usize = 8;
+const RX_SLOT_BYTES: usize = 65_536;
+
+pub struct PathSocket {
+    pub socket: UdpSocket,
+    state: UdpSocketState,
+}
+
+impl PathSocket {
+    /// Binds `addr` nonblocking, with large buffers (a burst of coded packets must not overflow the
+    /// default 208 KB) and quinn-udp's GRO and IP_RECVTOS options.
+    pub fn bind(addr: SocketAddr, buffer_bytes: usize) -> io::Result<PathSocket> {
+        let socket = UdpSocket::bind(addr)?;
+        socket.set_nonblocking(true)?;
+        let state = UdpSocketState::new((&socket).into())?;
+        // Unprivileged processes get the sysctl cap instead; that is fine.
+        let _ = state.set_send_buffer_size((&socket).into(), buffer_bytes);
+        let _ = state.set_recv_buffer_size((&socket).into(), buffer_bytes);
+        Ok(PathSocket { socket, state })
+    }
+
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    fn max_segments(&self) -> usize {
+        self.state.max_gso_segments().max(1)
+    }
+
+    fn send(&self, dest: SocketAddr, contents: &[u8], segment: usize) -> io::Result<()> {
+        let t = Transmit {
+            destination: dest,
+            ecn: None,
+            contents,
+            segment_size: (contents.len() > segment).then_some(segment),
+            src_ip: None,
+        };
+        self.state.try_send((&self.socket).into(), &t)
+    }
+}
+
+/// Datagrams queued for one path during a drain.
+#[derive(Debug, Default)]
+struct Lane {
+    sock: usize,
+    dest: Option<SocketAddr>,
+    buf: Vec<u8>,
+    segment: usize,
+    count: usize,
+    /// The last datagram was shorter than `segment`: GSO allows that only at the end.
+    closed: bool,
+}
+
+/// Send-side counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxCounters {
+    pub datagrams: u64,
+    pub sends: u64,
+    /// Datagrams the kernel refused (buffer full or unreachable): UDP loss, as on a wire.
+    pub send_errors: u64,
+}
+
+/// Per-path send lanes.
+pub struct TxLanes {
+    lanes: Vec<Lane>,
+    pub counters: TxCounters,
+}
+
+impl TxLanes {
+    pub fn new(paths: usize) -> TxLanes {
+        TxLanes {
+            lanes: (0..paths)
+                .map(|_| Lane {
+                    buf: Vec::with_capacity(MAX_BATCH_BYTES + MAX_DATAGRAM_BYTES),
+                    ..Lane::default()
+                })
+                .collect(),
+            counters: TxCounters::default(),
+        }
+    }
+
+    /// Starts a datagram on `path` to `dest` from socket `sock`, flushing the lane first if the
+    /// datagram could not join its batch; `write` appends the bytes and returns nothing. GSO needs
+    /// equal sizes, so the batch is closed after a shorter datagram, and a longer one starts anew.
+    pub fn push(
+        &mut self,
+        socks: &[PathSocket],
+        path: usize,
+        sock: usize,
+        dest: SocketAddr,
+        datagram: &[u8],
+    ) {
+        let Some(lane) = self.lanes.get_mut(path) else {
+            return;
+        };
+        let len = datagram.len();
+        let joins = lane.count > 0
+            && lane.sock == sock
+            && lane.dest == Some(dest)
+            && !lane.closed
+            && len <= lane.segment
+            && lane.buf.len() + len <= MAX_BATCH_BYTES
+            && lane.count < socks.get(sock).map_or(1, PathSocket::max_segments);
+        if !joins {
+            Self::flush_lane(lane, socks, &mut self.counters);
+            lane.sock = sock;
+            lane.dest = Some(dest);
+            lane.segment = len;
+        }
+        lane.buf.extend_from_slice(datagram);
+        lane.count += 1;
+        lane.closed = len < lane.segment;
+        self.counters.datagrams += 1;
+    }
+
+    /// Sends everything queued.
+    pub fn flush(&mut self, socks: &[PathSocket]) {
+        for lane in &mut self.lanes {
+            Self::flush_lane(lane, socks, &mut self.counters);
+        }
+    }
+
+    fn flush_lane(lane: &mut Lane, socks: &[PathSocket], c: &mut TxCounters) {
+        if lane.count == 0 {
+            return;
+        }
+        if let (Some(s), Some(dest)) = (socks.get(lane.sock), lane.dest) {
+            c.sends += 1;
+            if s.send(dest, &lane.buf, lane.segment).is_err() {
+                c.send_errors += lane.count as u64;
+            }
+        }
+        lane.buf.clear();
+        lane.count = 0;
+        lane.closed = false;
+    }
+}
+
+/// Receive buffers: [`RX_SLOTS`] slots of 64 KiB, allocated once.
+pub struct RxBufs {
+    slab: Vec<u8>,
+    meta: [RecvMeta; RX_SLOTS],
+}
+
+impl Default for RxBufs {
+    fn default() -> Self {
+        RxBufs {
+            slab: vec![0; RX_SLOTS * RX_SLOT_BYTES],
+            meta: [RecvMeta::default(); RX_SLOTS],
+        }
+    }
+}
+
+impl RxBufs {
+    /// Bytes of a datagram the last [`RxBufs::recv`] reported at `offset` (empty if out of range).
+    pub fn bytes(&self, offset: usize, len: usize) -> &[u8] {
+        self.slab
+            .get(offset..offset.saturating_add(len))
+            .unwrap_or_default()
+    }
+}
+
+/// One received datagram.
+pub struct Datagram<'a> {
+    pub from: SocketAddr,
+    /// Where `bytes` starts in the receive slab (see [`RxBufs::bytes`]).
+    pub offset: usize,
+    pub ecn: Ecn,
+    pub bytes: &'a [u8],
+}
+
+impl RxBufs {
+    /// One `recvmmsg`; calls `each` for every datagram (GRO super-datagrams are split by their
+    /// stride). Returns how many slots were filled (0 when nothing was waiting).
+    pub fn recv(&mut self, s: &PathSocket, mut each: impl FnMut(Datagram<'_>)) -> io::Result<usize> {
+        let n = {
+            let mut chunks = self.slab.chunks_mut(RX_SLOT_BYTES);
+            let mut slices: [IoSliceMut<'_>; RX_SLOTS] =
+                std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
+            match s.state.recv((&s.socket).into(), &mut slices, &mut self.meta) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(0),
+                Err(e) => return Err(e),
+            }
+        };
+        for (i, m) in self.meta[..n].iter().enumerate() {
+            let slot = &self.slab[i * RX_SLOT_BYTES..][..m.len.min(RX_SLOT_BYTES)];
+            let ecn = match m.ecn {
+                Some(EcnCodepoint::Ce) => Ecn::Ce,
+                Some(_) => Ecn::Ect0,
+                None => Ecn::NotEct,
+            };
+            let stride = m.stride.max(1);
+            for (j, bytes) in slot.chunks(stride).enumerate() {
+                each(Datagram {
+                    from: m.addr,
+                    offset: i * RX_SLOT_BYTES + j * stride,
+                    ecn,
+                    bytes,
+                });
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl TxLanes {
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ten equal datagrams and a shorter last one on one lane leave as one GSO send and arrive as
+    /// eleven intact datagrams; a longer one after that starts a new batch.
+    #[test]
+    fn a_lane_batches_equal_datagrams_into_one_send_and_they_arrive_intact() {
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let tx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let rx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let to = rx.local_addr().unwrap();
+        let socks = [tx];
+        let mut lanes = TxLanes::new(1);
+        let mut sent = Vec::new();
+        for i in 0..10u8 {
+            sent.push(vec![i; 1000]);
+        }
+        sent.push(vec![10; 300]);
+        sent.push(vec![11; 1000]);
+        for d in &sent {
+            lanes.push(&socks, 0, 0, to, d);
+        }
+        lanes.flush(&socks);
+        let gso = socks[0].max_segments() > 1;
+        assert_eq!(lanes.counters.sends, if gso { 2 } else { 12 });
+        assert_eq!(lanes.counters.datagrams, 12);
+        assert_eq!(lanes.counters.send_errors, 0);
+        let mut bufs = RxBufs::default();
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            bufs.recv(&rx, |d| got.push(d.bytes.to_vec())).unwrap();
+            if got.len() >= sent.len() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(got, sent);
+    }
+}

@@ -1,0 +1,38 @@
+//! tailcut-net: tailcut's sans-IO engines on real UDP sockets.
+//!
+//! One runtime thread per [`Server`] or [`Client`] owns the sockets, the engines, a timer heap and the
+//! drain loop of `docs/architecture.md`: after every input it drains `poll_transmit` until `None`
+//! (datagrams queue per path and leave as one GSO send per path at the end of the wake-up),
+//! `poll_event` until `None`, then reads `poll_timeout`. It sleeps in `epoll` with a `timerfd`
+//! deadline (nanoseconds; `epoll_wait`'s milliseconds are too coarse for µs timers) and reads the
+//! clock in one place ([`clock::Clock`]). Receives use GRO and `recvmmsg` (quinn-udp), with
+//! `IP_RECVTOS` for ECN. The scheme so far is CloudBurst (its engine carries real bytes); paths are
+//! the client's UDP source ports, so an ECMP fabric spreads them. See `docs/net.md`.
+//!
+//! ```
+//! use tailcut_net::{Client, NetConfig, Server};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::bind("127.0.0.1:0".parse()?, NetConfig::default(), |req: &[u8], out: &mut Vec<u8>| {
+//!     out.extend_from_slice(req) // the response
+//! })?;
+//! let client = Client::connect(server.local_addr(), NetConfig::default())?;
+//! let reply = client.call(b"hello")?; // blocks; callable from several threads
+//! assert_eq!(reply.bytes, b"hello");
+//! println!("{:?}", reply.stats); // latency, id wait, the request's sender counters
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod config;
+mod driver;
+pub mod frame;
+pub mod io;
+pub mod server;
+pub mod timers;
+
+pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
+pub use config::{NetConfig, SendLoss};
+pub use server::{Server, ServerStats};

@@ -1,0 +1,279 @@
+//! CloudBurst RPCs over real UDP sockets on loopback. Functional facts only (bytes, counters), never
+//! timings: the machine running the tests is shared.
+
+use rand::{Rng as _, SeedableRng};
+use std::net::{SocketAddr, UdpSocket};
+use tailcut_net::{Client, NetConfig, SendLoss, Server, ServerStats};
+use tailcut_proto::cloudburst::{CbHeader, Codec, Kind};
+use tailcut_proto::rng::{mix64, Rng};
+use tailcut_proto::Dur;
+
+const LOOPBACK: &str = "127.0.0.1:0";
+
+/// The defaults with timeouts that survive a runtime thread descheduled for tens of milliseconds:
+/// the tests run in parallel on a shared 2-vCPU machine, and CloudBurst gives a message up for good
+/// at its transmission timeout.
+fn config() -> NetConfig {
+    let mut cfg = NetConfig::default();
+    cfg.cloudburst.transmission_timeout = Dur::from_millis(100);
+    cfg.cloudburst.decoder_timeout = Dur::from_millis(20);
+    cfg
+}
+
+/// The response is a function of the request the client can check: the request reversed, then its
+/// length, so a response paired with the wrong request or cut short fails.
+fn answer(req: &[u8], out: &mut Vec<u8>) {
+    out.extend(req.iter().rev());
+    out.extend_from_slice(&(req.len() as u32).to_be_bytes());
+}
+
+fn expected(req: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    answer(req, &mut v);
+    v
+}
+
+/// Sizes from 1 byte to ~64 KB (the default 1448 B symbols carry at most 64 x 1448 B per message),
+/// and contents, from a seed.
+fn request(seed: u64, i: u64, max: usize) -> Vec<u8> {
+    let mut rng = Rng::seed_from_u64(mix64(seed ^ i));
+    let len = match i % 4 {
+        0 => rng.random_range(1..200),
+        1 => rng.random_range(200..4_000),
+        2 => rng.random_range(4_000..20_000),
+        _ => rng.random_range(20_000..max - 4),
+    };
+    (0..len).map(|_| rng.random()).collect()
+}
+
+/// Waits (boundedly) until counters satisfy `ok`: a runtime thread publishes them a moment after the
+/// responses that prove the work was done.
+fn eventually<T>(read: impl Fn() -> T, ok: impl Fn(&T) -> bool) -> T {
+    for _ in 0..500 {
+        let st = read();
+        if ok(&st) {
+            return st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    read()
+}
+
+fn settled(s: &Server, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
+    eventually(|| s.stats(), ok)
+}
+
+fn server(cfg: NetConfig) -> Server {
+    Server::bind(LOOPBACK.parse().unwrap(), cfg, answer).unwrap()
+}
+
+#[test]
+fn thousand_mixed_rpcs_arrive_byte_exact() {
+    let cfg = config();
+    let max = cfg.max_message_bytes() as usize;
+    let s = server(cfg.clone());
+    let c = Client::connect(s.local_addr(), cfg).unwrap();
+    let mut redundant = 0;
+    for i in 0..1_000 {
+        let req = request(7, i, max);
+        let r = c.call(&req).unwrap_or_else(|e| {
+            panic!(
+                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                req.len(),
+                c.stats(),
+                s.stats()
+            )
+        });
+        assert_eq!(r.bytes, expected(&req), "call {i}");
+        redundant += r.stats.request.redundant_bytes;
+    }
+    let ss = settled(&s, |st| st.requests == 1_000);
+    let cs = eventually(|| c.stats(), |st| st.calls_completed == 1_000);
+    assert_eq!(ss.requests, 1_000, "{ss:?}\n{cs:?}");
+    assert_eq!(cs.calls_completed, 1_000);
+    assert_eq!(cs.calls_timed_out, 0);
+    assert_eq!(ss.associations, 1);
+    // Coded multipath: every path carried datagrams, and the code sent more than the message.
+    assert!(redundant > 0);
+    assert!(cs.tx.datagrams > 1_000);
+}
+
+#[test]
+fn rpcs_from_several_threads_share_one_client() {
+    let cfg = config();
+    let max = cfg.max_message_bytes() as usize;
+    let s = server(cfg.clone());
+    let c = Client::connect(s.local_addr(), cfg).unwrap();
+    std::thread::scope(|sc| {
+        for t in 0..4u64 {
+            let c = &c;
+            sc.spawn(move || {
+                for i in 0..100 {
+                    let req = request(t, i, max);
+                    assert_eq!(c.call(&req).unwrap().bytes, expected(&req));
+                }
+            });
+        }
+    });
+    assert_eq!(settled(&s, |st| st.requests == 400).requests, 400);
+}
+
+#[test]
+fn dropped_datagrams_still_deliver_byte_exact() {
+    let mut cfg = config();
+    let max = cfg.max_message_bytes() as usize;
+    cfg.send_loss = Some(SendLoss {
+        rate: 0.05,
+        seed: 3,
+        path: None,
+    });
+    let s = server(NetConfig {
+        send_loss: Some(SendLoss {
+            rate: 0.05,
+            seed: 4,
+            path: None,
+        }),
+        ..cfg.clone()
+    });
+    let c = Client::connect(s.local_addr(), cfg).unwrap();
+    for i in 0..300 {
+        let req = request(11, i, max);
+        let r = c.call(&req).unwrap_or_else(|e| {
+            panic!(
+                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                req.len(),
+                c.stats(),
+                s.stats()
+            )
+        });
+        assert_eq!(r.bytes, expected(&req), "call {i}");
+    }
+    let (ss, cs) = (settled(&s, |st| st.requests == 300), c.stats());
+    assert!(cs.dropped_by_hook > 100, "{cs:?}");
+    assert!(ss.dropped_by_hook > 20, "{ss:?}");
+    assert_eq!(ss.requests, 300);
+}
+
+#[test]
+fn one_black_holed_path_of_three_loses_no_call() {
+    let mut cfg = config();
+    cfg.cloudburst.paths = 3;
+    let max = cfg.max_message_bytes() as usize;
+    let hole = |seed| {
+        Some(SendLoss {
+            rate: 1.0,
+            seed,
+            path: Some(1),
+        })
+    };
+    let s = server(NetConfig {
+        send_loss: hole(1),
+        ..cfg.clone()
+    });
+    let c = Client::connect(
+        s.local_addr(),
+        NetConfig {
+            send_loss: hole(2),
+            ..cfg
+        },
+    )
+    .unwrap();
+    for i in 0..300 {
+        let req = request(13, i, max);
+        let r = c.call(&req).unwrap_or_else(|e| {
+            panic!(
+                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                req.len(),
+                c.stats(),
+                s.stats()
+            )
+        });
+        assert_eq!(r.bytes, expected(&req), "call {i}");
+    }
+    // About a third of every round went into the hole, both ways.
+    let cs = c.stats();
+    assert!(cs.dropped_by_hook * 4 > cs.tx.datagrams, "{cs:?}");
+    assert!(settled(&s, |st| st.dropped_by_hook > 0).dropped_by_hook > 0);
+}
+
+#[test]
+fn garbage_flood_keeps_memory_bounded_and_service_up() {
+    let cfg = NetConfig {
+        max_associations: 8,
+        ..config()
+    };
+    let max = cfg.max_message_bytes() as usize;
+    let s = server(cfg.clone());
+    let to: SocketAddr = s.local_addr();
+    let flood = UdpSocket::bind(LOOPBACK).unwrap();
+    let mut rng = Rng::seed_from_u64(99);
+    let mut buf = Vec::new();
+    let mut sent = 0u64;
+    for i in 0..30_000u64 {
+        buf.clear();
+        match i % 3 {
+            // Random bytes.
+            0 => buf.extend((0..rng.random_range(0..1600)).map(|_| rng.random::<u8>())),
+            // A valid preamble and a coded CloudBurst header: bogus associations and message ids.
+            _ => {
+                buf.extend_from_slice(&[1, 1, rng.random_range(0..4), 0]);
+                buf.extend_from_slice(&rng.random_range(0..1_000u64).to_be_bytes());
+                let packets = rng.random_range(1..=64u8);
+                let h = CbHeader {
+                    packets,
+                    message_bytes: u32::from(packets) * 1448 - rng.random_range(0..1448),
+                    msg_id: rng.random(),
+                    kind: Kind::Coded {
+                        set: rng.random::<u64>() >> (64 - u32::from(packets)) | 1,
+                    },
+                };
+                h.emit_to_vec(Codec::Lt, &mut buf);
+                buf.extend((0..1448).map(|_| rng.random::<u8>()));
+            }
+        }
+        if flood.send_to(&buf, to).is_ok() {
+            sent += 1;
+        }
+        if i % 1000 == 0 {
+            // Let the server keep up, so most of the flood is processed, not dropped by the kernel.
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    // Service continues, and the garbage is all accounted for once the real calls are through.
+    let c = Client::connect(to, cfg.clone()).unwrap();
+    for i in 0..50 {
+        let req = request(5, i, max);
+        assert_eq!(c.call(&req).unwrap().bytes, expected(&req));
+    }
+    // Forged one-packet messages decode like any request (nothing authenticates a client), so the
+    // handler ran more than 50 times; the 50 real calls are the acknowledged responses.
+    let st = settled(&s, |st| st.responses_acked >= 50);
+    assert!(st.responses_acked >= 50, "{st:?}");
+    assert!(st.datagrams_in > sent / 2, "{st:?}");
+    assert!(st.associations <= 8, "{st:?}");
+    assert!(st.associations_evicted > 0, "{st:?}");
+    assert!(st.foreign_datagrams > 0, "{st:?}");
+    let per_engine = cfg.cloudburst.max_decoders as usize;
+    assert!(st.tables.decoders <= 8 * per_engine, "{st:?}");
+    assert!(st.tables.finished <= 8 * 256, "{st:?}");
+    assert!(st.tables.untaken == 0, "{st:?}");
+}
+
+#[test]
+fn closed_loop_on_the_runtime_thread_echoes_every_call() {
+    let cfg = config();
+    let s = Server::bind(
+        LOOPBACK.parse().unwrap(),
+        cfg.clone(),
+        |r: &[u8], o: &mut Vec<u8>| o.extend_from_slice(r),
+    )
+    .unwrap();
+    let c = Client::connect(s.local_addr(), cfg).unwrap();
+    let req = request(17, 2, 60_000);
+    let rep = c.closed_loop(&req, 500).unwrap();
+    assert_eq!(rep.calls.len(), 500);
+    assert_eq!(rep.not_echoed, 0);
+    assert!(rep.calls.iter().all(|s| s.request.sent_bytes >= req.len() as u64));
+    // A plain call still works after the loop.
+    assert_eq!(c.call(&req).unwrap().bytes, req);
+}
