@@ -1,9 +1,11 @@
 # `make demo`: build and install tailcut into .venv, run the quickstart experiment, print the report path.
 # `make test`: everything CI checks: Rust format, lints and tests, then the Python lints and tests.
+# `make reproduce`: every paper's experiments over 5 seeds (resumable; about 2.5 h on 2 idle cores), their
+# pages and the headline table copied into docs/reproduced/, the figures redrawn from them.
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test venv
+.PHONY: demo reproduce test venv
 
 venv: $(BIN)/python
 
@@ -14,6 +16,14 @@ demo: venv
 	$(BIN)/pip install .
 	$(BIN)/tailcut run experiments/quickstart.toml --out results/quickstart --overwrite
 	@echo "Open the report: results/quickstart/report.html"
+
+SEEDS ?= 5
+JOBS ?= 2
+reproduce: venv
+	$(BIN)/pip install .
+	$(BIN)/tailcut reproduce all --seeds $(SEEDS) --jobs $(JOBS) --out results/reproduce
+	cp results/reproduce/*.md docs/reproduced/
+	$(BIN)/python docs/figures/make_figures.py --from results/reproduce
 
 # The tests install the extension with the `release` profile that `cargo test --release` builds too, so
 # the workspace compiles once; users get `perf` (fat LTO) from `pip install .`.

@@ -4,7 +4,8 @@ Every entry of a paper (``PAPERS``; one module per paper) runs with N seeds thro
 (:mod:`tailcut.reproduce.execute`, resumable), then each run's per-scheme figures
 (:mod:`tailcut.summary`, ``docs/metrics.md``) are combined over seeds as median [min-max], with the
 conclusions that flip between seeds flagged (:mod:`tailcut.reproduce.aggregate`), into ``OUT/PAPER.md``
-and ``OUT/PAPER.json`` (:mod:`tailcut.reproduce.render`).
+and ``OUT/PAPER.json`` (:mod:`tailcut.reproduce.render`); ``OUT/headlines.md`` puts each paper's headline
+beside ours (:mod:`tailcut.reproduce.headlines`).
 
 The experiment files are the repository's ``experiments/`` (their CDF paths are relative to the
 repository root, so runs happen from there); an installed copy without the repository says so.
@@ -109,6 +110,9 @@ def reproduce(
     for p, entries in chosen:
         documents[p.name] = collect(p, entries, tasks, runs_dir, failed, seeds, command)
         write_page(p, documents[p.name], out)
+    from tailcut.reproduce import headlines
+
+    headlines.write(out)  # from every paper document in OUT: each holds the entries its last run chose
     return documents
 
 

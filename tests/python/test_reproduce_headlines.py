@@ -1,0 +1,51 @@
+"""The headline table: per-seed comparisons, median [min-max], flips, and rows not run."""
+
+from __future__ import annotations
+
+import json
+
+from tailcut.reproduce import headlines
+from tailcut.reproduce.headlines import Below, Times, Value
+
+
+def _doc(paper: str, entry: str, part: str, metric: str, values: dict[str, list]) -> dict:
+    rows = [
+        {"part": part, "scheme": scheme, "metrics": {metric: {"values": vals}}}
+        for scheme, vals in values.items()
+    ]
+    return {
+        "paper": paper,
+        "seeds": 5,
+        "groups": [{"title": "g", "entries": [{"label": entry, "seeds": [1, 2, 3, 4, 5], "rows": rows}]}],
+    }
+
+
+def test_reductions_are_per_seed_and_flips_are_flagged():
+    doc = _doc("fuso", "e", "q", "p99_ms", {"fuso": [1, 1, 1, 3, 1], "tcp": [2, 4, 2, 2, 10]})
+    docs = {"fuso": doc}
+    below = headlines.figure(docs, Below("fuso", "e", "q", "p99_ms", "fuso", "tcp"))
+    # Per seed: 50, 75, 50, -50, 90 -> median 50, and the sign differs in seed 4.
+    assert below == "50% [-50-90] **flips**"
+    assert (
+        headlines.figure(docs, Times("fuso", "e", "q", "p99_ms", "fuso", "tcp")) == "2x [0.667-10] **flips**"
+    )
+    assert headlines.figure(docs, Value("fuso", "e", "q", "p99_ms", "tcp")) == "2 ms [2-10]"
+
+
+def test_unfinished_baseline_and_missing_rows():
+    doc = _doc("cp", "e", "q", "p99_ms", {"cp": [1, 1, 1, 1, 1], "tcp": ["inf", "inf", 2, 2, 2]})
+    docs = {"cp": doc}
+    assert headlines.figure(docs, Below("cp", "e", "q", "p99_ms", "cp", "tcp")) == "50% [50-100]"
+    assert headlines.figure(docs, Below("cp", "other", "q", "p99_ms", "cp", "tcp")) == "not run"
+    assert headlines.figure({}, Value("cp", "e", "q", "p99_ms", "cp")) == "not run"
+
+
+def test_write_reads_the_documents_in_the_folder(tmp_path):
+    doc = _doc("dcquic", "migration", "all", "mean_ms", {"dcquic": [1] * 5, "dctcp_reconnect": [100] * 5})
+    (tmp_path / "dcquic.json").write_text(json.dumps(doc))
+    (tmp_path / "unrelated.json").write_text("[1, 2]")
+    page = headlines.write(tmp_path).read_text()
+    assert "| DCQUIC, migration on path delay / failure (`migration`) |" in page
+    assert "mean: 99% |" in page
+    assert "not run" in page  # the other papers' rows
+    assert headlines.write(tmp_path / "empty") is None
