@@ -1,7 +1,8 @@
 # `make demo`: build and install tailcut into .venv, run the quickstart experiment, print the report path.
 # `make test`: everything CI checks: Rust format, lints and tests, then the Python lints and tests.
 # `make reproduce`: every paper's experiments over 5 seeds (resumable; about 2.5 h on 2 idle cores), their
-# pages and the headline table copied into docs/reproduced/, the figures redrawn from them.
+# pages and the headline table copied into docs/reproduced/ and pasted into README.md and docs/results.md,
+# the figures redrawn from them.
 VENV ?= .venv
 BIN := $(VENV)/bin
 
@@ -23,6 +24,7 @@ reproduce: venv
 	$(BIN)/pip install .
 	$(BIN)/tailcut reproduce all --seeds $(SEEDS) --jobs $(JOBS) --out results/reproduce
 	cp results/reproduce/*.md docs/reproduced/
+	$(BIN)/python -m tailcut.reproduce.headlines results/reproduce README.md docs/results.md
 	$(BIN)/python docs/figures/make_figures.py --from results/reproduce
 
 # The tests install the extension with the `release` profile that `cargo test --release` builds too, so

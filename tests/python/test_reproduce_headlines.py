@@ -25,7 +25,7 @@ def test_reductions_are_per_seed_and_flips_are_flagged():
     docs = {"fuso": doc}
     below = headlines.figure(docs, Below("fuso", "e", "q", "p99_ms", "fuso", "tcp"))
     # Per seed: 50, 75, 50, -50, 90 -> median 50, and the sign differs in seed 4.
-    assert below == "50% [-50-90] **flips**"
+    assert below == "50% [-50 to 90] **flips**"
     assert (
         headlines.figure(docs, Times("fuso", "e", "q", "p99_ms", "fuso", "tcp")) == "2x [0.667-10] **flips**"
     )

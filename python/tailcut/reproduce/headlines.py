@@ -267,7 +267,8 @@ def figure(docs: dict[str, dict], claim: Claim) -> str:
         return "not run"
     unit = _unit(claim)
     med, lo, hi = statistics.median(values), min(values), max(values)
-    text = f"{_num(med)}{unit}" if lo == hi else f"{_num(med)}{unit} [{_num(lo)}-{_num(hi)}]"
+    sep = " to " if lo < 0 else "-"  # "[-9.2--5.5]" would read as a typo
+    text = f"{_num(med)}{unit}" if lo == hi else f"{_num(med)}{unit} [{_num(lo)}{sep}{_num(hi)}]"
     if len(values) < 5:
         text += f" ({len(values)} seeds)"
     return text + (" **flips**" if flips else "")
@@ -292,6 +293,23 @@ def markdown(docs: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+START, END = "<!-- headlines:start -->", "<!-- headlines:end -->"
+
+
+def paste(page: Path, headlines_md: str) -> None:
+    """Replace the table between ``START`` and ``END`` in ``page`` (README.md, docs/results.md) with the
+    table of ``headlines_md``; a page without both markers is an error naming it."""
+    from tailcut.outdir import write_text_atomic
+
+    text = Path(page).read_text()
+    if START not in text or END not in text:
+        raise ValueError(f"{page}: no {START} ... {END} markers to put the headline table between")
+    table = headlines_md[headlines_md.index("| paper, experiment") :]
+    before, rest = text.split(START, 1)
+    after = rest.split(END, 1)[1]
+    write_text_atomic(Path(page), f"{before}{START}\n{table}{END}{after}")
+
+
 def write(out: Path) -> Path | None:
     """``OUT/headlines.md`` from the documents in ``OUT``; None when there is none."""
     from tailcut.outdir import write_text_atomic
@@ -309,3 +327,16 @@ def write(out: Path) -> Path | None:
     target = Path(out) / "headlines.md"
     write_text_atomic(target, markdown(docs))
     return target
+
+
+if __name__ == "__main__":
+    # python -m tailcut.reproduce.headlines OUT PAGE...: paste OUT/headlines.md's table into each PAGE.
+    import sys
+
+    if len(sys.argv) < 3:
+        sys.exit("usage: python -m tailcut.reproduce.headlines OUT PAGE...")
+    written = write(Path(sys.argv[1]))
+    if written is None:
+        sys.exit(f"{sys.argv[1]}: no paper documents (run tailcut reproduce first)")
+    for page in sys.argv[2:]:
+        paste(Path(page), written.read_text())
