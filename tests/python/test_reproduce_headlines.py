@@ -49,3 +49,20 @@ def test_write_reads_the_documents_in_the_folder(tmp_path):
     assert "mean: 99% |" in page
     assert "not run" in page  # the other papers' rows
     assert headlines.write(tmp_path / "empty") is None
+
+
+def test_paste_replaces_only_the_marked_table(tmp_path):
+    page = tmp_path / "README.md"
+    page.write_text(f"intro\n{headlines.START}\n| old |\n{headlines.END}\noutro\n")
+    headlines.paste(page, "# Headline rows\n\n| paper, experiment | x |\n|---|---|\n")
+    assert page.read_text() == (
+        f"intro\n{headlines.START}\n| paper, experiment | x |\n|---|---|\n{headlines.END}\noutro\n"
+    )
+    bare = tmp_path / "bare.md"
+    bare.write_text("no markers\n")
+    try:
+        headlines.paste(bare, "| paper, experiment |\n")
+    except ValueError as e:
+        assert "bare.md" in str(e)
+    else:
+        raise AssertionError("a page without markers must be refused")
