@@ -44,7 +44,7 @@ pub struct Departure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Service {
     /// Packets the port dropped at admission (one pushed out of the queue, the arrival, or both): the
-    /// driver frees them.
+    /// driver frees them. The first is set whenever the second is.
     pub dropped: [Option<PktId>; 2],
     /// The packet put on the wire now, if any.
     pub sent: Option<Departure>,
