@@ -149,8 +149,9 @@ impl EventQueue {
     }
 
     /// The current bucket is exhausted: clears it and moves to the next non-empty one (false when the
-    /// list is empty).
-    #[inline(never)]
+    /// list is empty). Inlined into the run loop: out of line (a call and six saved registers every
+    /// ~2 events) it cost benchmark (a) ~29 instructions per packet-hop.
+    #[inline]
     fn advance(&mut self) -> bool {
         if self.len == 0 {
             return false;
@@ -159,8 +160,10 @@ impl EventQueue {
         self.buckets[cur].clear();
         self.bitmap[cur / 64] &= !(1 << (cur % 64));
         self.head = 0;
-        self.early.clear();
-        self.early_head = 0;
+        if !self.early.is_empty() {
+            self.early.clear();
+            self.early_head = 0;
+        }
         let ring = self.next_ring_slot();
         let over = self.overflow.peek().map(|Reverse(e)| e.time());
         let target = match (ring, over) {

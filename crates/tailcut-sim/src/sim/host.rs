@@ -137,6 +137,9 @@ impl Sim<'_> {
         self.drain_stack.push(e);
         while let Some(e) = self.drain_stack.pop() {
             self.drain_one(e);
+            if self.app_events.is_empty() {
+                continue;
+            }
             let events = std::mem::take(&mut self.app_events);
             for &(src, ev) in &events {
                 self.on_app_event(src, ev);
