@@ -11,7 +11,7 @@ use super::stats::ConnStats;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
 use crate::seq::Seq;
-use crate::time::{Dur, Time};
+use crate::time::{earliest, Dur, Time};
 use std::collections::VecDeque;
 
 /// Active or passive opener; matters only when the handshake is modelled.
@@ -415,10 +415,7 @@ impl Conn {
         } else {
             None
         };
-        [rto, self.handshake_deadline, self.receiver.ack_deadline]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(earliest(rto, self.handshake_deadline), self.receiver.ack_deadline)
     }
 }
 

@@ -12,7 +12,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
 use crate::engine::AppEvent;
-use crate::time::{Dur, Time};
+use crate::time::{earliest, Dur, Time};
 use crate::{Seq, TcpFlags, TcpHeader};
 use std::collections::VecDeque;
 
@@ -520,10 +520,10 @@ impl<C: CongestionControl> Sender<C> {
     pub(crate) fn deadline(&self, ext: &Extensions) -> Option<Time> {
         let reo = self.rack.as_ref().and_then(|r| r.reo_deadline);
         let pto = self.tlp.as_ref().and_then(|t| t.deadline);
-        [self.rto_deadline, reo, pto, ext.deadline(self)]
-            .into_iter()
-            .flatten()
-            .min()
+        earliest(
+            earliest(self.rto_deadline, reo),
+            earliest(pto, ext.deadline(self)),
+        )
     }
 
     /// A timer expired: an extension's (TLP's probe timeout pre-empts the RTO when due first),

@@ -72,7 +72,16 @@ impl LossModel {
 
     /// Whether the next packet is lost. Draws from `rng` only when the model is random, so lossless links
     /// leave every random stream untouched.
+    #[inline(always)]
     pub fn lose(&mut self, rng: &mut Rng) -> bool {
+        // Every transmission asks: the lossless case is decided inline, the others out of line.
+        match self.config {
+            LossConfig::None => false,
+            _ => self.lose_lossy(rng),
+        }
+    }
+
+    fn lose_lossy(&mut self, rng: &mut Rng) -> bool {
         match self.config {
             LossConfig::None => false,
             LossConfig::Blackhole => true,

@@ -44,7 +44,7 @@ pub struct Departure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Service {
     /// Packets the port dropped at admission (one pushed out of the queue, the arrival, or both): the
-    /// driver frees them.
+    /// driver frees them. The first is set whenever the second is.
     pub dropped: [Option<PktId>; 2],
     /// The packet put on the wire now, if any.
     pub sent: Option<Departure>,
@@ -127,7 +127,7 @@ impl Port {
         }
         let admit = self.queue.enqueue(arena, id, now.0, &mut self.rng);
         let c = &mut self.counters;
-        let mut dropped: [Option<(PktId, DropCause)>; 2] = [None, None];
+        let mut dropped = [None, None];
         match admit {
             Admit::Queued { marked } => {
                 c.enqueued_packets += 1;
@@ -142,22 +142,24 @@ impl Port {
             Admit::QueuedEvicting(v) => {
                 c.enqueued_packets += 1;
                 c.enqueued_bytes += size;
-                dropped[0] = Some((v, DropCause::Overflow));
+                c.dropped_overflow += 1;
+                dropped[0] = Some(v);
             }
-            Admit::Dropped(cause) => dropped[0] = Some((id, cause)),
+            Admit::Dropped(cause) => {
+                match cause {
+                    DropCause::Overflow => c.dropped_overflow += 1,
+                    DropCause::Aqm => c.dropped_aqm += 1,
+                }
+                dropped[0] = Some(id);
+            }
             Admit::DroppedEvicting(v) => {
-                dropped = [Some((v, DropCause::Overflow)), Some((id, DropCause::Overflow))];
+                c.dropped_overflow += 2;
+                dropped = [Some(v), Some(id)];
             }
         }
         c.max_occupancy_bytes = c.max_occupancy_bytes.max(self.queue.bytes());
-        for (_, cause) in dropped.iter().flatten() {
-            match cause {
-                DropCause::Overflow => c.dropped_overflow += 1,
-                DropCause::Aqm => c.dropped_aqm += 1,
-            }
-        }
         let mut s = self.kick(now, arena);
-        s.dropped = dropped.map(|d| d.map(|(id, _)| id));
+        s.dropped = dropped;
         s
     }
 

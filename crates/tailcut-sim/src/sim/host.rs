@@ -72,11 +72,13 @@ impl Sim<'_> {
 
     /// A packet leaves its host's NIC queue (sent or dropped): its engine's budget is freed, and an
     /// engine held back by it is woken (Linux's TSQ handler runs on transmit completion).
-    pub(super) fn leave_host_queue(&mut self, id: PktId, size: u64) {
+    #[inline(always)]
+    pub(super) fn leave_host_queue(&mut self, id: PktId) {
         let e = self.arena.take_owner(id);
         if e == NO_OWNER {
             return;
         }
+        let size = u64::from(self.arena.get(id).size_bytes);
         let slot = &mut self.engines[e as usize];
         slot.nic_bytes -= size;
         if slot.held && slot.nic_bytes <= slot.tsq_limit {
@@ -135,6 +137,9 @@ impl Sim<'_> {
         self.drain_stack.push(e);
         while let Some(e) = self.drain_stack.pop() {
             self.drain_one(e);
+            if self.app_events.is_empty() {
+                continue;
+            }
             let events = std::mem::take(&mut self.app_events);
             for &(src, ev) in &events {
                 self.on_app_event(src, ev);

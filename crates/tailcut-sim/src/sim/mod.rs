@@ -162,11 +162,7 @@ impl<'a> Sim<'a> {
     /// report every few thousand events; it returns false to cancel.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Sim) -> bool) -> Result<(), String> {
         let mut since_check = 0u32;
-        while let Some(t) = self.events.peek_time() {
-            if t > self.max_time {
-                break;
-            }
-            let (t, ev) = self.events.pop().expect("peeked");
+        while let Some((t, ev)) = self.events.pop_until(self.max_time) {
             self.now = t;
             match ev {
                 Event::TxDone(p) => self.tx_done(p),

@@ -18,18 +18,19 @@ impl Sim<'_> {
     /// on its wire, and wake it when its line frees.
     #[inline(always)]
     fn serve(&mut self, port: PortId, s: Service) {
-        for victim in s.dropped.into_iter().flatten() {
-            if self.tsq_on {
-                let size = self.arena.get(victim).size_bytes as u64;
-                self.leave_host_queue(victim, size);
+        // Drops are rare: one test skips the loop (a flattening iterator costs ~15 instructions a hop).
+        if s.dropped[0].is_some() {
+            for victim in s.dropped.into_iter().flatten() {
+                if self.tsq_on {
+                    self.leave_host_queue(victim);
+                }
+                self.arena.remove(victim);
+                self.cons.dropped += 1;
             }
-            self.arena.remove(victim);
-            self.cons.dropped += 1;
         }
         if let Some(d) = s.sent {
             if self.tsq_on {
-                let size = self.arena.get(d.id).size_bytes as u64;
-                self.leave_host_queue(d.id, size);
+                self.leave_host_queue(d.id);
             }
             self.cons.packet_hops += 1;
             match d.arrives {

@@ -21,7 +21,7 @@ use super::config::TcpConfig;
 use super::endpoint::Conn;
 use super::sender::{Sender, Transmission};
 use crate::packet::{Packet, TcpHeader};
-use crate::time::Time;
+use crate::time::{earliest, Time};
 pub(crate) use cp::{pack, Cp};
 use ir::TcpIr;
 use pfabric::Pfabric;
@@ -180,7 +180,7 @@ impl Extension for Extensions {
         }
         let tlp = self.tlp.as_ref().and_then(|e| e.deadline(s));
         let ir = self.ir.as_ref().and_then(|e| e.deadline(s));
-        [tlp, ir].into_iter().flatten().min()
+        earliest(tlp, ir)
     }
 
     fn on_rto(&mut self, consecutive: u32) -> bool {

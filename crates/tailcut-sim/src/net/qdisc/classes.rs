@@ -90,7 +90,9 @@ impl PortQueue {
         self.packets == 0
     }
 
-    /// Offers an arriving packet to its class queue.
+    /// Offers an arriving packet to its class queue. Inlined into the port's `offer` (one call site):
+    /// ~12 instructions per packet-hop less on benchmark (a).
+    #[inline]
     pub fn enqueue(&mut self, arena: &mut PacketArena, id: PktId, now_ns: u64, rng: &mut Rng) -> Admit {
         let pkt = arena.get(id);
         let size = pkt.size_bytes as u64;
@@ -209,6 +211,7 @@ impl PortQueue {
     /// Admission of an arrival at an empty queue whose port is idle, without queueing it: the packet
     /// can be transmitted at once. Returns `None` when the discipline needs the full path (or the
     /// packet exceeds the buffer), else whether it was CE-marked.
+    #[inline]
     pub fn admit_to_idle(&mut self, arena: &mut PacketArena, id: PktId) -> Option<bool> {
         if self.packets != 0 {
             return None;
@@ -226,10 +229,33 @@ impl PortQueue {
     }
 
     /// Takes the next packet to transmit.
+    #[inline]
     pub fn dequeue(&mut self, arena: &PacketArena, now_ns: u64) -> Option<PktId> {
         if self.packets == 0 {
             return None;
         }
+        // Most ports have one FIFO class: served inline (the general path out of line cost benchmark (a)
+        // ~10 instructions per packet-hop in the call alone).
+        if self.headers.is_some() || self.wrr || self.classes.len() != 1 {
+            return self.dequeue_classes(arena, now_ns);
+        }
+        let q = &mut self.classes[0];
+        if matches!(q.disc, Discipline::Pfabric) {
+            return self.dequeue_classes(arena, now_ns);
+        }
+        let id = q.fifo.pop_front()?;
+        let size = arena.get(id).size_bytes as u64;
+        q.bytes -= size;
+        self.bytes -= size;
+        self.packets -= 1;
+        if q.fifo.is_empty() {
+            q.disc.went_idle(now_ns);
+        }
+        Some(id)
+    }
+
+    /// [`PortQueue::dequeue`] over cut headers, several classes and pFabric's pick.
+    fn dequeue_classes(&mut self, arena: &PacketArena, now_ns: u64) -> Option<PktId> {
         if let Some(h) = &mut self.headers {
             if let Some(id) = h.fifo.pop_front() {
                 let size = arena.get(id).size_bytes as u64;
