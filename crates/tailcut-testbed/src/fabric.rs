@@ -341,7 +341,7 @@ impl Fabric {
                     port: i as u32,
                     node: self.net.nodes[p.node as usize].name.clone(),
                     peer: self.net.nodes[p.peer as usize].name.clone(),
-                    counters: (*p.counters()).into(),
+                    counters: *p.counters(),
                     lateness: self.lateness[i].summary(),
                     tun_write_drops: self.tun_write_drops[i],
                 }

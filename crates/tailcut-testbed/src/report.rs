@@ -5,54 +5,13 @@ use crate::lateness::LatenessSummary;
 use serde::Serialize;
 use tailcut_sim::net::PortCounters;
 
-/// Counters of one port, as the simulator reports them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct PortStats {
-    pub enqueued_packets: u64,
-    pub enqueued_bytes: u64,
-    pub dropped_overflow: u64,
-    pub dropped_aqm: u64,
-    pub dropped_link_loss: u64,
-    pub dropped_link_down: u64,
-    pub ecn_marked: u64,
-    pub trimmed: u64,
-    pub max_occupancy_bytes: u64,
-    pub tx_packets: u64,
-    pub tx_bytes: u64,
-}
-
-impl From<PortCounters> for PortStats {
-    fn from(c: PortCounters) -> Self {
-        PortStats {
-            enqueued_packets: c.enqueued_packets,
-            enqueued_bytes: c.enqueued_bytes,
-            dropped_overflow: c.dropped_overflow,
-            dropped_aqm: c.dropped_aqm,
-            dropped_link_loss: c.dropped_link_loss,
-            dropped_link_down: c.dropped_link_down,
-            ecn_marked: c.ecn_marked,
-            trimmed: c.trimmed,
-            max_occupancy_bytes: c.max_occupancy_bytes,
-            tx_packets: c.tx_packets,
-            tx_bytes: c.tx_bytes,
-        }
-    }
-}
-
-impl PortStats {
-    /// Packets this port lost: dropped at admission or lost on its link.
-    pub fn dropped(&self) -> u64 {
-        self.dropped_overflow + self.dropped_aqm + self.dropped_link_loss + self.dropped_link_down
-    }
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct PortReport {
     pub port: u32,
     pub node: String,
     pub peer: String,
     #[serde(flatten)]
-    pub counters: PortStats,
+    pub counters: PortCounters,
     pub lateness: LatenessSummary,
     /// Packets for a host that its TUN refused.
     pub tun_write_drops: u64,

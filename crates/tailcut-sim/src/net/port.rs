@@ -12,8 +12,8 @@ use tailcut_proto::rng::Rng;
 use tailcut_proto::time::serialization_time;
 use tailcut_proto::{Dur, Time};
 
-/// Per-port counters, reported in `ports.parquet`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Per-port counters, reported in `ports.parquet` (and by the testbed, under the same names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PortCounters {
     pub enqueued_packets: u64,
     pub enqueued_bytes: u64,
@@ -26,6 +26,13 @@ pub struct PortCounters {
     pub max_occupancy_bytes: u64,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+}
+
+impl PortCounters {
+    /// Packets this port lost: dropped at admission or lost on its link.
+    pub fn dropped(&self) -> u64 {
+        self.dropped_overflow + self.dropped_aqm + self.dropped_link_loss + self.dropped_link_down
+    }
 }
 
 /// A packet that started serialisation.
