@@ -6,16 +6,16 @@
 //! beyond that wait in the runtime, and [`CallStats::waited_for_id`] says how long.
 
 use crate::config::NetConfig;
-use crate::driver::{Driver, RX_BUDGET, STOP_BYTE, WAKE_TOKEN};
+use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Preamble, SCHEME_CLOUDBURST};
 use crate::io::{PathSocket, TxCounters};
+use crate::runtime_thread::RuntimeThread;
 use std::collections::VecDeque;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use tailcut_proto::cloudburst::{CloudBurstEndpoint, TableSizes};
 use tailcut_proto::rng::{derive_seed, stream, Stream};
 use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Packet, Time};
@@ -120,8 +120,7 @@ struct ClosedLoop {
 /// A CloudBurst RPC client. Calls may come from several threads at once.
 pub struct Client {
     commands: SyncSender<Command>,
-    wake: UnixDatagram,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    runtime: RuntimeThread,
     stats: Arc<Mutex<ClientStats>>,
     max_message_bytes: u64,
     local: Vec<SocketAddr>,
@@ -160,16 +159,12 @@ impl Client {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let driver = Driver::new(socks, wake_rx, &cfg)?;
         let shared = stats.clone();
-        let thread = std::thread::Builder::new()
-            .name("tailcut-net-client".into())
-            .spawn(move || {
-                let mut l = ClientLoop::new(driver, engine, association, server, cfg, rx, shared);
-                l.run()
-            })?;
+        let runtime = RuntimeThread::spawn("tailcut-net-client", wake, move || {
+            ClientLoop::new(driver, engine, association, server, cfg, rx, shared).run()
+        })?;
         Ok(Client {
             commands,
-            wake,
-            thread: Some(thread),
+            runtime,
             stats,
             max_message_bytes,
             local,
@@ -194,7 +189,7 @@ impl Client {
                 reply,
             })
             .map_err(|_| CallError::Closed)?;
-        let _ = self.wake.send(&[1]);
+        self.runtime.wake();
         rx.recv().map_err(|_| CallError::Closed)?
     }
 
@@ -213,7 +208,7 @@ impl Client {
                 reply,
             })
             .map_err(|_| CallError::Closed)?;
-        let _ = self.wake.send(&[1]);
+        self.runtime.wake();
         rx.recv().map_err(|_| CallError::Closed)?
     }
 
@@ -233,13 +228,7 @@ impl Client {
 
     fn stop(&mut self) -> io::Result<()> {
         let _ = self.commands.try_send(Command::Shutdown);
-        let _ = self.wake.send(&[STOP_BYTE]);
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("runtime thread panicked"))),
-            None => Ok(()),
-        }
+        self.runtime.stop()
     }
 }
 

@@ -30,6 +30,7 @@ pub mod config;
 mod driver;
 pub mod frame;
 pub mod io;
+mod runtime_thread;
 pub mod server;
 pub mod timers;
 

@@ -9,16 +9,16 @@
 //! array has a fixed size.
 
 use crate::config::NetConfig;
-use crate::driver::{Driver, RX_BUDGET, STOP_BYTE, WAKE_TOKEN};
+use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Preamble, MAX_PATHS, PREAMBLE_BYTES, SCHEME_CLOUDBURST};
 use crate::io::{PathSocket, TxCounters};
+use crate::runtime_thread::RuntimeThread;
 use crate::timers::Timers;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Kind, TableSizes};
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::{AppEvent, Dur, Ecn, Engine, FiveTuple, MsgId, Packet, Time};
@@ -50,8 +50,7 @@ pub struct ServerStats {
 pub type Handler = Box<dyn FnMut(&[u8], &mut Vec<u8>) + Send>;
 
 pub struct Server {
-    wake: UnixDatagram,
-    thread: Option<JoinHandle<io::Result<()>>>,
+    runtime: RuntimeThread,
     stats: Arc<Mutex<ServerStats>>,
     local: SocketAddr,
 }
@@ -72,12 +71,11 @@ impl Server {
         let stats = Arc::new(Mutex::new(ServerStats::default()));
         let shared = stats.clone();
         let handler: Handler = Box::new(handler);
-        let thread = std::thread::Builder::new()
-            .name("tailcut-net-server".into())
-            .spawn(move || ServerLoop::new(driver, cfg, handler, shared).run())?;
+        let runtime = RuntimeThread::spawn("tailcut-net-server", wake, move || {
+            ServerLoop::new(driver, cfg, handler, shared).run()
+        })?;
         Ok(Server {
-            wake,
-            thread: Some(thread),
+            runtime,
             stats,
             local,
         })
@@ -93,23 +91,7 @@ impl Server {
 
     /// Stops the runtime thread and reports how it ended.
     pub fn shutdown(mut self) -> io::Result<()> {
-        self.stop()
-    }
-
-    fn stop(&mut self) -> io::Result<()> {
-        let _ = self.wake.send(&[STOP_BYTE]);
-        match self.thread.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("runtime thread panicked"))),
-            None => Ok(()),
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.stop();
+        self.runtime.stop()
     }
 }
 
