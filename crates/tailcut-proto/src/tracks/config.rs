@@ -44,6 +44,10 @@ pub struct TracksConfig {
     pub fake_sack: bool,
     /// Bytes between the last ACK and the left edge of the fake SACK block (the paper: 40 bytes).
     pub sack_gap_bytes: u32,
+    /// Most flows the table holds; a new flow beyond it evicts the least recently active one (a real
+    /// host sees arbitrary numbers of connections; the kernel module sizes its table the same way).
+    /// 0 = unbounded (the simulator, whose flows are finite).
+    pub max_flows: usize,
 }
 
 impl Default for TracksConfig {
@@ -61,6 +65,7 @@ impl Default for TracksConfig {
             sack: false,
             fake_sack: true,
             sack_gap_bytes: 40,
+            max_flows: 0,
         }
     }
 }
@@ -104,6 +109,8 @@ pub struct TracksCounters {
     pub dupacks_dropped: u64,
     /// Flows marked long-lived (past gamma).
     pub long_lived: u64,
+    /// Flows evicted from a full table (`max_flows`).
+    pub evicted: u64,
 }
 
 impl TracksCounters {
@@ -116,6 +123,7 @@ impl TracksCounters {
             ("tracks_gave_up", self.gave_up),
             ("tracks_dupacks_dropped", self.dupacks_dropped),
             ("tracks_long_lived", self.long_lived),
+            ("tracks_evicted", self.evicted),
         ]
     }
 }

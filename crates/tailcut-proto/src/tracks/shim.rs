@@ -63,6 +63,21 @@ impl Tracks {
         }
     }
 
+    /// Makes room for a new flow: drops the least recently active entry (ties: the smallest key, so
+    /// the choice is deterministic). O(flows), paid only by a new flow arriving at a full table.
+    fn evict_one(&mut self) {
+        let victim = self
+            .flows
+            .iter()
+            .min_by_key(|(k, f)| (f.active_time, **k))
+            .map(|(k, _)| *k);
+        if let Some(k) = victim {
+            self.flows.remove(&k);
+            self.active.remove(&k);
+            self.counters.evicted += 1;
+        }
+    }
+
     /// beta = alpha * RTT + rand(RTT) (Algorithm 2 line 4), or the fixed beta.
     fn beta(&mut self, rtt: Dur) -> Dur {
         if let Some(b) = self.cfg.fixed_beta {
@@ -293,6 +308,12 @@ impl Shim for Tracks {
         let idle = self.cfg.idle_timeout;
         let fresh = syn || self.flows.get(&key).is_none_or(|f| now - f.active_time >= idle);
         if fresh {
+            if self.cfg.max_flows > 0
+                && !self.flows.contains_key(&key)
+                && self.flows.len() >= self.cfg.max_flows
+            {
+                self.evict_one();
+            }
             self.flows
                 .insert(key, FlowEntry::new(now, self.cfg.initial_rtt, h.seq));
             self.active.insert(key);

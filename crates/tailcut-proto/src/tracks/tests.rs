@@ -331,3 +331,20 @@ fn a_syn_ack_template_is_spoofed_past_the_syn() {
     let h = out[0].2.tcp().unwrap();
     assert_eq!((h.seq, h.ack, h.flags), (Seq(5_001), Seq(ISN), TcpFlags::ACK));
 }
+
+/// A full table evicts the least recently active flow, so memory stays bounded on a real host.
+#[test]
+fn a_full_table_evicts_the_least_recently_active_flow() {
+    let mut s = shim(TracksConfig {
+        max_flows: 2,
+        ..cfg()
+    });
+    for (i, port) in [1000u16, 1001, 1002].into_iter().enumerate() {
+        let now = Time(i as u64 * 1_000);
+        let mut p = data(0, now);
+        p.tuple.src_port = port;
+        s.on_egress(now, &mut p);
+    }
+    assert_eq!(s.tracked_flows(), 2);
+    assert_eq!(s.counters().evicted, 1);
+}

@@ -21,6 +21,7 @@ const DOCS: &[Doc] = &[
         "spoofed ACKs of SACK flows carry the paper's fake SACK block so that RFC 6675 senders count them (Sec. IV-C); whether a flow uses SACK is taken from the scheme's TCP",
     ),
     ("sack_gap_bytes", "bytes between the last ACK and the left edge of the fake SACK block (paper: 40)"),
+    ("max_flows", "most flows in the table; a new one evicts the least recently active (0 = unbounded, the simulator's default)"),
 ];
 
 pub fn info() -> SchemeInfo {
