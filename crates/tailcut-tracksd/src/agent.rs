@@ -67,6 +67,8 @@ impl<T: PacketTap> Agent<T> {
         let mut ready = Vec::new();
         let mut batch = Vec::new();
         let mut next_report = Time(self.report_every.0);
+        // The tap is open and its rules are in place: say so (scripts and tests wait for this line).
+        self.report(out, "ready")?;
         loop {
             let wake = self
                 .shim

@@ -215,9 +215,14 @@ fn requests(h0: &HostNs, h1_ip: Ipv4Addr, flows: usize) {
     .unwrap();
 }
 
-/// Starts the agent in h0 on its NIC and waits until its rules are installed (the agent binds its
-/// queue first, so then it is ready).
-fn start_agent(h0: &HostNs, dir: &std::path::Path, sack: bool) -> Child {
+/// A running agent and its counter lines.
+struct RunningAgent {
+    child: Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+/// Starts the agent in h0 on its NIC and waits for its "ready" line (queue bound, rules installed).
+fn start_agent(h0: &HostNs, dir: &std::path::Path, sack: bool) -> RunningAgent {
     let cfg = dir.join("tracksd.toml");
     std::fs::write(
         &cfg,
@@ -235,24 +240,27 @@ fn start_agent(h0: &HostNs, dir: &std::path::Path, sack: bool) -> Child {
                 .stderr(Stdio::inherit()),
         )
         .expect("agent starts");
-    for _ in 0..500 {
-        if sh(h0, &["iptables", "-w", "-S", "OUTPUT"]).contains("TAILCUT_TRACKS_OUT_3") {
-            return child;
-        }
-        thread::sleep(Duration::from_millis(20));
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    if out.read_line(&mut first).is_err() || !first.contains("\"ready\"") {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("the agent did not start: {first:?}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("the agent did not install its rules");
+    RunningAgent { child, out }
 }
 
 /// Stops the agent with SIGTERM and returns its last counter line.
-fn stop_agent(h0: &HostNs, mut child: Child) -> serde_json::Value {
-    sh(h0, &["kill", "-TERM", &child.id().to_string()]);
-    let status = child.wait().unwrap();
+fn stop_agent(h0: &HostNs, mut agent: RunningAgent) -> serde_json::Value {
+    sh(h0, &["kill", "-TERM", &agent.child.id().to_string()]);
+    let status = agent.child.wait().unwrap();
     assert!(status.success(), "agent exit: {status}");
-    let out = BufReader::new(child.stdout.take().unwrap());
-    let last = out.lines().map_while(Result::ok).last().expect("a counter line");
+    let last = agent
+        .out
+        .lines()
+        .map_while(Result::ok)
+        .last()
+        .expect("a counter line");
     serde_json::from_str(&last).expect("counters are JSON")
 }
 
@@ -352,4 +360,106 @@ fn sack_off_tail_losses_recover_by_fast_retransmit_with_the_agent() {
         "{agent}"
     );
     assert_eq!(agent["agent"]["inject_errors"], 0, "{agent}");
+}
+
+/// An echo server in h1 on `port` for one long-lived connection: echoes `rounds` messages of 1000 B.
+fn echo(h1: &HostNs, port: u16, rounds: usize) -> thread::JoinHandle<()> {
+    let h1 = h1.clone();
+    let (tx, rx) = mpsc::channel();
+    let to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], port));
+    let server = thread::spawn(move || {
+        h1.enter().unwrap();
+        let l = TcpListener::bind(to).unwrap();
+        tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut buf = [0u8; 1000];
+        for _ in 0..rounds {
+            s.read_exact(&mut buf).unwrap();
+            s.write_all(&buf).unwrap();
+        }
+    });
+    rx.recv().unwrap();
+    server
+}
+
+fn echo_round(s: &mut TcpStream, tag: u8) {
+    let msg = [tag; 1000];
+    s.write_all(&msg).unwrap();
+    let mut back = [0u8; 1000];
+    s.read_exact(&mut back).unwrap();
+    assert_eq!(back, msg, "echo intact");
+}
+
+/// SIGKILL leaves the agent no chance to remove its rules: the queue-bypass must then pass every
+/// packet, so an open connection and new connections keep working (losses recovered by the kernel's
+/// own RTO), and the next agent removes the stale rules before installing its own.
+#[test]
+fn a_killed_agent_leaves_every_connection_working() {
+    let Some(_g) = realnet("a_killed_agent_leaves_every_connection_working") else {
+        return;
+    };
+    let tb = start(false);
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    install_tail_drop(&h1, h0.ips[0]);
+    let dir = std::env::temp_dir().join(format!("tracksd-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut agent = start_agent(&h0, &dir, false);
+    let server = serve(&h1, FLOWS);
+    let echo_server = echo(&h1, PORT + 1, 2);
+    let echo_to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], PORT + 1));
+    let (killed_tx, killed_rx) = mpsc::channel::<()>();
+    let (half_tx, half_rx) = mpsc::channel::<()>();
+    let h1_ip = h1.ips[0];
+    let client = {
+        let h0 = h0.clone();
+        thread::spawn(move || {
+            let mut long = h0
+                .run(|| TcpStream::connect_timeout(&echo_to, Duration::from_secs(5)))
+                .unwrap()
+                .unwrap();
+            long.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            echo_round(&mut long, 1);
+            requests(&h0, h1_ip, FLOWS / 2);
+            half_tx.send(()).unwrap();
+            killed_rx.recv().unwrap();
+            echo_round(&mut long, 2);
+            // The server numbers requests by arrival; continue its sequence.
+            let to = SocketAddr::V4(SocketAddrV4::new(h1_ip, PORT));
+            h0.run(|| {
+                for i in FLOWS / 2..FLOWS {
+                    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                    s.write_all(&request(i)).unwrap();
+                    let mut r = [0u8; 1];
+                    s.read_exact(&mut r).unwrap();
+                    assert_eq!(r[0], 1, "flow {i}: the server saw corrupted bytes");
+                }
+            })
+            .unwrap();
+        })
+    };
+    half_rx.recv().unwrap();
+    agent.child.kill().unwrap();
+    agent.child.wait().unwrap();
+    let rules = sh(&h0, &["iptables", "-w", "-S"]);
+    assert!(
+        rules.contains("TAILCUT_TRACKS_OUT_3"),
+        "a killed agent cannot remove its rules:\n{rules}"
+    );
+    killed_tx.send(()).unwrap();
+    client.join().expect("every connection worked after the kill");
+    echo_server.join().unwrap();
+    assert_eq!(server.join().unwrap(), FLOWS, "every request arrived intact");
+
+    // A new agent replaces the stale rules (one jump each, not two) and removes them on SIGTERM.
+    let agent = start_agent(&h0, &dir, false);
+    let jumps = sh(&h0, &["iptables", "-w", "-S"])
+        .matches("-j TAILCUT_TRACKS_")
+        .count();
+    assert_eq!(jumps, 2, "one jump from OUTPUT and one from INPUT");
+    stop_agent(&h0, agent);
+    assert!(!sh(&h0, &["iptables", "-w", "-S"]).contains("TAILCUT_TRACKS"));
+    tb.stop().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
