@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
 use tailcut_proto::tracks::Tracks;
-use tailcut_proto::{Direction, Dur, Shim, Time, Verdict};
+use tailcut_proto::{Direction, Dur, Shim, TcpFlags, Time, Verdict};
 use tailcut_sys::poll::Poller;
 use tailcut_sys::signal::TermSignals;
 
@@ -109,10 +109,19 @@ impl<T: PacketTap> Agent<T> {
         let verdict = match wire::parse(&p.bytes) {
             Ok(seg) => {
                 let mut pkt = seg.packet;
-                match p.dir {
-                    TapDir::Egress => self.shim.on_egress(now, &mut pkt),
-                    TapDir::Ingress => self.shim.on_ingress(now, &mut pkt),
+                let egress = p.dir == TapDir::Egress;
+                let v = if egress {
+                    self.shim.on_egress(now, &mut pkt)
+                } else {
+                    self.shim.on_ingress(now, &mut pkt)
+                };
+                // The SYNs say what the shim's packets cannot: MSS and SACK use (after the call
+                // above, which creates the entry on the local SYN).
+                if pkt.tcp().is_some_and(|h| h.flags.contains(TcpFlags::SYN)) {
+                    self.shim
+                        .note_syn_options(&pkt, egress, seg.mss, seg.sack_permitted);
                 }
+                v
             }
             Err(r) => {
                 match r {

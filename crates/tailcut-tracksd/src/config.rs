@@ -3,7 +3,7 @@
 //! `TracksConfig`.
 
 use serde::Deserialize;
-use tailcut_proto::tracks::TracksConfig;
+use tailcut_proto::tracks::{RttSource, TracksConfig};
 use tailcut_proto::{ConfigError, Dur};
 
 /// How the agent sees packets.
@@ -41,9 +41,40 @@ pub struct AgentConfig {
     /// Seed of the shim's beta jitter.
     #[serde(default)]
     pub seed: u64,
-    /// The shim's parameters; gamma also becomes the kernel's `connbytes` cut-off.
-    #[serde(default)]
+    /// The shim's parameters; gamma also becomes the kernel's `connbytes` cut-off. Keys not given
+    /// take [`real_host_tracks`]'s values, not the simulator's defaults.
+    #[serde(default = "real_host_tracks", deserialize_with = "over_real_host_defaults")]
     pub tracks: TracksConfig,
+}
+
+/// The shim's defaults on a real host: the paper's parameters, plus what differs from the
+/// simulator's TCP:
+/// - RTT from the shim's own seq/ack timing (Linux timestamps are not microseconds);
+/// - SACK-carrying dupACKs passed (they may answer a tail loss probe);
+/// - SACK flows are tracked but never spoofed: against Linux (RACK, TLP) every fake block tried
+///   (growing, or the highest segment only) made the sender detect reneging and time out, and plain
+///   duplicates are ignored by a SACK sender (docs/tracks.md, "On real hosts");
+/// - a bounded flow table.
+pub fn real_host_tracks() -> TracksConfig {
+    TracksConfig {
+        rtt_source: RttSource::SeqAck,
+        pass_sack_dupacks: true,
+        skip_sack_flows: true,
+        max_flows: 65_536,
+        ..TracksConfig::default()
+    }
+}
+
+/// Reads the `[tracks]` table over [`real_host_tracks`].
+fn over_real_host_defaults<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TracksConfig, D::Error> {
+    use serde::de::Error;
+    let given = toml::Table::deserialize(d)?;
+    let mut table = match toml::Value::try_from(real_host_tracks()).map_err(D::Error::custom)? {
+        toml::Value::Table(t) => t,
+        _ => return Err(D::Error::custom("tracks defaults are not a table")),
+    };
+    table.extend(given);
+    TracksConfig::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)
 }
 
 fn default_queue() -> u16 {
@@ -105,6 +136,14 @@ mod tests {
         assert_eq!(cfg.tracks.alpha, 5.0);
         assert_eq!(cfg.tracks.fixed_beta, Some(Dur::from_millis(2)));
         assert_eq!(cfg.queue, 7);
+        // Real-host defaults where the file says nothing.
+        assert_eq!(cfg.tracks.rtt_source, RttSource::SeqAck);
+        assert!(cfg.tracks.pass_sack_dupacks);
+        let bare = AgentConfig::from_toml("interface = \"eth0\"\n").unwrap();
+        assert_eq!(bare.tracks, real_host_tracks());
+        let sim =
+            AgentConfig::from_toml("interface = \"eth0\"\n[tracks]\nrtt_source = \"timestamps\"\n").unwrap();
+        assert_eq!(sim.tracks.rtt_source, RttSource::Timestamps);
     }
 
     #[test]
