@@ -259,6 +259,15 @@ fn incast(a: &Args) {
         .iter()
         .filter_map(|r| r["shim"]["tracks_recoveries"].as_u64())
         .sum();
+    // Every shim counter summed over the senders' agents.
+    let mut shim = std::collections::BTreeMap::<String, u64>::new();
+    for r in &reports {
+        if let Some(m) = r["shim"].as_object() {
+            for (k, v) in m {
+                *shim.entry(k.clone()).or_default() += v.as_u64().unwrap_or(0);
+            }
+        }
+    }
     let fabric = tb.stop().unwrap();
     let drops: u64 = fabric.ports.iter().map(|p| p.counters.dropped_overflow).sum();
     fcts.sort_by(f64::total_cmp);
@@ -277,6 +286,7 @@ fn incast(a: &Args) {
             "TCPLossProbes": sum(&before, &after, "TcpExt.TCPLossProbes"),
             "agent_injected": injected,
             "agent_recoveries": recoveries,
+            "shim": shim,
         })
     );
     let _ = std::fs::remove_dir_all(&dir);
