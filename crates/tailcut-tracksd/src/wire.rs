@@ -14,6 +14,7 @@ const IPPROTO_TCP: u8 = 6;
 const OPT_EOL: u8 = 0;
 const OPT_NOP: u8 = 1;
 const OPT_MSS: u8 = 2;
+const OPT_WSCALE: u8 = 3;
 const OPT_SACK_PERMITTED: u8 = 4;
 const OPT_SACK: u8 = 5;
 const OPT_TIMESTAMPS: u8 = 8;
@@ -32,8 +33,11 @@ pub enum Reject {
 /// A TCP segment as the shim sees it, plus what the shim's `Packet` has no room for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
-    /// Addresses are the IPv4 addresses themselves (`Addr(u32)`, host byte order); `window` holds the
-    /// raw 16-bit field (the shim copies it into spoofed ACKs and never interprets it).
+    /// Addresses are the IPv4 addresses themselves (`Addr(u32)`, host byte order). `window` holds the
+    /// 16-bit field as a later segment of the connection would carry it: the raw field, except on a
+    /// SYN-ACK with a window scale option, whose (never scaled, RFC 7323 Sec. 2.2) window is shifted
+    /// down by that scale. The shim copies it into spoofed ACKs, which carry no SYN and are scaled by
+    /// the local TCP, so a spoof made from the SYN-ACK advertises the window the peer offered.
     pub packet: Packet,
     /// The MSS option (SYN and SYN-ACK only).
     pub mss: Option<u16>,
@@ -94,7 +98,12 @@ pub fn parse(bytes: &[u8]) -> Result<Segment, Reject> {
         payload_len: (total - ihl - doff) as u32,
         ..TcpHeader::default()
     };
-    parse_options(&tcp[20..doff], &mut h, &mut seg)?;
+    let wscale = parse_options(&tcp[20..doff], &mut h, &mut seg)?;
+    if let Some(w) = wscale {
+        if h.flags.contains(TcpFlags::SYN) && h.flags.contains(TcpFlags::ACK) {
+            h.window >>= w;
+        }
+    }
     seg.packet = Packet {
         tuple: FiveTuple {
             src: Addr(be32(bytes, 12)),
@@ -113,7 +122,9 @@ pub fn parse(bytes: &[u8]) -> Result<Segment, Reject> {
 /// The options area (RFC 9293 Sec. 3.1): single-byte EOL and NOP, else kind, length, value. An option
 /// whose length is short for its kind or runs past the header rejects the packet: the kernel will
 /// judge it, the shim must not act on half-read values.
-fn parse_options(mut opts: &[u8], h: &mut TcpHeader, seg: &mut Segment) -> Result<(), Reject> {
+/// Returns the window scale option's shift, if any (capped at 14, RFC 7323 Sec. 2.3).
+fn parse_options(mut opts: &[u8], h: &mut TcpHeader, seg: &mut Segment) -> Result<Option<u32>, Reject> {
+    let mut wscale = None;
     while let Some(&kind) = opts.first() {
         match kind {
             OPT_EOL => break,
@@ -130,6 +141,7 @@ fn parse_options(mut opts: &[u8], h: &mut TcpHeader, seg: &mut Segment) -> Resul
         let val = &opts[2..len];
         match kind {
             OPT_MSS if val.len() == 2 => seg.mss = Some(be16(val, 0)),
+            OPT_WSCALE if val.len() == 1 => wscale = Some(u32::from(val[0].min(14))),
             OPT_SACK_PERMITTED if val.is_empty() => seg.sack_permitted = true,
             OPT_SACK if val.len().is_multiple_of(8) => {
                 for b in val.chunks_exact(8) {
@@ -141,7 +153,7 @@ fn parse_options(mut opts: &[u8], h: &mut TcpHeader, seg: &mut Segment) -> Resul
                 h.ts_ecr = be32(val, 4);
                 seg.timestamps = true;
             }
-            OPT_MSS | OPT_SACK_PERMITTED | OPT_SACK | OPT_TIMESTAMPS => {
+            OPT_MSS | OPT_WSCALE | OPT_SACK_PERMITTED | OPT_SACK | OPT_TIMESTAMPS => {
                 return Err(Reject::Malformed("tcp option length"));
             }
             // Unknown options (window scale, MPTCP, TCP-AO, ...) are skipped by their length.
@@ -149,7 +161,7 @@ fn parse_options(mut opts: &[u8], h: &mut TcpHeader, seg: &mut Segment) -> Resul
         }
         opts = &opts[len..];
     }
-    Ok(())
+    Ok(wscale)
 }
 
 /// The Internet checksum (RFC 1071) over `parts`, each summed as if concatenated: every part but the

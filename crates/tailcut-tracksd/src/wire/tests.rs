@@ -53,6 +53,13 @@ fn syn_options_give_mss_and_sack_permitted() {
     assert_eq!(s.mss, Some(1460));
     assert!(s.sack_permitted);
     assert!(!s.timestamps);
+    // A SYN's window is never scaled and stays raw.
+    assert_eq!(s.packet.tcp().unwrap().window, 502);
+    // A SYN-ACK's is shifted down by its scale (7), so that a spoof made from it, which the local
+    // TCP scales up, advertises the same window.
+    b[33] = 0x12;
+    b[34..36].copy_from_slice(&64_240u16.to_be_bytes());
+    assert_eq!(parse(&b).unwrap().packet.tcp().unwrap().window, 64_240 >> 7);
 }
 
 #[test]
