@@ -155,7 +155,7 @@ impl<T: PacketTap> Agent<T> {
         }
     }
 
-    /// One JSON line: `{"event":..,"t_ms":..,"agent":{..},"shim":{..},"flows":..}`.
+    /// One JSON line: `{"event":..,"t_ms":..,"agent":{..},"shim":{..},"flows":..,"tap_missed":..}`.
     fn report(&self, out: &mut dyn Write, event: &str) -> io::Result<()> {
         let shim: serde_json::Map<String, serde_json::Value> = self
             .shim
@@ -170,6 +170,7 @@ impl<T: PacketTap> Agent<T> {
             "agent": self.counters,
             "shim": shim,
             "flows": self.shim.tracked_flows(),
+            "tap_missed": self.tap.missed(),
         });
         writeln!(out, "{line}")?;
         out.flush()

@@ -69,4 +69,9 @@ impl PacketTap for NfqTap {
     fn verdict(&mut self, id: u32, pass: bool) -> io::Result<()> {
         self.queue.verdict(id, pass)
     }
+
+    /// Socket overflows (each one or more packets accepted by fail-open unseen).
+    fn missed(&self) -> u64 {
+        self.queue.overflows()
+    }
 }

@@ -9,6 +9,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 
 const AF_NETLINK: i32 = 16;
+const ENOBUFS: i32 = 105;
 const NETLINK_NETFILTER: i32 = 12;
 const NFNL_SUBSYS_QUEUE: u16 = 3;
 const NFQNL_MSG_PACKET: u16 = 0;
@@ -52,6 +53,9 @@ pub struct NfQueue {
     queue: u16,
     seq: u32,
     buf: Vec<u8>,
+    /// Times the socket buffer overflowed (ENOBUFS): packets the agent never saw. The kernel could
+    /// not deliver them to the socket, so fail-open accepted them; only the shim missed them.
+    overflows: u64,
 }
 
 /// Appends one netlink attribute (native-endian header, value padded to 4 bytes).
@@ -79,6 +83,7 @@ impl NfQueue {
             queue,
             seq: 0,
             buf: vec![0; 1 << 16],
+            overflows: 0,
         };
         // An unbound netlink socket is bound to a kernel-chosen port id on its first send.
         q.config(NFQA_CFG_CMD, &[NFQNL_CFG_CMD_BIND, 0, 0, 0])?;
@@ -155,6 +160,10 @@ impl NfQueue {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(ENOBUFS) => {
+                    self.overflows += 1;
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
             for (ty, body) in messages(&self.buf[..n]) {
@@ -175,6 +184,13 @@ impl NfQueue {
         v.extend_from_slice(&id.to_be_bytes());
         put_attr(&mut m, NFQA_VERDICT_HDR, &v);
         self.send(m)
+    }
+}
+
+impl NfQueue {
+    /// Times the netlink socket overflowed (see the field).
+    pub fn overflows(&self) -> u64 {
+        self.overflows
     }
 }
 

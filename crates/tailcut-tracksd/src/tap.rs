@@ -29,4 +29,8 @@ pub trait PacketTap: AsFd {
     fn recv(&mut self, out: &mut Vec<Tapped>) -> io::Result<()>;
     /// Lets packet `id` through (`pass`) or drops it. Every received packet gets exactly one verdict.
     fn verdict(&mut self, id: u32, pass: bool) -> io::Result<()>;
+    /// Packets the backend let through unseen because the agent fell behind (counted, not fatal).
+    fn missed(&self) -> u64 {
+        0
+    }
 }
