@@ -147,6 +147,13 @@ mod tests {
     }
 
     #[test]
+    fn the_example_file_is_valid() {
+        let text = include_str!("../tracksd.example.toml");
+        let cfg = AgentConfig::from_toml(text).unwrap();
+        assert_eq!(cfg.tracks, real_host_tracks());
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let e =
             AgentConfig::from_toml("interface = \"eth0\"\n[tracks]\nphi = 0\nmax_flows = 8\n").unwrap_err();

@@ -272,6 +272,17 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Whatever the socket delivers, splitting and parsing never panic.
+        #[test]
+        fn arbitrary_datagrams_never_panic(buf in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
+            for (_, body) in messages(&buf) {
+                let _ = parse_packet(body);
+            }
+            let _ = parse_packet(&buf);
+        }
+    }
+
     #[test]
     fn truncated_messages_yield_nothing() {
         for n in 0..40 {
