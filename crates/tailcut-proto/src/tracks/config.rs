@@ -44,6 +44,53 @@ pub struct TracksConfig {
     pub fake_sack: bool,
     /// Bytes between the last ACK and the left edge of the fake SACK block (the paper: 40 bytes).
     pub sack_gap_bytes: u32,
+    /// Most flows the table holds; a new flow beyond it evicts the least recently active one (a real
+    /// host sees arbitrary numbers of connections; the kernel module sizes its table the same way).
+    /// 0 = unbounded (the simulator, whose flows are finite).
+    pub max_flows: usize,
+    /// Where RTT samples come from. See [`RttSource`].
+    pub rtt_source: RttSource,
+    /// Let duplicate ACKs that carry SACK blocks through during a recovery instead of dropping them
+    /// (Algorithm 1 lines 34-38 drop every real dupACK). On real Linux a SACK-carrying dupACK may be
+    /// the answer to a tail loss probe, and dropping it turned TLP recoveries into RTOs
+    /// (docs/tracks.md, "On real hosts"). `false` is the paper's and the simulator's behaviour.
+    pub pass_sack_dupacks: bool,
+    /// Which segments the fake SACK block claims. See [`FakeSackBlock`].
+    pub fake_sack_block: FakeSackBlock,
+    /// Never spoof for flows that use SACK (they are still tracked). For senders that recover tail
+    /// losses themselves (Linux: RACK and tail loss probes), where every fake block tried made Linux
+    /// detect SACK reneging and time out, and plain duplicates are ignored (docs/tracks.md, "On real
+    /// hosts"). `false`: the paper's behaviour.
+    pub skip_sack_flows: bool,
+}
+
+/// The fake SACK block's extent (Sec. IV-C leaves it open beyond "a gap, then a block").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FakeSackBlock {
+    /// The k-th spoofed ACK claims the k+1 segments after the last ACK: each ACK SACKs one more whole
+    /// segment, so an RFC 6675 sender counts every one as a duplicate.
+    #[default]
+    Growing,
+    /// Every spoofed ACK claims only the highest outstanding segment: one lie, so a sender that finds
+    /// that segment missing after all detects SACK reneging once (Linux then waits max(srtt/2, 10 ms)).
+    Highest,
+}
+
+/// How the shim measures a flow's RTT (the input of beta).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RttSource {
+    /// The ACK's timestamp echo read as microseconds of the shim's clock: true of the simulator's
+    /// TCP, whose senders stamp `now` in microseconds. Spurious recoveries are detected the same way.
+    #[default]
+    Timestamps,
+    /// The shim's own timing of one segment at a time: the time from sending new data to the first
+    /// ACK that covers it, never for retransmitted data or across a recovery (Karn's rule, RFC 6298
+    /// Sec. 3). For real hosts, whose timestamps (Linux: 1 kHz with a random per-connection offset)
+    /// are not the shim's clock. Spurious recoveries are then detected by comparing the echo with the
+    /// sender's own timestamp at the trigger, which needs no unit.
+    SeqAck,
 }
 
 impl Default for TracksConfig {
@@ -61,6 +108,11 @@ impl Default for TracksConfig {
             sack: false,
             fake_sack: true,
             sack_gap_bytes: 40,
+            max_flows: 0,
+            rtt_source: RttSource::Timestamps,
+            pass_sack_dupacks: false,
+            fake_sack_block: FakeSackBlock::Growing,
+            skip_sack_flows: false,
         }
     }
 }
@@ -104,6 +156,8 @@ pub struct TracksCounters {
     pub dupacks_dropped: u64,
     /// Flows marked long-lived (past gamma).
     pub long_lived: u64,
+    /// Flows evicted from a full table (`max_flows`).
+    pub evicted: u64,
 }
 
 impl TracksCounters {
@@ -116,6 +170,7 @@ impl TracksCounters {
             ("tracks_gave_up", self.gave_up),
             ("tracks_dupacks_dropped", self.dupacks_dropped),
             ("tracks_long_lived", self.long_lived),
+            ("tracks_evicted", self.evicted),
         ]
     }
 }

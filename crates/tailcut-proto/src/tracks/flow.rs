@@ -45,6 +45,8 @@ pub(crate) struct Episode {
     pub(crate) shift: u32,
     /// Spoofed ACKs sent in this episode (grows the fake SACK block).
     pub(crate) spoofed: u32,
+    /// The sender's last timestamp value when the episode started (unit-free Eifel check).
+    pub(crate) ts_at_start: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -73,6 +75,15 @@ pub(crate) struct FlowEntry {
     pub(crate) episode: Option<Episode>,
     /// Gave up on the current stall (min RTO near): no new episode until a new ACK or new data.
     pub(crate) parked: bool,
+    /// The segment being timed (`RttSource::SeqAck`): its end sequence and when it left.
+    pub(crate) timed: Option<(Seq, Time)>,
+    /// The sender's timestamp value on its latest data segment.
+    pub(crate) last_ts_val: u32,
+    /// The smallest MSS either SYN announced, when the shim saw it (caps the segment size used to
+    /// align the fake SACK block).
+    pub(crate) mss: Option<u32>,
+    /// Whether both SYNs offered SACK, when the shim saw them; otherwise the configured `sack`.
+    pub(crate) sack: Option<bool>,
 }
 
 impl FlowEntry {
@@ -92,6 +103,20 @@ impl FlowEntry {
             long_lived: false,
             episode: None,
             parked: false,
+            timed: None,
+            last_ts_val: 0,
+            mss: None,
+            sack: None,
+        }
+    }
+
+    /// The segment size the fake SACK block is aligned to: the largest payload seen, capped by the
+    /// SYNs' MSS (a GSO super-packet is larger than a segment), or the MSS before any data.
+    pub(crate) fn segment_bytes(&self) -> u32 {
+        match self.mss {
+            Some(m) if self.seg_bytes == 0 => m,
+            Some(m) => self.seg_bytes.min(m),
+            None => self.seg_bytes,
         }
     }
 

@@ -12,5 +12,5 @@ mod shim;
 #[cfg(test)]
 mod tests;
 
-pub use config::{TracksConfig, TracksCounters};
+pub use config::{FakeSackBlock, RttSource, TracksConfig, TracksCounters};
 pub use shim::Tracks;

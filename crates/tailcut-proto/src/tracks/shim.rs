@@ -1,11 +1,12 @@
 //! The T-RACKs shim: Algorithm 1 (packet processing) in `on_egress` / `on_ingress`, Algorithm 2 (the
 //! timer) in `handle_timeout`.
 
-use super::config::{TracksConfig, TracksCounters};
+use super::config::{FakeSackBlock, RttSource, TracksConfig, TracksCounters};
 use super::flow::{Episode, FlowEntry, FlowKey};
 use crate::engine::{Direction, Shim, Verdict};
 use crate::packet::{Packet, Proto, SackBlocks, TcpFlags};
 use crate::rng::Rng;
+use crate::seq::Seq;
 use crate::time::{Dur, Time};
 use rand::Rng as _;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -63,6 +64,43 @@ impl Tracks {
         }
     }
 
+    /// What a SYN or SYN-ACK of a tracked flow announced (a hypervisor reads the SYN options, Sec.
+    /// IV-C): its MSS, which caps the segment size the fake SACK block is aligned to, and whether it
+    /// offered SACK; the flow uses SACK if both SYNs did, which then overrides the configured `sack`.
+    /// `egress` says whether `pkt` left this host (the local SYN) or arrived (the peer's SYN-ACK).
+    /// Packets of untracked flows are ignored. The simulator's packets carry no SYN options, so only
+    /// a real-host agent calls this.
+    pub fn note_syn_options(&mut self, pkt: &Packet, egress: bool, mss: Option<u16>, sack_permitted: bool) {
+        let key = if egress {
+            FlowKey::of_egress(pkt)
+        } else {
+            FlowKey::of_ingress(pkt)
+        };
+        let Some(f) = self.flows.get_mut(&key) else {
+            return;
+        };
+        if let Some(m) = mss.filter(|&m| m > 0) {
+            f.mss = Some(f.mss.map_or(u32::from(m), |old| old.min(u32::from(m))));
+        }
+        // The local SYN comes first; the SYN-ACK settles it.
+        f.sack = Some(f.sack.unwrap_or(true) && sack_permitted);
+    }
+
+    /// Makes room for a new flow: drops the least recently active entry (ties: the smallest key, so
+    /// the choice is deterministic). O(flows), paid only by a new flow arriving at a full table.
+    fn evict_one(&mut self) {
+        let victim = self
+            .flows
+            .iter()
+            .min_by_key(|(k, f)| (f.active_time, **k))
+            .map(|(k, _)| *k);
+        if let Some(k) = victim {
+            self.flows.remove(&k);
+            self.active.remove(&k);
+            self.counters.evicted += 1;
+        }
+    }
+
     /// beta = alpha * RTT + rand(RTT) (Algorithm 2 line 4), or the fixed beta.
     fn beta(&mut self, rtt: Dur) -> Dur {
         if let Some(b) = self.cfg.fixed_beta {
@@ -79,18 +117,20 @@ impl Tracks {
     /// Queue one spoofed duplicate of the flow's last ACK toward the local sender (Sec. IV-C: same
     /// ACK number and window; timestamps kept consistent; a fake SACK block when SACK is on).
     fn spoof(&mut self, key: FlowKey, now: Time) {
-        let cfg_sack = self.cfg.sack && self.cfg.fake_sack;
+        let (cfg_sack, fake_sack) = (self.cfg.sack, self.cfg.fake_sack);
+        let block_mode = self.cfg.fake_sack_block;
         let gap = self.cfg.sack_gap_bytes;
         let Some(f) = self.flows.get_mut(&key) else {
             return;
         };
+        let with_block = f.sack.unwrap_or(cfg_sack) && fake_sack;
         let (Some(mut pkt), Some(ack)) = (f.ack_template, f.last_ack) else {
             return;
         };
         let ep = f.episode.as_mut().expect("spoof only during an episode");
         ep.spoofed += 1;
         let k = ep.spoofed;
-        let seg = f.seg_bytes.max(1);
+        let seg = f.segment_bytes().max(1);
         let snd_end = f.snd_end;
         let Some(h) = pkt.tcp_mut() else {
             return;
@@ -106,13 +146,22 @@ impl Tracks {
         // backwards); the echo is the last one the sender saw.
         h.ext = Default::default();
         h.sack = SackBlocks::default();
-        if cfg_sack {
+        if with_block {
             // Sec. IV-C: a gap after the last ACK, then a block. Our RFC 6675 sender counts an ACK as a
             // duplicate only if it SACKs a whole segment it had not seen SACKed, so the k-th spoofed
             // ACK's block ends k+1 segments after the ACK: each one SACKs one more segment
             // (docs/tracks.md discusses the cost of this white lie).
-            let left = ack.wrapping_add(gap.min(seg));
+            let mut left = ack.wrapping_add(gap.min(seg));
             let mut right = ack.wrapping_add(seg.saturating_mul(k.saturating_add(1)));
+            if block_mode == FakeSackBlock::Highest {
+                // One lie only: the highest outstanding segment, the same on every spoofed ACK, so a
+                // sender that later finds it missing detects reneging once, not once per ACK.
+                right = snd_end;
+                let top = Seq(snd_end.0.wrapping_sub(seg));
+                if left.lt(top) {
+                    left = top;
+                }
+            }
             if snd_end.lt(right) {
                 right = snd_end;
             }
@@ -155,6 +204,9 @@ impl Tracks {
         let episode = f.episode;
         let parked = f.parked;
         let dupacks = f.dupacks;
+        // A SACK sender ignores duplicates without a block, and every block tried against Linux
+        // made it detect reneging: such flows are watched, never spoofed, when so configured.
+        let skip = self.cfg.skip_sack_flows && f.sack.unwrap_or(self.cfg.sack);
         // Line 19: stop before the sender's own RTO would fire (the next tick would reach it).
         if now + tick >= rto_ref + min_rto {
             if let Some(f) = self.flows.get_mut(&key) {
@@ -167,7 +219,7 @@ impl Tracks {
             return true;
         }
         match episode {
-            None if !parked => {
+            None if !parked && !skip => {
                 let beta = self.beta(rtt);
                 // Lines 7-12: no new ACK for beta since the last ACK or activity.
                 if now - t >= beta {
@@ -177,7 +229,10 @@ impl Tracks {
                             beta,
                             shift: 2,
                             spoofed: 0,
+                            ts_at_start: f.last_ts_val,
                         });
+                        // Karn: the segment in flight may now be sent twice.
+                        f.timed = None;
                     }
                     self.counters.recoveries += 1;
                     for _ in 0..phi.saturating_sub(dupacks).max(1) {
@@ -225,19 +280,35 @@ impl Tracks {
             if let Some(prev) = f.last_ack {
                 f.acked_bytes += u64::from(h.ack.0.wrapping_sub(prev.0));
             }
-            // RTT from the timestamp echo: our senders stamp microseconds of `now`.
-            if h.ts_ecr != 0 {
-                let sample_us = micros(now).wrapping_sub(h.ts_ecr);
-                if sample_us < (1 << 31) {
-                    f.on_rtt_sample(Dur::from_micros(u64::from(sample_us)));
+            match self.cfg.rtt_source {
+                // RTT from the timestamp echo: our senders stamp microseconds of `now`.
+                RttSource::Timestamps if h.ts_ecr != 0 => {
+                    let sample_us = micros(now).wrapping_sub(h.ts_ecr);
+                    if sample_us < (1 << 31) {
+                        f.on_rtt_sample(Dur::from_micros(u64::from(sample_us)));
+                    }
+                }
+                RttSource::Timestamps => {}
+                RttSource::SeqAck => {
+                    if let Some((end, sent)) = f.timed {
+                        if !h.ack.lt(end) {
+                            f.on_rtt_sample(now - sent);
+                            f.timed = None;
+                        }
+                    }
                 }
             }
             if let Some(ep) = f.episode.take() {
                 // Eifel-style (RFC 3522): the ACK echoes a segment sent strictly before the trigger
                 // (the fast retransmission leaves at the trigger instant), so the original data
-                // arrived and the recovery was not needed.
+                // arrived and the recovery was not needed. With real hosts' timestamps the trigger
+                // is the sender's own last stamp, so no unit is assumed.
                 let echoed = h.ts_ecr;
-                if echoed != 0 && (echoed.wrapping_sub(micros(ep.started)) as i32) < 0 {
+                let trigger = match self.cfg.rtt_source {
+                    RttSource::Timestamps => micros(ep.started),
+                    RttSource::SeqAck => ep.ts_at_start,
+                };
+                if echoed != 0 && (echoed.wrapping_sub(trigger) as i32) < 0 {
                     self.counters.spurious_recoveries += 1;
                 }
             }
@@ -261,7 +332,8 @@ impl Tracks {
         if pure && f.last_ack == Some(h.ack) && f.outstanding() {
             // Lines 34-38: a duplicate ACK; dropped while the shim is recovering.
             f.dupacks += 1;
-            if f.episode.is_some() {
+            let passes = self.cfg.pass_sack_dupacks && !h.sack.is_empty();
+            if f.episode.is_some() && !passes {
                 self.counters.dupacks_dropped += 1;
                 return Verdict::Drop;
             }
@@ -293,6 +365,12 @@ impl Shim for Tracks {
         let idle = self.cfg.idle_timeout;
         let fresh = syn || self.flows.get(&key).is_none_or(|f| now - f.active_time >= idle);
         if fresh {
+            if self.cfg.max_flows > 0
+                && !self.flows.contains_key(&key)
+                && self.flows.len() >= self.cfg.max_flows
+            {
+                self.evict_one();
+            }
             self.flows
                 .insert(key, FlowEntry::new(now, self.cfg.initial_rtt, h.seq));
             self.active.insert(key);
@@ -306,6 +384,20 @@ impl Shim for Tracks {
         }
         if !f.outstanding() {
             f.rto_ref = now;
+        }
+        if self.cfg.rtt_source == RttSource::SeqAck {
+            if f.snd_end.lt(end) {
+                // New data: time it if nothing is being timed (one sample per RTT, RFC 6298 Sec. 3).
+                if f.timed.is_none() && f.episode.is_none() {
+                    f.timed = Some((end, now));
+                }
+            } else {
+                // A retransmission: the next ACK is ambiguous (Karn).
+                f.timed = None;
+            }
+        }
+        if len > 0 {
+            f.last_ts_val = h.ts_val;
         }
         if f.snd_end.lt(end) {
             f.snd_end = end;

@@ -1,5 +1,6 @@
 //! Scripted tests: packets are fed to the shim directly and its injections checked.
 
+use super::config::{FakeSackBlock, RttSource};
 use super::*;
 use crate::engine::{Direction, Shim, Verdict};
 use crate::packet::{Addr, FiveTuple, Header, Packet, Proto, TcpFlags, TcpHeader};
@@ -330,4 +331,110 @@ fn a_syn_ack_template_is_spoofed_past_the_syn() {
     assert_eq!(out.len(), 3);
     let h = out[0].2.tcp().unwrap();
     assert_eq!((h.seq, h.ack, h.flags), (Seq(5_001), Seq(ISN), TcpFlags::ACK));
+}
+
+/// A full table evicts the least recently active flow, so memory stays bounded on a real host.
+#[test]
+fn a_full_table_evicts_the_least_recently_active_flow() {
+    let mut s = shim(TracksConfig {
+        max_flows: 2,
+        ..cfg()
+    });
+    for (i, port) in [1000u16, 1001, 1002].into_iter().enumerate() {
+        let now = Time(i as u64 * 1_000);
+        let mut p = data(0, now);
+        p.tuple.src_port = port;
+        s.on_egress(now, &mut p);
+    }
+    assert_eq!(s.tracked_flows(), 2);
+    assert_eq!(s.counters().evicted, 1);
+}
+
+/// Real hosts: a dupACK carrying SACK blocks (e.g. the answer to Linux's tail loss probe) passes
+/// during a recovery when `pass_sack_dupacks` is set; a plain one is still dropped.
+#[test]
+fn sack_carrying_dupacks_pass_when_configured() {
+    let mut s = shim(TracksConfig {
+        sack: true,
+        pass_sack_dupacks: true,
+        ..cfg()
+    });
+    start(&mut s, 10, 7);
+    assert_eq!(run_until(&mut s, ms(5)).len(), 3);
+    let mut with_sack = ack(7, 0);
+    let a = ISN + 9 * MSS;
+    with_sack.tcp_mut().unwrap().sack.push(Seq(a), Seq(a + MSS));
+    assert_eq!(s.on_ingress(Time(5_500_000), &mut with_sack), Verdict::Pass);
+    assert_eq!(s.on_ingress(Time(5_600_000), &mut ack(7, 0)), Verdict::Drop);
+    assert_eq!(s.counters().dupacks_dropped, 1);
+}
+
+/// Real hosts: RTT from the shim's own timing of a segment, whatever the timestamps echo (Linux's
+/// run at 1 kHz from a random offset). A 300 us RTT with alpha = 10 gives beta in [3, 3.3] ms.
+#[test]
+fn seq_ack_timing_measures_the_rtt_without_timestamps() {
+    let mut s = shim(TracksConfig {
+        fixed_beta: None,
+        rtt_source: RttSource::SeqAck,
+        ..TracksConfig::default()
+    });
+    for i in 0..4 {
+        s.on_egress(Time(0), &mut data(i, Time(0)));
+    }
+    // The ACK of the first segment (the timed one) after 300 us, echoing a meaningless timestamp.
+    s.on_ingress(Time(300_000), &mut ack(1, 987_654_321));
+    let out = run_until(&mut s, ms(10));
+    let first = out.first().expect("a recovery").0;
+    assert!(
+        first >= Time(3_300_000) && first <= Time(5_000_000),
+        "first spoof at {first:?}"
+    );
+    assert_eq!(s.counters().spurious_recoveries, 0);
+}
+
+/// Real hosts: the SYNs' MSS caps the segment size the fake SACK block claims (a GSO super-packet
+/// is larger than a segment), and SACK is on only if both SYNs offered it.
+#[test]
+fn syn_options_set_the_block_size_and_whether_the_flow_uses_sack() {
+    let mut s = shim(TracksConfig { sack: false, ..cfg() });
+    let mut syn = data(0, Time(0));
+    {
+        let h = syn.tcp_mut().unwrap();
+        h.flags = TcpFlags::SYN;
+        h.seq = Seq(ISN - 1);
+        h.payload_len = 0;
+    }
+    s.on_egress(Time(0), &mut syn);
+    s.note_syn_options(&syn, true, Some(1460), true);
+    let mut syn_ack = ack(0, 0);
+    syn_ack.tcp_mut().unwrap().flags = TcpFlags::SYN | TcpFlags::ACK;
+    s.note_syn_options(&syn_ack, false, Some(1000), true);
+    // A 3-segment super-packet, then the first two ACKs.
+    let mut big = data(0, Time(0));
+    big.tcp_mut().unwrap().payload_len = 3 * MSS;
+    s.on_egress(Time(0), &mut big);
+    s.on_ingress(Time(100_000), &mut ack(1, 0));
+    let out = run_until(&mut s, ms(5));
+    let a = ISN + MSS;
+    let blocks: Vec<_> = out[0].2.tcp().unwrap().sack.iter().collect();
+    assert_eq!(blocks, vec![(Seq(a + 40), Seq(a + 2 * 1000))]);
+}
+
+/// `fake_sack_block = "highest"`: every spoofed ACK claims the same block, the highest outstanding
+/// segment, whatever the count.
+#[test]
+fn highest_fake_block_claims_only_the_last_segment() {
+    let mut s = shim(TracksConfig {
+        sack: true,
+        fake_sack_block: FakeSackBlock::Highest,
+        ..cfg()
+    });
+    start(&mut s, 10, 4);
+    let out = run_until(&mut s, ms(5));
+    assert_eq!(out.len(), 3);
+    let end = ISN + 10 * MSS;
+    for (_, _, p) in &out {
+        let blocks: Vec<_> = p.tcp().unwrap().sack.iter().collect();
+        assert_eq!(blocks, vec![(Seq(end - MSS), Seq(end))]);
+    }
 }

@@ -21,6 +21,17 @@ const DOCS: &[Doc] = &[
         "spoofed ACKs of SACK flows carry the paper's fake SACK block so that RFC 6675 senders count them (Sec. IV-C); whether a flow uses SACK is taken from the scheme's TCP",
     ),
     ("sack_gap_bytes", "bytes between the last ACK and the left edge of the fake SACK block (paper: 40)"),
+    ("max_flows", "most flows in the table; a new one evicts the least recently active (0 = unbounded, the simulator's default)"),
+    (
+        "rtt_source",
+        "\"timestamps\": RTT from the timestamp echo read as microseconds (the simulator's TCP); \"seq_ack\": the shim times one segment at a time (real hosts)",
+    ),
+    (
+        "fake_sack_block",
+        "\"growing\": the k-th spoofed ACK claims k+1 segments (the simulator's default); \"highest\": only the highest outstanding segment, one lie per episode",
+    ),
+    ("skip_sack_flows", "never spoof for flows that use SACK (real Linux recovers them with RACK/TLP); false = the paper"),
+    ("pass_sack_dupacks", "let dupACKs carrying SACK blocks through during a recovery (real Linux: they may answer a TLP); false = the paper"),
 ];
 
 pub fn info() -> SchemeInfo {

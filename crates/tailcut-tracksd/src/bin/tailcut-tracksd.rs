@@ -1,0 +1,72 @@
+//! `tailcut-tracksd CONFIG.toml`: runs the T-RACKs agent until SIGINT/SIGTERM/SIGHUP, printing
+//! counters as JSON lines on stdout. `--check CONFIG.toml` validates the file only; `--uninstall
+//! CONFIG.toml` removes the iptables rules a killed agent left behind.
+
+use std::process::ExitCode;
+use tailcut_proto::rng::{stream, Stream};
+use tailcut_proto::tracks::Tracks;
+use tailcut_tracksd::config::AgentConfig;
+use tailcut_tracksd::inject::Injector;
+use tailcut_tracksd::nfq_tap::NfqTap;
+use tailcut_tracksd::rules::Rules;
+use tailcut_tracksd::Agent;
+
+const USAGE: &str = "usage: tailcut-tracksd [--check | --uninstall] CONFIG.toml";
+
+fn rules_of(cfg: &AgentConfig) -> Rules {
+    Rules {
+        interface: cfg.interface.clone(),
+        queue: cfg.queue,
+        gamma_bytes: cfg.tracks.gamma.map(|b| b.0),
+        iptables: cfg.iptables.clone(),
+    }
+}
+
+/// The local senders' SACK setting when the configuration does not say.
+fn host_sack() -> Result<bool, String> {
+    let v = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_sack")
+        .map_err(|e| format!("sack: not configured and /proc/sys/net/ipv4/tcp_sack unreadable: {e}"))?;
+    Ok(v.trim() != "0")
+}
+
+fn run() -> Result<(), String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mode, path) = match args.as_slice() {
+        [p] if !p.starts_with('-') => ("run", p),
+        [m, p] if m == "--check" || m == "--uninstall" => (m.as_str(), p),
+        _ => return Err(USAGE.into()),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let cfg = AgentConfig::from_toml(&text).map_err(|e| format!("{path}: {}: {}", e.path, e.reason))?;
+    match mode {
+        "--check" => return Ok(()),
+        "--uninstall" => return rules_of(&cfg).remove().map_err(|e| e.to_string()),
+        _ => {}
+    }
+    // Before anything else: a signal must find the mask set so the loop can remove the rules.
+    let signals = tailcut_sys::signal::TermSignals::block().map_err(|e| format!("signalfd: {e}"))?;
+    let mut tracks = cfg.tracks.clone();
+    tracks.sack = match cfg.sack {
+        Some(s) => s,
+        None => host_sack()?,
+    };
+    let shim = Tracks::new(tracks, stream(cfg.seed, Stream::Shim, 0));
+    let injector = Injector::new().map_err(|e| e.to_string())?;
+    let tap = NfqTap::open(rules_of(&cfg), cfg.queue_max_len).map_err(|e| e.to_string())?;
+    let mut agent = Agent::new(tap, shim, injector, cfg.report_every);
+    let mut out = std::io::stdout().lock();
+    // The tap (and its rules) is dropped when `agent` goes out of scope, on success and on error.
+    agent
+        .run(signals, &mut out)
+        .map_err(|e| format!("agent loop: {e}"))
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tailcut-tracksd: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

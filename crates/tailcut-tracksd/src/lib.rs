@@ -1,0 +1,17 @@
+//! tailcut-tracksd: T-RACKs on a real Linux host. The unchanged `tailcut_proto::tracks::Tracks` shim
+//! runs in a user-space agent beside the kernel's TCP: a packet tap shows it the host's outgoing data
+//! and incoming ACKs, and spoofed duplicate ACKs go to the local TCP through a raw socket, so a small
+//! flow whose tail was lost fast-retransmits instead of waiting for its 200 ms minimum RTO.
+//! See docs/tracks.md, section "On real hosts".
+
+pub mod agent;
+pub mod config;
+pub mod inject;
+pub mod nfq_tap;
+pub mod nfqueue;
+pub mod rules;
+pub mod tap;
+pub mod wire;
+
+pub use agent::Agent;
+pub use config::AgentConfig;
