@@ -1,6 +1,6 @@
 # `make demo`: build and install tailcut into .venv, run the quickstart experiment, print the report path.
 # `make test`: everything CI checks: Rust format, lints and tests, then the Python lints and tests.
-# `make reproduce`: every paper's experiments over 5 seeds (resumable; about 2.5 h on 2 idle cores), their
+# `make reproduce`: every paper's experiments over 5 seeds (resumable; about 1.5 h on this shared 2-core machine), their
 # pages and the headline table copied into docs/reproduced/ and pasted into README.md and docs/results.md,
 # the figures redrawn from them.
 VENV ?= .venv
