@@ -70,6 +70,10 @@ pub struct Experiment {
     pub schemes: Vec<SchemeConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_traffic: Option<OtherTraffic>,
+    /// What only a run on real hosts needs (`tailcut testbed run`: kernel stacks, sysctls, rate scale,
+    /// checked there, `docs/testbed.md`). A simulator run carries it unread, so one file serves both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub testbed: Option<serde_json::Value>,
 }
 
 fn default_seed() -> u64 {

@@ -182,3 +182,15 @@ proptest! {
         }
     }
 }
+
+/// One file serves both worlds: the simulator carries a `[testbed]` section unread (the testbed checks
+/// it) and runs the rest, so `tailcut run` and `tailcut testbed run` compare the same experiment.
+#[test]
+fn a_testbed_file_runs_in_the_simulator() {
+    let text = include_str!("../../tailcut-testbed/experiments/fuso_edge_loss.toml");
+    let mut exp = api::parse_toml(text).expect("the simulator accepts the testbed's file");
+    assert!(exp.testbed.as_ref().is_some_and(|t| t.is_object()));
+    exp.max_time = tailcut_proto::Dur::from_millis(300);
+    let t = run(&exp, &mut |_| true).expect("runs");
+    assert!(t.flows.iter().any(|f| f.finish_ns.is_some()));
+}
