@@ -111,6 +111,24 @@ fn a_scheduled_repair_is_waited_for() {
 }
 
 #[test]
+fn a_link_slower_than_the_window_is_not_a_stall() {
+    // Every leaf-spine link at 30 bps: one 1.5 KB packet takes 400 s to serialise, longer than the 300 s
+    // window, so windows pass without a delivery while packets are on their way.
+    let mut slow = String::new();
+    for leaf in 0..2 {
+        for spine in 0..2 {
+            slow += &format!(
+                "[[faults]]\nkind = \"degrade\"\nlink = {{ between = [\"leaf{leaf}\", \"spine{spine}\"] }}\n\
+                 rate = \"30bps\"\n"
+            );
+        }
+    }
+    let exp = experiment("5000s", "", &slow);
+    let (_, info, _) = run_it(&exp);
+    assert_ne!(info.stop_reason, StopReason::Stalled, "{info:?}");
+}
+
+#[test]
 fn a_run_that_progresses_is_untouched() {
     let exp = experiment("10s", "", "");
     let (t, info, _) = run_it(&exp);

@@ -225,7 +225,13 @@ impl<'a> Sim<'a> {
         // A window with no delivery, starting after the last flow arrival and fault: nothing that could
         // still change the network is scheduled, and nothing got through for a whole window.
         if self.cons.delivered == w.delivered && w.last_scheduled <= w.from {
-            return Some(StopReason::Stalled);
+            if self.arena.live() == 0 {
+                return Some(StopReason::Stalled);
+            }
+            // A packet still queued or on a wire may yet arrive (on a link so slow that one packet
+            // takes longer than the window): the same window is looked at again soon.
+            w.at = self.max_time.min(t + Dur((w.timeout.0 / 16).max(1)));
+            return None;
         }
         w.delivered = self.cons.delivered;
         w.from = t;
