@@ -70,8 +70,9 @@ fn every_path_black_holed_ends_at_the_stall_not_at_max_time() {
     let exp = experiment("100000s", "", &black_holes("0s", None));
     let (t, info, wall) = run_it(&exp);
     assert_eq!(info.stop_reason, StopReason::Stalled, "{info:?}");
-    // Ends one to two windows (300 s by default) after the last delivery, not at max_time.
-    assert!(info.sim_end_ns <= 700_000_000_000, "{info:?}");
+    // Ends one to two windows (300 s by default) after the last delivery, at the first event after
+    // that (retransmission timers back off to 60 s), not at max_time.
+    assert!(info.sim_end_ns <= 1_000_000_000_000, "{info:?}");
     assert!(wall < 30.0, "took {wall} s of wall time");
     // Cross-leaf flows never arrive; flows within a leaf do not cross a black hole.
     assert!(unfinished(&t) > 0);
@@ -90,7 +91,7 @@ fn the_timeout_is_configurable_and_zero_turns_the_watchdog_off() {
     let exp = experiment("100000s", "stall_timeout = \"10s\"", &black_holes("0s", None));
     let (_, info, _) = run_it(&exp);
     assert_eq!(info.stop_reason, StopReason::Stalled);
-    assert!(info.sim_end_ns <= 25_000_000_000, "{info:?}");
+    assert!(info.sim_end_ns <= 100_000_000_000, "{info:?}");
 
     let exp = experiment("2000s", "stall_timeout = \"0s\"", &black_holes("0s", None));
     let (t, info, _) = run_it(&exp);
