@@ -36,18 +36,19 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_limit_args(p: argparse.ArgumentParser) -> None:
+def _add_limit_args(p: argparse.ArgumentParser, each: str = "") -> None:
+    per = f" (applies to {each})" if each else ""
     p.add_argument(
         "--max-memory",
         type=parse_bytes,
         metavar="SIZE",
-        help="refuse a run estimated to need more memory, e.g. 8GB (default: the available memory)",
+        help=f"refuse a run estimated to need more memory, e.g. 8GB (default: the available memory){per}",
     )
     p.add_argument(
         "--max-events",
         type=int,
         metavar="N",
-        help="refuse a run estimated to need more simulator events, all schemes (default 2e10)",
+        help=f"refuse a run estimated to need more simulator events, all schemes (default 2e10){per}",
     )
     p.add_argument(
         "--force", action="store_true", help="skip the resource estimate and run whatever its size"
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", choices=["local", "ray"], default="local")
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     _add_out_args(p, "results/<experiment name>-sweep", resumes=True)
+    _add_limit_args(p, "every point")
 
     p = sub.add_parser(
         "compare",
@@ -135,15 +137,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
     p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
     _add_out_args(p, "results/<suite name>-<scale>", resumes=True)
+    _add_limit_args(p, "every cell")
 
     p = sub.add_parser(
         "validate",
-        help="check an experiment file without running it",
+        help="check an experiment file, compare suite or topology file without running it",
+        description="Check a file as the command that reads it would, before anything runs: an experiment "
+        "(as `tailcut run`), a compare suite (as `tailcut compare`: the suite and every cell's experiment) "
+        'or a topology file (`[[node]]` and `[[link]]` tables, as `topology = { kind = "file" }` loads '
+        "it). The kind is told from the file's top-level keys.",
         epilog=OVERRIDES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_config_args(p)
     _add_limit_args(p)
+    p.add_argument(
+        "--scale",
+        choices=["ci", "small", "full"],
+        help="compare suites only: check this scale's cells (default: every scale the suite defines)",
+    )
 
     sub.add_parser("schemes", help="list the schemes and their parameters")
 
@@ -185,8 +197,70 @@ def _load(args: argparse.Namespace) -> dict[str, Any]:
     return apply_overrides(load_config(args.file), args.overrides)
 
 
+# Top-level keys that tell a compare suite and a topology file from an experiment.
+_SUITE_MARKERS = {"topologies", "workloads", "failures", "scales"}
+_TOPOLOGY_FILE_KEYS = {"node", "link"}
+
+
+def file_kind(raw: dict[str, Any]) -> str:
+    """``suite``, ``topology`` or ``experiment``, from a parsed file's top-level keys."""
+    if _SUITE_MARKERS & set(raw):
+        return "suite"
+    if raw and set(raw) <= _TOPOLOGY_FILE_KEYS:
+        return "topology"
+    return "experiment"
+
+
+def _validate_suite(args: argparse.Namespace) -> int:
+    from tailcut.compare import check_suite
+
+    counts = check_suite(args.file, args.scale, _limits(args))
+    print(f"OK: {args.file} (compare suite)")
+    for scale, per in counts.items():
+        print(f"  {scale}: {sum(per.values())} cells, " + ", ".join(f"{n} {st}" for st, n in per.items()))
+    return 0
+
+
+def _validate_topology(args: argparse.Namespace, raw: dict[str, Any]) -> int:
+    """A topology file is checked by the core exactly as an experiment naming it loads it (connectivity
+    included), with a stand-in workload that the topology check precedes."""
+    path = args.file.resolve()
+    workload = {"name": "probe", "pattern": {"kind": "all_to_all"}, "fixed": "1KB", "flows": 1, "load": 0.01}
+    probe = {
+        "name": args.file.stem or "topology",
+        "max_time": "1s",
+        "topology": {"kind": "file", "path": str(path)},
+        "workload": [workload],
+        "schemes": [{"name": "probe", "transport": "tcp"}],
+    }
+    try:
+        resolve(probe, _limits(args))
+    except _core.ConfigError as exc:
+        # An error outside `topology` comes from the stand-in workload after the topology loaded (e.g. a
+        # single host), so the file itself is fine.
+        if str(getattr(exc, "path", "topology")).startswith("topology"):
+            # "topology.path: topology file '/abs/x.topo.toml': node[0] ..." -> "x.topo.toml: node[0] ..."
+            reason = str(getattr(exc, "reason", exc)).split(f"topology file '{path}': ", 1)[-1]
+            raise _core.ConfigError(f"{args.file}: {reason}") from None
+    nodes = raw.get("node", [])
+    kinds = [n.get("kind") for n in nodes if isinstance(n, dict)]
+    print(f"OK: {args.file} (topology file)")
+    print(
+        f"  {kinds.count('host')} hosts, {kinds.count('switch')} switches, {len(raw.get('link', []))} links"
+    )
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Print OK and a short summary of the resolved config."""
+    """Print OK and a short summary of the resolved config (or suite, or topology file)."""
+    raw = load_config(args.file)
+    kind = file_kind(raw)
+    if kind != "experiment" and args.overrides:
+        raise ValueError(f"--set applies to experiment files, not to a {kind} file")
+    if kind == "suite":
+        return _validate_suite(args)
+    if kind == "topology":
+        return _validate_topology(args, raw)
     resolved = resolve(_load(args), _limits(args))
     schemes = resolved.get("schemes")
     names = [s.get("name", "?") for s in schemes] if isinstance(schemes, list) else []
@@ -258,7 +332,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             config, out, seed=args.seed, progress=progress, overwrite=args.overwrite, limits=_limits(args)
         )
     from tailcut import display
-    from tailcut.summary import unfinished_warnings
+    from tailcut.summary import stall_warnings, unfinished_warnings
 
     overall = result.summary[result.summary["size_class"] == "all"]
     for _, row in overall.iterrows():
@@ -268,6 +342,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"flows with a timeout {display.fraction(row['timeout_fraction'])}"
         )
     for line in unfinished_warnings(result.summary):
+        print(line, file=sys.stderr)
+    for line in stall_warnings(result.runs):
         print(line, file=sys.stderr)
     print(f"results: {out}")
     print(f"report: {out / 'report.html'}")
@@ -295,16 +371,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             ray_address=args.ray_address,
             on_done=point_done,
             overwrite=args.overwrite,
+            limits=_limits(args),
         )
     ran = sum(1 for o in result.outcomes if not o.skipped and o.error is None)
     skipped = sum(1 for o in result.outcomes if o.skipped)
     print(f"{len(result.outcomes)} points: {ran} ran, {skipped} already done, {len(result.failed)} failed")
     for slug, error in result.failed.items():
         print(f"  FAILED {slug}: {error}")
-    from tailcut.summary import unfinished_warnings
+    from tailcut.summary import stall_warnings, unfinished_warnings
 
     for line in unfinished_warnings(result.summary):
         print(line, file=sys.stderr)
+    for o in result.outcomes:
+        runs = out / "points" / o.slug / "runs.json"
+        if o.error is None and runs.exists():
+            for line in stall_warnings(json.loads(runs.read_text()), o.slug):
+                print(line, file=sys.stderr)
     print(f"results: {out}")
     print(f"report: {out / 'report.html'}")
     return EXIT_FAILED if result.failed else 0
@@ -349,6 +431,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             on_done=cell_done,
             on_plan=planned,
             overwrite=args.overwrite,
+            limits=_limits(args),
         )
     status = result.table["status"].value_counts()
     print(", ".join(f"{n} {s}" for s, n in status.items()) + f" ({result.meta['wall_seconds']} s)")

@@ -42,16 +42,16 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
 from tailcut.config import ConfigSource, load_config, set_path
 from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.summary import size_class, summary_stats
 from tailcut.sweep import PointOutcome
+
+if TYPE_CHECKING:  # imported where used: `tailcut validate` on a suite must not pay for pandas
+    import pandas as pd
 
 SCALES = ("ci", "small", "full")
 
@@ -407,6 +407,31 @@ def plan(
     return out
 
 
+def _resolver(limits: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], Any]:
+    """The core's check of a cell's experiment under ``limits``."""
+    from tailcut.config import resolve
+
+    return lambda config: resolve(config, limits)
+
+
+def check_suite(
+    source: ConfigSource, scale: str | None = None, limits: Mapping[str, Any] | None = None
+) -> dict[str, dict[str, int]]:
+    """Load ``source`` and plan every cell at ``scale`` (default: every scale the suite defines, else
+    ``ci``), each cell's experiment checked by the core under ``limits``, as ``tailcut compare`` would before
+    running; raises :class:`SuiteError` / ``tailcut.ConfigError`` naming the field (and the cell).
+    Returns, per scale, the number of cells per status (``tailcut validate`` on a suite)."""
+    suite = load_suite(source)
+    scales = [scale] if scale else [s for s in SCALES if s in suite.scales] or ["ci"]
+    counts: dict[str, dict[str, int]] = {}
+    for s in scales:
+        per: dict[str, int] = {}
+        for p in plan(suite, s, validate=_resolver(limits)):
+            per[p.status] = per.get(p.status, 0) + 1
+        counts[s] = per
+    return counts
+
+
 def _plan_cell(
     suite: Suite,
     cell: Cell,
@@ -446,13 +471,17 @@ def _plan_cell(
 # --- running ------------------------------------------------------------------------------------------------
 
 
-def run_cell(config: dict[str, Any], cell: Cell, points_dir: str) -> PointOutcome:
-    """Run one cell into ``points_dir/<slug>`` (a run folder without report.html; top level for pickling)."""
+def run_cell(
+    config: dict[str, Any], cell: Cell, points_dir: str, limits: Mapping[str, Any] | None = None
+) -> PointOutcome:
+    """Run one cell into ``points_dir/<slug>`` (a run folder without report.html; top level for pickling).
+    ``limits`` are the resource limits of :func:`tailcut.config.resolve`."""
     from tailcut.runner import run
 
     out = Path(points_dir) / cell.slug
     try:
-        result = run(config)
+        # Limits are passed only when given, so callers that replace `run` (tests) keep working.
+        result = run(config, **({"limits": limits} if limits is not None else {}))
         result.write(out, overwrite=True)  # points/ is the comparison's own
         return PointOutcome(cell.slug)
     except Exception as exc:  # a failed cell is reported, the comparison goes on
@@ -493,6 +522,8 @@ COLUMNS = [
 
 def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.DataFrame:
     """One row per planned cell: metrics of the cells that ran, status and reason for the others."""
+    import pandas as pd
+
     rows = []
     for p in planned:
         c = p.cell
@@ -532,6 +563,9 @@ def rank(table: pd.DataFrame) -> pd.Series:
     small flows (so that, when many flows are stuck, fewer stuck wins), then p99.9, then p50; a cell
     without small flows ranks last.
     """
+    import numpy as np
+    import pandas as pd
+
     ranks = pd.Series(np.nan, index=table.index, dtype=float)
     ok = table[table["status"] == OK]
     for _, group in ok.groupby("scenario", sort=False):
@@ -581,6 +615,7 @@ def compare(
     on_plan: Callable[[int], None] | None = None,
     validate: Callable[[dict[str, Any]], Any] | None = None,
     overwrite: bool = False,
+    limits: Mapping[str, Any] | None = None,
 ) -> CompareResult:
     """Plan, run (skipping cells already done in ``out``) and write ``compare.parquet``, ``compare.md``,
     ``compare.json`` and ``report.html`` into ``out``.
@@ -588,12 +623,15 @@ def compare(
     ``on_plan(n)`` gets the number of cells to run, ``on_done(outcome)`` each finished cell; ``validate``
     replaces the Rust core's check of each cell's experiment in :func:`plan` (tests). ``out`` holding this
     suite's comparison at this scale is resumed, anything else refused unless ``overwrite`` allows
-    replacing an earlier result (:func:`tailcut.outdir.claim`).
+    replacing an earlier result (:func:`tailcut.outdir.claim`). ``limits`` (``max_memory``, ``max_events``,
+    ``force``, as for :func:`tailcut.run`) apply to every cell, when it is planned and when it runs.
     """
     from tailcut.sweep import run_tasks
 
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     out = Path(out)
+    if validate is None and limits is not None:
+        validate = _resolver(limits)
     planned = plan(suite, scale, schemes, scenarios, validate)
     # The suite as written and the scale decide every cell's config; --schemes/--scenarios only pick cells.
     digest = config_hash({**{k: v for k, v in suite.__dict__.items() if k != "source"}, "scale": scale})
@@ -611,7 +649,14 @@ def compare(
         report(o)
     start = time.perf_counter()
     outcomes += run_tasks(
-        [(p.config, p.cell) for p in todo], points_dir, jobs, executor, ray_address, report, runner=run_cell
+        [(p.config, p.cell) for p in todo],
+        points_dir,
+        jobs,
+        executor,
+        ray_address,
+        report,
+        runner=run_cell,
+        extra_args=(limits,) if limits is not None else (),
     )
     elapsed = time.perf_counter() - start
     table = collect(suite, planned, points_dir)

@@ -125,6 +125,17 @@ def summarize(flows: pd.DataFrame, by: Sequence[str] = ("scheme",)) -> pd.DataFr
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
 
 
+def stall_warnings(runs: Sequence[dict], where: str = "") -> list[str]:
+    """One line per scheme run that the stall watchdog ended (``stop_reason = "stalled"`` in
+    ``runs.json``): it stopped before ``max_time`` because nothing got through any more."""
+    prefix = f"{where}: " if where else ""
+    return [
+        f"warning: {prefix}{r.get('warning') or 'scheme ' + str(r.get('scheme')) + ' stalled'}"
+        for r in runs
+        if r.get("stop_reason") == "stalled"
+    ]
+
+
 def unfinished_warnings(summary: pd.DataFrame) -> list[str]:
     """One line per scheme (and grid point) with unfinished flows, naming the size classes and counts.
 

@@ -107,28 +107,33 @@ def points(grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> list[Poin
     ]
 
 
-def check_points(base: dict[str, Any], all_points: list[Point]) -> None:
-    """Validate every point's config through the core before any runs; the error names point and field."""
+def check_points(
+    base: dict[str, Any], all_points: list[Point], limits: Mapping[str, Any] | None = None
+) -> None:
+    """Validate every point's config through the core (under ``limits``) before any runs; the error names
+    point and field."""
     seen = set()
     for point in all_points:
         if point.params in seen:
             continue
         seen.add(point.params)
         try:
-            resolve(apply_overrides(base, dict(point.params)))
+            resolve(apply_overrides(base, dict(point.params)), limits)
         except ValueError as exc:  # ConfigError, or a --grid path that does not fit the config
             kind = type(exc) if isinstance(exc, _core.ConfigError) else ValueError
             raise kind(f"grid point {point.slug}: {exc}") from None
 
 
-def run_point(config: dict[str, Any], point: Point, points_dir: str) -> PointOutcome:
+def run_point(
+    config: dict[str, Any], point: Point, points_dir: str, limits: Mapping[str, Any] | None = None
+) -> PointOutcome:
     """Run one point into its folder (a top-level function so that process pools and Ray can ship it)."""
     from tailcut.runner import run_to_dir
 
     out = Path(points_dir) / point.slug
     try:
         # points/ is the sweep's own: a failed attempt's folder is replaced.
-        run_to_dir(config, out, seed=point.seed, overrides=dict(point.params), overwrite=True)
+        run_to_dir(config, out, seed=point.seed, overrides=dict(point.params), overwrite=True, limits=limits)
         return PointOutcome(point.slug)
     except Exception as exc:  # a failed point is reported, the sweep goes on
         error = write_error(out, f"{type(exc).__name__}: {exc}", traceback.format_exc())
@@ -177,13 +182,14 @@ def run_tasks(
     executor: str,
     ray_address: str | None,
     on_done: Callable[[PointOutcome], None],
-    runner: Callable[[dict[str, Any], Any, str], PointOutcome] = run_point,
+    runner: Callable[..., PointOutcome] = run_point,
+    extra_args: tuple[Any, ...] = (),
 ) -> list[PointOutcome]:
     """Run ``(config, point)`` tasks on the chosen executor; each outcome goes to ``on_done`` as it completes.
 
     A point is anything hashable with a ``slug`` (its folder under ``points_dir``); ``runner(config, point,
-    points_dir)`` must be a top-level function (process pools and Ray pickle it) that never raises for a
-    failed point but returns its outcome. ``tailcut compare`` runs its cells through here too.
+    points_dir, *extra_args)`` must be a top-level function (process pools and Ray pickle it) that never
+    raises for a failed point but returns its outcome. ``tailcut compare`` runs its cells through here too.
     """
     outcomes: dict[Any, PointOutcome] = {}
 
@@ -199,7 +205,7 @@ def run_tasks(
             # A remote cluster needs tailcut installed on its workers.
             ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
         remote = ray.remote(runner)
-        pending = {remote.remote(config, p, str(points_dir)): p for config, p in tasks}
+        pending = {remote.remote(config, p, str(points_dir), *extra_args): p for config, p in tasks}
         try:
             while pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)
@@ -216,11 +222,11 @@ def run_tasks(
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     elif jobs <= 1:
         for config, point in tasks:
-            finish(point, runner(config, point, str(points_dir)))
+            finish(point, runner(config, point, str(points_dir), *extra_args))
     else:
         pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),))
         try:
-            futures = {pool.submit(runner, config, p, str(points_dir)): p for config, p in tasks}
+            futures = {pool.submit(runner, config, p, str(points_dir), *extra_args): p for config, p in tasks}
             for future in as_completed(futures):
                 try:
                     finish(futures[future], future.result())
@@ -283,6 +289,7 @@ def sweep(
     ray_address: str | None = None,
     on_done: Callable[[PointOutcome], None] | None = None,
     overwrite: bool = False,
+    limits: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Run ``grid`` x ``seeds`` and return the combined tables.
 
@@ -291,10 +298,12 @@ def sweep(
     anything else is refused unless ``overwrite`` allows replacing an earlier result
     (:func:`tailcut.outdir.claim`). The base config and every point's config are validated up front, so a
     bad field fails before any point starts. ``on_done(outcome)`` is called as each point finishes
-    (progress bars). Raises ``tailcut.SimulationError`` if every point that ran failed.
+    (progress bars). ``limits`` (``max_memory``, ``max_events``, ``force``, as for :func:`tailcut.run`) apply
+    to every point, when it is checked and when it runs. Raises ``tailcut.SimulationError`` if every point
+    that ran failed.
     """
     base = apply_overrides(load_config(config), overrides)
-    resolved = resolve(base)
+    resolved = resolve(base, limits)
     grid = {k: list(v) for k, v in grid.items()}
     if not grid or any(not values for values in grid.values()):
         raise ValueError("a sweep needs at least one grid key, each with at least one value")
@@ -313,8 +322,8 @@ def sweep(
     all_points = points(grid, range(first_seed, first_seed + seeds))
     if len({p.slug for p in all_points}) < len(all_points):
         raise ValueError("grid values that differ only in punctuation would share a folder; rename them")
-    check_points(base, all_points)
-    runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None))
+    check_points(base, all_points, limits)
+    runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None), limits)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
             result = _sweep_into(base, Path(tmp), *runner)
@@ -336,6 +345,7 @@ def _sweep_into(
     executor: str,
     ray_address: str | None,
     on_done: Callable[[PointOutcome], None],
+    limits: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Run the missing points into ``out/points`` and write the combined tables and report beside them."""
     from tailcut.report import sweep_report_html
@@ -350,7 +360,16 @@ def _sweep_into(
     outcomes.update(
         {
             o.slug: o
-            for o in run_tasks([(base, p) for p in todo], points_dir, jobs, executor, ray_address, on_done)
+            for o in run_tasks(
+                [(base, p) for p in todo],
+                points_dir,
+                jobs,
+                executor,
+                ray_address,
+                on_done,
+                # Passed only when given, so runners that tests put in place keep working.
+                extra_args=(limits,) if limits is not None else (),
+            )
         }
     )
     ordered = [outcomes[p.slug] for p in all_points]

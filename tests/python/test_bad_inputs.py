@@ -17,7 +17,14 @@ LIMITS = {"max_memory": 2_000_000_000, "max_events": 1_000_000_000}
 
 
 def _cases() -> list[Path]:
-    return sorted(p for p in CORPUS.glob("*.toml") if not p.name.endswith(".topo.toml"))
+    """The experiment cases (topology files and suites are cases of `tailcut validate` below)."""
+    return sorted(p for p in CORPUS.glob("*.toml") if not p.name.endswith((".topo.toml", ".suite.toml")))
+
+
+def _validate_cases() -> list[Path]:
+    """Topology files and compare suites with expected errors, given to `tailcut validate` as they are."""
+    files = sorted([*CORPUS.glob("*.topo.toml"), *CORPUS.glob("*.suite.toml")])
+    return [f for f in files if _expected(f.read_text())]
 
 
 def _text(case: Path) -> str:
@@ -65,3 +72,110 @@ def test_a_run_too_big_for_the_limit_is_refused_unless_forced(cli, capsys) -> No
     assert cli("validate", quickstart, "--max-events", "1000", "--force") == 0
     assert cli("validate", quickstart, "--max-memory", "1KB") == 2
     assert "of memory, more than the 1.0 KB allowed" in capsys.readouterr().err
+
+
+def test_validate_has_topology_and_suite_cases() -> None:
+    cases = _validate_cases()
+    assert len([c for c in cases if c.name.endswith(".topo.toml")]) >= 8
+    assert len([c for c in cases if c.name.endswith(".suite.toml")]) >= 7
+
+
+@pytest.mark.parametrize("case", _validate_cases(), ids=lambda c: c.name.removesuffix(".toml"))
+def test_validate_refuses_each_bad_topology_file_and_suite(cli, capsys, case: Path) -> None:
+    # The corpus limits, so that the oversized cell is refused on every machine.
+    assert cli("validate", case, "--max-memory", "2GB", "--max-events", "1000000000") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"tailcut: error: {case}: "), err
+    for want in _expected(case.read_text()):
+        assert want in err
+
+
+def test_validate_accepts_a_topology_file(cli, capsys, tmp_path: Path) -> None:
+    topo = tmp_path / "two.topo.toml"
+    topo.write_text(
+        "".join(
+            f'[[node]]\nname = "{n}"\nkind = "{k}"\n'
+            for n, k in [("h0", "host"), ("h1", "host"), ("s0", "switch")]
+        )
+        + "".join(f'[[link]]\na = "{h}"\nb = "s0"\nrate = "1Gbps"\ndelay = "1us"\n' for h in ("h0", "h1"))
+    )
+    assert cli("validate", topo) == 0
+    out = capsys.readouterr().out
+    assert "(topology file)" in out and "2 hosts, 1 switches, 2 links" in out
+    # A single host is a valid topology file too (the stand-in workload's complaint is not the file's).
+    one = tmp_path / "one.topo.toml"
+    one.write_text('[[node]]\nname = "h0"\nkind = "host"\n[[node]]\nname = "s0"\nkind = "switch"\n'
+                   '[[link]]\na = "h0"\nb = "s0"\nrate = "1Gbps"\ndelay = "1us"\n')  # fmt: skip
+    assert cli("validate", one) == 0
+
+
+def test_validate_accepts_the_compare_suite_without_pandas(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    suite = Path(__file__).resolve().parents[2] / "experiments" / "compare" / "suite.toml"
+    code = (
+        "import sys; from tailcut.cli import main; "
+        f"rc = main(['validate', {str(suite)!r}, '--scale', 'ci']); "
+        "assert rc == 0, rc; assert 'pandas' not in sys.modules, 'pandas imported'"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(compare suite)" in done.stdout and "cells" in done.stdout
+
+
+def test_validate_refuses_set_on_a_suite(cli, capsys) -> None:
+    suite = CORPUS / "suite_unknown_key.suite.toml"
+    assert cli("validate", suite, "--set", "name=x") == 2
+    assert "--set applies to experiment files" in capsys.readouterr().err
+
+
+def test_sweep_takes_the_limit_flags(cli, capsys, tiny: Path, tmp_path: Path) -> None:
+    from conftest import SWEEP_KEY, SWEEP_VALUES
+
+    grid = f"{SWEEP_KEY}={','.join(map(str, SWEEP_VALUES))}"
+    assert cli("sweep", tiny, "--grid", grid, "--max-events", "1000", "--out", tmp_path / "s1") == 2
+    err = capsys.readouterr().err
+    assert "the run needs an estimated" in err
+    assert not (tmp_path / "s1" / "points").exists(), "refused before any point ran"
+    assert cli("sweep", tiny, "--grid", grid, "--max-memory", "1KB", "--out", tmp_path / "s2") == 2
+    assert "more than the 1.0 KB allowed" in capsys.readouterr().err
+    # --force reaches every point's run, not only the up-front check.
+    assert (
+        cli("sweep", tiny, "--grid", grid, "--max-events", "1000", "--force", "--out", tmp_path / "s3") == 0
+    )
+    assert len(list((tmp_path / "s3" / "points").glob("*/flows.parquet"))) == len(SWEEP_VALUES)
+
+
+def test_compare_takes_the_limit_flags(cli, capsys, tmp_path: Path) -> None:
+    suite = tmp_path / "ok.suite.toml"
+    suite.write_text(
+        (CORPUS / "suite_unknown_key.suite.toml").read_text().replace("topolgy = ", "topology = ")
+    )
+    assert cli("compare", suite, "--scale", "ci", "--max-events", "1000", "--out", tmp_path / "c1") == 2
+    err = capsys.readouterr().err
+    assert "ls/w/none x tcp" in err and "the run needs an estimated" in err
+    assert cli("compare", suite, "--max-events", "1000", "--force", "--out", tmp_path / "c2") == 0
+    assert len(list((tmp_path / "c2" / "points").glob("*/flows.parquet"))) == 1
+
+
+def test_sweep_limits_reach_each_point(monkeypatch, tiny: Path, tmp_path: Path) -> None:
+    """The Python API: ``limits`` go to the up-front check and to every point's run."""
+    import tailcut.runner
+    from conftest import SWEEP_KEY, SWEEP_VALUES
+
+    seen = []
+    real = tailcut.runner.run
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("limits"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tailcut.runner, "run", spy)
+    limits = {"max_events": 10**9, "max_memory": 2 * 10**9}
+    tailcut.sweep(tiny, {SWEEP_KEY: list(SWEEP_VALUES)}, out=tmp_path / "s", limits=limits)
+    assert seen == [limits] * len(SWEEP_VALUES)

@@ -256,3 +256,18 @@ def test_sweep_with_an_invalid_point_fails_before_running(
     assert cli("sweep", tiny, "--grid", f"{SWEEP_KEY}={SWEEP_VALUES[0]},{INVALID_VALUE}", "--out", out) == 2
     assert SWEEP_KEY in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_stalled_run_ends_early_with_a_warning(cli, capsys, tmp_path: Path) -> None:
+    """Every path black-holed and max_time at its bound: the stall watchdog ends the run (docs/simulator.md,
+    "Stalled runs"), the flows are reported unfinished and the CLI says why."""
+    case = Path(__file__).resolve().parents[1] / "bad_inputs" / "every_path_black_holed.toml"
+    out = tmp_path / "stalled"
+    assert cli("run", case, "--set", "stall_timeout=20s", "--out", out) == 0
+    err = capsys.readouterr().err
+    assert "stalled: no packet reached any host for 20" in err
+    assert "flows unfinished" in err
+    runs = json.loads((out / "runs.json").read_text())
+    assert [r["stop_reason"] for r in runs] == ["stalled"]
+    # Two 20 s windows and the next backed-off retransmission timer at most, far from max_time (100000 s).
+    assert runs[0]["sim_end_ns"] <= 200 * 10**9

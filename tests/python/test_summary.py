@@ -171,3 +171,15 @@ def test_summary_json_is_strict_json_with_inf_as_a_string() -> None:
     records = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     every = next(r for r in records if r["size_class"] == "all")
     assert every["p99_fct_ns"] == "inf" and every["mean_fct_ns"] is None
+
+
+def test_stall_warnings_name_the_stalled_runs_only() -> None:
+    from tailcut.summary import stall_warnings
+
+    runs = [
+        {"scheme": "tcp", "stop_reason": "stalled", "warning": "scheme 'tcp' stalled: no packet ..."},
+        {"scheme": "dctcp", "stop_reason": "all_finished"},
+        {"scheme": "old"},  # runs.json of a core without the watchdog
+    ]
+    assert stall_warnings(runs) == ["warning: scheme 'tcp' stalled: no packet ..."]
+    assert stall_warnings(runs, "seed=2") == ["warning: seed=2: scheme 'tcp' stalled: no packet ..."]

@@ -61,6 +61,19 @@ pub struct Experiment {
     /// Simulated time at which the run stops; flows not finished by then are reported unfinished.
     #[serde(default = "default_max_time")]
     pub max_time: Dur,
+    /// A run in which no packet reaches any host for this long of simulated time, with no flow
+    /// arrival or fault left to come, has stalled (e.g. every path black-holed): it ends there with its
+    /// flows unfinished and `stop_reason = "stalled"` instead of running to `max_time`. `0s` turns the
+    /// watchdog off. Default 300 s: longer than TCP's largest back-off (Linux caps the RTO at 120 s,
+    /// tailcut's `max_rto` defaults to 60 s), so a flow that could still get through has retransmitted
+    /// at least twice inside the window (docs/simulator.md, "Stalled runs").
+    /// Left out of the resolved config at its default, so results and sweep hashes of configs that
+    /// never set it stay as they were.
+    #[serde(
+        default = "default_stall_timeout",
+        skip_serializing_if = "is_default_stall_timeout"
+    )]
+    pub stall_timeout: Dur,
     pub topology: TopologyConfig,
     #[serde(default)]
     pub network: SwitchQueues,
@@ -82,4 +95,15 @@ fn default_seed() -> u64 {
 
 fn default_max_time() -> Dur {
     Dur::from_millis(10_000)
+}
+
+/// See [`Experiment::stall_timeout`].
+pub const DEFAULT_STALL_TIMEOUT: Dur = Dur(300 * 1_000_000_000);
+
+fn default_stall_timeout() -> Dur {
+    DEFAULT_STALL_TIMEOUT
+}
+
+fn is_default_stall_timeout(d: &Dur) -> bool {
+    *d == DEFAULT_STALL_TIMEOUT
 }

@@ -206,6 +206,18 @@ impl EventQueue {
         self.pop_until(Time(u64::MAX))
     }
 
+    /// The time of the next event without taking it (None when the list is empty): what the run loop's
+    /// watchdog looks at once `pop_until` has nothing due. Moving to the next bucket without serving it
+    /// is what `pop_until` does past its limit too.
+    pub fn peek_time(&mut self) -> Option<Time> {
+        let served =
+            self.early_head >= self.early.len() && self.head >= self.buckets[bucket(self.cur_slot)].len();
+        if served && !self.advance() {
+            return None;
+        }
+        Some(Time(self.cur_slot))
+    }
+
     /// Events processed so far.
     pub fn processed(&self) -> u64 {
         self.popped

@@ -96,6 +96,7 @@ pub fn check(exp: &Experiment) -> Result<(), ConfigError> {
         return Err(ConfigError::new("max_time", "must be > 0"));
     }
     time("max_time", exp.max_time)?;
+    time("stall_timeout", exp.stall_timeout)?;
     topology(&exp.topology).map_err(|e| e.at("topology"))?;
     queues(&exp.network).map_err(|e| e.at("network"))?;
     for (i, c) in exp.workload.iter().enumerate() {

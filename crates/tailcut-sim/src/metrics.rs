@@ -79,6 +79,12 @@ pub struct RunInfo {
     pub conservation: Conservation,
     pub flows_started: u64,
     pub flows_finished: u64,
+    /// Why the run ended: `all_finished`, `max_time`, `stalled` (the stall watchdog, see
+    /// `Experiment::stall_timeout`) or `no_events`.
+    pub stop_reason: crate::sim::StopReason,
+    /// A sentence for the user when the run ended early without finishing (a stall).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
     /// Host shim counters summed over hosts (e.g. `tracks_spoofed_acks`); absent without a shim.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub shim_counters: BTreeMap<String, u64>,

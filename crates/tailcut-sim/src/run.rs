@@ -232,6 +232,7 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
             prep.exp.seed,
             prep.exp.max_time,
         );
+        sim.set_stall_timeout(prep.exp.stall_timeout);
         install_shims(&mut sim, shim.as_ref(), prep.exp.seed);
         let wall = WallClock::start();
         sim.run(&mut |s: &Sim| progress((k as f64 + s.progress_fraction()) / n))

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use tailcut_sim::api;
 use tailcut_sim::estimate::Limits;
 use tailcut_sim::run;
+use tailcut_sim::sim::StopReason;
 
 /// The corpus runs under fixed limits, so that a case refused for its size is refused on every machine.
 fn corpus_limits() -> Limits {
@@ -39,12 +40,18 @@ fn case_text(dir: &Path, path: &Path) -> String {
 
 fn is_case(p: &Path) -> bool {
     let name = p.file_name().unwrap().to_string_lossy();
-    name.ends_with(".toml") && !name.ends_with(".topo.toml")
+    // Topology files and compare suites are `tailcut validate` cases of their own, checked through the
+    // CLI by tests/python/test_bad_inputs.py (suites are read by the Python package).
+    name.ends_with(".toml") && !name.ends_with(".topo.toml") && !name.ends_with(".suite.toml")
 }
 
 enum Expect {
     Error(Vec<String>),
-    Runs { unfinished: bool },
+    Runs {
+        unfinished: bool,
+    },
+    /// Runs and ends at the stall watchdog, flows unfinished.
+    Stalls,
 }
 
 fn expectation(text: &str, case: &str) -> Expect {
@@ -58,7 +65,10 @@ fn expectation(text: &str, case: &str) -> Expect {
         (false, None) => Expect::Error(errors),
         (true, Some("finished")) => Expect::Runs { unfinished: false },
         (true, Some("unfinished")) => Expect::Runs { unfinished: true },
-        _ => panic!("{case}: needs `# expect: TEXT` lines or one `# expect-run: finished|unfinished`"),
+        (true, Some("stalled")) => Expect::Stalls,
+        _ => {
+            panic!("{case}: needs `# expect: TEXT` lines or one `# expect-run: finished|unfinished|stalled`")
+        }
     }
 }
 
@@ -68,7 +78,7 @@ fn check_case(dir: &Path, path: &Path) -> Result<(), String> {
     let text = case_text(dir, path);
     let expect = expectation(&text, &case);
     let limits = corpus_limits();
-    let outcome = std::panic::catch_unwind(|| -> Result<Option<(u64, u64)>, String> {
+    let outcome = std::panic::catch_unwind(|| -> Result<Option<(u64, u64, bool)>, String> {
         let exp = api::parse_toml(&text).map_err(|e| e.to_string())?;
         let prep = run::prepare_with(&exp, &limits).map_err(|e| e.to_string())?;
         if let Expect::Error(_) = expect {
@@ -82,7 +92,8 @@ fn check_case(dir: &Path, path: &Path) -> Result<(), String> {
         .map_err(|e| format!("run failed: {e}"))?;
         let started: u64 = tables.runs.iter().map(|r| r.flows_started).sum();
         let finished: u64 = tables.runs.iter().map(|r| r.flows_finished).sum();
-        Ok(Some((started, finished)))
+        let stalled = tables.runs.iter().all(|r| r.stop_reason == StopReason::Stalled);
+        Ok(Some((started, finished, stalled)))
     });
     match (outcome, expect) {
         (Err(_), _) => Err(format!("{case}: panicked")),
@@ -91,9 +102,17 @@ fn check_case(dir: &Path, path: &Path) -> Result<(), String> {
             Some(w) => Err(format!("{case}: wanted `{w}` in the error, got `{got}`")),
         },
         (Ok(Ok(_)), Expect::Error(want)) => Err(format!("{case}: accepted, wanted an error with {want:?}")),
-        (Ok(Err(got)), Expect::Runs { .. }) => Err(format!("{case}: wanted a run, got `{got}`")),
+        (Ok(Err(got)), Expect::Runs { .. } | Expect::Stalls) => {
+            Err(format!("{case}: wanted a run, got `{got}`"))
+        }
+        (Ok(Ok(counts)), Expect::Stalls) => match counts.expect("a run") {
+            (started, finished, true) if finished < started => Ok(()),
+            (started, finished, stalled) => Err(format!(
+                "{case}: {finished} of {started} flows finished, stalled={stalled}; wanted a stall"
+            )),
+        },
         (Ok(Ok(counts)), Expect::Runs { unfinished }) => {
-            let (started, finished) = counts.expect("a run");
+            let (started, finished, _) = counts.expect("a run");
             if unfinished == (finished < started) {
                 Ok(())
             } else {

@@ -122,5 +122,92 @@ pub fn header_checksum(header: &[u8]) -> u16 {
     !(sum as u16)
 }
 
+/// Whether the IPv4 header `header` (its full `ihl` bytes) carries a valid checksum, checked as a
+/// receiver does (RFC 1071: the one's complement sum of all its 16-bit words, checksum included, is
+/// 0xffff), so either representation of zero passes.
+pub fn header_checksum_valid(header: &[u8]) -> bool {
+    let mut sum: u32 = 0;
+    for pair in header.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([pair[0], *pair.get(1).unwrap_or(&0)]));
+    }
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum == 0xffff
+}
+
+/// Writes a valid header checksum into `bytes` if they hold an IPv4 header of a plausible length
+/// (`ihl` >= 5 words, all present); returns whether it did. For the fuzz target and tests, which
+/// could otherwise hardly reach the checksum property of [`set_ce`].
+pub fn fix_header_checksum(bytes: &mut [u8]) -> bool {
+    if bytes.len() < 20 {
+        return false;
+    }
+    let ihl = usize::from(bytes[0] & 0x0f) * 4;
+    if ihl < 20 || ihl > bytes.len() {
+        return false;
+    }
+    let c = header_checksum(&bytes[..ihl]);
+    bytes[10..12].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// The address table the checks use: every 10.0.0.0/8 address is a host address (its low 16 bits the
+/// index), anything else unknown, so both outcomes of the lookup are reached.
+pub fn check_table(ip: u32) -> Option<Addr> {
+    (ip >> 24 == 10).then_some(Addr(ip & 0xffff))
+}
+
+/// The properties of the fabric's packet path on any bytes, asserted (a failure panics): shared by the
+/// cargo-fuzz target (`crates/tailcut-testbed/fuzz`) and the stable proptest.
+///
+/// - [`parse`] never panics, and what it accepts agrees with the bytes: `size_bytes` is the IPv4 total
+///   length (within the buffer), the ECN codepoint and class are the TOS byte's, the payload fits.
+/// - [`set_ce`] never panics; when it rewrites, it changes only the ECN bits (to CE) and the checksum
+///   field, a header whose checksum was valid stays valid, parsing gives the same record with
+///   `ecn = Ce`, and a second mark changes nothing. When it does not rewrite, the bytes are unchanged.
+pub fn check_packet(bytes: &[u8]) {
+    let parsed = parse(bytes, check_table);
+    if let Ok(p) = &parsed {
+        let total = usize::from(u16::from_be_bytes([bytes[2], bytes[3]]));
+        assert_eq!(p.size_bytes as usize, total);
+        assert!(total <= bytes.len());
+        assert_eq!(p.ecn, ecn_of(bytes[1]));
+        assert_eq!(p.class, bytes[1] >> 2);
+        assert!((p.payload_len() as usize) < total);
+    }
+    let mut marked = bytes.to_vec();
+    let changed = set_ce(&mut marked);
+    if !changed {
+        assert_eq!(marked, bytes, "set_ce changed bytes it says it left alone");
+        return;
+    }
+    assert_eq!(marked[1] & 3, 3, "CE set");
+    assert_ne!(bytes[1] & 3, 3, "a CE packet is not marked again");
+    assert_eq!(marked[1] >> 2, bytes[1] >> 2, "DSCP kept");
+    for (i, (a, b)) in bytes.iter().zip(&marked).enumerate() {
+        if ![1, 10, 11].contains(&i) {
+            assert_eq!(a, b, "set_ce changed byte {i}");
+        }
+    }
+    let ihl = usize::from(bytes[0] & 0x0f) * 4;
+    if (20..=bytes.len()).contains(&ihl) && header_checksum_valid(&bytes[..ihl]) {
+        assert!(
+            header_checksum_valid(&marked[..ihl]),
+            "a valid header checksum became invalid"
+        );
+    }
+    if let Ok(p) = parsed {
+        let again = parse(&marked, check_table).expect("a marked packet still parses");
+        assert_eq!(again.ecn, Ecn::Ce);
+        assert_eq!(
+            Packet { ecn: p.ecn, ..again },
+            p,
+            "marking changed the parsed record beyond its ECN codepoint"
+        );
+    }
+    assert!(!set_ce(&mut marked), "a second mark changes nothing");
+}
+
 #[cfg(test)]
 mod tests;

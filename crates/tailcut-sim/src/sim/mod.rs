@@ -54,6 +54,39 @@ struct EngineSlot {
     tsq_limit: u64,
 }
 
+/// Why a run ended (`stop_reason` in `runs.json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Every flow finished.
+    AllFinished,
+    /// The next event lay after `max_time`.
+    MaxTime,
+    /// The stall watchdog fired: no packet reached a host for `stall_timeout`, with no flow arrival or
+    /// fault left to come.
+    Stalled,
+    /// No event was left (every engine idle with flows unfinished, e.g. after giving up).
+    NoEvents,
+    /// The caller cancelled the run.
+    Cancelled,
+}
+
+/// The stall watchdog's state. It is consulted only when an event's time passes `at` (which replaces
+/// the loop's `max_time` comparison, so it costs nothing per event) and compares a counter the hosts
+/// keep anyway (packets delivered), so the hot path is untouched.
+struct Watchdog {
+    /// `Dur(0)` = off.
+    timeout: Dur,
+    /// The next check: `min(max_time, from + timeout)`.
+    at: Time,
+    /// The start of the current window (the previous check).
+    from: Time,
+    /// Packets delivered to hosts at `from`.
+    delivered: u64,
+    /// The last flow arrival or fault: before it the network may still change, so no stall.
+    last_scheduled: Time,
+}
+
 /// One connection: engine of the data sender (`a`, at the flow's `src`) and of the receiver (`b`).
 struct Conn {
     a: EngineId,
@@ -94,6 +127,8 @@ pub struct Sim<'a> {
     tsq_on: bool,
     /// Times an engine was held back by `host_tsq`.
     tsq_holds: u64,
+    watchdog: Watchdog,
+    stop: StopReason,
 }
 
 impl<'a> Sim<'a> {
@@ -142,6 +177,14 @@ impl<'a> Sim<'a> {
             cons: Conservation::default(),
             tsq_on,
             tsq_holds: 0,
+            watchdog: Watchdog {
+                timeout: Dur(0),
+                at: Time::ZERO + max_time,
+                from: Time::ZERO,
+                delivered: 0,
+                last_scheduled: Time::ZERO,
+            },
+            stop: StopReason::NoEvents,
         };
         for (i, f) in flows.iter().enumerate() {
             sim.events.push(f.start, Event::FlowStart(i as u32));
@@ -150,6 +193,60 @@ impl<'a> Sim<'a> {
             sim.events.push(Time::ZERO + *at, Event::Fault(i as u32));
         }
         sim
+    }
+
+    /// Ends the run early when it stalls: no packet reaches any host for `timeout` of simulated time
+    /// while no flow arrival or fault is left to come (`Dur(0)` = never, the default of [`Sim::new`]).
+    /// A stalled run ends between `timeout` and twice `timeout` after its last delivery.
+    pub fn set_stall_timeout(&mut self, timeout: Dur) {
+        let last_flow = self.flows.iter().map(|f| f.start).max().unwrap_or(Time::ZERO);
+        let last_fault = self
+            .faults
+            .iter()
+            .map(|(at, _)| Time::ZERO + *at)
+            .max()
+            .unwrap_or(Time::ZERO);
+        let w = &mut self.watchdog;
+        w.timeout = timeout;
+        w.last_scheduled = last_flow.max(last_fault);
+        w.at = self.max_time;
+        if timeout.0 > 0 {
+            w.at = w.at.min(w.from + timeout);
+        }
+    }
+
+    /// Called when an event lies after `watchdog.at`: whether the run ends there, and why.
+    #[cold]
+    fn watch(&mut self, t: Time) -> Option<StopReason> {
+        if t > self.max_time {
+            return Some(StopReason::MaxTime);
+        }
+        let w = &mut self.watchdog;
+        // A window with no delivery, starting after the last flow arrival and fault: nothing that could
+        // still change the network is scheduled, and nothing got through for a whole window.
+        if self.cons.delivered == w.delivered && w.last_scheduled <= w.from {
+            if self.arena.live() == 0 {
+                return Some(StopReason::Stalled);
+            }
+            // A packet still queued or on a wire may yet arrive (on a link so slow that one packet
+            // takes longer than the window): the same window is looked at again soon.
+            w.at = self.max_time.min(t + Dur((w.timeout.0 / 16).max(1)));
+            return None;
+        }
+        w.delivered = self.cons.delivered;
+        w.from = t;
+        w.at = self.max_time.min(t + w.timeout);
+        None
+    }
+
+    /// Why the run ended (valid after [`Sim::run`]).
+    pub fn stop_reason(&self) -> StopReason {
+        self.stop
+    }
+
+    /// The stall watchdog's timeout (`Dur(0)` = off).
+    pub fn stall_timeout(&self) -> Dur {
+        self.watchdog.timeout
     }
 
     /// Installs a shim on a host (T-RACKs and other hypervisor-level schemes).
@@ -162,7 +259,20 @@ impl<'a> Sim<'a> {
     /// report every few thousand events; it returns false to cancel.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Sim) -> bool) -> Result<(), String> {
         let mut since_check = 0u32;
-        while let Some((t, ev)) = self.events.pop_until(self.max_time) {
+        self.stop = StopReason::NoEvents;
+        loop {
+            // Events up to the watchdog's next look come off the list without a peek; the watchdog
+            // (max_time included) is consulted only when the next event lies beyond it.
+            let Some((t, ev)) = self.events.pop_until(self.watchdog.at) else {
+                let Some(t) = self.events.peek_time() else {
+                    break;
+                };
+                if let Some(reason) = self.watch(t) {
+                    self.stop = reason;
+                    break;
+                }
+                continue;
+            };
             self.now = t;
             match ev {
                 Event::TxDone(p) => self.tx_done(p),
@@ -179,12 +289,14 @@ impl<'a> Sim<'a> {
                 }
             }
             if self.flows_finished == self.flows.len() {
+                self.stop = StopReason::AllFinished;
                 break;
             }
             since_check += 1;
             if since_check >= 4096 {
                 since_check = 0;
                 if !progress(self) {
+                    self.stop = StopReason::Cancelled;
                     return Err("run cancelled".into());
                 }
             }

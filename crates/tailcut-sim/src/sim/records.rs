@@ -150,6 +150,23 @@ impl Sim<'_> {
         self.shims.len() as u32
     }
 
+    /// The warning of a stalled run: what it saw and where it stopped.
+    fn stop_warning(&self, scheme: &str) -> Option<String> {
+        if self.stop_reason() != super::StopReason::Stalled {
+            return None;
+        }
+        let unfinished = self.flows.len() - self.flows_finished;
+        Some(format!(
+            "scheme '{scheme}' stalled: no packet reached any host for {} s of simulated time with no flow \
+             arrival or fault left to come (e.g. every path black-holed); the run ended at {:.3} s (max_time \
+             not reached) with {unfinished} of {} flows unfinished (stall_timeout sets the window, 0s \
+             turns the watchdog off)",
+            self.stall_timeout().as_secs_f64(),
+            self.now.0 as f64 / 1e9,
+            self.flows.len()
+        ))
+    }
+
     pub fn run_info(&self, scheme: &str, wall_seconds: f64) -> RunInfo {
         RunInfo {
             scheme: scheme.to_string(),
@@ -160,6 +177,8 @@ impl Sim<'_> {
             conservation: self.conservation(),
             flows_started: self.flows_started as u64,
             flows_finished: self.flows_finished as u64,
+            stop_reason: self.stop_reason(),
+            warning: self.stop_warning(scheme),
             shim_counters: self.shim_counters(),
             engine_counters: self.engine_counters(),
         }

@@ -91,3 +91,59 @@ proptest! {
         prop_assert!(inc == full || (inc == 0xffff && full == 0) || (inc == 0 && full == 0xffff));
     }
 }
+
+/// A packet shaped enough to pass the parser often: version 4, an IHL of 5..15 words, a total length
+/// within the buffer, TCP or UDP, a 10/8 destination; everything else arbitrary.
+fn near_ipv4() -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::collection::vec(any::<u8>(), 20..400),
+        5u8..16,
+        any::<bool>(),
+        any::<u16>(),
+        any::<u8>(),
+    )
+        .prop_map(|(mut p, ihl, tcp, total, tcp_off)| {
+            p[0] = 0x40 | ihl;
+            let len = p.len();
+            let total = usize::from(total) % (len + 1);
+            p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            p[6] &= 0xe0;
+            p[7] = 0;
+            p[9] = if tcp { IPPROTO_TCP } else { IPPROTO_UDP };
+            p[16] = 10;
+            let at = usize::from(ihl) * 4 + 12;
+            if tcp && at < len {
+                p[at] = tcp_off;
+            }
+            p
+        })
+}
+
+proptest! {
+    /// The fuzz target's properties (`check_packet`) on arbitrary bytes, as they come and with the
+    /// header checksum made valid, so that CI covers what `crates/tailcut-testbed/fuzz` checks.
+    #[test]
+    fn arbitrary_bytes_keep_the_packet_path_properties(bytes in proptest::collection::vec(any::<u8>(), 0..120)) {
+        check_packet(&bytes);
+        let mut fixed = bytes.clone();
+        if fix_header_checksum(&mut fixed) {
+            check_packet(&fixed);
+        }
+    }
+
+    #[test]
+    fn near_ipv4_packets_keep_the_packet_path_properties(bytes in near_ipv4()) {
+        check_packet(&bytes);
+        let mut fixed = bytes.clone();
+        prop_assert!(fix_header_checksum(&mut fixed) || usize::from(bytes[0] & 0x0f) * 4 > bytes.len());
+        check_packet(&fixed);
+    }
+}
+
+#[test]
+fn check_packet_sees_a_parsed_and_marked_udp_packet() {
+    let p = udp(0x02, 10);
+    assert!(header_checksum_valid(&p[..20]));
+    assert!(parse(&p, check_table).is_ok());
+    check_packet(&p);
+}
