@@ -215,6 +215,16 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Nothing is due by `watchdog.at`: whether the run ends, and why (`None`: go on).
+    #[cold]
+    #[inline(never)]
+    fn look(&mut self) -> Option<StopReason> {
+        match self.events.peek_time() {
+            None => Some(StopReason::NoEvents),
+            Some(t) => self.watch(t),
+        }
+    }
+
     /// Called when an event lies after `watchdog.at`: whether the run ends there, and why.
     #[cold]
     fn watch(&mut self, t: Time) -> Option<StopReason> {
@@ -261,17 +271,16 @@ impl<'a> Sim<'a> {
         let mut since_check = 0u32;
         self.stop = StopReason::NoEvents;
         loop {
-            // Events up to the watchdog's next look come off the list without a peek; the watchdog
-            // (max_time included) is consulted only when the next event lies beyond it.
+            // Events up to the watchdog's next look come off the list without a peek; past it, `look`
+            // (out of line, so the loop stays small enough for its hot callees to be inlined).
             let Some((t, ev)) = self.events.pop_until(self.watchdog.at) else {
-                let Some(t) = self.events.peek_time() else {
-                    break;
-                };
-                if let Some(reason) = self.watch(t) {
-                    self.stop = reason;
-                    break;
+                match self.look() {
+                    Some(reason) => {
+                        self.stop = reason;
+                        break;
+                    }
+                    None => continue,
                 }
-                continue;
             };
             self.now = t;
             match ev {
