@@ -175,26 +175,21 @@ impl Client {
     /// previous response is decoded), so no thread hop is measured: what a benchmark wants. Expects an
     /// echo server.
     pub fn closed_loop(&self, request: &[u8], count: usize) -> Result<ClosedLoopReport, CallError> {
-        if request.len() as u64 > self.max_message_bytes {
-            return Err(CallError::TooLarge {
-                len: request.len(),
-                max: self.max_message_bytes,
-            });
-        }
-        let (reply, rx) = mpsc::sync_channel(1);
-        self.commands
-            .send(Command::ClosedLoop {
-                data: request.to_vec(),
-                count,
-                reply,
-            })
-            .map_err(|_| CallError::Closed)?;
-        self.runtime.wake();
-        rx.recv().map_err(|_| CallError::Closed)?
+        self.ask(request, |data, reply| Command::ClosedLoop { data, count, reply })
     }
 
     /// Sends `request` and waits for the response.
     pub fn call(&self, request: &[u8]) -> Result<Reply, CallError> {
+        self.ask(request, |data, reply| Command::Call { data, reply })
+    }
+
+    /// Hands `request` to the runtime thread in the command `make` builds around it and a reply
+    /// channel, and waits for the reply.
+    fn ask<T>(
+        &self,
+        request: &[u8],
+        make: impl FnOnce(Vec<u8>, SyncSender<Result<T, CallError>>) -> Command,
+    ) -> Result<T, CallError> {
         if request.len() as u64 > self.max_message_bytes {
             return Err(CallError::TooLarge {
                 len: request.len(),
@@ -203,10 +198,7 @@ impl Client {
         }
         let (reply, rx) = mpsc::sync_channel(1);
         self.commands
-            .send(Command::Call {
-                data: request.to_vec(),
-                reply,
-            })
+            .send(make(request.to_vec(), reply))
             .map_err(|_| CallError::Closed)?;
         self.runtime.wake();
         rx.recv().map_err(|_| CallError::Closed)?
