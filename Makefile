@@ -38,6 +38,7 @@ test: venv
 	# keeps them compiling when an engine's API changes.
 	cargo check --manifest-path crates/tailcut-proto/fuzz/Cargo.toml --target-dir target/fuzz-check
 	cargo check --manifest-path crates/tailcut-testbed/fuzz/Cargo.toml --target-dir target/fuzz-check
+	cargo check --manifest-path crates/tailcut-tracksd/fuzz/Cargo.toml --target-dir target/fuzz-check
 	$(BIN)/ruff check python tests experiments docs/figures
 	$(BIN)/ruff format --check python tests experiments docs/figures
 	$(BIN)/pytest -q tests/python

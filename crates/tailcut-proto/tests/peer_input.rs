@@ -173,3 +173,14 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// TCP's receive path over the TCP-in-UDP encapsulation: the `tcp_endpoint` fuzz target's driver
+    /// (`tcp::peer_input`) on arbitrary input; half of its records are well-formed segments whatever
+    /// the bytes, so arbitrary input reaches the engine's windows.
+    #[test]
+    fn tcp_endpoints_survive_arbitrary_segments(data in proptest::collection::vec(any::<u8>(), 0..3000)) {
+        tailcut_proto::tcp::peer_input::exercise(&data);
+    }
+}

@@ -99,43 +99,10 @@ impl<T: PacketTap> Agent<T> {
         }
     }
 
-    /// Algorithm 1 on one packet, then its verdict. A packet the parser rejects passes untouched.
+    /// Algorithm 1 on one packet, then its verdict.
     fn on_packet(&mut self, p: Tapped) -> io::Result<()> {
         let now = self.now();
-        match p.dir {
-            TapDir::Egress => self.counters.egress_packets += 1,
-            TapDir::Ingress => self.counters.ingress_packets += 1,
-        }
-        let verdict = match wire::parse(&p.bytes) {
-            Ok(seg) => {
-                let mut pkt = seg.packet;
-                let egress = p.dir == TapDir::Egress;
-                let v = if egress {
-                    self.shim.on_egress(now, &mut pkt)
-                } else {
-                    self.shim.on_ingress(now, &mut pkt)
-                };
-                // The SYNs say what the shim's packets cannot: MSS and SACK use (after the call
-                // above, which creates the entry on the local SYN).
-                if pkt.tcp().is_some_and(|h| h.flags.contains(TcpFlags::SYN)) {
-                    self.shim
-                        .note_syn_options(&pkt, egress, seg.mss, seg.sack_permitted);
-                }
-                v
-            }
-            Err(r) => {
-                match r {
-                    Reject::Malformed(_) => self.counters.malformed += 1,
-                    Reject::NotTcp => self.counters.not_tcp += 1,
-                    Reject::Fragment => self.counters.fragments += 1,
-                }
-                Verdict::Pass
-            }
-        };
-        let pass = verdict != Verdict::Drop;
-        if !pass {
-            self.counters.dropped += 1;
-        }
+        let pass = shim_packet(&mut self.shim, &mut self.counters, now, p.dir, &p.bytes);
         self.tap.verdict(p.id, pass)?;
         // A dropped dupACK may have been replaced at once by the shim's own.
         self.send_injections(now);
@@ -179,4 +146,50 @@ impl<T: PacketTap> Agent<T> {
     pub fn counters(&self) -> AgentCounters {
         self.counters
     }
+}
+
+/// One tapped packet through the shim, counted; whether it may pass. A packet the parser rejects
+/// passes untouched. Everything a packet from the network reaches in the agent happens here, apart
+/// from the tap's own framing, so the fuzz target (`fuzz/fuzz_targets/packet_path.rs`) calls this.
+pub fn shim_packet(
+    shim: &mut Tracks,
+    counters: &mut AgentCounters,
+    now: Time,
+    dir: TapDir,
+    bytes: &[u8],
+) -> bool {
+    match dir {
+        TapDir::Egress => counters.egress_packets += 1,
+        TapDir::Ingress => counters.ingress_packets += 1,
+    }
+    let verdict = match wire::parse(bytes) {
+        Ok(seg) => {
+            let mut pkt = seg.packet;
+            let egress = dir == TapDir::Egress;
+            let v = if egress {
+                shim.on_egress(now, &mut pkt)
+            } else {
+                shim.on_ingress(now, &mut pkt)
+            };
+            // The SYNs say what the shim's packets cannot: MSS and SACK use (after the call above,
+            // which creates the entry on the local SYN).
+            if pkt.tcp().is_some_and(|h| h.flags.contains(TcpFlags::SYN)) {
+                shim.note_syn_options(&pkt, egress, seg.mss, seg.sack_permitted);
+            }
+            v
+        }
+        Err(r) => {
+            match r {
+                Reject::Malformed(_) => counters.malformed += 1,
+                Reject::NotTcp => counters.not_tcp += 1,
+                Reject::Fragment => counters.fragments += 1,
+            }
+            Verdict::Pass
+        }
+    };
+    let pass = verdict != Verdict::Drop;
+    if !pass {
+        counters.dropped += 1;
+    }
+    pass
 }

@@ -22,11 +22,8 @@ impl Injector {
 
     /// Sends the spoofed ACK `pkt` to its destination (the local sender).
     pub fn send(&self, pkt: &Packet) -> io::Result<()> {
-        let h = pkt
-            .tcp()
-            .ok_or_else(|| io::Error::other("injection without a TCP header"))?;
-        let timestamps = h.ts_val != 0 || h.ts_ecr != 0;
-        let bytes = wire::build_ack(pkt, timestamps).ok_or_else(|| io::Error::other("not TCP"))?;
+        let bytes =
+            wire::spoofed_ack(pkt).ok_or_else(|| io::Error::other("injection without a TCP header"))?;
         let dst = SockAddr::from(SocketAddrV4::new(Ipv4Addr::from(pkt.tuple.dst.0), 0));
         self.sock.send_to(&bytes, &dst).map(drop)
     }

@@ -9,6 +9,7 @@ pub mod config;
 pub mod inject;
 pub mod nfq_tap;
 pub mod nfqueue;
+pub mod peer_input;
 pub mod rules;
 pub mod tap;
 pub mod wire;

@@ -48,14 +48,10 @@ impl PacketTap for NfqTap {
         self.batch.clear();
         self.queue.recv(&mut self.batch)?;
         for q in self.batch.drain(..) {
-            let dir = match q.hook {
-                HOOK_LOCAL_OUT => TapDir::Egress,
-                HOOK_LOCAL_IN => TapDir::Ingress,
-                // Only our two rules queue here; anything else is passed without a look.
-                _ => {
-                    self.queue.verdict(q.id, true)?;
-                    continue;
-                }
+            // Only our two rules queue here; anything else is passed without a look.
+            let Some(dir) = tap_dir(q.hook) else {
+                self.queue.verdict(q.id, true)?;
+                continue;
             };
             out.push(Tapped {
                 id: q.id,
@@ -73,5 +69,15 @@ impl PacketTap for NfqTap {
     /// Socket overflows (each one or more packets accepted by fail-open unseen).
     fn missed(&self) -> u64 {
         self.queue.overflows()
+    }
+}
+
+/// The direction of a packet queued at netfilter hook `hook`: our OUTPUT rule queues the local
+/// senders' data, our INPUT rule the peers' ACKs.
+pub fn tap_dir(hook: u8) -> Option<TapDir> {
+    match hook {
+        HOOK_LOCAL_OUT => Some(TapDir::Egress),
+        HOOK_LOCAL_IN => Some(TapDir::Ingress),
+        _ => None,
     }
 }

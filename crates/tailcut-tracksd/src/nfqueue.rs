@@ -166,13 +166,7 @@ impl NfQueue {
                 }
                 Err(e) => return Err(e),
             };
-            for (ty, body) in messages(&self.buf[..n]) {
-                if ty == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
-                    if let Some(q) = parse_packet(body) {
-                        out.push(q);
-                    }
-                }
-            }
+            parse_datagram(&self.buf[..n], out);
         }
     }
 
@@ -198,6 +192,34 @@ impl AsFd for NfQueue {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.sock.as_fd()
     }
+}
+
+/// Appends the queued packets of one netlink datagram, as the kernel (or anything else able to write to
+/// the socket) sent it, to `out`; whatever does not parse is skipped.
+pub fn parse_datagram(buf: &[u8], out: &mut Vec<Queued>) {
+    for (ty, body) in messages(buf) {
+        if ty == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
+            if let Some(q) = parse_packet(body) {
+                out.push(q);
+            }
+        }
+    }
+}
+
+/// The message the kernel sends for one queued packet: `NFQNL_MSG_PACKET` with the packet id, the
+/// hook and the packet's bytes, written over `out`. What the tests and the fuzz driver feed
+/// [`parse_datagram`].
+pub fn packet_message(id: u32, hook: u8, bytes: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.resize(16, 0);
+    out.extend_from_slice(&[2, 0, 0, 0]);
+    let mut hdr = id.to_be_bytes().to_vec();
+    hdr.extend_from_slice(&[8, 0, hook]);
+    put_attr(out, NFQA_PACKET_HDR, &hdr);
+    put_attr(out, NFQA_PAYLOAD, bytes);
+    let len = out.len() as u32;
+    out[0..4].copy_from_slice(&len.to_ne_bytes());
+    out[4..6].copy_from_slice(&((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET).to_ne_bytes());
 }
 
 /// Splits a netlink datagram into (message type, body after the 16-byte header); stops at the first
@@ -250,26 +272,27 @@ mod tests {
 
     #[test]
     fn a_packet_message_gives_id_hook_and_payload() {
-        let mut m = vec![0u8; 16];
-        m.extend_from_slice(&[2, 0, 0, 7]);
-        let mut hdr = 42u32.to_be_bytes().to_vec();
-        hdr.extend_from_slice(&[8, 0, HOOK_LOCAL_OUT]);
-        put_attr(&mut m, NFQA_PACKET_HDR, &hdr);
-        put_attr(&mut m, NFQA_PAYLOAD, &[0x45, 1, 2]);
-        let len = m.len() as u32;
-        m[0..4].copy_from_slice(&len.to_ne_bytes());
-        m[4..6].copy_from_slice(&((NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET).to_ne_bytes());
-        let msgs: Vec<_> = messages(&m).collect();
-        assert_eq!(msgs.len(), 1);
-        let q = parse_packet(msgs[0].1).unwrap();
+        let mut m = Vec::new();
+        packet_message(42, HOOK_LOCAL_OUT, &[0x45, 1, 2], &mut m);
+        let mut out = Vec::new();
+        parse_datagram(&m, &mut out);
         assert_eq!(
-            q,
-            Queued {
+            out,
+            vec![Queued {
                 id: 42,
                 hook: HOOK_LOCAL_OUT,
                 bytes: vec![0x45, 1, 2]
-            }
+            }]
         );
+        // Two messages in one datagram, the second after the first's padding.
+        let first = m.len();
+        let mut two = m.clone();
+        packet_message(43, HOOK_LOCAL_IN, &[0x45], &mut m);
+        two.resize(first.next_multiple_of(4), 0);
+        two.extend_from_slice(&m);
+        out.clear();
+        parse_datagram(&two, &mut out);
+        assert_eq!(out.iter().map(|q| q.id).collect::<Vec<_>>(), vec![42, 43]);
     }
 
     proptest::proptest! {

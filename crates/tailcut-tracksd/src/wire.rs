@@ -239,5 +239,13 @@ pub fn build_ack(pkt: &Packet, timestamps: bool) -> Option<Vec<u8>> {
     Some(b)
 }
 
+/// The bytes the agent injects for the shim's packet `pkt`: the timestamps option when the template
+/// carried timestamps (an ACK copied from a connection that uses them has a non-zero value or echo),
+/// as the connection expects.
+pub fn spoofed_ack(pkt: &Packet) -> Option<Vec<u8>> {
+    let h = pkt.tcp()?;
+    build_ack(pkt, h.ts_val != 0 || h.ts_ecr != 0)
+}
+
 #[cfg(test)]
 mod tests;

@@ -36,6 +36,7 @@ mod config;
 pub(crate) mod endpoint;
 pub(crate) mod ext;
 pub(crate) mod ledger;
+pub mod peer_input;
 pub(crate) mod rack;
 pub(crate) mod receiver;
 pub(crate) mod rtt;

@@ -1,0 +1,183 @@
+//! A TCP endpoint's receive path (`TcpEndpoint::handle_packet`) on what a peer may send over the
+//! TCP-in-UDP encapsulation (`wire::tcp_udp`), as one function that the libFuzzer target
+//! (`fuzz/fuzz_targets/tcp_endpoint.rs`, which also bounds the heap) and the stable property test
+//! (`tests/peer_input.rs`) share: arbitrary datagrams through `parse`, and well-formed segments with
+//! sequence and ACK numbers near the connection's (so they land in its windows), any flags, SACK
+//! blocks, timestamps, ECN, trimmed payloads and the MPTCP / TCP-IR / coded-ACK extensions, at
+//! arbitrary times. The endpoint is a sender (client with a message in flight) or a receiver (server
+//! expecting one), under each loss detection, with CP, delayed ACKs, the handshake and ECN on or off.
+//!
+//! It panics on a property violation: a hang (a timer that fires without moving its deadline on, an
+//! output loop without end) or any panic inside the engine.
+//!
+//! Input: byte 0 picks the configuration; then records of `[dt, op, len]` followed by `len` bytes.
+
+use crate::engine::Engine;
+use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto, TcpFlags, TcpHeader};
+use crate::seq::Seq;
+use crate::tcp::{LossDetection, Role, TcpConfig, TcpEndpoint};
+use crate::time::{Dur, Time};
+use crate::wire::tcp_udp::{build, parse};
+
+/// Initial sequence numbers of the endpoint under test and of the (fuzzed) peer.
+const ISN: Seq = Seq(1_000);
+const PEER_ISN: Seq = Seq(9_000_000);
+
+/// The message the client sends or the server expects: 200 segments, so the scoreboard and the
+/// receiver's out-of-order ranges have room to grow.
+const MESSAGE: u64 = 200 * 1448;
+
+/// Output loops end: an endpoint that keeps offering packets at one instant is a bug (a hang in the
+/// runtime's drain loop).
+const MAX_OUTPUT: usize = 100_000;
+
+fn drain(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
+    for _ in 0..MAX_OUTPUT {
+        buf.clear();
+        if e.poll_transmit(now, buf).is_none() {
+            while e.poll_event().is_some() {}
+            return;
+        }
+    }
+    panic!("poll_transmit offers packets without end at {now:?}");
+}
+
+fn run_timers(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
+    for _ in 0..MAX_OUTPUT {
+        match e.poll_timeout() {
+            Some(t) if t <= now => {
+                e.handle_timeout(now);
+                drain(e, now, buf);
+            }
+            _ => return,
+        }
+    }
+    panic!("the timer fires without end at {now:?}");
+}
+
+fn byte(b: &[u8], i: usize) -> u8 {
+    b.get(i).copied().unwrap_or(0)
+}
+
+fn word(b: &[u8], i: usize) -> u32 {
+    u32::from(u16::from_le_bytes([byte(b, i), byte(b, i + 1)]))
+}
+
+/// Sequence numbers are counted in steps of an eighth of the 1448-byte MSS, so that lengths and
+/// offsets built from the input line up with the connection's segments as often as not.
+const STEP: u32 = 181;
+
+/// A segment from `b`: sequence numbers after the peer's ISN and ACK numbers and SACK edges after
+/// ours, in `STEP`s (a few MB at most), exact or off by a few bytes.
+fn header(b: &[u8]) -> (TcpHeader, bool, usize) {
+    let jitter = if byte(b, 2) & 8 != 0 {
+        u32::from(byte(b, 2) & 7)
+    } else {
+        0
+    };
+    let near = |isn: Seq, i: usize| Seq(isn.0.wrapping_add(1 + word(b, i) * STEP + jitter));
+    let mut h = TcpHeader {
+        seq: near(PEER_ISN, 0),
+        ack: near(ISN, 3),
+        flags: TcpFlags(byte(b, 5)),
+        window: word(b, 6) << (byte(b, 8) & 15),
+        payload_len: u32::from(byte(b, 9) % 50) * STEP,
+        ts_val: u32::from(byte(b, 11)) << 8,
+        ts_ecr: u32::from(byte(b, 12)) << 8,
+        ..TcpHeader::default()
+    };
+    for k in 0..usize::from(byte(b, 13) % 5) {
+        let left = near(ISN, 14 + 3 * k);
+        h.sack.push(
+            left,
+            Seq(left.0.wrapping_add(u32::from(byte(b, 16 + 3 * k)) * 1448)),
+        );
+    }
+    (h, byte(b, 29) & 1 != 0, usize::from(byte(b, 30)))
+}
+
+/// Runs one input (see the module's documentation).
+pub fn exercise(data: &[u8]) {
+    let Some((&sel, mut rest)) = data.split_first() else {
+        return;
+    };
+    let cfg = TcpConfig {
+        mss_bytes: 1448,
+        min_rto: Dur::from_millis(1),
+        max_rto: Dur::from_millis(200),
+        initial_rto: Dur::from_millis(10),
+        sack: sel & 2 != 0,
+        loss_detection: if sel & 4 != 0 {
+            LossDetection::RackTlp
+        } else {
+            LossDetection::Dupthresh
+        },
+        cp: sel & 8 != 0,
+        delayed_ack: (sel & 16 != 0).then(|| Dur::from_micros(200)),
+        handshake: sel & 32 != 0,
+        ecn: sel & 64 != 0,
+        ..TcpConfig::default()
+    };
+    let client = sel & 1 != 0;
+    let tuple = FiveTuple {
+        src: Addr(1),
+        dst: Addr(2),
+        src_port: 1000,
+        dst_port: 80,
+        proto: Proto::Udp,
+    };
+    {
+        let role = if client { Role::Client } else { Role::Server };
+        let mut e = TcpEndpoint::new(cfg, tuple, role, ISN, PEER_ISN);
+        let mut now = Time::ZERO;
+        let mut buf = Vec::new();
+        if client {
+            e.send_message(now, 1, MESSAGE);
+        } else {
+            e.expect_message(1, MESSAGE);
+        }
+        drain(&mut e, now, &mut buf);
+        let mut datagram = Vec::new();
+        let payload = [0x5au8; 9000];
+        while rest.len() >= 3 {
+            let (r, tail) = rest.split_at(3);
+            let n = usize::from(r[2]).min(tail.len());
+            let (body, tail) = tail.split_at(n);
+            rest = tail;
+            now += Dur::from_micros(u64::from(r[0]) * 20);
+            run_timers(&mut e, now, &mut buf);
+            if r[1] & 1 == 0 {
+                // Built as a sender would, then parsed back: what reaches the engine is always what the
+                // parser gives it.
+                let (h, trimmed, _) = header(body);
+                let len = if trimmed { 0 } else { h.payload_len as usize };
+                datagram.clear();
+                if build(&h, trimmed, &payload[..len], &mut datagram).is_err() {
+                    continue;
+                }
+            } else {
+                datagram.clear();
+                datagram.extend_from_slice(body);
+            }
+            let Ok(seg) = parse(&datagram) else {
+                continue;
+            };
+            let pkt = Packet {
+                tuple: tuple.reversed(),
+                size_bytes: datagram.len() as u32 + 28,
+                ecn: match r[1] >> 6 {
+                    0 => Ecn::NotEct,
+                    1 => Ecn::Ect0,
+                    _ => Ecn::Ce,
+                },
+                trimmed: seg.trimmed,
+                header: Header::Tcp(seg.header),
+                ..Packet::default()
+            };
+            e.handle_packet(now, &pkt, seg.payload);
+            drain(&mut e, now, &mut buf);
+        }
+        // Long after the last packet: the timers back off to their cap and keep ending.
+        run_timers(&mut e, now + Dur::from_millis(2_000), &mut buf);
+    }
+}
