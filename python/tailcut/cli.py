@@ -329,7 +329,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             return True
 
         result = run_to_dir(
-            config, out, seed=args.seed, progress=progress, overwrite=args.overwrite, limits=_limits(args)
+            config,
+            out,
+            seed=args.seed,
+            progress=progress,
+            overwrite=args.overwrite,
+            limits=_limits(args),
+            csv=True,
         )
     from tailcut import display
     from tailcut.summary import stall_warnings, unfinished_warnings
