@@ -166,7 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
         "seeds each, resumably, and write OUT/PAPER.md and OUT/PAPER.json: every figure as median "
         "[min-max] over the seeds, conclusions that flip between seeds flagged.",
     )
-    p.add_argument("paper", help="fuso, tracks, cloudburst, cp, dcquic, baselines, or all")
+    p.add_argument(
+        "paper",
+        nargs="?",
+        help="fuso, tracks, cloudburst, cp, dcquic, baselines, or all (--list: default all)",
+    )
     p.add_argument(
         "experiments", nargs="*", help="only these entries (labels, file stems or globs; see --list)"
     )
@@ -329,7 +333,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             return True
 
         result = run_to_dir(
-            config, out, seed=args.seed, progress=progress, overwrite=args.overwrite, limits=_limits(args)
+            config,
+            out,
+            seed=args.seed,
+            progress=progress,
+            overwrite=args.overwrite,
+            limits=_limits(args),
+            csv=True,
         )
     from tailcut import display
     from tailcut.summary import stall_warnings, unfinished_warnings
@@ -457,8 +467,12 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from tailcut.reproduce import listing, reproduce
 
     if args.list:
-        print(listing(args.paper, args.out))
+        print(listing(args.paper or "all", args.out))
         return 0
+    if args.paper is None:
+        # Optional only so that `tailcut reproduce --list` alone shows what exists.
+        _error("reproduce needs a paper (fuso, tracks, cloudburst, cp, dcquic, baselines or all; see --list)")
+        return 2
     command = " ".join(["tailcut reproduce", args.paper, *args.experiments, "--seeds", str(args.seeds)])
     with _progress("run", 0) as (bar, run_done):
 

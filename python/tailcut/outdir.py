@@ -38,6 +38,7 @@ MARKER = ".tailcut.json"
 FILES = {
     "run": {
         "flows.parquet",
+        "flows.csv",
         "ports.parquet",
         "summary.json",
         "config.toml",

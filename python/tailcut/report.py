@@ -14,7 +14,9 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from tailcut import display
 from tailcut.results import Result
@@ -48,6 +50,20 @@ def _figure_html(title: str, fig: Figure) -> str:
     return f"<figure><figcaption>{html.escape(title)}</figcaption>\n{_svg(fig)}</figure>\n"
 
 
+def time_axis(axis: Axis) -> None:
+    """Ticks of an axis of nanoseconds read as the tables do ("100 us", "1.00 ms"), not as bare numbers
+    under a unit label; on a log axis at 1, 2 and 5 per decade, so a range under a decade still has ticks."""
+    if axis.get_scale() == "log":
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda value, _: display.time_ns(value)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def fraction_axis(axis: Axis) -> None:
+    """Ticks of an axis of fractions read as percentages, as in the tables."""
+    axis.set_major_formatter(FuncFormatter(lambda value, _: display.fraction(value)))
+
+
 def _series_label(label: str, scheme: object, many: bool) -> str:
     return f"{label}: {scheme}" if many else str(scheme)
 
@@ -61,15 +77,16 @@ def fct_cdf_figure(flows_by_label: Mapping[str, pd.DataFrame]) -> Figure:
         small = flows[flows["size_bytes"] < SMALL_MAX_BYTES]
         for scheme, group in small.groupby("scheme", sort=True):
             done = group["completed"].astype(bool)
-            fct_us = np.sort(group.loc[done, "fct_ns"].astype(float).dropna().to_numpy()) / 1e3
-            if len(fct_us) == 0:
+            fct_ns = np.sort(group.loc[done, "fct_ns"].astype(float).dropna().to_numpy())
+            if len(fct_ns) == 0:
                 continue
             # Normalised by all small flows, so unfinished ones keep the curve below 1 instead of vanishing.
-            unfinished = len(group) - len(fct_us)
+            unfinished = len(group) - len(fct_ns)
             name = _series_label(label, scheme, many) + (f" ({unfinished} unfinished)" if unfinished else "")
-            ax.step(fct_us, np.arange(1, len(fct_us) + 1) / len(group), where="post", label=name)
+            ax.step(fct_ns, np.arange(1, len(fct_ns) + 1) / len(group), where="post", label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("FCT (us)")
+    time_axis(ax.xaxis)
+    ax.set_xlabel("FCT")
     ax.set_ylabel("CDF")
     ax.set_title(TITLE_CDF)
     ax.grid(True, alpha=0.3)
@@ -90,10 +107,11 @@ def bars_figure(
     column: str,
     title: str,
     ylabel: str,
-    scale: float = 1.0,
     log: bool = False,
+    axis: Callable[[Axis], None] = fraction_axis,
 ) -> Figure:
-    """Grouped bars: one group per size class, one bar per (folder, scheme)."""
+    """Grouped bars: one group per size class, one bar per (folder, scheme); ``axis`` formats the values'
+    ticks (:func:`time_axis` for nanoseconds, :func:`fraction_axis` for fractions)."""
     fig = Figure(figsize=(7, 4))
     ax = fig.add_subplot()
     many = len(summaries) > 1
@@ -105,18 +123,22 @@ def bars_figure(
     width = 0.8 / max(len(series), 1)
     x = np.arange(len(SIZE_CLASSES))
     for i, (name, values) in enumerate(series):
-        heights = np.array([float(values.get(cls, np.nan)) / scale for cls in SIZE_CLASSES])
+        heights = np.array([float(values.get(cls, np.nan)) for cls in SIZE_CLASSES])
         xs = x + i * width - 0.4 + width / 2
         ax.bar(xs, np.where(np.isfinite(heights), heights, 0), width, label=name)
         # A tail among unfinished flows is infinite (docs/metrics.md): marked, not drawn off the axis.
         for at in xs[np.isinf(heights)]:
             ax.text(at, 0.01, "inf", transform=ax.get_xaxis_transform(), ha="center", fontsize="x-small")
     ax.set_xticks(x, list(SIZE_CLASSES))
-    positive = [float(v) / scale for _, values in series for v in values if 0 < v < np.inf]
+    positive = [float(v) for _, values in series for v in values if 0 < v < np.inf]
     if log and positive and max(positive) / min(positive) > 20:
         # Tails span orders of magnitude across size classes; the floor keeps the bars' lengths meaningful.
         ax.set_yscale("log")
         ax.set_ylim(bottom=min(positive) / 3)
+    else:
+        # All-zero bars (no timeout anywhere) would otherwise centre the axis on 0, ticks below it.
+        ax.set_ylim(bottom=0)
+    axis(ax.yaxis)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, axis="y", alpha=0.3)
@@ -174,7 +196,7 @@ def run_figures_html(results: Mapping[str, Result]) -> str:
     parts = [
         _figure_html(TITLE_CDF, fct_cdf_figure({label: r.flows for label, r in results.items()})),
         _figure_html(
-            TITLE_P99, bars_figure(summaries, "p99_fct_ns", TITLE_P99, "p99 FCT (us)", 1e3, log=True)
+            TITLE_P99, bars_figure(summaries, "p99_fct_ns", TITLE_P99, "p99 FCT", log=True, axis=time_axis)
         ),
         _figure_html(
             TITLE_TIMEOUTS, bars_figure(summaries, "timeout_fraction", TITLE_TIMEOUTS, "flows with timeouts")
@@ -215,9 +237,10 @@ def sweep_figure(
     size_cls: str,
     title: str,
     ylabel: str,
-    scale: float = 1.0,
+    axis: Callable[[Axis], None] = fraction_axis,
 ) -> Figure:
-    """``column`` of ``size_cls`` vs the first grid key, one line per (folder, scheme, other grid values).
+    """``column`` of ``size_cls`` vs the first grid key, one line per (folder, scheme, other grid values);
+    ``axis`` formats the values' ticks as in :func:`bars_figure`.
 
     Seeds are averaged: the line is the mean over seeds of the per-seed statistic.
     """
@@ -241,9 +264,7 @@ def sweep_figure(
                 + (f" ({extra})" if extra else "")
                 + (f" ({unfinished} unfinished)" if unfinished else "")
             )
-            (line,) = ax.plot(
-                [position[v] for v in xs], [means[v] / scale for v in xs], marker="o", label=name
-            )
+            (line,) = ax.plot([position[v] for v in xs], [means[v] for v in xs], marker="o", label=name)
             # An infinite point (the percentile fell among unfinished flows) would vanish from the line and
             # leave the scheme looking good: it is marked at the top of the axes instead.
             for v in xs:
@@ -269,6 +290,7 @@ def sweep_figure(
         ax.set_xlabel(first)
     if categorical or all(isinstance(v, int) for v in order):
         ax.set_xticks([position[v] for v in order], [str(v) for v in order])
+    axis(ax.yaxis)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
@@ -287,7 +309,7 @@ def sweep_figures_html(
     parts = [
         _figure_html(
             title_p99,
-            sweep_figure(sweeps, "p99_fct_ns", "small", title_p99, "p99 FCT, small flows (us)", 1e3),
+            sweep_figure(sweeps, "p99_fct_ns", "small", title_p99, "p99 FCT, small flows", time_axis),
         ),
         _figure_html(
             title_to, sweep_figure(sweeps, "timeout_fraction", "all", title_to, "flows with timeouts")

@@ -2,8 +2,9 @@
 
 A result folder holds ``flows.parquet``, ``ports.parquet``, ``summary.json``, ``config.toml`` (the fully
 resolved config, enough to repeat the run), ``runs.json``, ``report.html`` and the ``.tailcut.json``
-marker. Folders are written atomically and never over anything tailcut did not write
-(:mod:`tailcut.outdir`).
+marker; ``tailcut run`` adds ``flows.csv``, the flow table for tools that do not read Parquet (sweeps and
+comparisons leave it out: their many points are read back by tailcut). Folders are written atomically
+and never over anything tailcut did not write (:mod:`tailcut.outdir`).
 """
 
 from __future__ import annotations
@@ -141,9 +142,14 @@ class Result:
         )
 
     def write(
-        self, out: str | Path, report: Callable[[Result], str] | None = None, overwrite: bool = False
+        self,
+        out: str | Path,
+        report: Callable[[Result], str] | None = None,
+        overwrite: bool = False,
+        csv: bool = False,
     ) -> Path:
-        """Write the result folder atomically; ``report`` renders report.html (skipped when None).
+        """Write the result folder atomically; ``report`` renders report.html (skipped when None) and
+        ``csv`` adds flows.csv, the flow table with the same columns as flows.parquet.
 
         An existing result in ``out`` is replaced only with ``overwrite``; a folder holding anything else
         raises :class:`tailcut.outdir.OutputError` (a ``ValueError``) and is left alone.
@@ -153,6 +159,8 @@ class Result:
         with atomic_dir(out) as tmp:
             write_marker(tmp, "run")
             self.flows.to_parquet(tmp / "flows.parquet", index=False)
+            if csv:
+                self.flows.to_csv(tmp / "flows.csv", index=False)
             self.ports.to_parquet(tmp / "ports.parquet", index=False)
             (tmp / "summary.json").write_text(summary_json(self.summary))
             (tmp / "config.toml").write_text(to_toml(self.config))

@@ -57,8 +57,10 @@ def run_to_dir(
     progress: ProgressCallback | None = None,
     overwrite: bool = False,
     limits: Mapping[str, Any] | None = None,
+    csv: bool = False,
 ) -> Result:
-    """Run and write the result folder (with report.html) atomically; nothing is written on failure.
+    """Run and write the result folder (with report.html, and flows.csv with ``csv``) atomically; nothing
+    is written on failure.
 
     ``out`` is checked before the run (:func:`tailcut.outdir.claim`): an existing result is replaced only
     with ``overwrite``, and a folder holding files tailcut did not write is never touched.
@@ -70,5 +72,5 @@ def run_to_dir(
     # Limits are passed only when given, so callers that replace `run` (tests, sweeps) keep working.
     extra = {"limits": limits} if limits is not None else {}
     result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
-    result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite)
+    result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite, csv=csv)
     return result

@@ -28,10 +28,11 @@ def _validate_cases() -> list[Path]:
 
 
 def _text(case: Path) -> str:
-    """The case with its side files (topology files, CDFs) made absolute: paths are relative to the cwd."""
+    """The case with its side files (topology files, CDFs, flow files) made absolute: paths are relative
+    to the cwd."""
     text = case.read_text()
     for side in CORPUS.iterdir():
-        if side.suffix in (".toml", ".cdf") and side != case:
+        if side.suffix in (".toml", ".cdf", ".cm", ".csv") and side != case:
             text = text.replace(f'"{side.name}"', f'"{side}"')
     return text
 

@@ -15,6 +15,7 @@ from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS
 
 RUN_FILES = {
     "flows.parquet",
+    "flows.csv",
     "ports.parquet",
     "summary.json",
     "config.toml",

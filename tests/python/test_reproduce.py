@@ -261,3 +261,11 @@ def test_list_names_every_entry_and_measured_seconds(tiny_paper, cli, tmp_path: 
     assert any(line.split()[:1] == ["a"] and "s/seed [1]" in line for line in lines)
     assert any(line.split()[:1] == ["b_small"] and "not measured" in line for line in lines)
     assert f"[1] mean of 1 run(s) in {out}" in lines
+
+
+def test_list_without_a_paper_lists_every_paper(cli, capsys) -> None:
+    assert cli("reproduce", "--list") == 0
+    papers = [line.split(":")[0] for line in capsys.readouterr().out.splitlines() if not line.startswith(" ")]
+    assert {"fuso", "tracks", "cloudburst", "cp", "dcquic", "baselines"} <= set(papers)
+    assert cli("reproduce") == 2
+    assert "reproduce needs a paper" in capsys.readouterr().err

@@ -163,6 +163,18 @@ pub enum Pattern {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         hosts: Option<Vec<u32>>,
     },
+    /// The flows of an htsim connection-matrix file (`SRC->DST id N start PICOSECONDS size BYTES`), so
+    /// htsim workloads run unchanged. The file gives sizes and starts: no size or arrival fields.
+    ConnectionMatrix {
+        /// The file, relative to the working directory (as `cdf` files are). Required.
+        path: String,
+    },
+    /// The flows of a CSV file with the header `src,dst,start,size` (start with its unit, e.g. "10us";
+    /// size in bytes). The file gives sizes and starts: no size or arrival fields.
+    FlowCsv {
+        /// The file, relative to the working directory (as `cdf` files are). Required.
+        path: String,
+    },
 }
 
 fn default_one() -> u32 {

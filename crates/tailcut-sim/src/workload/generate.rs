@@ -5,6 +5,7 @@ use super::config::{Pattern, WorkloadComponent};
 use super::draw;
 use super::incast::incast;
 use super::units::{units, Unit};
+use super::{flow_csv, flow_file, htsim_matrix};
 use super::{HostInfo, WorkloadError};
 use tailcut_proto::rng::{self, Rng, Stream};
 use tailcut_proto::Time;
@@ -212,6 +213,18 @@ pub(super) fn component_flows(
     seed: u64,
 ) -> Result<Vec<RawFlow>, WorkloadError> {
     let cx = Ctx { index, hosts };
+    let connections_per_pair = connections_per_pair(c, &cx);
+    match &c.pattern {
+        Pattern::ConnectionMatrix { path } => {
+            connections_per_pair?;
+            return flow_file::component_flows(c, &cx, path, htsim_matrix::parse);
+        }
+        Pattern::FlowCsv { path } => {
+            connections_per_pair?;
+            return flow_file::component_flows(c, &cx, path, flow_csv::parse);
+        }
+        _ => {}
+    }
     let mut rng = rng::stream(seed, Stream::Workload, index as u64);
     let sizes = sizes(c, &cx)?;
     if let Some(until) = c.until {
@@ -222,16 +235,7 @@ pub(super) fn component_flows(
             ));
         }
     }
-    match (c.connection, c.connections_per_pair) {
-        (super::config::Connection::PerFlow, Some(_)) => {
-            return Err(cx.err(
-                "connections_per_pair",
-                "only applies with connection = \"persistent\"",
-            ))
-        }
-        (_, Some(0)) => return Err(cx.err("connections_per_pair", "must be at least 1")),
-        _ => {}
-    }
+    connections_per_pair?;
     if c.flows == Some(0) {
         return Err(cx.err("flows", "must be at least 1 (omit it for no limit)"));
     }
@@ -299,6 +303,18 @@ pub(super) fn component_flows(
         ));
     }
     Ok(flows)
+}
+
+/// Checks `connections_per_pair` against `connection`.
+fn connections_per_pair(c: &WorkloadComponent, cx: &Ctx) -> Result<(), WorkloadError> {
+    match (c.connection, c.connections_per_pair) {
+        (super::config::Connection::PerFlow, Some(_)) => Err(cx.err(
+            "connections_per_pair",
+            "only applies with connection = \"persistent\"",
+        )),
+        (_, Some(0)) => Err(cx.err("connections_per_pair", "must be at least 1")),
+        _ => Ok(()),
+    }
 }
 
 /// Superposed Poisson processes: total rate = sum of the units' rates, each arrival assigned to a unit

@@ -13,20 +13,29 @@
 //!   for `one_to_all`, receives) per second average `load` times its NIC rate. Bounded by `flows` / `until`.
 //! - all at `start` (`pairs`, `permutation` without a rate), or in rounds (`incast`).
 //!
+//! Or a component lists its flows in a file: an htsim connection matrix (`connection_matrix`) or a CSV
+//! flow list (`flow_csv`), see [`flow_file`].
+//!
 //! `connection` / `connections_per_pair` are not used here: the simulator maps flows onto connections.
 
 mod cdf;
 mod config;
 mod draw;
+mod flow_csv;
+mod flow_file;
 mod generate;
+mod htsim_matrix;
 mod incast;
 mod spec;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_flow_file;
 mod units;
 
 pub use cdf::{CdfError, EmpiricalCdf, FlowSizeCdf, BUILTIN_FLOW_SIZE_CDFS, FUSO_LOSS_CDF};
 pub use config::{Connection, Jitter, Pattern, WorkloadComponent, WorkloadFile};
+pub use flow_file::{FileFlow, FlowFileError};
 pub use generate::MAX_FLOWS_PER_COMPONENT;
 pub use spec::FlowSpec;
 

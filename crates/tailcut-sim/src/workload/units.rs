@@ -161,7 +161,9 @@ pub(super) fn units(c: &WorkloadComponent, cx: &Ctx, rng: &mut Rng) -> Result<Ve
                 });
             }
         }
-        Pattern::Incast { .. } => unreachable!("incast has no arrival units"),
+        Pattern::Incast { .. } | Pattern::ConnectionMatrix { .. } | Pattern::FlowCsv { .. } => {
+            unreachable!("incast and flow files have no arrival units")
+        }
     }
     if out.is_empty() {
         return Err(cx.err("pattern", "no host can send: check server_hosts / client_hosts"));
