@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core, testbed
-from tailcut.config import apply_overrides, experiment_name, load_config, parse_bytes, resolve
+from tailcut.config import (
+    apply_overrides,
+    experiment_name,
+    load_config,
+    load_experiment,
+    parse_bytes,
+    resolve,
+)
 from tailcut.outdir import OutputError
 
 EXIT_FAILED = 1
@@ -194,7 +201,7 @@ def _error(message: str) -> None:
 
 
 def _load(args: argparse.Namespace) -> dict[str, Any]:
-    return apply_overrides(load_config(args.file), args.overrides)
+    return apply_overrides(load_experiment(args.file), args.overrides)
 
 
 # Top-level keys that tell a compare suite and a topology file from an experiment.

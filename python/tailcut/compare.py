@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, load_config, set_path
+from tailcut.config import ConfigSource, load_config, set_path, source_file
 from tailcut.outdir import claim, combined_files, config_hash, write_error
+from tailcut.paths import anchor_suite
 from tailcut.summary import size_class, summary_stats
 from tailcut.sweep import PointOutcome
 
@@ -132,6 +133,9 @@ class Suite:
 def load_suite(source: ConfigSource) -> Suite:
     """Load and check a suite (a path, TOML text or a dict); raises :class:`SuiteError` naming the field."""
     raw = load_config(source)
+    path = source_file(source)
+    if path is not None:
+        anchor_suite(raw, path.resolve().parent)
     _known_keys(raw, _SUITE_KEYS, "suite")
     name = raw.get("name", "compare")
     if not isinstance(name, str) or not name:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, apply_overrides, load_config, resolve, to_json
+from tailcut.config import ConfigSource, apply_overrides, load_experiment, resolve, to_json
 from tailcut.results import Result
 
 ProgressCallback = Callable[[float], "bool | None"]
@@ -23,7 +23,7 @@ def prepare(
 
     Validation happens before anything runs so a bad field is reported before any work or output.
     """
-    raw = apply_overrides(load_config(config), overrides)
+    raw = apply_overrides(load_experiment(config), overrides)
     return raw, resolve(raw, limits)
 
 

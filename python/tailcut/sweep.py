@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, apply_overrides, experiment_name, load_config, parse_value, resolve
+from tailcut.config import (
+    ConfigSource,
+    apply_overrides,
+    experiment_name,
+    load_experiment,
+    parse_value,
+    resolve,
+)
 from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.summary import summarize
 
@@ -302,7 +309,7 @@ def sweep(
     to every point, when it is checked and when it runs. Raises ``tailcut.SimulationError`` if every point
     that ran failed.
     """
-    base = apply_overrides(load_config(config), overrides)
+    base = apply_overrides(load_experiment(config), overrides)
     resolved = resolve(base, limits)
     grid = {k: list(v) for k, v in grid.items()}
     if not grid or any(not values for values in grid.values()):

@@ -30,7 +30,7 @@ pub struct WorkloadComponent {
     pub pattern: Pattern,
 
     /// Flow-size distribution: "websearch" (DCTCP, SIGCOMM 2010), "datamining" (VL2, SIGCOMM 2009) or a
-    /// path to a two-column CDF file (relative to the working directory). Default: none.
+    /// path to a two-column CDF file (relative to the experiment file's folder). Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdf: Option<String>,
     /// With `cdf`: condition sizes on >= this many bytes. Default: no lower bound.
