@@ -75,6 +75,9 @@ overrides (--set, and --grid values):
 """
 
 
+EXECUTOR_HELP = "where the runs go: local processes (--jobs of them) or a Ray cluster (default local)"
+
+
 def _add_out_args(p: argparse.ArgumentParser, default: str, resumes: bool) -> None:
     p.add_argument(
         "--out",
@@ -90,7 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
         prog="tailcut",
-        description=__doc__.splitlines()[0],
+        description=__doc__.splitlines()[0].replace("``", ""),
         epilog=OVERRIDES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -124,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (default 1)")
     p.add_argument("--jobs", type=int, default=1, help="parallel points on the local executor (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     _add_out_args(p, "results/<experiment name>-sweep", resumes=True)
     _add_limit_args(p, "every point")
@@ -137,9 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
         "write compare.parquet, compare.md and report.html.",
     )
     p.add_argument("suite", type=Path, help="suite file (TOML), e.g. experiments/compare/suite.toml")
-    p.add_argument("--scale", choices=["ci", "small", "full"], default="small")
+    p.add_argument(
+        "--scale",
+        choices=["ci", "small", "full"],
+        default="small",
+        help="which of the suite's [scales] to run: ci (seconds per cell), small or full (default small)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="parallel cells on the local executor (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
     p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
@@ -150,8 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         "validate",
         help="check an experiment file, compare suite or topology file without running it",
         description="Check a file as the command that reads it would, before anything runs: an experiment "
-        "(as `tailcut run`), a compare suite (as `tailcut compare`: the suite and every cell's experiment) "
-        'or a topology file (`[[node]]` and `[[link]]` tables, as `topology = { kind = "file" }` loads '
+        "(as tailcut run), a compare suite (as tailcut compare: the suite and every cell's experiment) "
+        'or a topology file ([[node]] and [[link]] tables, as topology = { kind = "file" } loads '
         "it). The kind is told from the file's top-level keys.",
         epilog=OVERRIDES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -164,7 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare suites only: check this scale's cells (default: every scale the suite defines)",
     )
 
-    sub.add_parser("schemes", help="list the schemes and their parameters")
+    p = sub.add_parser(
+        "schemes",
+        help="list the schemes and host shims with their parameters, defaults and documentation",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these schemes (default: all)")
 
     p = sub.add_parser(
         "reproduce",
@@ -179,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=5, help="seeds per experiment file (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="parallel runs on the local executor (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
     p.add_argument("--list", action="store_true", help="list the entries and seconds per seed, run nothing")
@@ -187,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     testbed.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
-    p.add_argument("dirs", nargs="+", type=Path)
+    p.add_argument("dirs", nargs="+", type=Path, help="result folders of tailcut run, sweep or compare")
     p.add_argument(
         "--out",
         type=Path,
@@ -285,38 +297,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _format_default(value: Any) -> str:
-    """A parameter default as one would write it in an experiment file (inline TOML, units unquoted)."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_format_default(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_format_default(v) for v in value) + "]"
-    return str(value)
+def cmd_schemes(args: argparse.Namespace) -> int:
+    from tailcut.schemes_text import format_schemes, select
 
-
-def format_schemes(schemes: list[dict[str, Any]]) -> str:
-    """A plain-text table of schemes and host shims with their parameters, defaults and documentation.
-
-    ``schemes`` is what the core lists: ``{name, kind, description, params: [{name, default, doc}]}``;
-    ``kind`` is ``transport`` (named by ``transport = NAME``) or ``shim`` (``shim = { kind = NAME }``).
-    """
-    rows = [("SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION")]
-    for scheme in schemes:
-        name = scheme["name"] + (" (shim)" if scheme.get("kind") == "shim" else "")
-        rows.append((name, "", "", scheme.get("description", "")))
-        for param in scheme.get("params", []):
-            rows.append(("", param["name"], _format_default(param.get("default")), param.get("doc") or ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def cmd_schemes(_: argparse.Namespace) -> int:
-    print(format_schemes(json.loads(_core.schemes())))
+    print(format_schemes(select(json.loads(_core.schemes()), args.names)))
     return 0
 
 

@@ -45,7 +45,9 @@ pub enum ShimConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OtherTraffic {
+    /// Transport from the registry (`tailcut schemes`) carrying the other components.
     pub transport: String,
+    /// Its parameters, as a scheme's `params`.
     #[serde(default)]
     pub params: serde_json::Map<String, serde_json::Value>,
 }
@@ -74,13 +76,19 @@ pub struct Experiment {
         skip_serializing_if = "is_default_stall_timeout"
     )]
     pub stall_timeout: Dur,
+    /// The network's shape: `kind` and that kind's keys.
     pub topology: TopologyConfig,
+    /// Queues of switch ports and host NICs; every key has a default.
     #[serde(default)]
     pub network: SwitchQueues,
+    /// Link faults at scheduled times. Default: none.
     #[serde(default)]
     pub faults: Vec<FaultConfig>,
+    /// The flows, one table per component; every scheme runs the same flows.
     pub workload: Vec<WorkloadComponent>,
+    /// The schemes to compare, each run on its own copy of the network.
     pub schemes: Vec<SchemeConfig>,
+    /// Transport of the workload components a scheme's `applies_to` leaves out (required then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_traffic: Option<OtherTraffic>,
     /// What only a run on real hosts needs (`tailcut testbed run`: kernel stacks, sysctls, rate scale,

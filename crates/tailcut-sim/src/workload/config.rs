@@ -128,7 +128,10 @@ pub enum Pattern {
         dst_rack: u32,
     },
     /// An explicit list of `[src, dst]` host pairs (data sender first).
-    Pairs { pairs: Vec<[u32; 2]> },
+    Pairs {
+        /// `[sender, receiver]` host indices.
+        pairs: Vec<[u32; 2]>,
+    },
     /// N senders to one receiver, all starting together: each round every sender starts one flow at the
     /// round's start plus `jitter`, in a random sender order per round; rounds repeat every
     /// `round_interval`. FUSO Sec. 4.2 / CP incast (N x 64 KB), T-RACKs Sec. V-A CASE 1 (rounds every 3 s,
@@ -177,11 +180,17 @@ pub enum Jitter {
     #[default]
     None,
     /// Each flow independently at the round start plus a uniform offset in `[0, max]`.
-    Uniform { max: Dur },
+    Uniform {
+        /// Largest offset.
+        max: Dur,
+    },
     /// In the round's random sender order, the first flow starts at the round start and each next one an
     /// independent exponential gap (with this mean) after the previous one (T-RACKs Sec. V-A CASE 1: mean
     /// gap one packet transmission time, 12 us for 1500 B at 1 Gbps).
-    ExponentialGaps { mean: Dur },
+    ExponentialGaps {
+        /// Mean gap between consecutive flows.
+        mean: Dur,
+    },
 }
 
 /// How flows map onto transport connections (interpreted by the simulator).
