@@ -280,7 +280,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return _validate_suite(args)
     if kind == "topology":
         return _validate_topology(args, raw)
-    resolved = resolve(_load(args), _limits(args))
+    written = _load(args)
+    resolved = resolve(written, _limits(args))
     schemes = resolved.get("schemes")
     names = [s.get("name", "?") for s in schemes] if isinstance(schemes, list) else []
     print(f"OK: {args.file}")
@@ -294,6 +295,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if isinstance(value, dict):
             kind = value.get("kind") or value.get("type")
             print(f"  {key}: " + (f"{kind}, " if kind else "") + f"{len(value)} settings")
+    from tailcut.fair_settings import format_settings, scheme_settings
+
+    print(format_settings(scheme_settings(written, resolved, json.loads(_core.schemes()))))
     return 0
 
 
