@@ -312,14 +312,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tailcut.outdir import claim
+    from tailcut.progress import run_stage
     from tailcut.runner import run_to_dir
 
     config = _load(args)
     out = args.out or Path("results") / experiment_name(config, args.file.stem)
     claim(out, "run", overwrite=args.overwrite)  # before the progress bar: a refusal is all that prints
-    with tqdm(total=100, file=sys.stderr, unit="%", bar_format="{l_bar}{bar}| {elapsed}<{remaining}") as bar:
+    schemes = [str(s.get("name", "?")) for s in config.get("schemes", []) if isinstance(s, dict)]
+    bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
+    with tqdm(total=100, file=sys.stderr, desc="checking and generating flows", bar_format=bar_format) as bar:
 
         def progress(fraction: float) -> bool:
+            bar.set_description_str(run_stage(schemes, fraction), refresh=False)
             bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
             return True
 
@@ -345,7 +349,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# Share of the sweep's simulated time done (every point counts its schemes x max_time; tailcut.progress).
+SIM_BAR = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from tailcut.sweep import parse_grid_option, sweep
     from tailcut.sweep import points as grid_points
 
@@ -356,6 +366,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-sweep"
     total = len(grid_points(grid, range(args.seeds)))
     with _progress("point", total) as (_, point_done):
+        # Points finish rarely; the simulated time of the running ones moves at every core tick.
+        sim_bar = tqdm(total=100, file=sys.stderr, desc="simulated time", bar_format=SIM_BAR)
+
+        def simulated(fraction: float) -> None:
+            sim_bar.update(max(0.0, round(fraction * 100, 1) - sim_bar.n))
+
         result = sweep(
             config,
             grid,
@@ -367,7 +383,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             on_done=point_done,
             overwrite=args.overwrite,
             limits=_limits(args),
+            progress=simulated,
         )
+        sim_bar.close()
     ran = sum(1 for o in result.outcomes if not o.skipped and o.error is None)
     skipped = sum(1 for o in result.outcomes if o.skipped)
     print(f"{len(result.outcomes)} points: {ran} ran, {skipped} already done, {len(result.failed)} failed")
