@@ -24,6 +24,7 @@ from tailcut.config import (
     parse_bytes,
     resolve,
 )
+from tailcut.extras import MissingExtraError
 from tailcut.outdir import OutputError
 
 EXIT_FAILED = 1
@@ -522,7 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return COMMANDS[args.command](args)
-    except OutputError as exc:
+    except (OutputError, MissingExtraError) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
     except _core.ConfigError as exc:

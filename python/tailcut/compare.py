@@ -640,6 +640,9 @@ def compare(
     # The suite as written and the scale decide every cell's config; --schemes/--scenarios only pick cells.
     digest = config_hash({**{k: v for k, v in suite.__dict__.items() if k != "source"}, "scale": scale})
     claim(out, "compare", overwrite=overwrite, experiment=f"{suite.name} ({scale})", digest=digest)
+    # The page is drawn after every cell ran: a missing plotting extra must stop the comparison before.
+    from tailcut.compare_report import compare_html, compare_markdown
+
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
     runnable = [p for p in planned if p.status == OK]
@@ -676,8 +679,6 @@ def compare(
         "executor": executor,
         "wall_seconds": round(elapsed, 1),
     }
-    from tailcut.compare_report import compare_html, compare_markdown
-
     with combined_files(out) as tmp:
         table.to_parquet(tmp / "compare.parquet", index=False)
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")

@@ -11,10 +11,16 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
+
+from tailcut.extras import MissingExtraError
+
+try:
+    import matplotlib
+    from matplotlib.figure import Figure
+except ImportError as exc:
+    raise MissingExtraError("plot", "drawing a report", "matplotlib") from exc
 
 from tailcut import display
 from tailcut.results import Result

@@ -57,18 +57,23 @@ def run_to_dir(
     progress: ProgressCallback | None = None,
     overwrite: bool = False,
     limits: Mapping[str, Any] | None = None,
+    report: bool = True,
 ) -> Result:
-    """Run and write the result folder (with report.html) atomically; nothing is written on failure.
+    """Run and write the result folder (with report.html unless ``report`` is false) atomically; nothing
+    is written on failure.
 
     ``out`` is checked before the run (:func:`tailcut.outdir.claim`): an existing result is replaced only
-    with ``overwrite``, and a folder holding files tailcut did not write is never touched.
+    with ``overwrite``, and a folder holding files tailcut did not write is never touched. The report needs
+    the ``plot`` extra; without it this raises :class:`tailcut.extras.MissingExtraError` before the run.
     """
     from tailcut.outdir import claim
-    from tailcut.report import run_report_html
 
+    if report:
+        from tailcut.report import run_report_html
     claim(out, "run", overwrite=overwrite)
     # Limits are passed only when given, so callers that replace `run` (tests, sweeps) keep working.
     extra = {"limits": limits} if limits is not None else {}
     result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
-    result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite)
+    draw = (lambda r: run_report_html({Path(out).name: r})) if report else None
+    result.write(out, report=draw, overwrite=overwrite)
     return result

@@ -136,6 +136,7 @@ def run_point(
     config: dict[str, Any], point: Point, points_dir: str, limits: Mapping[str, Any] | None = None
 ) -> PointOutcome:
     """Run one point into its folder (a top-level function so that process pools and Ray can ship it)."""
+    from tailcut.extras import plotting_available
     from tailcut.progress import point_reporter
     from tailcut.runner import run_to_dir
 
@@ -150,6 +151,8 @@ def run_point(
             progress=point_reporter(point.slug),
             overwrite=True,
             limits=limits,
+            # A point's own report is a convenience; a sweep that needs reports checked the extra up front.
+            report=plotting_available(),
         )
         return PointOutcome(point.slug)
     except Exception as exc:  # a failed point is reported, the sweep goes on
@@ -393,9 +396,12 @@ def sweep(
     runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None), limits, tracker)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
-            result = _sweep_into(base, Path(tmp), *runner)
+            result = _sweep_into(base, Path(tmp), *runner, report=False)
             result.path = None
     else:
+        # The report is drawn after every point ran: a missing plotting extra must stop the sweep before.
+        import tailcut.report  # noqa: F401
+
         name = experiment_name(base, Path(out).name)
         claim(out, "sweep", overwrite=overwrite, experiment=name, digest=config_hash(resolved))
         result = _sweep_into(base, Path(out), *runner)
@@ -414,9 +420,10 @@ def _sweep_into(
     on_done: Callable[[PointOutcome], None],
     limits: Mapping[str, Any] | None = None,
     tracker: SweepProgress | None = None,
+    report: bool = True,
 ) -> SweepResult:
-    """Run the missing points into ``out/points`` and write the combined tables and report beside them."""
-    from tailcut.report import sweep_report_html
+    """Run the missing points into ``out/points`` and write the combined tables, and the report unless
+    ``report`` is false, beside them."""
 
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
@@ -461,5 +468,8 @@ def _sweep_into(
         summary.to_parquet(tmp / "summary.parquet", index=False)
         meta = {"name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
         (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
+        if report:
+            from tailcut.report import sweep_report_html
+
+            (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
     return result
