@@ -69,8 +69,8 @@ pub struct Experiment {
     /// watchdog off. Default 300 s: longer than TCP's largest back-off (Linux caps the RTO at 120 s,
     /// tailcut's `max_rto` defaults to 60 s), so a flow that could still get through has retransmitted
     /// at least twice inside the window (docs/simulator.md, "Stalled runs").
-    /// Left out of the resolved config at its default, so results and sweep hashes of configs that
-    /// never set it stay as they were.
+    // Left out of the resolved config at its default, so results and sweep hashes of configs that
+    // never set it stay as they were.
     #[serde(
         default = "default_stall_timeout",
         skip_serializing_if = "is_default_stall_timeout"
