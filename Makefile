@@ -14,14 +14,14 @@ $(BIN)/python:
 	python3 -m venv $(VENV)
 
 demo: venv
-	$(BIN)/pip install .
+	$(BIN)/pip install '.[plot]'
 	$(BIN)/tailcut run experiments/quickstart.toml --out results/quickstart --overwrite
 	@echo "Open the report: results/quickstart/report.html"
 
 SEEDS ?= 5
 JOBS ?= 2
 reproduce: venv
-	$(BIN)/pip install .
+	$(BIN)/pip install '.[plot]'
 	$(BIN)/tailcut reproduce all --seeds $(SEEDS) --jobs $(JOBS) --out results/reproduce
 	cp results/reproduce/*.md docs/reproduced/
 	$(BIN)/python -m tailcut.reproduce.headlines results/reproduce README.md docs/results.md
@@ -30,7 +30,7 @@ reproduce: venv
 # The tests install the extension with the `release` profile that `cargo test --release` builds too, so
 # the workspace compiles once; users get `perf` (fat LTO) from `pip install .`.
 test: venv
-	MATURIN_PEP517_ARGS="--profile release" $(BIN)/pip install '.[test,ray]'
+	MATURIN_PEP517_ARGS="--profile release" $(BIN)/pip install '.[test,plot,ray]'
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release

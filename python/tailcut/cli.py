@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core, testbed
-from tailcut.config import apply_overrides, experiment_name, load_config, parse_bytes, resolve
+from tailcut.config import (
+    apply_overrides,
+    experiment_name,
+    load_config,
+    load_experiment,
+    parse_bytes,
+    resolve,
+)
+from tailcut.extras import MissingExtraError
 from tailcut.outdir import OutputError
 
 EXIT_FAILED = 1
@@ -68,6 +76,9 @@ overrides (--set, and --grid values):
 """
 
 
+EXECUTOR_HELP = "where the runs go: local processes (--jobs of them) or a Ray cluster (default local)"
+
+
 def _add_out_args(p: argparse.ArgumentParser, default: str, resumes: bool) -> None:
     p.add_argument(
         "--out",
@@ -83,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(
         prog="tailcut",
-        description=__doc__.splitlines()[0],
+        description=__doc__.splitlines()[0].replace("``", ""),
         epilog=OVERRIDES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -117,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (default 1)")
     p.add_argument("--jobs", type=int, default=1, help="parallel points on the local executor (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     _add_out_args(p, "results/<experiment name>-sweep", resumes=True)
     _add_limit_args(p, "every point")
@@ -130,9 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
         "write compare.parquet, compare.md and report.html.",
     )
     p.add_argument("suite", type=Path, help="suite file (TOML), e.g. experiments/compare/suite.toml")
-    p.add_argument("--scale", choices=["ci", "small", "full"], default="small")
+    p.add_argument(
+        "--scale",
+        choices=["ci", "small", "full"],
+        default="small",
+        help="which of the suite's [scales] to run: ci (seconds per cell), small or full (default small)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="parallel cells on the local executor (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
     p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
@@ -143,8 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
         "validate",
         help="check an experiment file, compare suite or topology file without running it",
         description="Check a file as the command that reads it would, before anything runs: an experiment "
-        "(as `tailcut run`), a compare suite (as `tailcut compare`: the suite and every cell's experiment) "
-        'or a topology file (`[[node]]` and `[[link]]` tables, as `topology = { kind = "file" }` loads '
+        "(as tailcut run), a compare suite (as tailcut compare: the suite and every cell's experiment) "
+        'or a topology file ([[node]] and [[link]] tables, as topology = { kind = "file" } loads '
         "it). The kind is told from the file's top-level keys.",
         epilog=OVERRIDES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -157,7 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="compare suites only: check this scale's cells (default: every scale the suite defines)",
     )
 
-    sub.add_parser("schemes", help="list the schemes and their parameters")
+    p = sub.add_parser(
+        "schemes",
+        help="list the schemes and host shims with their parameters, defaults and documentation",
+    )
+    p.add_argument("names", nargs="*", metavar="NAME", help="only these schemes (default: all)")
 
     p = sub.add_parser(
         "reproduce",
@@ -176,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seeds", type=int, default=5, help="seeds per experiment file (default 5)")
     p.add_argument("--jobs", type=int, default=1, help="parallel runs on the local executor (default 1)")
-    p.add_argument("--executor", choices=["local", "ray"], default="local")
+    p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
     p.add_argument("--list", action="store_true", help="list the entries and seconds per seed, run nothing")
@@ -184,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     testbed.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
-    p.add_argument("dirs", nargs="+", type=Path)
+    p.add_argument("dirs", nargs="+", type=Path, help="result folders of tailcut run, sweep or compare")
     p.add_argument(
         "--out",
         type=Path,
@@ -198,7 +218,7 @@ def _error(message: str) -> None:
 
 
 def _load(args: argparse.Namespace) -> dict[str, Any]:
-    return apply_overrides(load_config(args.file), args.overrides)
+    return apply_overrides(load_experiment(args.file), args.overrides)
 
 
 # Top-level keys that tell a compare suite and a topology file from an experiment.
@@ -265,7 +285,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return _validate_suite(args)
     if kind == "topology":
         return _validate_topology(args, raw)
-    resolved = resolve(_load(args), _limits(args))
+    written = _load(args)
+    resolved = resolve(written, _limits(args))
     schemes = resolved.get("schemes")
     names = [s.get("name", "?") for s in schemes] if isinstance(schemes, list) else []
     print(f"OK: {args.file}")
@@ -279,41 +300,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if isinstance(value, dict):
             kind = value.get("kind") or value.get("type")
             print(f"  {key}: " + (f"{kind}, " if kind else "") + f"{len(value)} settings")
+    from tailcut.fair_settings import format_settings, scheme_settings
+
+    print(format_settings(scheme_settings(written, resolved, json.loads(_core.schemes()))))
     return 0
 
 
-def _format_default(value: Any) -> str:
-    """A parameter default as one would write it in an experiment file (inline TOML, units unquoted)."""
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k} = {_format_default(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(_format_default(v) for v in value) + "]"
-    return str(value)
+def cmd_schemes(args: argparse.Namespace) -> int:
+    from tailcut.schemes_text import format_schemes, select
 
-
-def format_schemes(schemes: list[dict[str, Any]]) -> str:
-    """A plain-text table of schemes and host shims with their parameters, defaults and documentation.
-
-    ``schemes`` is what the core lists: ``{name, kind, description, params: [{name, default, doc}]}``;
-    ``kind`` is ``transport`` (named by ``transport = NAME``) or ``shim`` (``shim = { kind = NAME }``).
-    """
-    rows = [("SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION")]
-    for scheme in schemes:
-        name = scheme["name"] + (" (shim)" if scheme.get("kind") == "shim" else "")
-        rows.append((name, "", "", scheme.get("description", "")))
-        for param in scheme.get("params", []):
-            rows.append(("", param["name"], _format_default(param.get("default")), param.get("doc") or ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3] for r in rows]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def cmd_schemes(_: argparse.Namespace) -> int:
-    print(format_schemes(json.loads(_core.schemes())))
+    print(format_schemes(select(json.loads(_core.schemes()), args.names)))
     return 0
 
 
@@ -321,14 +317,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from tailcut.outdir import claim
+    from tailcut.progress import run_stage
     from tailcut.runner import run_to_dir
 
     config = _load(args)
     out = args.out or Path("results") / experiment_name(config, args.file.stem)
     claim(out, "run", overwrite=args.overwrite)  # before the progress bar: a refusal is all that prints
-    with tqdm(total=100, file=sys.stderr, unit="%", bar_format="{l_bar}{bar}| {elapsed}<{remaining}") as bar:
+    schemes = [str(s.get("name", "?")) for s in config.get("schemes", []) if isinstance(s, dict)]
+    bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
+    with tqdm(total=100, file=sys.stderr, desc="checking and generating flows", bar_format=bar_format) as bar:
 
         def progress(fraction: float) -> bool:
+            bar.set_description_str(run_stage(schemes, fraction), refresh=False)
             bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
             return True
 
@@ -360,7 +360,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# Share of the sweep's simulated time done (every point counts its schemes x max_time; tailcut.progress).
+SIM_BAR = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
     from tailcut.sweep import parse_grid_option, sweep
     from tailcut.sweep import points as grid_points
 
@@ -371,6 +377,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-sweep"
     total = len(grid_points(grid, range(args.seeds)))
     with _progress("point", total) as (_, point_done):
+        # Points finish rarely; the simulated time of the running ones moves at every core tick.
+        sim_bar = tqdm(total=100, file=sys.stderr, desc="simulated time", bar_format=SIM_BAR)
+
+        def simulated(fraction: float) -> None:
+            sim_bar.update(max(0.0, round(fraction * 100, 1) - sim_bar.n))
+
         result = sweep(
             config,
             grid,
@@ -382,7 +394,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             on_done=point_done,
             overwrite=args.overwrite,
             limits=_limits(args),
+            progress=simulated,
         )
+        sim_bar.close()
     ran = sum(1 for o in result.outcomes if not o.skipped and o.error is None)
     skipped = sum(1 for o in result.outcomes if o.skipped)
     print(f"{len(result.outcomes)} points: {ran} ran, {skipped} already done, {len(result.failed)} failed")
@@ -523,7 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         return COMMANDS[args.command](args)
-    except OutputError as exc:
+    except (OutputError, MissingExtraError) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
     except _core.ConfigError as exc:

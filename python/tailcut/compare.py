@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, load_config, set_path
+from tailcut.config import ConfigSource, load_config, set_path, source_file
 from tailcut.outdir import claim, combined_files, config_hash, write_error
+from tailcut.paths import anchor_suite
 from tailcut.summary import size_class, summary_stats
 from tailcut.sweep import PointOutcome
 
@@ -132,6 +133,9 @@ class Suite:
 def load_suite(source: ConfigSource) -> Suite:
     """Load and check a suite (a path, TOML text or a dict); raises :class:`SuiteError` naming the field."""
     raw = load_config(source)
+    path = source_file(source)
+    if path is not None:
+        anchor_suite(raw, path.resolve().parent)
     _known_keys(raw, _SUITE_KEYS, "suite")
     name = raw.get("name", "compare")
     if not isinstance(name, str) or not name:
@@ -636,6 +640,9 @@ def compare(
     # The suite as written and the scale decide every cell's config; --schemes/--scenarios only pick cells.
     digest = config_hash({**{k: v for k, v in suite.__dict__.items() if k != "source"}, "scale": scale})
     claim(out, "compare", overwrite=overwrite, experiment=f"{suite.name} ({scale})", digest=digest)
+    # The page is drawn after every cell ran: a missing plotting extra must stop the comparison before.
+    from tailcut.compare_report import compare_html, compare_markdown
+
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
     runnable = [p for p in planned if p.status == OK]
@@ -672,8 +679,6 @@ def compare(
         "executor": executor,
         "wall_seconds": round(elapsed, 1),
     }
-    from tailcut.compare_report import compare_html, compare_markdown
-
     with combined_files(out) as tmp:
         table.to_parquet(tmp / "compare.parquet", index=False)
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")

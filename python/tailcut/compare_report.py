@@ -13,8 +13,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.colors import LogNorm
-from matplotlib.figure import Figure
+
+from tailcut.extras import MissingExtraError
+
+try:
+    from matplotlib.colors import LogNorm
+    from matplotlib.figure import Figure
+except ImportError as exc:
+    raise MissingExtraError("plot", "drawing the comparison page", "matplotlib") from exc
 
 from tailcut.compare import FAILED, NOT_APPLICABLE, OK, PENDING
 from tailcut.report import _figure_html, _page, _table_html

@@ -33,6 +33,7 @@ else:  # pragma: no cover - exercised only on 3.10
     import tomli as tomllib
 
 from tailcut import _core
+from tailcut.paths import anchor_experiment
 
 ConfigSource = Mapping[str, Any] | str | Path
 
@@ -109,15 +110,35 @@ def apply_overrides(
     return result
 
 
-def load_config(source: ConfigSource) -> dict[str, Any]:
-    """Load an experiment from a dict (copied), a TOML file path, or TOML text."""
+def source_file(source: ConfigSource) -> Path | None:
+    """The file a config source names, or None for a dict or TOML text."""
     if isinstance(source, Mapping):
-        return copy.deepcopy(dict(source))
+        return None
     path = Path(source)
     if isinstance(source, Path) or path.suffix == ".toml" or ("\n" not in str(source) and path.exists()):
+        return path
+    return None
+
+
+def load_config(source: ConfigSource) -> dict[str, Any]:
+    """Load a TOML document from a dict (copied), a TOML file path, or TOML text, as written."""
+    if isinstance(source, Mapping):
+        return copy.deepcopy(dict(source))
+    path = source_file(source)
+    if path is not None:
         # utf-8-sig: editors on Windows may save a byte order mark, which TOML does not allow.
         return tomllib.loads(path.read_bytes().decode("utf-8-sig"))
     return tomllib.loads(str(source))
+
+
+def load_experiment(source: ConfigSource) -> dict[str, Any]:
+    """Load an experiment; from a file, its relative file paths resolve against the file's folder
+    (:mod:`tailcut.paths`)."""
+    config = load_config(source)
+    path = source_file(source)
+    if path is not None:
+        anchor_experiment(config, path.resolve().parent)
+    return config
 
 
 def _json_default(value: Any) -> Any:

@@ -11,12 +11,18 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.axis import Axis
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from tailcut.extras import MissingExtraError
+
+try:
+    import matplotlib
+    from matplotlib.axis import Axis
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+except ImportError as exc:
+    raise MissingExtraError("plot", "drawing a report", "matplotlib") from exc
 
 from tailcut import display
 from tailcut.results import Result

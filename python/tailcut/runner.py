@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, apply_overrides, load_config, resolve, to_json
+from tailcut.config import ConfigSource, apply_overrides, load_experiment, resolve, to_json
 from tailcut.results import Result
 
 ProgressCallback = Callable[[float], "bool | None"]
@@ -23,7 +23,7 @@ def prepare(
 
     Validation happens before anything runs so a bad field is reported before any work or output.
     """
-    raw = apply_overrides(load_config(config), overrides)
+    raw = apply_overrides(load_experiment(config), overrides)
     return raw, resolve(raw, limits)
 
 
@@ -58,19 +58,23 @@ def run_to_dir(
     overwrite: bool = False,
     limits: Mapping[str, Any] | None = None,
     csv: bool = False,
+    report: bool = True,
 ) -> Result:
-    """Run and write the result folder (with report.html, and flows.csv with ``csv``) atomically; nothing
-    is written on failure.
+    """Run and write the result folder (with report.html unless ``report`` is false, and flows.csv with
+    ``csv``) atomically; nothing is written on failure.
 
     ``out`` is checked before the run (:func:`tailcut.outdir.claim`): an existing result is replaced only
-    with ``overwrite``, and a folder holding files tailcut did not write is never touched.
+    with ``overwrite``, and a folder holding files tailcut did not write is never touched. The report needs
+    the ``plot`` extra; without it this raises :class:`tailcut.extras.MissingExtraError` before the run.
     """
     from tailcut.outdir import claim
-    from tailcut.report import run_report_html
 
+    if report:
+        from tailcut.report import run_report_html
     claim(out, "run", overwrite=overwrite)
     # Limits are passed only when given, so callers that replace `run` (tests, sweeps) keep working.
     extra = {"limits": limits} if limits is not None else {}
     result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
-    result.write(out, report=lambda r: run_report_html({Path(out).name: r}), overwrite=overwrite, csv=csv)
+    draw = (lambda r: run_report_html({Path(out).name: r})) if report else None
+    result.write(out, report=draw, overwrite=overwrite, csv=csv)
     return result

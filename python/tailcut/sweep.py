@@ -26,14 +26,22 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, apply_overrides, experiment_name, load_config, parse_value, resolve
+from tailcut.config import (
+    ConfigSource,
+    apply_overrides,
+    experiment_name,
+    load_experiment,
+    parse_value,
+    resolve,
+)
 from tailcut.outdir import claim, combined_files, config_hash, write_error
+from tailcut.progress import SweepProgress, point_weight
 from tailcut.summary import summarize
 
 if TYPE_CHECKING:
@@ -109,31 +117,43 @@ def points(grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> list[Poin
 
 def check_points(
     base: dict[str, Any], all_points: list[Point], limits: Mapping[str, Any] | None = None
-) -> None:
+) -> dict[tuple[tuple[str, Any], ...], dict[str, Any]]:
     """Validate every point's config through the core (under ``limits``) before any runs; the error names
-    point and field."""
-    seen = set()
+    point and field. Returns the resolved config of each distinct grid point (by its params)."""
+    resolved: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
     for point in all_points:
-        if point.params in seen:
+        if point.params in resolved:
             continue
-        seen.add(point.params)
         try:
-            resolve(apply_overrides(base, dict(point.params)), limits)
+            resolved[point.params] = resolve(apply_overrides(base, dict(point.params)), limits)
         except ValueError as exc:  # ConfigError, or a --grid path that does not fit the config
             kind = type(exc) if isinstance(exc, _core.ConfigError) else ValueError
             raise kind(f"grid point {point.slug}: {exc}") from None
+    return resolved
 
 
 def run_point(
     config: dict[str, Any], point: Point, points_dir: str, limits: Mapping[str, Any] | None = None
 ) -> PointOutcome:
     """Run one point into its folder (a top-level function so that process pools and Ray can ship it)."""
+    from tailcut.extras import plotting_available
+    from tailcut.progress import point_reporter
     from tailcut.runner import run_to_dir
 
     out = Path(points_dir) / point.slug
     try:
         # points/ is the sweep's own: a failed attempt's folder is replaced.
-        run_to_dir(config, out, seed=point.seed, overrides=dict(point.params), overwrite=True, limits=limits)
+        run_to_dir(
+            config,
+            out,
+            seed=point.seed,
+            overrides=dict(point.params),
+            progress=point_reporter(point.slug),
+            overwrite=True,
+            limits=limits,
+            # A point's own report is a convenience; a sweep that needs reports checked the extra up front.
+            report=plotting_available(),
+        )
         return PointOutcome(point.slug)
     except Exception as exc:  # a failed point is reported, the sweep goes on
         error = write_error(out, f"{type(exc).__name__}: {exc}", traceback.format_exc())
@@ -146,12 +166,17 @@ def _crashed(point: Any, points_dir: Path, exc: BaseException) -> PointOutcome:
     return PointOutcome(point.slug, error=error)
 
 
-def _worker_init(parent: int) -> None:
-    """Pool worker setup: die with the sweep's process, and leave Ctrl-C to it.
+def _worker_init(parent: int, progress_queue: Any = None) -> None:
+    """Pool worker setup: die with the sweep's process, and leave Ctrl-C to it; report point progress to
+    ``progress_queue`` if given.
 
     Without this, a sweep killed with SIGKILL leaves its workers running every queued point. The
     terminal sends SIGINT to the whole process group; the parent then stops the workers itself.
     """
+    if progress_queue is not None:
+        from tailcut.progress import queue_sink, set_sink
+
+        set_sink(queue_sink(progress_queue))
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
@@ -184,12 +209,15 @@ def run_tasks(
     on_done: Callable[[PointOutcome], None],
     runner: Callable[..., PointOutcome] = run_point,
     extra_args: tuple[Any, ...] = (),
+    on_progress: Callable[[str, float], None] | None = None,
 ) -> list[PointOutcome]:
     """Run ``(config, point)`` tasks on the chosen executor; each outcome goes to ``on_done`` as it completes.
 
     A point is anything hashable with a ``slug`` (its folder under ``points_dir``); ``runner(config, point,
     points_dir, *extra_args)`` must be a top-level function (process pools and Ray pickle it) that never
     raises for a failed point but returns its outcome. ``tailcut compare`` runs its cells through here too.
+    ``on_progress(slug, fraction)`` hears a running point's progress (:mod:`tailcut.progress`) on the local
+    executor; on Ray only finished points are seen.
     """
     outcomes: dict[Any, PointOutcome] = {}
 
@@ -221,22 +249,60 @@ def run_tasks(
     elif executor != "local":
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     elif jobs <= 1:
-        for config, point in tasks:
-            finish(point, runner(config, point, str(points_dir), *extra_args))
-    else:
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(),))
+        from tailcut.progress import set_sink
+
+        set_sink(on_progress)
         try:
-            futures = {pool.submit(runner, config, p, str(points_dir), *extra_args): p for config, p in tasks}
-            for future in as_completed(futures):
+            for config, point in tasks:
+                finish(point, runner(config, point, str(points_dir), *extra_args))
+        finally:
+            set_sink(None)
+    else:
+        _run_pool(tasks, points_dir, jobs, runner, extra_args, finish, on_progress)
+    return [outcomes[p] for _, p in tasks]
+
+
+def _run_pool(
+    tasks: Sequence[tuple[dict[str, Any], Any]],
+    points_dir: Path,
+    jobs: int,
+    runner: Callable[..., PointOutcome],
+    extra_args: tuple[Any, ...],
+    finish: Callable[[Any, PointOutcome], None],
+    on_progress: Callable[[str, float], None] | None,
+) -> None:
+    """The local process pool: points finish in any order; progress arrives on a queue in between."""
+    import multiprocessing
+    import queue as queue_module
+
+    progress_queue = multiprocessing.get_context().Queue() if on_progress is not None else None
+
+    def drain() -> None:
+        while progress_queue is not None and on_progress is not None:
+            try:
+                on_progress(*progress_queue.get_nowait())
+            except queue_module.Empty:
+                return
+
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, initializer=_worker_init, initargs=(os.getpid(), progress_queue)
+    )
+    try:
+        futures = {pool.submit(runner, config, p, str(points_dir), *extra_args): p for config, p in tasks}
+        pending = set(futures)
+        while pending:
+            # Wake at least a few times a second so a progress bar moves while points run.
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            drain()
+            for future in done:
                 try:
                     finish(futures[future], future.result())
                 except Exception as exc:  # e.g. BrokenProcessPool after a worker crash
                     finish(futures[future], _crashed(futures[future], points_dir, exc))
-        except BaseException:
-            _stop_pool(pool)
-            raise
-        pool.shutdown()
-    return [outcomes[p] for _, p in tasks]
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown()
 
 
 def _column_values(values: list[Any]) -> list[Any]:
@@ -290,6 +356,7 @@ def sweep(
     on_done: Callable[[PointOutcome], None] | None = None,
     overwrite: bool = False,
     limits: Mapping[str, Any] | None = None,
+    progress: Callable[[float], Any] | None = None,
 ) -> SweepResult:
     """Run ``grid`` x ``seeds`` and return the combined tables.
 
@@ -299,10 +366,12 @@ def sweep(
     (:func:`tailcut.outdir.claim`). The base config and every point's config are validated up front, so a
     bad field fails before any point starts. ``on_done(outcome)`` is called as each point finishes
     (progress bars). ``limits`` (``max_memory``, ``max_events``, ``force``, as for :func:`tailcut.run`) apply
-    to every point, when it is checked and when it runs. Raises ``tailcut.SimulationError`` if every point
-    that ran failed.
+    to every point, when it is checked and when it runs. ``progress(fraction)`` is called as running points
+    advance, with the share of the sweep's simulated time done (each point is worth its schemes times its
+    ``max_time``; :mod:`tailcut.progress`), which never decreases; points already done count as done. Raises
+    ``tailcut.SimulationError`` if every point that ran failed.
     """
-    base = apply_overrides(load_config(config), overrides)
+    base = apply_overrides(load_experiment(config), overrides)
     resolved = resolve(base, limits)
     grid = {k: list(v) for k, v in grid.items()}
     if not grid or any(not values for values in grid.values()):
@@ -322,13 +391,17 @@ def sweep(
     all_points = points(grid, range(first_seed, first_seed + seeds))
     if len({p.slug for p in all_points}) < len(all_points):
         raise ValueError("grid values that differ only in punctuation would share a folder; rename them")
-    check_points(base, all_points, limits)
-    runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None), limits)
+    per_params = check_points(base, all_points, limits)
+    tracker = SweepProgress({p.slug: point_weight(per_params[p.params]) for p in all_points}, progress)
+    runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None), limits, tracker)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
-            result = _sweep_into(base, Path(tmp), *runner)
+            result = _sweep_into(base, Path(tmp), *runner, report=False)
             result.path = None
     else:
+        # The report is drawn after every point ran: a missing plotting extra must stop the sweep before.
+        import tailcut.report  # noqa: F401
+
         name = experiment_name(base, Path(out).name)
         claim(out, "sweep", overwrite=overwrite, experiment=name, digest=config_hash(resolved))
         result = _sweep_into(base, Path(out), *runner)
@@ -346,17 +419,25 @@ def _sweep_into(
     ray_address: str | None,
     on_done: Callable[[PointOutcome], None],
     limits: Mapping[str, Any] | None = None,
+    tracker: SweepProgress | None = None,
+    report: bool = True,
 ) -> SweepResult:
-    """Run the missing points into ``out/points`` and write the combined tables and report beside them."""
-    from tailcut.report import sweep_report_html
+    """Run the missing points into ``out/points`` and write the combined tables, and the report unless
+    ``report`` is false, beside them."""
 
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
     done = {p.slug for p in all_points if (points_dir / p.slug / "flows.parquet").exists()}
     todo = [p for p in all_points if p.slug not in done]
     outcomes = {slug: PointOutcome(slug, skipped=True) for slug in done}
-    for outcome in outcomes.values():
+    tracker = tracker or SweepProgress({p.slug: 1.0 for p in all_points})
+
+    def point_done(outcome: PointOutcome) -> None:
+        tracker.finished(outcome.slug)
         on_done(outcome)
+
+    for outcome in outcomes.values():
+        point_done(outcome)
     outcomes.update(
         {
             o.slug: o
@@ -366,9 +447,10 @@ def _sweep_into(
                 jobs,
                 executor,
                 ray_address,
-                on_done,
+                point_done,
                 # Passed only when given, so runners that tests put in place keep working.
                 extra_args=(limits,) if limits is not None else (),
+                on_progress=tracker.update if tracker.callback is not None else None,
             )
         }
     )
@@ -386,5 +468,8 @@ def _sweep_into(
         summary.to_parquet(tmp / "summary.parquet", index=False)
         meta = {"name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
         (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
-        (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
+        if report:
+            from tailcut.report import sweep_report_html
+
+            (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
     return result

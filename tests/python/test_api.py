@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -103,3 +104,21 @@ def test_progress_callback_exception_propagates() -> None:
 def test_notebook_html_repr() -> None:
     res = tailcut.run(TINY)
     assert "<table" in res._repr_html_() and f"{len(res.flows)} flows" in res._repr_html_()
+
+
+def test_run_progress_rises_to_one() -> None:
+    seen: list[float] = []
+    tailcut.run(TINY, progress=lambda f: seen.append(f))
+    assert seen and seen[-1] == 1.0
+    assert all(a <= b for a, b in pairwise(seen))
+
+
+def test_sweep_progress_rises_to_one(tmp_path) -> None:
+
+    for jobs in (1, 2):
+        seen: list[float] = []
+        tailcut.sweep(TINY, {SWEEP_KEY: list(SWEEP_VALUES)}, jobs=jobs, progress=seen.append)
+        assert seen[-1] == 1.0, jobs
+        assert all(a <= b for a, b in pairwise(seen)), jobs
+        # Not only the points' ends: the running points report in between.
+        assert len(set(seen)) > len(SWEEP_VALUES), (jobs, seen)

@@ -28,8 +28,8 @@ def _validate_cases() -> list[Path]:
 
 
 def _text(case: Path) -> str:
-    """The case with its side files (topology files, CDFs, flow files) made absolute: paths are relative
-    to the cwd."""
+    """The case with its side files (topology files, CDFs, flow files) made absolute: TOML text has no
+    folder."""
     text = case.read_text()
     for side in CORPUS.iterdir():
         if side.suffix in (".toml", ".cdf", ".cm", ".csv") and side != case:

@@ -87,7 +87,7 @@ def test_schemes_table(cli, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_schemes_table_formats_defaults_as_toml() -> None:
-    from tailcut.cli import format_schemes
+    from tailcut.schemes_text import format_schemes
 
     scheme = {
         "name": "b",
@@ -102,8 +102,10 @@ def test_schemes_table_formats_defaults_as_toml() -> None:
     table = format_schemes([scheme]).splitlines()
     assert table[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION"]
     assert table[2].split() == ["z", "true", "Z"]
-    assert table[3].split() == ["y", "{kind", "=", "k,", "g", "=", "0.5}", "Y"]
-    assert table[4].split() == ["x", "-", "X"]
+    # A default wider than its column takes the row; its description follows on the next line.
+    assert table[3].split() == ["y", "{kind", "=", "k,", "g", "=", "0.5}"]
+    assert table[4].split() == ["Y"]
+    assert table[5].split() == ["x", "-", "X"]
 
 
 def test_run_writes_all_files(cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

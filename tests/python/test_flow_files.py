@@ -46,9 +46,10 @@ def _csv() -> str:
     return "src,dst,start,size\n" + "".join(f"{s},{d},{t}ns,{b}\n" for s, d, t, b in FLOWS)
 
 
-def _experiment(tmp_path: Path, kind: str, name: str, text: str) -> Path:
-    (tmp_path / name).write_text(text)
-    exp = tmp_path / "exp.toml"
+def _experiment(folder: Path, kind: str, name: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text)
+    exp = folder / "exp.toml"
     exp.write_text(EXPERIMENT.format(kind=kind, path=name))
     return exp
 
@@ -57,8 +58,9 @@ def _experiment(tmp_path: Path, kind: str, name: str, text: str) -> Path:
     ("kind", "name", "text"), [("connection_matrix", "w.cm", _matrix()), ("flow_csv", "w.csv", _csv())]
 )
 def test_a_flow_file_runs_and_its_flows_appear(cli, tmp_path: Path, kind: str, name: str, text: str) -> None:
-    exp = _experiment(tmp_path, kind, name, text)
-    # The file's path is relative to the working directory, which the cli fixture sets to tmp_path.
+    # The flow file's path is relative to the experiment file's folder, not to the working directory
+    # (the cli fixture's tmp_path).
+    exp = _experiment(tmp_path / "exp", kind, name, text)
     assert cli("run", exp, "--out", tmp_path / "out") == 0
     flows = pd.read_parquet(tmp_path / "out" / "flows.parquet")
     got = sorted(zip(flows.src, flows.dst, flows.start_ns, flows.size_bytes, strict=True))

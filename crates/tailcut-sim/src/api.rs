@@ -49,11 +49,16 @@ pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
     })
 }
 
-/// Reads and parses an experiment file (TOML); the error names the file, then the field.
+/// Reads and parses an experiment file (TOML); the error names the file, then the field. File paths in
+/// it resolve against the file's folder ([`crate::paths`]).
 pub fn load_toml(path: &str) -> Result<Experiment, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     // Editors on Windows may save a UTF-8 byte order mark, which TOML does not allow.
-    parse_toml(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| format!("{path}: {e}"))
+    let mut exp =
+        parse_toml(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| format!("{path}: {e}"))?;
+    let folder = std::path::absolute(path).map_err(|e| format!("{path}: {e}"))?;
+    crate::paths::anchor_paths(&mut exp, folder.parent().unwrap_or(std::path::Path::new("/")));
+    Ok(exp)
 }
 
 fn config_error(path: &serde_path_to_error::Path, msg: &str, raw: Option<&Value>) -> ApiError {

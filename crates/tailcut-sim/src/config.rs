@@ -45,7 +45,9 @@ pub enum ShimConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OtherTraffic {
+    /// Transport from the registry (`tailcut schemes`) carrying the other components.
     pub transport: String,
+    /// Its parameters, as a scheme's `params`.
     #[serde(default)]
     pub params: serde_json::Map<String, serde_json::Value>,
 }
@@ -67,20 +69,26 @@ pub struct Experiment {
     /// watchdog off. Default 300 s: longer than TCP's largest back-off (Linux caps the RTO at 120 s,
     /// tailcut's `max_rto` defaults to 60 s), so a flow that could still get through has retransmitted
     /// at least twice inside the window (docs/simulator.md, "Stalled runs").
-    /// Left out of the resolved config at its default, so results and sweep hashes of configs that
-    /// never set it stay as they were.
+    // Left out of the resolved config at its default, so results and sweep hashes of configs that
+    // never set it stay as they were.
     #[serde(
         default = "default_stall_timeout",
         skip_serializing_if = "is_default_stall_timeout"
     )]
     pub stall_timeout: Dur,
+    /// The network's shape: `kind` and that kind's keys.
     pub topology: TopologyConfig,
+    /// Queues of switch ports and host NICs; every key has a default.
     #[serde(default)]
     pub network: SwitchQueues,
+    /// Link faults at scheduled times. Default: none.
     #[serde(default)]
     pub faults: Vec<FaultConfig>,
+    /// The flows, one table per component; every scheme runs the same flows.
     pub workload: Vec<WorkloadComponent>,
+    /// The schemes to compare, each run on its own copy of the network.
     pub schemes: Vec<SchemeConfig>,
+    /// Transport of the workload components a scheme's `applies_to` leaves out (required then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_traffic: Option<OtherTraffic>,
     /// What only a run on real hosts needs (`tailcut testbed run`: kernel stacks, sysctls, rate scale,

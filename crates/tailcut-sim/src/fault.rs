@@ -38,30 +38,42 @@ pub enum Direction {
 pub enum FaultConfig {
     /// Apply a loss model to a link from `at` (until `until`, if given).
     Loss {
+        /// The link.
         link: LinkRef,
+        /// Which direction: `both`, `forward` (from the first node to the second) or `backward`.
         #[serde(default)]
         direction: Direction,
+        /// The loss model.
         model: LossConfig,
+        /// Time the fault starts.
         #[serde(default)]
         at: Dur,
+        /// Time the fault ends. Default: never.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Dur>,
     },
     /// Take a link down at `at` (and up again at `until`). Routing reconverges at once around a down
     /// link (use a `blackhole` loss model for a failure routing does not see).
     LinkDown {
+        /// The link.
         link: LinkRef,
+        /// Time the fault starts.
         #[serde(default)]
         at: Dur,
+        /// Time the fault ends. Default: never.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Dur>,
     },
     /// Change a link's rate (both directions) at `at` (restored at `until`).
     Degrade {
+        /// The link.
         link: LinkRef,
+        /// The link's rate while degraded.
         rate: Rate,
+        /// Time the fault starts.
         #[serde(default)]
         at: Dur,
+        /// Time the fault ends. Default: never.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Dur>,
     },
@@ -69,12 +81,17 @@ pub enum FaultConfig {
     /// switch on that path (DCQUIC Sec. 4.3's network damage simulator). Packets already on the wire
     /// keep their arrival time.
     Delay {
+        /// The link.
         link: LinkRef,
+        /// Which direction: `both`, `forward` (from the first node to the second) or `backward`.
         #[serde(default)]
         direction: Direction,
+        /// Delay added to the link's propagation delay.
         extra: Dur,
+        /// Time the fault starts.
         #[serde(default)]
         at: Dur,
+        /// Time the fault ends. Default: never.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         until: Option<Dur>,
     },
@@ -82,10 +99,15 @@ pub enum FaultConfig {
     /// drawn from `rates` (a distribution file or builtin name, e.g. "fuso-loss"). Lossy links are
     /// placed in tier i with probability `tier_weights[i]` (uniform if absent), uniformly within the tier.
     RandomLossyLinks {
+        /// Fraction of the links in `tiers` made lossy, in [0, 1].
         fraction: f64,
+        /// Link tiers to pick from (0 = host links, 1 = ToR/leaf uplinks, 2 = aggregation-core).
         tiers: Vec<u8>,
+        /// Probability of placing a lossy link in each of `tiers`. Default: uniform.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tier_weights: Option<Vec<f64>>,
+        /// Distribution of the loss rates: builtin "fuso-loss" or a two-column file, relative to the
+        /// experiment file's folder.
         #[serde(default = "fuso_loss")]
         rates: String,
     },

@@ -15,6 +15,7 @@ mod hash;
 pub mod limits;
 pub mod metrics;
 pub mod net;
+pub mod paths;
 pub mod run;
 pub mod scheme;
 pub mod sim;

@@ -24,7 +24,7 @@ fn corpus_dir() -> PathBuf {
 }
 
 /// A case's text with every side file it names (`"NAME.topo.toml"`, `"NAME.cdf"`) made absolute, since
-/// paths in an experiment are relative to the working directory.
+/// an experiment parsed from text (not loaded from its file) resolves paths against the working directory.
 fn case_text(dir: &Path, path: &Path) -> String {
     let mut text = std::fs::read_to_string(path).unwrap();
     for entry in std::fs::read_dir(dir).unwrap() {

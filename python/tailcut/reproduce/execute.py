@@ -38,13 +38,13 @@ class Task:
 
 def point_config(entry: Entry, root: Path, seed: int) -> tuple[dict[str, Any], str]:
     """The entry's config with its overrides and ``seed``, and the hash of its resolved form."""
-    from tailcut.config import apply_overrides, load_config, resolve
+    from tailcut.config import apply_overrides, load_experiment, resolve
     from tailcut.outdir import config_hash
 
     path = root / entry.file
     if not path.is_file():
         raise FileNotFoundError(f"experiment file {path} is missing (entry {entry.label!r})")
-    raw = apply_overrides(load_config(path), {**dict(entry.overrides), "seed": seed})
+    raw = apply_overrides(load_experiment(path), {**dict(entry.overrides), "seed": seed})
     return raw, config_hash(resolve(raw))
 
 

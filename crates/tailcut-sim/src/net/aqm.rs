@@ -16,18 +16,26 @@ pub enum AqmConfig {
     /// DCTCP marking (Alizadeh et al. 2010, Sec. 3.1): mark an ECN-capable arriving packet CE when the
     /// instantaneous queue, counted in bytes before it, is at least `k`. Not-ECT packets are admitted
     /// unmarked; overflow drops as drop-tail.
-    Ecn { k: Bytes },
+    Ecn {
+        /// Queue length, before the arriving packet, from which packets are marked.
+        k: Bytes,
+    },
     /// RED (Floyd & Jacobson 1993) with the "gentle" extension: EWMA of the queue with weight `w_q`,
     /// probability rising linearly from 0 at `min_th` to `max_p` at `max_th` and on to 1 at 2 `max_th`,
     /// spread by the inter-mark count. `mark` = true marks ECN-capable packets instead of dropping them
     /// (RED-ECN); not-ECT packets are then dropped.
     Red {
+        /// Average queue at which marking or dropping starts.
         min_th: Bytes,
+        /// Average queue at which the probability reaches `max_p`.
         max_th: Bytes,
+        /// Probability at `max_th`.
         #[serde(default = "default_max_p")]
         max_p: f64,
+        /// Weight of the latest queue length in the average.
         #[serde(default = "default_w_q")]
         w_q: f64,
+        /// Mark ECN-capable packets instead of dropping them.
         #[serde(default)]
         mark: bool,
     },
@@ -49,14 +57,19 @@ pub enum AqmConfig {
     /// CompositeQueue) and limited to `header_headroom`; by default they stay in the FIFO, as the
     /// slides' design does. `ecn_k` adds DCTCP marking at K (as `ecn`) for CP with DCTCP.
     Trim {
+        /// Size of a cut packet (the header kept).
         #[serde(default = "default_trim_header")]
         header_bytes: Bytes,
+        /// Queue length above which payloads are cut. Default: the buffer.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold: Option<Bytes>,
+        /// Bytes beyond the buffer that cut headers may use.
         #[serde(default = "default_trim_headroom")]
         header_headroom: Bytes,
+        /// Queue headers in their own queue, served before data.
         #[serde(default)]
         priority_headers: bool,
+        /// Also mark ECN at this queue length (CP with DCTCP).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ecn_k: Option<Bytes>,
     },

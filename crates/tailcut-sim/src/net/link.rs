@@ -11,15 +11,22 @@ pub enum LossConfig {
     #[default]
     None,
     /// Independent loss with probability `p` per packet.
-    Bernoulli { p: f64 },
+    Bernoulli {
+        /// Loss probability of each packet, in [0, 1].
+        p: f64,
+    },
     /// Gilbert-Elliott two-state bursty loss: from Good go Bad with `p_good_to_bad`, from Bad go Good
     /// with `p_bad_to_good` (per packet); a packet is lost with `loss_good` / `loss_bad` in each state.
     /// Mean burst length is 1 / `p_bad_to_good` packets.
     GilbertElliott {
+        /// Per-packet probability of going from Good to Bad.
         p_good_to_bad: f64,
+        /// Per-packet probability of going from Bad to Good.
         p_bad_to_good: f64,
+        /// Loss probability in the Good state.
         #[serde(default)]
         loss_good: f64,
+        /// Loss probability in the Bad state.
         #[serde(default = "one")]
         loss_bad: f64,
     },

@@ -13,7 +13,10 @@ pub enum SchedConfig {
     #[default]
     StrictPriority,
     /// Weighted round robin by packets: class i sends up to `weights[i]` packets per round.
-    Wrr { weights: Vec<u32> },
+    Wrr {
+        /// Packets per round of each class, in class order.
+        weights: Vec<u32>,
+    },
 }
 
 /// One traffic class of a port.

@@ -39,7 +39,7 @@ const ENDPOINT_DOCS: &[Doc] = &[
         "LT only: { kind = \"systematic_random\" } (default) | { kind = \"systematic\" } | { kind = \"fixed\", d = 5 } | { kind = \"capped_soliton\", max = 5 } | { kind = \"robust_soliton\", c, delta }",
     ),
     ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
-    ("path_mode", "explicit (Route::Path labels 0..paths, XPath) or ecmp (a pool of `paths` source ports)"),
+    ("path_mode", "explicit (source-routed path labels 0..paths, as XPath) or ecmp (a pool of `paths` source ports)"),
     ("rate_share", "r of Algorithm 1: rounds start paths x packet / (r x nic_rate) apart"),
     ("nic_rate", "LINK_CAP of Algorithm 1"),
     ("transmission_timeout", "t of Algorithm 1: the sender fails the message without a STOP by then"),

@@ -84,7 +84,7 @@ impl Scheme for Dcquic {
     }
 
     fn description(&self) -> &'static str {
-        "DCQUIC (seed 004): QUIC (quinn-proto) with RPCs as streams, MPS by task size, pluggable CC, proactive connection migration"
+        "DCQUIC: QUIC (quinn-proto) with RPCs as streams, MPS by task size, pluggable CC, proactive connection migration"
     }
 
     fn params(&self) -> Vec<Param> {

@@ -72,7 +72,7 @@ const MPTCP_DOCS: &[Doc] = &[
     ),
     (
         "cp",
-        "CP on every sub-flow (issue #10): receiver PACKs for cut segments, precise retransmission, dupACK threshold inf, payload-cutting switches as transport cp; the switch_* parameters apply only with it",
+        "CP on every sub-flow: receiver PACKs for cut segments, precise retransmission, dupACK threshold inf, payload-cutting switches as transport cp; the switch_* parameters apply only with it",
     ),
 ];
 

@@ -30,6 +30,20 @@ fn every_parameter_of_every_scheme_and_shim_is_documented_once() {
     }
 }
 
+/// The registry's text is what users read (`tailcut schemes`, docs/experiment-file.md): no pointers into
+/// the project's issues or design notes, no Rust paths.
+#[test]
+fn registry_text_has_no_internal_notes() {
+    for info in registry() {
+        let texts = std::iter::once(info.description).chain(info.params.iter().map(|p| p.doc));
+        for text in texts {
+            for note in ["issue #", "(seed ", "::", "TODO"] {
+                assert!(!text.contains(note), "{}: {note:?} in {text:?}", info.name);
+            }
+        }
+    }
+}
+
 /// Every TCP option, optional ones included, is listed (serialisation omits the unset optional ones, so
 /// set them all).
 #[test]

@@ -144,9 +144,12 @@ crate::tagged::kind_tagged!(TopologyConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Star {
+    /// Number of hosts.
     pub hosts: u32,
+    /// Rate of each host link.
     #[serde(default = "rate_1g")]
     pub host_rate: Rate,
+    /// Propagation delay of each link.
     #[serde(default = "delay_25us")]
     pub link_delay: Dur,
 }
@@ -155,12 +158,17 @@ pub struct Star {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Dumbbell {
+    /// Hosts on the left switch.
     pub left: u32,
+    /// Hosts on the right switch.
     pub right: u32,
+    /// Rate of each host link.
     #[serde(default = "rate_1g")]
     pub host_rate: Rate,
+    /// Rate of the link between the two switches.
     #[serde(default = "rate_1g")]
     pub bottleneck_rate: Rate,
+    /// Propagation delay of each link.
     #[serde(default = "delay_25us")]
     pub link_delay: Dur,
 }
@@ -170,15 +178,22 @@ pub struct Dumbbell {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LeafSpine {
+    /// Number of leaf (ToR) switches.
     pub leaves: u32,
+    /// Number of spine switches.
     pub spines: u32,
+    /// Hosts under each leaf.
     pub hosts_per_leaf: u32,
+    /// Rate of each host link.
     #[serde(default = "rate_10g")]
     pub host_rate: Rate,
+    /// Rate of each leaf-spine link. Default: the host rate (or from `oversubscription`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric_rate: Option<Rate>,
+    /// Instead of `fabric_rate`: hosts_per_leaf * host_rate / (spines * fabric_rate), > 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub oversubscription: Option<f64>,
+    /// Propagation delay of each link.
     #[serde(default = "delay_1us")]
     pub link_delay: Dur,
 }
@@ -189,13 +204,18 @@ pub struct LeafSpine {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FatTree {
+    /// The fat-tree's k (even): k pods, k-port switches.
     pub k: u32,
+    /// Hosts per edge switch. Default: k/2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hosts_per_edge: Option<u32>,
+    /// Rate of each host link.
     #[serde(default = "rate_10g")]
     pub host_rate: Rate,
+    /// Rate of each switch-to-switch link. Default: the host rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric_rate: Option<Rate>,
+    /// Propagation delay of each link.
     #[serde(default = "delay_1us")]
     pub link_delay: Dur,
 }
@@ -206,8 +226,10 @@ pub struct FatTree {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FusoTestbed {
+    /// Rate of every link.
     #[serde(default = "rate_1g")]
     pub rate: Rate,
+    /// Propagation delay of each link.
     #[serde(default = "delay_fuso")]
     pub link_delay: Dur,
 }
@@ -217,8 +239,10 @@ pub struct FusoTestbed {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CloudburstTestbed {
+    /// Rate of every link.
     #[serde(default = "rate_1g")]
     pub rate: Rate,
+    /// Propagation delay of each link.
     #[serde(default = "delay_5us")]
     pub link_delay: Dur,
 }
@@ -227,6 +251,7 @@ pub struct CloudburstTestbed {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct File {
+    /// The topology file (TOML with `[[node]]` and `[[link]]`), relative to the experiment file's folder.
     pub path: String,
 }
 

@@ -30,7 +30,7 @@ pub struct WorkloadComponent {
     pub pattern: Pattern,
 
     /// Flow-size distribution: "websearch" (DCTCP, SIGCOMM 2010), "datamining" (VL2, SIGCOMM 2009) or a
-    /// path to a two-column CDF file (relative to the working directory). Default: none.
+    /// path to a two-column CDF file (relative to the experiment file's folder). Default: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cdf: Option<String>,
     /// With `cdf`: condition sizes on >= this many bytes. Default: no lower bound.
@@ -128,7 +128,10 @@ pub enum Pattern {
         dst_rack: u32,
     },
     /// An explicit list of `[src, dst]` host pairs (data sender first).
-    Pairs { pairs: Vec<[u32; 2]> },
+    Pairs {
+        /// `[sender, receiver]` host indices.
+        pairs: Vec<[u32; 2]>,
+    },
     /// N senders to one receiver, all starting together: each round every sender starts one flow at the
     /// round's start plus `jitter`, in a random sender order per round; rounds repeat every
     /// `round_interval`. FUSO Sec. 4.2 / CP incast (N x 64 KB), T-RACKs Sec. V-A CASE 1 (rounds every 3 s,
@@ -166,13 +169,13 @@ pub enum Pattern {
     /// The flows of an htsim connection-matrix file (`SRC->DST id N start PICOSECONDS size BYTES`), so
     /// htsim workloads run unchanged. The file gives sizes and starts: no size or arrival fields.
     ConnectionMatrix {
-        /// The file, relative to the working directory (as `cdf` files are). Required.
+        /// The file, relative to the experiment file's folder (as `cdf` files are). Required.
         path: String,
     },
     /// The flows of a CSV file with the header `src,dst,start,size` (start with its unit, e.g. "10us";
     /// size in bytes). The file gives sizes and starts: no size or arrival fields.
     FlowCsv {
-        /// The file, relative to the working directory (as `cdf` files are). Required.
+        /// The file, relative to the experiment file's folder (as `cdf` files are). Required.
         path: String,
     },
 }
@@ -189,11 +192,17 @@ pub enum Jitter {
     #[default]
     None,
     /// Each flow independently at the round start plus a uniform offset in `[0, max]`.
-    Uniform { max: Dur },
+    Uniform {
+        /// Largest offset.
+        max: Dur,
+    },
     /// In the round's random sender order, the first flow starts at the round start and each next one an
     /// independent exponential gap (with this mean) after the previous one (T-RACKs Sec. V-A CASE 1: mean
     /// gap one packet transmission time, 12 us for 1500 B at 1 Gbps).
-    ExponentialGaps { mean: Dur },
+    ExponentialGaps {
+        /// Mean gap between consecutive flows.
+        mean: Dur,
+    },
 }
 
 /// How flows map onto transport connections (interpreted by the simulator).
