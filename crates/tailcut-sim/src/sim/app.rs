@@ -162,6 +162,11 @@ impl Sim<'_> {
         for c in conns.iter_mut().take(copies as usize).skip(1) {
             *c = self.open_connection(spec);
         }
+        if self.trace.is_some() {
+            for &c in conns.iter().take(copies as usize) {
+                self.trace_follow(f as usize, c);
+            }
+        }
         self.flow_state.push(FlowState {
             conns,
             copies: copies as u8,
@@ -272,6 +277,9 @@ impl Sim<'_> {
         let a = self.add_engine(ea, spec.src, (pa, ports), conn, tcp);
         let b = self.add_engine(eb, spec.dst, (pb, ports), conn, tcp);
         self.conns.push(Conn { a, b });
+        if self.trace.is_some() {
+            self.trace_follow(spec.id as usize, conn);
+        }
         // A connection with a handshake starts talking at once.
         self.drain(a);
         self.drain(b);

@@ -10,6 +10,7 @@ mod app;
 mod host;
 mod ports;
 mod records;
+mod trace;
 
 use crate::arena::PacketArena;
 use crate::event::{EngineId, Event, EventQueue};
@@ -129,6 +130,8 @@ pub struct Sim<'a> {
     tsq_holds: u64,
     watchdog: Watchdog,
     stop: StopReason,
+    /// Set only in a traced run (`tailcut trace`); every hook tests it first.
+    trace: Option<Box<crate::trace::Tracer>>,
 }
 
 impl<'a> Sim<'a> {
@@ -185,6 +188,7 @@ impl<'a> Sim<'a> {
                 last_scheduled: Time::ZERO,
             },
             stop: StopReason::NoEvents,
+            trace: None,
         };
         for (i, f) in flows.iter().enumerate() {
             sim.events.push(f.start, Event::FlowStart(i as u32));
