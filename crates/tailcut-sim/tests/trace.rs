@@ -132,6 +132,10 @@ fn a_dropped_packet_shows_at_its_port_and_is_retransmitted() {
         .filter_map(|e| e.probe.map(|p| p.cwnd_bytes))
         .collect();
     let peak = cwnd.iter().copied().max().expect("samples");
+    // ACKs are received by the data sender: its window is sampled there too.
+    assert!(ev
+        .iter()
+        .any(|e| e.kind == Kind::Receive && !e.forward && e.probe.is_some_and(|p| p.cwnd_bytes == peak)));
     assert!(cwnd.iter().rev().take(3).any(|&c| c < peak), "{cwnd:?}");
 }
 

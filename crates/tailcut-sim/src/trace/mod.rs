@@ -2,6 +2,10 @@
 //! timers, kept in memory up to a cap. The simulator calls in only when a run is traced (`Sim::trace`
 //! is `None` otherwise), so this module costs an untraced run nothing but the test of that option.
 
+mod table;
+
+pub use table::columns;
+
 use crate::event::{EngineId, PortId};
 use crate::hash::FxMap;
 use tailcut_proto::{EngineProbe, Packet, Time};
@@ -96,7 +100,7 @@ pub struct Event {
     pub kind: Kind,
     /// The traced flow whose connection this belongs to.
     pub flow: u64,
-    /// Whether the packet goes from the flow's data sender to its receiver (for engine events: the
+    /// Whether the packet goes from the flow's data sender to its receiver (for timer events: the
     /// engine is the data sender's).
     pub forward: bool,
     /// The packet's headers (engine-only events carry none).
@@ -223,7 +227,9 @@ impl Tracer {
             _ => kind,
         };
         t.last = probe.or(t.last);
-        let (flow, forward) = (t.flow, t.sender);
+        // A received packet goes the other way from the engine's own sends.
+        let forward = t.sender != packet.is_some();
+        let flow = t.flow;
         self.record(Event {
             packet: packet.copied(),
             probe,
