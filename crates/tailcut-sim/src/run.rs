@@ -214,7 +214,7 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
         runs: Vec::new(),
     };
     for k in 0..prep.schemes.len() {
-        let (mut sim, wall) = run_scheme(prep, k, None, &mut |f| progress((k as f64 + f) / n))?;
+        let (mut sim, wall) = run_scheme::<false>(prep, k, None, &mut |f| progress((k as f64 + f) / n))?;
         add_tables(&mut tables, &mut sim, prep, k, wall);
     }
     progress(1.0);
@@ -229,7 +229,7 @@ pub fn run_traced(
     trace: (&[u64], usize),
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Tables, Trace), RunError> {
-    let (mut sim, wall) = run_scheme(prep, k, Some(trace), progress)?;
+    let (mut sim, wall) = run_scheme::<true>(prep, k, Some(trace), progress)?;
     let mut tables = Tables {
         flows: Vec::new(),
         ports: Vec::new(),
@@ -243,12 +243,12 @@ pub fn run_traced(
 
 /// One scheme's simulation, run to its end and checked (`progress` gets this run's own fraction), and
 /// its wall time.
-fn run_scheme<'p>(
+fn run_scheme<'p, const TRACED: bool>(
     prep: &'p Prepared,
     k: usize,
     trace: Option<(&[u64], usize)>,
     progress: &mut dyn FnMut(f64) -> bool,
-) -> Result<(Sim<'p>, f64), RunError> {
+) -> Result<(Sim<'p, TRACED>, f64), RunError> {
     let SchemeRun {
         name,
         components: comps,
@@ -257,7 +257,7 @@ fn run_scheme<'p>(
         shim,
     } = &prep.schemes[k];
     let net = Network::build(spec, prep.exp.seed);
-    let mut sim = Sim::new(
+    let mut sim = Sim::<TRACED>::build(
         net,
         &prep.flows,
         comps,
@@ -271,7 +271,7 @@ fn run_scheme<'p>(
         sim.start_trace(flows, max_events);
     }
     let wall = WallClock::start();
-    sim.run(&mut |s: &Sim| progress(s.progress_fraction()))
+    sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction()))
         .map_err(|_| RunError::Cancelled)?;
     let c = sim.conservation();
     if !c.ok {
@@ -283,7 +283,13 @@ fn run_scheme<'p>(
     Ok((sim, wall.seconds()))
 }
 
-fn add_tables(tables: &mut Tables, sim: &mut Sim, prep: &Prepared, k: usize, wall_seconds: f64) {
+fn add_tables<const TRACED: bool>(
+    tables: &mut Tables,
+    sim: &mut Sim<TRACED>,
+    prep: &Prepared,
+    k: usize,
+    wall_seconds: f64,
+) {
     let name = &prep.schemes[k].name;
     let info = sim.run_info(name, wall_seconds);
     tables.flows.extend(sim.flow_records(name, &prep.component_names));
@@ -292,7 +298,7 @@ fn add_tables(tables: &mut Tables, sim: &mut Sim, prep: &Prepared, k: usize, wal
 }
 
 /// Installs the scheme's shim (if any) on every host, each with its own RNG stream.
-fn install_shims(sim: &mut Sim, shim: Option<&ShimConfig>, seed: u64) {
+fn install_shims<const TRACED: bool>(sim: &mut Sim<TRACED>, shim: Option<&ShimConfig>, seed: u64) {
     let Some(ShimConfig::Tracks(c)) = shim else {
         return;
     };

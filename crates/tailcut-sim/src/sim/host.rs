@@ -8,7 +8,7 @@ use crate::event::{EngineId, Event};
 use crate::trace::{Cause, Kind};
 use tailcut_proto::{Direction, Engine, Packet, Time, Verdict};
 
-impl Sim<'_> {
+impl<const TRACED: bool> Sim<'_, TRACED> {
     pub(super) fn host_receive(&mut self, host: u32, mut pkt: Packet) {
         if self.shim_passes(host, &mut pkt, Direction::ToHost) {
             self.deliver_local(pkt);
@@ -27,7 +27,7 @@ impl Sim<'_> {
         self.drain_shim(host);
         if v == Verdict::Drop {
             self.cons.shim_dropped += 1;
-            if self.trace.is_some() {
+            if TRACED {
                 self.trace_lost(pkt, Cause::Shim);
             }
         }
@@ -42,7 +42,7 @@ impl Sim<'_> {
                     .engine
                     .handle_packet(self.now, &pkt, &payload);
                 self.rx_payload = payload;
-                if self.trace.is_some() {
+                if TRACED {
                     self.trace_engine(e, Kind::Receive, Some(&pkt));
                 }
                 self.drain(e);
@@ -70,7 +70,7 @@ impl Sim<'_> {
             self.arena.set_payload(id, payload);
         }
         self.cons.injected += 1;
-        if self.trace.is_some() {
+        if TRACED {
             self.trace_send(&pkt, owner);
         }
         if self.tsq_on && owner != NO_OWNER {
@@ -196,7 +196,7 @@ impl Sim<'_> {
                 self.events.push(t, Event::EngineTimer(e));
             }
         }
-        if self.trace.is_some() {
+        if TRACED {
             self.trace_deadline(e);
         }
     }
@@ -207,7 +207,7 @@ impl Sim<'_> {
         let slot = &mut self.engines[e as usize];
         if slot.engine.poll_timeout().is_some_and(|d| d <= self.now) {
             slot.engine.handle_timeout(self.now);
-            if self.trace.is_some() {
+            if TRACED {
                 self.trace_engine(e, Kind::Timer, None);
             }
         }
@@ -222,7 +222,7 @@ impl Sim<'_> {
         slot.scheduled = Time::MAX;
         if slot.engine.poll_timeout().is_some_and(|d| d <= self.now) {
             slot.engine.handle_timeout(self.now);
-            if self.trace.is_some() {
+            if TRACED {
                 self.trace_engine(e, Kind::Timer, None);
             }
         }

@@ -9,9 +9,9 @@ use crate::net::port::Service;
 use crate::net::routing;
 use crate::trace::Cause;
 
-impl Sim<'_> {
+impl<const TRACED: bool> Sim<'_, TRACED> {
     pub(super) fn enqueue(&mut self, port: PortId, id: PktId) {
-        if self.trace.is_some() {
+        if TRACED {
             return self.enqueue_traced(port, id);
         }
         let s = self.net.ports[port as usize].offer(self.now, id, &mut self.arena);
@@ -54,7 +54,7 @@ impl Sim<'_> {
     }
 
     pub(super) fn tx_done(&mut self, port: PortId) {
-        if self.trace.is_some() {
+        if TRACED {
             return self.tx_done_traced(port);
         }
         let s = self.net.ports[port as usize].wake(self.now, &self.arena);
@@ -82,7 +82,7 @@ impl Sim<'_> {
         match routing::choose(hops, &pkt.tuple, &mut pkt.route, salt) {
             Some(egress) => self.enqueue(egress, id),
             None => {
-                if self.trace.is_some() {
+                if TRACED {
                     let pkt = *self.arena.get(id);
                     self.trace_lost(&pkt, Cause::NoRoute);
                 }

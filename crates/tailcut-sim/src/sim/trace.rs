@@ -1,6 +1,7 @@
 //! Where a traced run looks: the traced twins of the per-hop entry points (`enqueue`, `tx_done`) and
-//! the hooks at the engines' inputs and outputs. The untraced paths only test `self.trace` and jump
-//! here, out of line, when it is set; nothing here changes what the simulation does.
+//! the hooks at the engines' inputs and outputs. The hot paths jump here, out of line, only in a
+//! `Sim<_, true>`; in an untraced `Sim` the tests are constants and compile away. Nothing here changes
+//! what the simulation does.
 
 use super::Sim;
 use crate::arena::PktId;
@@ -9,10 +10,10 @@ use crate::net::port::{PortCounters, Service};
 use crate::trace::{Cause, Event, Kind, Trace, Tracer};
 use tailcut_proto::{Ecn, Packet};
 
-impl Sim<'_> {
-    /// Records every event of the flows with these ids (`FlowSpec::id`), up to `max_events` events.
-    /// Call before [`Sim::run`].
-    pub fn start_trace(&mut self, flows: &[u64], max_events: usize) {
+impl<const TRACED: bool> Sim<'_, TRACED> {
+    /// Records every event of the flows with these ids (`FlowSpec::id`), up to `max_events` events;
+    /// call before [`Sim::run`]. Only a `Sim<_, true>` calls the hooks that record them.
+    pub(crate) fn start_trace(&mut self, flows: &[u64], max_events: usize) {
         self.trace = Some(Box::new(Tracer::new(flows, max_events)));
     }
 
