@@ -1,4 +1,4 @@
-"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report, reproduce.
+"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report, reproduce, trace.
 
 Exit codes: 0 success, 1 a run or sweep point failed, 2 bad input (config, TOML syntax, arguments),
 130 interrupted.
@@ -200,6 +200,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
     p.add_argument("--list", action="store_true", help="list the entries and seconds per seed, run nothing")
+
+    p = sub.add_parser(
+        "trace",
+        help="re-run one scheme and record every event of chosen flows (table, plot, pcap)",
+        description="Re-run one scheme of an experiment deterministically (same seed and flows) and record "
+        "every event of the chosen flows: packets sent, queued/marked/trimmed/dropped at each port and "
+        "why, received, timers, congestion window and RTO. Writes events.parquet/.csv, a time-sequence "
+        "plot per flow, and trace.pcap for Wireshark/tshark. See docs/trace.md.",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_config_args(p)
+    pick = p.add_mutually_exclusive_group(required=True)
+    pick.add_argument(
+        "--flow", type=int, action="append", metavar="ID", help="a flow id to trace (repeatable)"
+    )
+    pick.add_argument(
+        "--where",
+        metavar="QUERY",
+        help='a pandas query on the flow table picking the flows, e.g. "timeouts > 0"',
+    )
+    p.add_argument("--limit", type=int, default=5, help="at most this many flows from --where (default 5)")
+    p.add_argument("--scheme", help="the scheme to trace (needed when the experiment has several)")
+    p.add_argument("--seed", type=int, help="replace the config's seed")
+    p.add_argument(
+        "--max-trace-events",
+        type=int,
+        default=500_000,
+        metavar="N",
+        help="stop recording after N events (default 500000, about 100 MB)",
+    )
+    _add_out_args(p, "results/<experiment name>-trace", resumes=False)
+    _add_limit_args(p)
 
     testbed.add_parser(sub)
 
@@ -514,6 +547,34 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return EXIT_FAILED if failed else 0
 
 
+def cmd_trace(args: argparse.Namespace) -> int:
+    from tailcut.outdir import claim
+    from tailcut.trace import trace, write_trace
+
+    config = _load(args)
+    out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-trace"
+    claim(out, "trace", overwrite=args.overwrite)
+    result = trace(
+        config,
+        flows=args.flow,
+        where=args.where,
+        limit=args.limit,
+        scheme=args.scheme,
+        seed=args.seed,
+        max_events=args.max_trace_events,
+        limits=_limits(args),
+    )
+    write_trace(result, out, overwrite=args.overwrite)
+    for line in result.warnings():
+        print(line, file=sys.stderr)
+    kinds = result.events["kind"].value_counts()
+    flows = ", ".join(map(str, result.flow_ids))
+    print(f"traced scheme {result.scheme}, flows {flows}: {len(result.events)} events")
+    print("  " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
+    print(f"results: {out} (events.parquet, trace.pcap, plots/)")
+    return 0
+
+
 COMMANDS = {
     "run": cmd_run,
     "sweep": cmd_sweep,
@@ -523,6 +584,7 @@ COMMANDS = {
     "report": cmd_report,
     "reproduce": cmd_reproduce,
     "testbed": testbed.cmd,
+    "trace": cmd_trace,
 }
 
 

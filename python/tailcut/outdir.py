@@ -46,6 +46,15 @@ FILES = {
         "report.html",
         "error.txt",
     },
+    "trace": {
+        "events.parquet",
+        "events.csv",
+        "flows.parquet",
+        "trace.pcap",
+        "plots",
+        "trace.json",
+        "config.toml",
+    },
     "sweep": {"points", "flows.parquet", "summary.parquet", "sweep.json", "report.html", ".combined"},
     "compare": {
         "points",
@@ -57,7 +66,10 @@ FILES = {
     },
 }
 # Folders written before the marker existed, recognised by the file only that kind writes.
-_SIGNATURE = {"run": "runs.json", "sweep": "sweep.json", "compare": "compare.json"}
+_SIGNATURE = {"run": "runs.json", "sweep": "sweep.json", "compare": "compare.json", "trace": "trace.json"}
+
+# Kinds written whole into a temporary folder and swapped in (never resumed).
+_WHOLE = {"run", "trace"}
 
 # tempfile's names end in 8 characters of this alphabet; older versions did not name the writer.
 _TEMP = r"^\.{name}\.(?:tmp|old)-(?:(?P<host>.+)-(?P<pid>\d+)-)?[a-z0-9_]{{8}}$"
@@ -146,14 +158,14 @@ def claim(
         if found is not None:
             clean_temps(out)
         if overwrite:
-            if kind != "run":  # a run's folder is swapped whole once its result is complete
+            if kind not in _WHOLE:  # a run's folder is swapped whole once its result is complete
                 _remove_ours(out, found)
         elif found != kind:
             raise OutputError(
                 f"out: {out} holds the result of a tailcut {found}, not of a {kind}; pass --overwrite to "
                 "replace it, or choose another output folder"
             )
-        elif kind == "run":
+        elif kind in _WHOLE:
             raise OutputError(
                 f"out: {out} already holds a result; pass --overwrite to replace it, or choose another "
                 "output folder"
@@ -172,7 +184,7 @@ def claim(
             )
         else:
             resume = True
-    if kind != "run":
+    if kind not in _WHOLE:
         write_marker(out, kind, experiment=experiment, config_hash=digest)
     return resume
 

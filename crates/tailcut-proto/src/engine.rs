@@ -25,7 +25,7 @@
 //! re-sends unanswered requests) override them.
 
 use crate::packet::Packet;
-use crate::time::Time;
+use crate::time::{Dur, Time};
 
 /// Application-level message identifier, unique within a run.
 pub type MsgId = u64;
@@ -67,6 +67,23 @@ impl MessageStats {
         self.redundant_bytes += o.redundant_bytes;
         self.sent_bytes += o.sent_bytes;
     }
+}
+
+/// What a tracer may read of an engine's sender state (`tailcut trace`): its window and timer, and
+/// cumulative counters whose increments tell which output or timer was a retransmission or an RTO.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineProbe {
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: u64,
+    /// The retransmission timeout in force, back-off included.
+    pub rto: Dur,
+    pub srtt: Option<Dur>,
+    /// Data segments sent again by loss recovery so far.
+    pub retransmits: u64,
+    /// Retransmission timeouts so far.
+    pub timeouts: u64,
+    /// Tail loss probes so far.
+    pub tlp_probes: u64,
 }
 
 /// A sans-IO protocol engine. See the module documentation for the drain order.
@@ -124,6 +141,12 @@ pub trait Engine {
     /// Read once at the end of a run.
     fn counters(&self) -> Vec<(&'static str, u64)> {
         Vec::new()
+    }
+
+    /// The sender state a tracer samples; `None` for engines that do not expose one. Read only when a
+    /// run is traced, never by the simulation itself.
+    fn probe(&self) -> Option<EngineProbe> {
+        None
     }
 }
 

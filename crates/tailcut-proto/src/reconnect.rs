@@ -347,6 +347,10 @@ impl Engine for Reconnect {
         self.inner.message_stats(msg).or(Some(MessageStats::default()))
     }
 
+    fn probe(&self) -> Option<crate::engine::EngineProbe> {
+        self.inner.probe()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![("tcp_reconnects", self.reconnects)]
     }

@@ -180,6 +180,10 @@ impl Engine for TlsTcp {
         self.inner.message_stats(msg)
     }
 
+    fn probe(&self) -> Option<crate::engine::EngineProbe> {
+        self.inner.probe()
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         let mut c = self.inner.counters();
         if let Some(ns) = self.handshake_ns {

@@ -147,6 +147,60 @@ fn run(
     })
 }
 
+/// Re-run one scheme of an experiment recording every event of the flows `flows`; returns the run's
+/// result document (that scheme only) with an `events` table and a `trace` summary, as JSON (see
+/// `tailcut_sim::api::trace_json`). Errors as in [`run`]; an unknown scheme or flow id is a `ConfigError`
+/// whose path is `scheme` or `flow`.
+#[pyfunction]
+#[pyo3(signature = (config_json, flows, scheme=None, seed=None, max_trace_events=500_000, max_memory=None, max_events=None, force=false))]
+#[allow(clippy::too_many_arguments)]
+fn trace(
+    py: Python<'_>,
+    config_json: &str,
+    flows: Vec<u64>,
+    scheme: Option<String>,
+    seed: Option<u64>,
+    max_trace_events: usize,
+    max_memory: Option<u64>,
+    max_events: Option<u64>,
+    force: bool,
+) -> PyResult<String> {
+    validate(py, config_json, max_memory, max_events, force)?;
+    let limits = limits(max_memory, max_events, force);
+    // A traced run is one scheme of an experiment that already ran: no progress callback, but Ctrl-C
+    // still cancels it.
+    let mut interrupted: Option<PyErr> = None;
+    let outcome = py.allow_threads(|| {
+        let mut on_progress = |_: f64| -> bool {
+            Python::with_gil(|py| match py.check_signals() {
+                Ok(()) => true,
+                Err(e) => {
+                    interrupted = Some(e);
+                    false
+                }
+            })
+        };
+        guarded(|| {
+            api::trace_json(
+                config_json,
+                seed,
+                scheme.as_deref(),
+                &flows,
+                max_trace_events,
+                &limits,
+                &mut on_progress,
+            )
+        })
+    });
+    if let Some(err) = interrupted {
+        return Err(err);
+    }
+    outcome.map_err(|err| match err {
+        ApiError::Config(e) => config_error(py, &e.path, &e.reason, e.to_string()),
+        other => SimulationError::new_err(other.to_string()),
+    })
+}
+
 fn panic_message(payload: &(dyn Any + Send)) -> &str {
     payload
         .downcast_ref::<&str>()
@@ -198,6 +252,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("SimulationError", py.get_type::<SimulationError>())?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(check_scheme, m)?)?;

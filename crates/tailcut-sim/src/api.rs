@@ -207,6 +207,72 @@ pub fn run_json_with(
     Ok(tables_json(&tables, &exp).to_string())
 }
 
+/// Re-runs scheme `scheme` (by name; may be omitted when the experiment has one) recording every event
+/// of the flows `flows` (flow ids) up to `max_events` events: the document of [`tables_json`] for that
+/// scheme alone, plus `"events": {col: [..]}` (see [`crate::trace::columns`]) and `"trace": {max_events,
+/// truncated_at_ns}`.
+pub fn trace_json(
+    config_json: &str,
+    seed_override: Option<u64>,
+    scheme: Option<&str>,
+    flows: &[u64],
+    max_events: usize,
+    limits: &Limits,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<String, ApiError> {
+    let bad = |path: &str, reason: String| ApiError::Config(ConfigError::new(path, reason));
+    let mut exp = parse_json(config_json)?;
+    if let Some(s) = seed_override {
+        exp.seed = s;
+    }
+    let prep = run::prepare_with(&exp, limits)?;
+    let names: Vec<&str> = prep.schemes.iter().map(|s| s.name.as_str()).collect();
+    let k = match scheme {
+        Some(name) => names.iter().position(|n| *n == name).ok_or_else(|| {
+            bad(
+                "scheme",
+                format!(
+                    "no scheme named '{name}'; the experiment has {}",
+                    names.join(", ")
+                ),
+            )
+        })?,
+        None if names.len() == 1 => 0,
+        None => {
+            return Err(bad(
+                "scheme",
+                format!(
+                    "the experiment has several schemes; choose one of {}",
+                    names.join(", ")
+                ),
+            ))
+        }
+    };
+    if flows.is_empty() {
+        return Err(bad("flow", "choose at least one flow to trace".into()));
+    }
+    if let Some(f) = flows.iter().find(|&&f| f >= prep.flows.len() as u64) {
+        return Err(bad(
+            "flow",
+            format!(
+                "no flow {f}: the experiment's flow ids are 0 to {}",
+                prep.flows.len().saturating_sub(1)
+            ),
+        ));
+    }
+    if max_events == 0 {
+        return Err(bad("max_events", "must be at least 1".into()));
+    }
+    let (tables, trace) = run::run_traced(&prep, k, (flows, max_events), progress)?;
+    let mut doc = tables_json(&tables, &exp);
+    doc["events"] = Value::Object(crate::trace::columns(&trace, &tables.ports));
+    doc["trace"] = json!({
+        "max_events": trace.max_events,
+        "truncated_at_ns": trace.truncated_at.map(|t| t.0),
+    });
+    Ok(doc.to_string())
+}
+
 /// Every scheme and host shim with its parameters, defaults and documentation (`tailcut schemes`).
 pub fn schemes_json() -> String {
     serde_json::to_string(&crate::scheme::registry()).expect("serialisable")

@@ -22,6 +22,7 @@ pub mod sim;
 pub mod summary;
 mod tagged;
 pub mod topo;
+pub mod trace;
 pub mod transport;
 pub mod workload;
 

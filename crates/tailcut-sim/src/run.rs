@@ -9,6 +9,7 @@ use crate::net::Network;
 use crate::scheme;
 use crate::sim::{ComponentRun, ConnMode, Sim};
 use crate::topo;
+use crate::trace::Trace;
 use crate::transport::Transport;
 use crate::workload::{self, FlowSpec, HostInfo};
 use tailcut_proto::rng::{stream, Stream};
@@ -212,48 +213,92 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
         ports: Vec::new(),
         runs: Vec::new(),
     };
-    for (
-        k,
-        SchemeRun {
-            name,
-            components: comps,
-            topology: spec,
-            faults,
-            shim,
-        },
-    ) in prep.schemes.iter().enumerate()
-    {
-        let net = Network::build(spec, prep.exp.seed);
-        let mut sim = Sim::new(
-            net,
-            &prep.flows,
-            comps,
-            faults.clone(),
-            prep.exp.seed,
-            prep.exp.max_time,
-        );
-        sim.set_stall_timeout(prep.exp.stall_timeout);
-        install_shims(&mut sim, shim.as_ref(), prep.exp.seed);
-        let wall = WallClock::start();
-        sim.run(&mut |s: &Sim| progress((k as f64 + s.progress_fraction()) / n))
-            .map_err(|_| RunError::Cancelled)?;
-        let info = sim.run_info(name, wall.seconds());
-        if !info.conservation.ok {
-            return Err(RunError::Simulation(format!(
-                "conservation violated in scheme '{name}' (seed {}): {:?}",
-                prep.exp.seed, info.conservation
-            )));
-        }
-        tables.flows.extend(sim.flow_records(name, &prep.component_names));
-        tables.ports.extend(sim.port_records(name));
-        tables.runs.push(info);
+    for k in 0..prep.schemes.len() {
+        let (mut sim, wall) = run_scheme::<false>(prep, k, None, &mut |f| progress((k as f64 + f) / n))?;
+        add_tables(&mut tables, &mut sim, prep, k, wall);
     }
     progress(1.0);
     Ok(tables)
 }
 
+/// Runs scheme `k` alone, recording every event of the flows `trace.0` (`FlowSpec::id`s) up to
+/// `trace.1` events. The run is the untraced one: same flows, seeds and results.
+pub fn run_traced(
+    prep: &Prepared,
+    k: usize,
+    trace: (&[u64], usize),
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(Tables, Trace), RunError> {
+    let (mut sim, wall) = run_scheme::<true>(prep, k, Some(trace), progress)?;
+    let mut tables = Tables {
+        flows: Vec::new(),
+        ports: Vec::new(),
+        runs: Vec::new(),
+    };
+    add_tables(&mut tables, &mut sim, prep, k, wall);
+    let trace = sim.take_trace().expect("a traced run keeps its trace");
+    progress(1.0);
+    Ok((tables, trace))
+}
+
+/// One scheme's simulation, run to its end and checked (`progress` gets this run's own fraction), and
+/// its wall time.
+fn run_scheme<'p, const TRACED: bool>(
+    prep: &'p Prepared,
+    k: usize,
+    trace: Option<(&[u64], usize)>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(Sim<'p, TRACED>, f64), RunError> {
+    let SchemeRun {
+        name,
+        components: comps,
+        topology: spec,
+        faults,
+        shim,
+    } = &prep.schemes[k];
+    let net = Network::build(spec, prep.exp.seed);
+    let mut sim = Sim::<TRACED>::build(
+        net,
+        &prep.flows,
+        comps,
+        faults.clone(),
+        prep.exp.seed,
+        prep.exp.max_time,
+    );
+    sim.set_stall_timeout(prep.exp.stall_timeout);
+    install_shims(&mut sim, shim.as_ref(), prep.exp.seed);
+    if let Some((flows, max_events)) = trace {
+        sim.start_trace(flows, max_events);
+    }
+    let wall = WallClock::start();
+    sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction()))
+        .map_err(|_| RunError::Cancelled)?;
+    let c = sim.conservation();
+    if !c.ok {
+        return Err(RunError::Simulation(format!(
+            "conservation violated in scheme '{name}' (seed {}): {c:?}",
+            prep.exp.seed
+        )));
+    }
+    Ok((sim, wall.seconds()))
+}
+
+fn add_tables<const TRACED: bool>(
+    tables: &mut Tables,
+    sim: &mut Sim<TRACED>,
+    prep: &Prepared,
+    k: usize,
+    wall_seconds: f64,
+) {
+    let name = &prep.schemes[k].name;
+    let info = sim.run_info(name, wall_seconds);
+    tables.flows.extend(sim.flow_records(name, &prep.component_names));
+    tables.ports.extend(sim.port_records(name));
+    tables.runs.push(info);
+}
+
 /// Installs the scheme's shim (if any) on every host, each with its own RNG stream.
-fn install_shims(sim: &mut Sim, shim: Option<&ShimConfig>, seed: u64) {
+fn install_shims<const TRACED: bool>(sim: &mut Sim<TRACED>, shim: Option<&ShimConfig>, seed: u64) {
     let Some(ShimConfig::Tracks(c)) = shim else {
         return;
     };

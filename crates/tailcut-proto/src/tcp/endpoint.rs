@@ -8,7 +8,7 @@ use super::ext::{Extension, Extensions};
 use super::receiver::{EcnEcho, Receiver, SegmentOutcome};
 use super::sender::{AckInfo, Sender, Transmission};
 use super::stats::ConnStats;
-use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
+use crate::engine::{AppEvent, Engine, EngineProbe, MessageStats, MsgId};
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
 use crate::seq::Seq;
 use crate::time::{earliest, Dur, Time};
@@ -450,5 +450,18 @@ impl Engine for TcpEndpoint {
 
     fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
         self.conn.sender.ledger.stats(msg)
+    }
+
+    fn probe(&self) -> Option<EngineProbe> {
+        let s = self.stats();
+        Some(EngineProbe {
+            cwnd_bytes: self.cwnd_bytes(),
+            ssthresh_bytes: self.ssthresh_bytes(),
+            rto: self.rto(),
+            srtt: self.srtt(),
+            retransmits: s.retransmits,
+            timeouts: s.timeouts,
+            tlp_probes: s.tlp_probes,
+        })
     }
 }

@@ -115,7 +115,7 @@ pub(super) fn replica_charged(copy: usize, mut stats: MessageStats) -> MessageSt
     stats
 }
 
-impl Sim<'_> {
+impl<const TRACED: bool> Sim<'_, TRACED> {
     pub(super) fn on_app_event(&mut self, e: EngineId, ev: AppEvent) {
         let conn = self.engines[e as usize].conn;
         match ev {
@@ -161,6 +161,11 @@ impl Sim<'_> {
         // path draw).
         for c in conns.iter_mut().take(copies as usize).skip(1) {
             *c = self.open_connection(spec);
+        }
+        if TRACED {
+            for &c in conns.iter().take(copies as usize) {
+                self.trace_follow(f as usize, c);
+            }
         }
         self.flow_state.push(FlowState {
             conns,
@@ -272,6 +277,9 @@ impl Sim<'_> {
         let a = self.add_engine(ea, spec.src, (pa, ports), conn, tcp);
         let b = self.add_engine(eb, spec.dst, (pb, ports), conn, tcp);
         self.conns.push(Conn { a, b });
+        if TRACED {
+            self.trace_follow(spec.id as usize, conn);
+        }
         // A connection with a handshake starts talking at once.
         self.drain(a);
         self.drain(b);

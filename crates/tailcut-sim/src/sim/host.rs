@@ -5,9 +5,10 @@
 use super::{EngineSlot, Sim};
 use crate::arena::{PktId, NO_OWNER};
 use crate::event::{EngineId, Event};
+use crate::trace::{Cause, Kind};
 use tailcut_proto::{Direction, Engine, Packet, Time, Verdict};
 
-impl Sim<'_> {
+impl<const TRACED: bool> Sim<'_, TRACED> {
     pub(super) fn host_receive(&mut self, host: u32, mut pkt: Packet) {
         if self.shim_passes(host, &mut pkt, Direction::ToHost) {
             self.deliver_local(pkt);
@@ -26,6 +27,9 @@ impl Sim<'_> {
         self.drain_shim(host);
         if v == Verdict::Drop {
             self.cons.shim_dropped += 1;
+            if TRACED {
+                self.trace_lost(pkt, Cause::Shim);
+            }
         }
         v == Verdict::Pass
     }
@@ -38,6 +42,9 @@ impl Sim<'_> {
                     .engine
                     .handle_packet(self.now, &pkt, &payload);
                 self.rx_payload = payload;
+                if TRACED {
+                    self.trace_engine(e, Kind::Receive, Some(&pkt));
+                }
                 self.drain(e);
             }
             None => self.cons.undeliverable += 1,
@@ -63,6 +70,9 @@ impl Sim<'_> {
             self.arena.set_payload(id, payload);
         }
         self.cons.injected += 1;
+        if TRACED {
+            self.trace_send(&pkt, owner);
+        }
         if self.tsq_on && owner != NO_OWNER {
             self.arena.set_owner(id, owner);
             self.engines[owner as usize].nic_bytes += u64::from(pkt.size_bytes);
@@ -186,6 +196,9 @@ impl Sim<'_> {
                 self.events.push(t, Event::EngineTimer(e));
             }
         }
+        if TRACED {
+            self.trace_deadline(e);
+        }
     }
 
     /// An engine's bytes in its NIC queue fell to the budget: serve a deadline that passed while it was
@@ -194,6 +207,9 @@ impl Sim<'_> {
         let slot = &mut self.engines[e as usize];
         if slot.engine.poll_timeout().is_some_and(|d| d <= self.now) {
             slot.engine.handle_timeout(self.now);
+            if TRACED {
+                self.trace_engine(e, Kind::Timer, None);
+            }
         }
         self.drain(e);
     }
@@ -206,6 +222,9 @@ impl Sim<'_> {
         slot.scheduled = Time::MAX;
         if slot.engine.poll_timeout().is_some_and(|d| d <= self.now) {
             slot.engine.handle_timeout(self.now);
+            if TRACED {
+                self.trace_engine(e, Kind::Timer, None);
+            }
         }
         self.drain(e);
     }

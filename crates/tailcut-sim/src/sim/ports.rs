@@ -7,9 +7,13 @@ use crate::arena::PktId;
 use crate::event::{Event, NodeId, PortId};
 use crate::net::port::Service;
 use crate::net::routing;
+use crate::trace::Cause;
 
-impl Sim<'_> {
+impl<const TRACED: bool> Sim<'_, TRACED> {
     pub(super) fn enqueue(&mut self, port: PortId, id: PktId) {
+        if TRACED {
+            return self.enqueue_traced(port, id);
+        }
         let s = self.net.ports[port as usize].offer(self.now, id, &mut self.arena);
         self.serve(port, s);
     }
@@ -17,7 +21,7 @@ impl Sim<'_> {
     /// Carries out what a port asks of its driver: free the packets it dropped, put the one it sent
     /// on its wire, and wake it when its line frees.
     #[inline(always)]
-    fn serve(&mut self, port: PortId, s: Service) {
+    pub(super) fn serve(&mut self, port: PortId, s: Service) {
         // Drops are rare: one test skips the loop (a flattening iterator costs ~15 instructions a hop).
         if s.dropped[0].is_some() {
             for victim in s.dropped.into_iter().flatten() {
@@ -50,6 +54,9 @@ impl Sim<'_> {
     }
 
     pub(super) fn tx_done(&mut self, port: PortId) {
+        if TRACED {
+            return self.tx_done_traced(port);
+        }
         let s = self.net.ports[port as usize].wake(self.now, &self.arena);
         self.serve(port, s);
     }
@@ -75,6 +82,10 @@ impl Sim<'_> {
         match routing::choose(hops, &pkt.tuple, &mut pkt.route, salt) {
             Some(egress) => self.enqueue(egress, id),
             None => {
+                if TRACED {
+                    let pkt = *self.arena.get(id);
+                    self.trace_lost(&pkt, Cause::NoRoute);
+                }
                 self.arena.remove(id);
                 self.cons.dropped += 1;
                 self.cons.dropped_no_route += 1;

@@ -8,7 +8,7 @@ use crate::metrics::{Conservation, FlowRecord, PathInfo, PortRecord, RunInfo};
 use tailcut_proto::time::serialization_time;
 use tailcut_proto::MessageStats;
 
-impl Sim<'_> {
+impl<const TRACED: bool> Sim<'_, TRACED> {
     fn path_info(&mut self, src: u32, dst: u32) -> PathInfo {
         if let Some(p) = self.paths.get(&(src, dst)) {
             return *p;
