@@ -84,9 +84,10 @@ def test_a_bad_line_is_one_error_naming_file_line_and_field(cli, tmp_path: Path,
     exp = _experiment(tmp_path, "connection_matrix", "w.cm", _matrix().replace("2->4", "2->9"))
     assert cli("validate", exp) == 2
     err = capsys.readouterr().err.strip().splitlines()
+    # The file is named by its path resolved against the experiment's folder.
     assert err == [
-        "tailcut: error: workload[0].pattern.path: w.cm line 6, field dst: host 9 is out of range "
-        "(the topology has 8 hosts, 0..8)"
+        f"tailcut: error: workload[0].pattern.path: {tmp_path / 'w.cm'} line 6, field dst: host 9 is out "
+        "of range (the topology has 8 hosts, 0..8)"
     ]
     assert cli("run", exp, "--out", tmp_path / "out") == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == err[0]
