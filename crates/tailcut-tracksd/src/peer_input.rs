@@ -145,46 +145,44 @@ pub fn exercise(data: &[u8]) -> u64 {
         return 0;
     }
     let max_flows = cfg.max_flows;
-    {
-        let mut shim = Tracks::new(cfg, stream(1, Stream::Shim, 0));
-        let mut counters = AgentCounters::default();
-        let mut now = Time::ZERO;
-        let mut framed = Vec::new();
-        let mut queued = Vec::new();
-        let mut id = 0u32;
-        let mut injected = 0;
-        while rest.len() >= 3 {
-            let (r, tail) = rest.split_at(3);
-            let n = usize::from(r[2]).min(tail.len());
-            let (body, tail) = tail.split_at(n);
-            rest = tail;
-            let (op, dir) = (
-                r[0],
-                if r[0] & 4 != 0 {
-                    TapDir::Egress
-                } else {
-                    TapDir::Ingress
-                },
-            );
-            // Gaps up to ~10 ms, so stalls of beta (>= 1 ms) and idle expiry are reached.
-            now += Dur::from_micros(u64::from(r[1]) * 40);
-            injected += run_timers(&mut shim, now);
-            let bytes = match op & 3 {
-                // Raw bytes, as the netlink socket delivered them.
-                0 => {
-                    queued.clear();
-                    parse_datagram(body, &mut queued);
-                    for q in queued.drain(..) {
-                        if let Some(d) = tap_dir(q.hook) {
-                            shim_packet(&mut shim, &mut counters, now, d, &q.bytes);
-                        }
+    let mut shim = Tracks::new(cfg, stream(1, Stream::Shim, 0));
+    let mut counters = AgentCounters::default();
+    let mut now = Time::ZERO;
+    let mut framed = Vec::new();
+    let mut queued = Vec::new();
+    let mut id = 0u32;
+    let mut injected = 0;
+    while rest.len() >= 3 {
+        let (r, tail) = rest.split_at(3);
+        let n = usize::from(r[2]).min(tail.len());
+        let (body, tail) = tail.split_at(n);
+        rest = tail;
+        let op = r[0];
+        let dir = if op & 4 != 0 {
+            TapDir::Egress
+        } else {
+            TapDir::Ingress
+        };
+        // Gaps up to ~10 ms, so stalls of beta (>= 1 ms) and idle expiry are reached.
+        now += Dur::from_micros(u64::from(r[1]) * 40);
+        injected += run_timers(&mut shim, now);
+        let bytes = match op & 3 {
+            // Raw bytes, as the netlink socket delivered them: whatever packets they hold.
+            0 => {
+                queued.clear();
+                parse_datagram(body, &mut queued);
+                for q in queued.drain(..) {
+                    if let Some(d) = tap_dir(q.hook) {
+                        shim_packet(&mut shim, &mut counters, now, d, &q.bytes);
                     }
-                    continue;
                 }
-                // Raw bytes as an IP packet.
-                1 => body.to_vec(),
-                s => segment(body, dir == TapDir::Egress, s == 3),
-            };
+                None
+            }
+            // Raw bytes as an IP packet.
+            1 => Some(body.to_vec()),
+            s => Some(segment(body, dir == TapDir::Egress, s == 3)),
+        };
+        if let Some(bytes) = bytes {
             if op & 8 != 0 {
                 // Through the netlink framing, as the kernel queues it.
                 id = id.wrapping_add(1);
@@ -201,17 +199,18 @@ pub fn exercise(data: &[u8]) -> u64 {
                 assert_eq!(queued[0].bytes, bytes);
             }
             shim_packet(&mut shim, &mut counters, now, dir, &bytes);
-            injected += check_injected(&mut shim, now);
-            assert!(
-                shim.tracked_flows() <= max_flows,
-                "{} flows tracked, over max_flows = {max_flows}",
-                shim.tracked_flows()
-            );
         }
-        // Long after the last packet: every timer runs out and nothing is left to spin.
-        injected += run_timers(&mut shim, now + Dur::from_millis(10_000));
-        injected
+        // After every record, whichever way its packets came.
+        injected += check_injected(&mut shim, now);
+        assert!(
+            shim.tracked_flows() <= max_flows,
+            "{} flows tracked, over max_flows = {max_flows}",
+            shim.tracked_flows()
+        );
     }
+    // Long after the last packet: every timer runs out and nothing is left to spin.
+    injected += run_timers(&mut shim, now + Dur::from_millis(10_000));
+    injected
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
 //! A TCP endpoint's receive path (`TcpEndpoint::handle_packet`) on what a peer may send over the
 //! TCP-in-UDP encapsulation (`wire::tcp_udp`), as one function that the libFuzzer target
 //! (`fuzz/fuzz_targets/tcp_endpoint.rs`, which also bounds the heap) and the stable property test
-//! (`tests/peer_input.rs`) share: arbitrary datagrams through `parse`, and well-formed segments with
-//! sequence and ACK numbers near the connection's (so they land in its windows), any flags, SACK
-//! blocks, timestamps, ECN, trimmed payloads and the MPTCP / TCP-IR / coded-ACK extensions, at
-//! arbitrary times. The endpoint is a sender (client with a message in flight) or a receiver (server
+//! (`tests/peer_input.rs`) share: arbitrary datagrams through `parse` (the only way the MPTCP /
+//! TCP-IR / coded-ACK extensions arrive), and well-formed segments with sequence and ACK numbers near
+//! the connection's (so they land in its windows), any flags, SACK blocks, timestamps, ECN and trimmed
+//! payloads, at arbitrary times. The endpoint is a sender (client with a message in flight) or a receiver (server
 //! expecting one), under each loss detection, with CP, delayed ACKs, the handshake and ECN on or off.
 //!
 //! It panics on a property violation: a hang (a timer that fires without moving its deadline on, an
@@ -68,8 +68,8 @@ fn word(b: &[u8], i: usize) -> u32 {
 const STEP: u32 = 181;
 
 /// A segment from `b`: sequence numbers after the peer's ISN and ACK numbers and SACK edges after
-/// ours, in `STEP`s (a few MB at most), exact or off by a few bytes.
-fn header(b: &[u8]) -> (TcpHeader, bool, usize) {
+/// ours, in `STEP`s (a few MB at most), exact or off by a few bytes; and whether it is trimmed.
+fn header(b: &[u8]) -> (TcpHeader, bool) {
     let jitter = if byte(b, 2) & 8 != 0 {
         u32::from(byte(b, 2) & 7)
     } else {
@@ -93,7 +93,7 @@ fn header(b: &[u8]) -> (TcpHeader, bool, usize) {
             Seq(left.0.wrapping_add(u32::from(byte(b, 16 + 3 * k)) * 1448)),
         );
     }
-    (h, byte(b, 29) & 1 != 0, usize::from(byte(b, 30)))
+    (h, byte(b, 29) & 1 != 0)
 }
 
 /// Runs one input (see the module's documentation).
@@ -126,58 +126,55 @@ pub fn exercise(data: &[u8]) {
         dst_port: 80,
         proto: Proto::Udp,
     };
-    {
-        let role = if client { Role::Client } else { Role::Server };
-        let mut e = TcpEndpoint::new(cfg, tuple, role, ISN, PEER_ISN);
-        let mut now = Time::ZERO;
-        let mut buf = Vec::new();
-        if client {
-            e.send_message(now, 1, MESSAGE);
-        } else {
-            e.expect_message(1, MESSAGE);
-        }
-        drain(&mut e, now, &mut buf);
-        let mut datagram = Vec::new();
-        let payload = [0x5au8; 9000];
-        while rest.len() >= 3 {
-            let (r, tail) = rest.split_at(3);
-            let n = usize::from(r[2]).min(tail.len());
-            let (body, tail) = tail.split_at(n);
-            rest = tail;
-            now += Dur::from_micros(u64::from(r[0]) * 20);
-            run_timers(&mut e, now, &mut buf);
-            if r[1] & 1 == 0 {
-                // Built as a sender would, then parsed back: what reaches the engine is always what the
-                // parser gives it.
-                let (h, trimmed, _) = header(body);
-                let len = if trimmed { 0 } else { h.payload_len as usize };
-                datagram.clear();
-                if build(&h, trimmed, &payload[..len], &mut datagram).is_err() {
-                    continue;
-                }
-            } else {
-                datagram.clear();
-                datagram.extend_from_slice(body);
-            }
-            let Ok(seg) = parse(&datagram) else {
-                continue;
-            };
-            let pkt = Packet {
-                tuple: tuple.reversed(),
-                size_bytes: datagram.len() as u32 + 28,
-                ecn: match r[1] >> 6 {
-                    0 => Ecn::NotEct,
-                    1 => Ecn::Ect0,
-                    _ => Ecn::Ce,
-                },
-                trimmed: seg.trimmed,
-                header: Header::Tcp(seg.header),
-                ..Packet::default()
-            };
-            e.handle_packet(now, &pkt, seg.payload);
-            drain(&mut e, now, &mut buf);
-        }
-        // Long after the last packet: the timers back off to their cap and keep ending.
-        run_timers(&mut e, now + Dur::from_millis(2_000), &mut buf);
+    let role = if client { Role::Client } else { Role::Server };
+    let mut e = TcpEndpoint::new(cfg, tuple, role, ISN, PEER_ISN);
+    let mut now = Time::ZERO;
+    let mut buf = Vec::new();
+    if client {
+        e.send_message(now, 1, MESSAGE);
+    } else {
+        e.expect_message(1, MESSAGE);
     }
+    drain(&mut e, now, &mut buf);
+    let mut datagram = Vec::new();
+    let payload = [0x5au8; 9000];
+    while rest.len() >= 3 {
+        let (r, tail) = rest.split_at(3);
+        let n = usize::from(r[2]).min(tail.len());
+        let (body, tail) = tail.split_at(n);
+        rest = tail;
+        now += Dur::from_micros(u64::from(r[0]) * 20);
+        run_timers(&mut e, now, &mut buf);
+        datagram.clear();
+        if r[1] & 1 == 0 {
+            // Built as a sender would, then parsed back: what reaches the engine is always what the
+            // parser gives it.
+            let (h, trimmed) = header(body);
+            let len = if trimmed { 0 } else { h.payload_len as usize };
+            if build(&h, trimmed, &payload[..len], &mut datagram).is_err() {
+                continue;
+            }
+        } else {
+            datagram.extend_from_slice(body);
+        }
+        let Ok(seg) = parse(&datagram) else {
+            continue;
+        };
+        let pkt = Packet {
+            tuple: tuple.reversed(),
+            size_bytes: datagram.len() as u32 + 28,
+            ecn: match r[1] >> 6 {
+                0 => Ecn::NotEct,
+                1 => Ecn::Ect0,
+                _ => Ecn::Ce,
+            },
+            trimmed: seg.trimmed,
+            header: Header::Tcp(seg.header),
+            ..Packet::default()
+        };
+        e.handle_packet(now, &pkt, seg.payload);
+        drain(&mut e, now, &mut buf);
+    }
+    // Long after the last packet: the timers back off to their cap and keep ending.
+    run_timers(&mut e, now + Dur::from_millis(2_000), &mut buf);
 }
