@@ -80,7 +80,8 @@ fuzz_target!(|data: &[u8]| {
             rest = tail;
             now += Dur::from_micros(r[0] as u64 >> 3);
             payload.clear();
-            let repeats = if r[0] & 4 != 0 { r[6] as u32 + 1 } else { 1 };
+            // Up to 64 repeats: one record can still complete any message (at most 64 source packets).
+            let repeats = if r[0] & 4 != 0 { (r[6] & 63) as u32 + 1 } else { 1 };
             if r[0] & 3 == 0 {
                 payload.extend_from_slice(body);
                 e.handle_packet(now, &pkt, &payload);
