@@ -65,6 +65,9 @@ until = "{until}"
 
 
 def scheme(name, transport, params="", applies_to=None, network=None):
+    if transport == "cloudburst":
+        # The paper's Fig. 4 header (12 bytes, 1460-byte symbols); every message here fits one block.
+        params = f"multi_block = false, {params}" if params else "multi_block = false"
     s = f'\n[[schemes]]\nname = "{name}"\ntransport = "{transport}"\n'
     if applies_to:
         s += f"applies_to = {applies_to}\n"

@@ -2,7 +2,7 @@
 
 use crate::frame::{MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::MAX_DATAGRAM_BYTES;
-use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode, HEADER_BYTES};
+use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
 use tailcut_proto::units::Rate;
 use tailcut_proto::{ConfigError, Dur};
 
@@ -49,7 +49,9 @@ impl Default for NetConfig {
                 transmission_timeout: Dur::from_millis(20),
                 decoder_timeout: Dur::from_millis(5),
                 carry_bytes: true,
-                ..CloudBurstConfig::default()
+                // Fig. 4's header, one block per message: the runtime's framing, id quarantine and
+                // tests are sized for messages of at most 64 packets (blocks not yet measured here).
+                ..CloudBurstConfig::paper()
             },
             max_associations: 64,
             // Small on purpose: a slow receiver should drop surplus coded packets (the code is
@@ -80,7 +82,7 @@ impl NetConfig {
                 format!("at most {MAX_PATHS} paths per association"),
             ));
         }
-        if cb.symbol_bytes as usize + PREAMBLE_BYTES + HEADER_BYTES > MAX_DATAGRAM_BYTES {
+        if cb.symbol_bytes as usize + PREAMBLE_BYTES + cb.layout().header_bytes() > MAX_DATAGRAM_BYTES {
             return Err(ConfigError::new(
                 "cloudburst.symbol_bytes",
                 format!("a datagram holds at most {MAX_DATAGRAM_BYTES} bytes"),

@@ -187,7 +187,7 @@ impl ServerLoop {
         };
         let (pat, plen) = (at + PREAMBLE_BYTES, len - PREAMBLE_BYTES);
         if !self.assocs.contains_key(&p.association) {
-            let opens = CbHeader::parse(self.engine_cfg.codec, self.d.rx.bytes(pat, plen))
+            let opens = CbHeader::parse(self.engine_cfg.layout(), self.d.rx.bytes(pat, plen))
                 .is_ok_and(|h| h.kind != Kind::Stop);
             if !opens {
                 self.stats.foreign_datagrams += 1;

@@ -4,7 +4,7 @@
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server, ServerStats};
-use tailcut_proto::cloudburst::{CbHeader, Codec, Kind};
+use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
 use tailcut_proto::rng::{mix64, Rng};
 use tailcut_proto::Dur;
 
@@ -226,6 +226,7 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
                     kind: Kind::Coded {
                         set: rng.random::<u64>() >> (64 - u32::from(packets)) | 1,
                     },
+                    block: Block::ONLY,
                 };
                 h.emit_to_vec(Codec::Lt, &mut buf);
                 buf.extend((0..1448).map(|_| rng.random::<u8>()));

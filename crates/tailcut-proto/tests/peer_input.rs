@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use std::sync::Arc;
-use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Codec, Kind, HEADER_BYTES};
+use tailcut_proto::cloudburst::{Block, CbHeader, CloudBurstConfig, CloudBurstEndpoint, Codec, Kind};
 use tailcut_proto::dcquic::{DcquicConfig, DcquicEngine, Shared};
 use tailcut_proto::packet::{Addr, FiveTuple, Packet, Proto};
 use tailcut_proto::rng::{self, Stream};
@@ -79,13 +79,15 @@ proptest! {
     fn cloudburst_endpoint_takes_any_input(
         raptorq: bool,
         carry_bytes: bool,
+        blocks: bool,
         inputs in proptest::collection::vec((cb_input(), 0u64..200), 0..120),
     ) {
+        let base = if blocks { CloudBurstConfig::default() } else { CloudBurstConfig::paper() };
         let cfg = CloudBurstConfig {
             codec: if raptorq { Codec::Raptorq } else { Codec::Lt },
             carry_bytes,
             symbol_bytes: 16,
-            ..CloudBurstConfig::default()
+            ..base
         };
         let mut e = CloudBurstEndpoint::new(cfg.clone(), tuple(), rng::stream(1, Stream::Engine, 0))
             .expect("the default config is valid");
@@ -108,7 +110,15 @@ proptest! {
                         (_, Codec::Lt) => Kind::Stop,
                         (_, Codec::Raptorq) => Kind::Symbol { esi: name as u32 & 0xff_ffff },
                     };
-                    CbHeader { packets, message_bytes, msg_id, kind }.emit_to_vec(cfg.codec, &mut payload);
+                    // Blocks of messages of up to 4 blocks; only full blocks may precede the last.
+                    let block = if blocks {
+                        let last = (extra >> 8) % 4;
+                        Block { index: ((extra >> 10) % 4).min(last), last }
+                    } else {
+                        Block::ONLY
+                    };
+                    let message_bytes = if block.index < block.last { p * cfg.symbol_bytes } else { message_bytes };
+                    CbHeader { packets, message_bytes, msg_id, kind, block }.emit_to_vec(cfg.layout(), &mut payload);
                     if !matches!(kind, Kind::Stop) {
                         payload.extend_from_slice(&symbol);
                         // Mostly the right symbol length (so the decoders are reached), sometimes not.
@@ -118,7 +128,7 @@ proptest! {
                             (false, Codec::Raptorq) => 8,
                         };
                         if name % 8 != 0 {
-                            payload.resize(HEADER_BYTES + want, 0x5a);
+                            payload.resize(cfg.layout().header_bytes() + want, 0x5a);
                         }
                     }
                 }

@@ -127,6 +127,9 @@ pub struct ConnSetup {
     /// tuple uses the first).
     pub sender_addrs: Vec<tailcut_proto::Addr>,
     pub receiver_addrs: Vec<tailcut_proto::Addr>,
+    /// The fastest NIC of the sender's and of the receiver's host, in bit/s.
+    pub sender_nic_bps: u64,
+    pub receiver_nic_bps: u64,
 }
 
 /// One end of a connection as its engine sees it.
@@ -139,6 +142,8 @@ pub struct EndSetup<'a> {
     pub isn_peer: Seq,
     /// Every address of this end's host.
     pub addrs: &'a [tailcut_proto::Addr],
+    /// The fastest NIC of this end's host, in bit/s.
+    pub nic_bps: u64,
     pub rng: Rng,
 }
 
@@ -152,6 +157,7 @@ impl ConnSetup {
                 isn_local: self.isn_sender,
                 isn_peer: self.isn_receiver,
                 addrs: &self.sender_addrs,
+                nic_bps: self.sender_nic_bps,
                 rng: rng_sender,
             },
             EndSetup {
@@ -160,6 +166,7 @@ impl ConnSetup {
                 isn_local: self.isn_receiver,
                 isn_peer: self.isn_sender,
                 addrs: &self.receiver_addrs,
+                nic_bps: self.receiver_nic_bps,
                 rng: rng_receiver,
             },
         ]

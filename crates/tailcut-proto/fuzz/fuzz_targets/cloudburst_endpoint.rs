@@ -2,13 +2,14 @@
 //! bytes, and well-formed headers with arbitrary fields, symbols and repeats. It never panics, and
 //! never holds more heap than its limits allow (`docs/cloudburst.md`, "Limits").
 //!
-//! Input: byte 0 picks the config (codec, carrying bytes or not); then records of
-//! `[op, a, b, c, d, e, f, len]` followed by `len` bytes of payload or symbol.
+//! Input: byte 0 picks the config (codec, carrying bytes or not, the paper's Fig. 4 layout or
+//! messages of any size in blocks); then records of `[op, a, b, c, d, e, f, len]` followed by `len`
+//! bytes of payload or symbol.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use tailcut_proto::cloudburst::{
-    CbHeader, CloudBurstConfig, CloudBurstEndpoint, Codec, Kind, HEADER_BYTES, SIM_RAPTORQ_SYMBOL_BYTES,
+    Block, CbHeader, CloudBurstConfig, CloudBurstEndpoint, Codec, Kind, SIM_RAPTORQ_SYMBOL_BYTES,
 };
 use tailcut_proto::packet::{Addr, FiveTuple, Packet, Proto};
 use tailcut_proto::rng::{self, Stream};
@@ -18,8 +19,11 @@ use tailcut_proto_fuzz::{check_peak, reset_peak, Counting};
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// Above what `max_decoders` decoders of 64 symbols each, as many decoded messages waiting to be
-/// taken, and the endpoint itself can hold with the configs below (`symbol_bytes` 1460).
+/// Bytes the receiver may hold for the application here (`max_held_bytes`).
+const HELD: u64 = 16 << 20;
+
+/// Above what `max_decoders` decoders of 64 symbols each (~6 MB), `HELD` bytes of assemblies and
+/// untaken messages, and the endpoint's tables can hold with the configs below.
 const LIMIT: usize = 48 << 20;
 
 fn drain(e: &mut CloudBurstEndpoint, now: Time) {
@@ -44,11 +48,18 @@ fuzz_target!(|data: &[u8]| {
     let Some((&sel, mut rest)) = data.split_first() else {
         return;
     };
+    let base = if sel & 4 == 0 {
+        CloudBurstConfig::default()
+    } else {
+        CloudBurstConfig::paper()
+    };
     let cfg = CloudBurstConfig {
         codec: if sel & 1 == 0 { Codec::Lt } else { Codec::Raptorq },
         carry_bytes: sel & 2 != 0,
-        ..CloudBurstConfig::default()
+        max_held_bytes: HELD,
+        ..base
     };
+    let layout = cfg.layout();
     let tuple = FiveTuple {
         src: Addr(1),
         dst: Addr(2),
@@ -90,8 +101,13 @@ fuzz_target!(|data: &[u8]| {
             }
             // A well-formed header whose size fields agree (check_size), so the decoders are reached.
             let packets = (r[1] % 64) + 1;
-            let message_bytes = ((packets as u32 - 1) * cfg.symbol_bytes + 1 + r[2] as u32 * 5)
-                .min(packets as u32 * cfg.symbol_bytes);
+            // One record in four is full, as every block before a message's last must be.
+            let full = packets as u32 * cfg.symbol_bytes;
+            let message_bytes = if r[1] >> 6 == 3 {
+                full
+            } else {
+                ((packets as u32 - 1) * cfg.symbol_bytes + 1 + r[2] as u32 * 5).min(full)
+            };
             for i in 0..repeats {
                 let kind = match (r[0] & 3, cfg.codec) {
                     (1, _) => Kind::Stop,
@@ -113,18 +129,29 @@ fuzz_target!(|data: &[u8]| {
                         esi: (u32::from_le_bytes([r[3], r[4], r[5], 0]) + i) & 0xff_ffff,
                     },
                 };
+                // Blocks 0..=last of up to 8 and up to 256 blocks, the last one as often as any.
+                let block = if cfg.multi_block {
+                    let last = u16::from(r[4] >> 5) << (r[3] & 8);
+                    Block {
+                        index: (u16::from(r[5] >> 5) << (r[3] & 8)).min(last),
+                        last,
+                    }
+                } else {
+                    Block::ONLY
+                };
                 let h = CbHeader {
                     packets,
                     message_bytes,
                     msg_id: r[2] ^ (r[1] >> 6),
                     kind,
+                    block,
                 };
                 payload.clear();
-                h.emit_to_vec(cfg.codec, &mut payload);
+                h.emit_to_vec(layout, &mut payload);
                 if !matches!(kind, Kind::Stop) {
                     payload.extend_from_slice(body);
                     payload.resize(
-                        HEADER_BYTES + if r[0] & 8 == 0 { symbol } else { body.len() },
+                        layout.header_bytes() + if r[0] & 8 == 0 { symbol } else { body.len() },
                         0x5a,
                     );
                 }
@@ -132,6 +159,7 @@ fuzz_target!(|data: &[u8]| {
                 drain(&mut e, now);
             }
             while e.take_data(u64::from(r[5])).is_some() {}
+            assert!(e.held_bytes() <= HELD, "held {} bytes", e.held_bytes());
         }
     }
     check_peak(base, LIMIT, "cloudburst endpoint");

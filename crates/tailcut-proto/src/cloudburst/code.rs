@@ -16,11 +16,12 @@ use crate::rng::mix64;
 /// RaptorQ symbol size when the engine carries no real bytes.
 pub const SIM_RAPTORQ_SYMBOL_BYTES: u16 = 8;
 
-/// The content of a simulated RaptorQ message: `k` symbols of [`SIM_RAPTORQ_SYMBOL_BYTES`], a
-/// function of the header's fields so the receiver can check what it decoded.
-pub fn synthetic_message(k: u32, message_bytes: u32, wire_id: u8) -> Vec<u8> {
+/// The content of a simulated RaptorQ message (or block): `k` symbols of
+/// [`SIM_RAPTORQ_SYMBOL_BYTES`], a function of the header's fields so the receiver can check what
+/// it decoded.
+pub fn synthetic_message(k: u32, message_bytes: u32, wire_id: u8, block: u16) -> Vec<u8> {
     let s = SIM_RAPTORQ_SYMBOL_BYTES as usize;
-    let seed = mix64(((message_bytes as u64) << 8) | wire_id as u64);
+    let seed = mix64(((block as u64) << 32) | ((message_bytes as u64) << 8) | wire_id as u64);
     (0..k as usize * s)
         .map(|i| (mix64(seed ^ (i as u64 / 8)) >> ((i % 8) * 8)) as u8)
         .collect()
@@ -65,6 +66,7 @@ impl OutCode {
         data: Option<&[u8]>,
         len_bytes: u32,
         wire_id: u8,
+        block: u16,
     ) -> OutCode {
         match cfg.codec {
             Codec::Lt => OutCode::Lt {
@@ -74,7 +76,7 @@ impl OutCode {
             Codec::Raptorq => OutCode::Raptorq(Box::new(match data {
                 Some(d) => RaptorqEncoder::new(d, cfg.symbol_bytes as u16),
                 None => RaptorqEncoder::new(
-                    &synthetic_message(k, len_bytes, wire_id),
+                    &synthetic_message(k, len_bytes, wire_id, block),
                     SIM_RAPTORQ_SYMBOL_BYTES,
                 ),
             })),
@@ -169,6 +171,7 @@ impl InCode {
         symbol: &[u8],
         message_bytes: u32,
         wire_id: u8,
+        block: u16,
         carry_bytes: bool,
     ) -> Outcome {
         match (self, name) {
@@ -190,7 +193,7 @@ impl InCode {
                 Some(m) if carry_bytes => Outcome::Decoded(Some(m.to_vec())),
                 Some(m) => {
                     let k = m.len() / SIM_RAPTORQ_SYMBOL_BYTES as usize;
-                    if m == synthetic_message(k as u32, message_bytes, wire_id) {
+                    if m == synthetic_message(k as u32, message_bytes, wire_id, block) {
                         Outcome::Decoded(None)
                     } else {
                         Outcome::Corrupt

@@ -1,9 +1,13 @@
 //! CloudBurst parameters (Sec. III-B Algorithm 1, Sec. IV-A and IV-B) and their defaults.
 
+use super::header::{full_block_packets, Layout, MAX_MESSAGE_BYTES};
 use crate::config_error::ConfigError;
 use crate::fec::DegreeDist;
 use crate::time::Dur;
 use crate::units::Rate;
+
+/// Blocks one message may have (the 16-bit block index).
+pub const MAX_BLOCKS: u64 = 1 << 16;
 use serde::{Deserialize, Serialize};
 
 /// How coded packets are spread over paths (Sec. IV-B "Multipath routing").
@@ -60,6 +64,18 @@ pub struct CloudBurstConfig {
     /// Carry real symbol bytes after the header (sockets; byte-exact delivery through
     /// `send_data`/`take_data`). Off in simulation, where only the header travels.
     pub carry_bytes: bool,
+    /// Messages of any size (our extension): a message is cut into blocks of at most 64 source
+    /// packets, each coded and STOPped as the paper's message, and every header carries the block
+    /// word (16 bytes). Off: Fig. 4's 12-byte header, and messages over one block fail at once, as
+    /// in the paper.
+    pub multi_block: bool,
+    /// Blocks of one message coded at once; the message's rate (r x LINK_CAP) is shared among
+    /// them, and a block whose STOP arrives makes room for the next.
+    pub block_window: u32,
+    /// Receiver, with `carry_bytes`: bytes of partly received multi-block messages and of decoded
+    /// messages not yet taken. Beyond it the oldest are dropped (counted), so a peer cannot make
+    /// the receiver hold more.
+    pub max_held_bytes: u64,
 }
 
 impl Default for CloudBurstConfig {
@@ -75,14 +91,36 @@ impl Default for CloudBurstConfig {
             decoder_timeout: Dur::from_millis(10),
             max_decoders: 64,
             class: 1,
-            symbol_bytes: 1460,
-            header_bytes: 40,
+            symbol_bytes: 1456,
+            header_bytes: 44,
             carry_bytes: false,
+            multi_block: true,
+            block_window: 8,
+            max_held_bytes: 64 << 20,
         }
     }
 }
 
 impl CloudBurstConfig {
+    /// The paper's configuration: Fig. 4's 12-byte header, so 1460-byte symbols in 1500-byte
+    /// packets, and messages of at most one block.
+    pub fn paper() -> CloudBurstConfig {
+        CloudBurstConfig {
+            symbol_bytes: 1460,
+            header_bytes: 40,
+            multi_block: false,
+            ..CloudBurstConfig::default()
+        }
+    }
+
+    /// The wire layout this configuration sends and expects.
+    pub fn layout(&self) -> Layout {
+        Layout {
+            codec: self.codec,
+            blocks: self.multi_block,
+        }
+    }
+
     /// Checks the parameters; the error names the offending key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let err = |path: &str, reason: String| Err(ConfigError::new(path, reason));
@@ -104,6 +142,22 @@ impl CloudBurstConfig {
         if self.codec == Codec::Raptorq && self.symbol_bytes > u16::MAX as u32 {
             return err("symbol_bytes", "RaptorQ symbols are at most 65535 bytes".into());
         }
+        if self.multi_block && self.symbol_bytes > MAX_MESSAGE_BYTES {
+            return err(
+                "symbol_bytes",
+                format!("with multi_block, at most {MAX_MESSAGE_BYTES} (a block's size field)"),
+            );
+        }
+        if self.block_window == 0 {
+            return err("block_window", "must be >= 1".into());
+        }
+        let min_header = (28 + self.layout().header_bytes()) as u32;
+        if self.header_bytes < min_header {
+            return err(
+                "header_bytes",
+                format!("must be >= {min_header} (IP + UDP + this layout's CloudBurst header)"),
+            );
+        }
         if self.max_decoders == 0 {
             return err("max_decoders", "must be >= 1".into());
         }
@@ -123,10 +177,28 @@ impl CloudBurstConfig {
         }
     }
 
-    /// Largest message: 64 source packets, and the 18-bit size field.
+    /// Largest message: with `multi_block`, 2^16 full blocks; without, 64 source packets and the
+    /// 18-bit size field.
     pub fn max_message_bytes(&self) -> u64 {
-        (crate::fec::MAX_SOURCE_PACKETS as u64 * self.symbol_bytes as u64)
-            .min(super::header::MAX_MESSAGE_BYTES as u64)
+        if self.multi_block {
+            MAX_BLOCKS * self.block_bytes()
+        } else {
+            (crate::fec::MAX_SOURCE_PACKETS as u64 * self.symbol_bytes as u64).min(MAX_MESSAGE_BYTES as u64)
+        }
+    }
+
+    /// Bytes of a full block (every block of a message but its last).
+    pub fn block_bytes(&self) -> u64 {
+        full_block_packets(self.symbol_bytes) as u64 * self.symbol_bytes as u64
+    }
+
+    /// Blocks a message of `len_bytes` is cut into (an empty message is one block).
+    pub fn blocks_of(&self, len_bytes: u64) -> u64 {
+        if self.multi_block {
+            len_bytes.div_ceil(self.block_bytes().max(1)).max(1)
+        } else {
+            1
+        }
     }
 
     /// Inter-round delay of Sec. III-B: NUM_PATHS x PKT_SIZE / (r x LINK_CAP).

@@ -29,15 +29,67 @@
 //! type 0 is a coded symbol, type 1 a STOP (its ESI is zero); the last word is RFC 6330's FEC Payload
 //! ID (Sec. 3.2) with one source block per message. Both ends must use the same codec, as they must
 //! agree on the symbol size: the layout is a function of the configured [`Codec`].
+//!
+//! Messages of more than one block (our extension, `multi_block`, see `docs/cloudburst.md`,
+//! "Messages of any size"): every packet carries a fourth word after either layout, and the first
+//! word then describes the packet's block, not the whole message:
+//!
+//! ```text
+//! +-------------------------------+-------------------------------+
+//! |         block index           |       last block index        |
+//! +-------------------------------+-------------------------------+
+//! ```
+//! Every block but the last is full ([`Header::check_size`]), so the receiver learns the message's
+//! length from its last block. Fig. 4 has no room for this word, so the layout is a function of the
+//! configuration ([`Layout`]), as the codec already is.
 
 use super::Codec;
 
-/// Header bytes on the wire.
+/// Header bytes on the wire (Fig. 4).
 pub const HEADER_BYTES: usize = 12;
+/// Header bytes on the wire with the block word.
+pub const BLOCK_HEADER_BYTES: usize = 16;
 /// Largest RaptorQ encoding symbol id (24 bits, RFC 6330 Sec. 3.2).
 pub const MAX_ESI: u32 = (1 << 24) - 1;
 /// Largest message size the 18-bit field holds.
 pub const MAX_MESSAGE_BYTES: u32 = (1 << 18) - 1;
+
+/// The wire layout both ends agree on through their configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub codec: Codec,
+    /// The block word follows the 12 bytes of Fig. 4.
+    pub blocks: bool,
+}
+
+impl Layout {
+    pub fn header_bytes(self) -> usize {
+        if self.blocks {
+            BLOCK_HEADER_BYTES
+        } else {
+            HEADER_BYTES
+        }
+    }
+}
+
+/// Fig. 4 without the block word.
+impl From<Codec> for Layout {
+    fn from(codec: Codec) -> Layout {
+        Layout { codec, blocks: false }
+    }
+}
+
+/// Which block of its message a packet belongs to; both zero for a single-block message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Block {
+    pub index: u16,
+    pub last: u16,
+}
+
+impl Block {
+    /// The only block of a message (what Fig. 4 describes).
+    pub const ONLY: Block = Block { index: 0, last: 0 };
+}
 
 /// What a packet is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,12 +105,14 @@ pub enum Kind {
 /// The parsed header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
-    /// Source packets in the message, 1..=64.
+    /// Source packets in the message (or in this block of it), 1..=64.
     pub packets: u8,
-    /// Message size in bytes, < 2^18.
+    /// Message (or block) size in bytes, < 2^18.
     pub message_bytes: u32,
     pub msg_id: u8,
     pub kind: Kind,
+    /// [`Block::ONLY`] in Fig. 4's layout.
+    pub block: Block,
 }
 
 /// Why bytes are not a CloudBurst header.
@@ -75,6 +129,10 @@ pub enum HeaderError {
     UnknownType { ty: u8 },
     /// RaptorQ header: reserved bits, the source block number or a STOP's ESI are not zero.
     NonZeroReserved,
+    /// The block word names a block after the last one.
+    BlockBeyondLast { index: u16, last: u16 },
+    /// A block before the last is not full (checked by [`Header::check_size`]).
+    ShortBlock,
 }
 
 impl std::fmt::Display for HeaderError {
@@ -89,6 +147,10 @@ impl std::fmt::Display for HeaderError {
             HeaderError::NonZeroReserved => {
                 write!(f, "reserved field, source block number or STOP ESI not zero")
             }
+            HeaderError::BlockBeyondLast { index, last } => {
+                write!(f, "block {index} after the last block {last}")
+            }
+            HeaderError::ShortBlock => write!(f, "a block before the last is not full"),
         }
     }
 }
@@ -96,11 +158,23 @@ impl std::fmt::Display for HeaderError {
 impl std::error::Error for HeaderError {}
 
 impl Header {
-    /// Parses the first [`HEADER_BYTES`] bytes of `buf` (trailing bytes are the symbol) in the layout
-    /// of `codec`. Never panics.
-    pub fn parse(codec: Codec, buf: &[u8]) -> Result<Header, HeaderError> {
-        let Some(b) = buf.get(..HEADER_BYTES) else {
+    /// Parses the header at the start of `buf` (trailing bytes are the symbol) in `layout` (a
+    /// [`Codec`] alone means Fig. 4). Never panics.
+    pub fn parse(layout: impl Into<Layout>, buf: &[u8]) -> Result<Header, HeaderError> {
+        let layout = layout.into();
+        let codec = layout.codec;
+        let Some(b) = buf.get(..layout.header_bytes()) else {
             return Err(HeaderError::Truncated { len: buf.len() });
+        };
+        let block = if layout.blocks {
+            let index = u16::from_be_bytes([b[12], b[13]]);
+            let last = u16::from_be_bytes([b[14], b[15]]);
+            if index > last {
+                return Err(HeaderError::BlockBeyondLast { index, last });
+            }
+            Block { index, last }
+        } else {
+            Block::ONLY
         };
         let w = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         let packets = ((w >> 26) as u8) + 1;
@@ -139,15 +213,25 @@ impl Header {
             message_bytes,
             msg_id,
             kind,
+            block,
         })
     }
 
-    /// Writes the header in the layout of `codec` into the first [`HEADER_BYTES`] bytes of `buf`;
-    /// returns the bytes written, or None if `buf` is too short or the kind has no place in that
-    /// layout (a set under RaptorQ, an ESI under LT). Fields out of range are masked to their width
-    /// (callers validate).
-    pub fn emit(&self, codec: Codec, buf: &mut [u8]) -> Option<usize> {
-        let b = buf.get_mut(..HEADER_BYTES)?;
+    /// Writes the header in `layout` at the start of `buf`; returns the bytes written, or None if
+    /// `buf` is too short or the header has no place in that layout (a set under RaptorQ, an ESI
+    /// under LT, a block other than the only one without the block word). Fields out of range are
+    /// masked to their width (callers validate).
+    pub fn emit(&self, layout: impl Into<Layout>, buf: &mut [u8]) -> Option<usize> {
+        let layout = layout.into();
+        let codec = layout.codec;
+        let len = layout.header_bytes();
+        let b = buf.get_mut(..len)?;
+        if layout.blocks {
+            b[12..14].copy_from_slice(&self.block.index.to_be_bytes());
+            b[14..16].copy_from_slice(&self.block.last.to_be_bytes());
+        } else if self.block != Block::ONLY {
+            return None;
+        }
         let count = (self.packets.clamp(1, 64) - 1) as u32;
         let w = (count << 26) | ((self.message_bytes & MAX_MESSAGE_BYTES) << 8) | self.msg_id as u32;
         let tail: [u8; 8] = match (codec, self.kind) {
@@ -158,29 +242,41 @@ impl Header {
             (Codec::Lt, Kind::Symbol { .. }) | (Codec::Raptorq, Kind::Coded { .. }) => return None,
         };
         b[..4].copy_from_slice(&w.to_be_bytes());
-        b[4..].copy_from_slice(&tail);
-        Some(HEADER_BYTES)
+        b[4..12].copy_from_slice(&tail);
+        Some(len)
     }
 
-    /// Appends the header to `out`; panics if the kind has no place in `codec`'s layout.
-    pub fn emit_to_vec(&self, codec: Codec, out: &mut Vec<u8>) {
+    /// Appends the header to `out`; panics if the header has no place in `layout`.
+    pub fn emit_to_vec(&self, layout: impl Into<Layout>, out: &mut Vec<u8>) {
+        let layout = layout.into();
         let at = out.len();
-        out.resize(at + HEADER_BYTES, 0);
-        self.emit(codec, &mut out[at..])
-            .expect("header kind matches the codec");
+        out.resize(at + layout.header_bytes(), 0);
+        self.emit(layout, &mut out[at..])
+            .expect("header matches the layout");
     }
 
-    /// Checks that `message_bytes` needs exactly `packets` symbols of `symbol_bytes`.
+    /// Checks that `message_bytes` needs exactly `packets` symbols of `symbol_bytes`, and that a
+    /// block before the last is full ([`full_block_packets`] symbols).
     pub fn check_size(&self, symbol_bytes: u32) -> Result<(), HeaderError> {
         let need = (self.message_bytes as u64)
             .div_ceil(symbol_bytes.max(1) as u64)
             .max(1);
-        if need == self.packets as u64 {
-            Ok(())
-        } else {
-            Err(HeaderError::SizeMismatch)
+        if need != self.packets as u64 {
+            return Err(HeaderError::SizeMismatch);
         }
+        let full = full_block_packets(symbol_bytes);
+        if self.block.index < self.block.last
+            && (self.packets as u32 != full || self.message_bytes != full * symbol_bytes)
+        {
+            return Err(HeaderError::ShortBlock);
+        }
+        Ok(())
     }
+}
+
+/// Source packets in a full block: 64, fewer when 64 symbols would not fit the 18-bit size field.
+pub fn full_block_packets(symbol_bytes: u32) -> u32 {
+    (MAX_MESSAGE_BYTES / symbol_bytes.max(1)).clamp(1, 64)
 }
 
 #[cfg(test)]
@@ -202,6 +298,7 @@ mod tests {
                 message_bytes: 5000,
                 msg_id: 7,
                 kind,
+                block: Block::ONLY,
             };
             let mut b = [0u8; HEADER_BYTES];
             assert_eq!(h.emit(codec, &mut b), Some(HEADER_BYTES));
@@ -218,7 +315,8 @@ mod tests {
             packets: 1,
             message_bytes: 0,
             msg_id: 0,
-            kind: Kind::Stop
+            kind: Kind::Stop,
+            block: Block::ONLY,
         }
         .emit(Codec::Lt, &mut [0u8; 5])
         .is_none());
@@ -231,6 +329,7 @@ mod tests {
             message_bytes: 2000,
             msg_id: 1,
             kind,
+            block: Block::ONLY,
         };
         let mut b = [0u8; HEADER_BYTES];
         assert_eq!(h(Kind::Symbol { esi: 3 }).emit(Codec::Lt, &mut b), None);
@@ -245,6 +344,7 @@ mod tests {
             message_bytes: 3000,
             msg_id: 9,
             kind: Kind::Symbol { esi: 5 },
+            block: Block::ONLY,
         }
         .emit(Codec::Raptorq, &mut b)
         .unwrap();
@@ -257,6 +357,52 @@ mod tests {
         assert_eq!(with(6, 1), Err(HeaderError::NonZeroReserved));
         assert_eq!(with(8, 1), Err(HeaderError::NonZeroReserved)); // source block 1
         assert_eq!(with(4, 1), Err(HeaderError::NonZeroReserved)); // STOP with ESI 5
+    }
+
+    #[test]
+    fn the_block_word_follows_fig_4_and_is_checked() {
+        let layout = Layout {
+            codec: Codec::Lt,
+            blocks: true,
+        };
+        let full = full_block_packets(1456);
+        let h = Header {
+            packets: full as u8,
+            message_bytes: full * 1456,
+            msg_id: 3,
+            kind: Kind::Coded { set: 1 },
+            block: Block { index: 2, last: 5 },
+        };
+        let mut b = [0u8; BLOCK_HEADER_BYTES];
+        assert_eq!(h.emit(layout, &mut b), Some(BLOCK_HEADER_BYTES));
+        assert_eq!(&b[12..], &[0, 2, 0, 5]);
+        assert_eq!(Header::parse(layout, &b), Ok(h));
+        assert_eq!(h.check_size(1456), Ok(()));
+        // Only the last block may be short.
+        let short = Header {
+            packets: 2,
+            message_bytes: 2000,
+            ..h
+        };
+        assert_eq!(short.check_size(1456), Err(HeaderError::ShortBlock));
+        let last = Header {
+            block: Block { index: 5, last: 5 },
+            ..short
+        };
+        assert_eq!(last.check_size(1456), Ok(()));
+        b[13] = 6;
+        assert_eq!(
+            Header::parse(layout, &b),
+            Err(HeaderError::BlockBeyondLast { index: 6, last: 5 })
+        );
+        assert_eq!(
+            Header::parse(layout, &b[..HEADER_BYTES]),
+            Err(HeaderError::Truncated { len: HEADER_BYTES })
+        );
+        // Fig. 4 has no place for a block other than the only one.
+        assert_eq!(h.emit(Codec::Lt, &mut [0u8; HEADER_BYTES]), None);
+        assert_eq!(full_block_packets(1460), 64);
+        assert_eq!(full_block_packets(8960), 29); // 29 x 8960 < 2^18 <= 30 x 8960
     }
 
     fn kind_strategy() -> impl Strategy<Value = (Codec, Kind)> {
@@ -274,6 +420,8 @@ mod tests {
             size in 0u32..=MAX_MESSAGE_BYTES,
             id: u8,
             (codec, kind) in kind_strategy(),
+            index: u16,
+            last: u16,
         ) {
             let kind = match kind {
                 Kind::Coded { set } if packets < 64 => {
@@ -282,21 +430,36 @@ mod tests {
                 }
                 k => k,
             };
-            let h = Header { packets, message_bytes: size, msg_id: id, kind };
+            let h = Header { packets, message_bytes: size, msg_id: id, kind, block: Block::ONLY };
             let mut b = vec![0u8; HEADER_BYTES + 3];
             prop_assert_eq!(h.emit(codec, &mut b), Some(HEADER_BYTES));
             prop_assert_eq!(Header::parse(codec, &b), Ok(h));
+            let block = Block { index: index.min(last), last };
+            let h = Header { block, ..h };
+            let layout = Layout { codec, blocks: true };
+            let mut b = vec![0u8; BLOCK_HEADER_BYTES + 3];
+            prop_assert_eq!(h.emit(layout, &mut b), Some(BLOCK_HEADER_BYTES));
+            prop_assert_eq!(Header::parse(layout, &b), Ok(h));
+            // The first 12 bytes are Fig. 4's, whatever the block.
+            let mut fig4 = [0u8; HEADER_BYTES];
+            Header { block: Block::ONLY, ..h }.emit(codec, &mut fig4).unwrap();
+            prop_assert_eq!(&b[..HEADER_BYTES], &fig4[..]);
         }
 
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             for codec in [Codec::Lt, Codec::Raptorq] {
-                if let Ok(h) = Header::parse(codec, &bytes) {
-                    // Whatever parses re-emits to the same 12 bytes.
-                    let mut b = [0u8; HEADER_BYTES];
-                    prop_assert_eq!(h.emit(codec, &mut b), Some(HEADER_BYTES));
-                    prop_assert_eq!(&b[..], &bytes[..HEADER_BYTES]);
-                    let _ = h.check_size(1460);
+                for blocks in [false, true] {
+                    let layout = Layout { codec, blocks };
+                    if let Ok(h) = Header::parse(layout, &bytes) {
+                        // Whatever parses re-emits to the same bytes.
+                        let n = layout.header_bytes();
+                        let mut b = [0u8; BLOCK_HEADER_BYTES];
+                        prop_assert_eq!(h.emit(layout, &mut b), Some(n));
+                        prop_assert_eq!(&b[..n], &bytes[..n]);
+                        prop_assert!(h.block.index <= h.block.last);
+                        let _ = h.check_size(1460);
+                    }
                 }
             }
         }
@@ -305,7 +468,7 @@ mod tests {
         #[test]
         fn mutated_raptorq_headers_never_panic(esi in 0..=MAX_ESI, at in 0usize..HEADER_BYTES, v: u8) {
             let mut b = [0u8; HEADER_BYTES];
-            Header { packets: 64, message_bytes: 93_440, msg_id: 1, kind: Kind::Symbol { esi } }
+            Header { packets: 64, message_bytes: 93_440, msg_id: 1, kind: Kind::Symbol { esi }, block: Block::ONLY }
                 .emit(Codec::Raptorq, &mut b)
                 .unwrap();
             b[at] = v;

@@ -8,20 +8,27 @@
 //! over [`crate::fec::NoBytes`]) and RaptorQ decodes tiny synthetic symbols (see `code.rs`). With
 //! `carry_bytes`, every coded packet carries its real symbol after the header, as on a socket:
 //! [`CloudBurstEndpoint::send_data`] sends bytes and [`CloudBurstEndpoint::take_data`] returns them.
+//! With `multi_block` (the default; our extension) a message of any size is cut into blocks of at
+//! most 64 source packets, each coded, decoded and STOPped as the paper's message, a window of
+//! them at once sharing the message's rate (`docs/cloudburst.md`, "Messages of any size").
 
+mod assembly;
 mod code;
 mod config;
 pub mod header;
 
 pub use code::{synthetic_message, SIM_RAPTORQ_SYMBOL_BYTES};
-pub use config::{CloudBurstConfig, Codec, PathMode};
-pub use header::{Header as CbHeader, HeaderError, Kind, HEADER_BYTES, MAX_ESI};
+pub use config::{CloudBurstConfig, Codec, PathMode, MAX_BLOCKS};
+pub use header::{
+    Block, Header as CbHeader, HeaderError, Kind, Layout, BLOCK_HEADER_BYTES, HEADER_BYTES, MAX_ESI,
+};
 
 use crate::config_error::ConfigError;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
 use crate::packet::{FiveTuple, Header, Packet, Proto, Route};
 use crate::rng::{mix64, Rng};
 use crate::time::{Dur, Time};
+use assembly::{Assembled, Assemblies};
 use code::{symbol_len, InCode, Name, OutCode, Outcome};
 use rand::Rng as _;
 use std::collections::{BTreeMap, VecDeque};
@@ -47,6 +54,13 @@ pub struct Counters {
     pub malformed: u64,
     /// Simulated RaptorQ messages decoded to bytes other than the sender's (must stay 0).
     pub corrupt_decodes: u64,
+    /// Blocks decoded (a single-block message is one block).
+    pub blocks_decoded: u64,
+    /// Multi-block messages dropped at the receiver, idle past `decoder_timeout` with blocks
+    /// missing.
+    pub assemblies_expired: u64,
+    /// Messages dropped at the receiver to stay within `max_held_bytes`.
+    pub held_dropped: u64,
 }
 
 impl Counters {
@@ -65,47 +79,81 @@ pub struct TableSizes {
     pub expected: usize,
     pub untaken: usize,
     pub stops_queued: usize,
+    /// Multi-block messages partly received.
+    pub assemblies: usize,
 }
 
-/// A message being sent.
+/// A block being coded: the paper's message.
+#[derive(Debug)]
+struct OutBlock {
+    index: u16,
+    len_bytes: u32,
+    k: u32,
+    code: OutCode,
+    next_index: u64,
+    /// t of Algorithm 1, from the block's first packet.
+    deadline: Time,
+    sent_packets: u32,
+}
+
+/// A message being sent: its blocks in order, at most `block_window` coded at once.
 #[derive(Debug)]
 struct OutMsg {
     msg: MsgId,
     wire_id: u8,
     len_bytes: u64,
-    k: u32,
-    code: OutCode,
-    next_index: u64,
+    seed: u64,
+    /// Index of the last block.
+    last_block: u16,
+    /// The next block to start.
+    next_block: u32,
+    active: Vec<OutBlock>,
+    /// The active block the next packet comes from (round-robin).
+    next_active: usize,
+    /// The message's bytes, kept for its later blocks (`carry_bytes`, more than one block).
+    data: Option<Vec<u8>>,
     /// Packets still to send in the current round.
     round_left: u32,
     next_round: Time,
-    deadline: Time,
     next_path: u32,
     /// The path the next round starts on. Rounds start one path further each time, from a
     /// per-message random path: a round leaves back to back, so when the host queue (or any queue
     /// the burst meets) has room for only its first packet, a fixed start would put nearly every
     /// surviving packet of every message on path 0 (docs/cloudburst.md, "A degraded path").
     round_path: u32,
-    sent_packets: u32,
+    /// Over all its blocks, and the source packets of the blocks STOPped.
+    sent_packets: u64,
+    stopped_source_packets: u64,
 }
 
-/// A message being received.
+impl OutMsg {
+    fn deadline(&self) -> Time {
+        self.active.iter().map(|b| b.deadline).min().unwrap_or(Time::MAX)
+    }
+}
+
+/// A block being received.
 #[derive(Debug)]
 struct InMsg {
     packets: u8,
     message_bytes: u32,
+    last_block: u16,
     dec: InCode,
     first: Time,
     last: Time,
 }
 
-/// A message already delivered: further packets of it are answered with STOP.
+/// A block already decoded: further packets of it are answered with STOP.
 #[derive(Debug)]
 struct Done {
     packets: u8,
     message_bytes: u32,
+    last_block: u16,
     last: Time,
 }
+
+/// Receiver tables are keyed by wire id and block index.
+type BlockKey = (u8, u16);
 
 pub struct CloudBurstEndpoint {
     cfg: CloudBurstConfig,
@@ -116,14 +164,17 @@ pub struct CloudBurstEndpoint {
     out: Vec<OutMsg>,
     cursor: usize,
     stops: VecDeque<CbHeader>,
-    decoders: BTreeMap<u8, InMsg>,
-    done: BTreeMap<u8, Done>,
+    decoders: BTreeMap<BlockKey, InMsg>,
+    done: BTreeMap<BlockKey, Done>,
+    assemblies: Assemblies,
     /// Wire id -> the application's id, from `expect_message`.
     expected: BTreeMap<u8, MsgId>,
     events: VecDeque<AppEvent>,
     counters: Counters,
-    /// Decoded message bytes (`carry_bytes`) not yet taken, oldest first; at most `max_decoders`.
+    /// Decoded message bytes (`carry_bytes`) not yet taken, oldest first; at most `max_decoders`
+    /// messages, and within `max_held_bytes` with the assemblies' bytes.
     received: VecDeque<(MsgId, Vec<u8>)>,
+    received_bytes: u64,
 }
 
 impl CloudBurstEndpoint {
@@ -144,10 +195,12 @@ impl CloudBurstEndpoint {
             stops: VecDeque::new(),
             decoders: BTreeMap::new(),
             done: BTreeMap::new(),
+            assemblies: Assemblies::default(),
             expected: BTreeMap::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
             received: VecDeque::new(),
+            received_bytes: 0,
         })
     }
 
@@ -160,8 +213,9 @@ impl CloudBurstEndpoint {
     }
 
     /// Entries in the endpoint's tables, for drivers that must show their memory stays bounded under
-    /// any peer input (every table is capped: decoders and untaken messages by `max_decoders`, the
-    /// rest by the 256 wire ids or by what the application sends).
+    /// any peer input (every table is capped: decoders and untaken messages by `max_decoders`,
+    /// finished blocks by [`Self::max_done`], assemblies by the 256 wire ids, the sending side by
+    /// what the application sends).
     pub fn table_sizes(&self) -> TableSizes {
         TableSizes {
             sending: self.out.len(),
@@ -170,7 +224,20 @@ impl CloudBurstEndpoint {
             expected: self.expected.len(),
             untaken: self.received.len(),
             stops_queued: self.stops.len(),
+            assemblies: self.assemblies.len(),
         }
+    }
+
+    /// Bytes the receiver holds for the application: partly received multi-block messages and
+    /// decoded messages not yet taken (`carry_bytes`); at most `max_held_bytes`.
+    pub fn held_bytes(&self) -> u64 {
+        self.assemblies.held_bytes() + self.received_bytes
+    }
+
+    /// Most finished blocks remembered (to repeat their STOP); the least recently active is
+    /// forgotten beyond it.
+    pub fn max_done(&self) -> usize {
+        64 * self.cfg.max_decoders as usize
     }
 
     /// Sends `data` as message `msg` (with `carry_bytes`; otherwise only its length counts).
@@ -182,12 +249,14 @@ impl CloudBurstEndpoint {
     /// `max_decoders` untaken messages.
     pub fn take_data(&mut self, msg: MsgId) -> Option<Vec<u8>> {
         let i = self.received.iter().position(|(m, _)| *m == msg)?;
-        self.received.remove(i).map(|(_, d)| d)
+        let (_, d) = self.received.remove(i)?;
+        self.received_bytes -= d.len() as u64;
+        Some(d)
     }
 
-    /// Algorithm 1 lines 1-3: refuse messages over 64 packets, arm the transmission timeout t.
+    /// Algorithm 1 lines 1-3: refuse messages too large (over one block without `multi_block`, as
+    /// the paper), start the first blocks, each arming its transmission timeout t.
     fn start(&mut self, now: Time, msg: MsgId, len_bytes: u64, data: Option<&[u8]>) {
-        let sym = self.cfg.symbol_bytes as u64;
         if len_bytes > self.cfg.max_message_bytes() {
             self.counters.messages_failed += 1;
             self.events.push_back(AppEvent::MessageFailed {
@@ -196,28 +265,38 @@ impl CloudBurstEndpoint {
             });
             return;
         }
-        let k = len_bytes.div_ceil(sym).max(1) as u32;
+        let blocks = self.cfg.blocks_of(len_bytes);
         let seed = mix64(self.seed ^ mix64(msg));
         let data = data.filter(|_| self.cfg.carry_bytes);
-        let wire_id = msg as u8;
-        self.out.push(OutMsg {
+        let mut m = OutMsg {
             msg,
-            wire_id,
+            wire_id: msg as u8,
             len_bytes,
-            k,
-            code: OutCode::new(&self.cfg, k, seed, data, len_bytes as u32, wire_id),
-            next_index: 0,
+            seed,
+            last_block: (blocks - 1) as u16,
+            next_block: 0,
+            active: Vec::new(),
+            next_active: 0,
+            data: None,
             round_left: 0,
             next_round: now,
-            deadline: now + self.cfg.transmission_timeout,
             next_path: 0,
             round_path: (seed % u64::from(self.cfg.paths)) as u32,
             sent_packets: 0,
-        });
+            stopped_source_packets: 0,
+        };
+        let window = (self.cfg.block_window as u64).min(blocks) as u32;
+        for _ in 0..window {
+            start_block(&self.cfg, now, &mut m, data);
+        }
+        if blocks > 1 {
+            m.data = data.map(<[u8]>::to_vec);
+        }
+        self.out.push(m);
     }
 
     fn stats_of(&self, m: &OutMsg) -> MessageStats {
-        let sent_bytes = m.sent_packets as u64 * self.cfg.symbol_bytes as u64;
+        let sent_bytes = m.sent_packets * self.cfg.symbol_bytes as u64;
         MessageStats {
             sent_bytes,
             redundant_bytes: sent_bytes.saturating_sub(m.len_bytes),
@@ -258,7 +337,7 @@ impl CloudBurstEndpoint {
             let gap = self.round_gap;
             let paths = self.cfg.paths;
             let m = &mut self.out[i];
-            if m.deadline <= now {
+            if m.deadline() <= now {
                 continue;
             }
             if m.round_left == 0 && m.next_round <= now {
@@ -274,25 +353,34 @@ impl CloudBurstEndpoint {
             m.round_left -= 1;
             let path = m.next_path;
             m.next_path = (m.next_path + 1) % paths;
+            let j = m.next_active % m.active.len();
+            m.next_active = j + 1;
+            let b = &mut m.active[j];
             // The header goes first; its name is known only once the symbol is written after it.
+            let layout = self.cfg.layout();
             let at = payload.len();
-            payload.resize(at + HEADER_BYTES, 0);
-            let name = m.code.next(m.next_index, payload);
-            m.next_index += 1;
+            payload.resize(at + layout.header_bytes(), 0);
+            let name = b.code.next(b.next_index, payload);
+            b.next_index += 1;
+            b.sent_packets += 1;
             m.sent_packets += 1;
             let h = CbHeader {
-                packets: m.k as u8,
-                message_bytes: m.len_bytes as u32,
+                packets: b.k as u8,
+                message_bytes: b.len_bytes,
                 msg_id: m.wire_id,
                 kind: match name {
                     Name::Set(set) => Kind::Coded { set },
                     Name::Esi(esi) => Kind::Symbol { esi },
                 },
+                block: Block {
+                    index: b.index,
+                    last: m.last_block,
+                },
             };
             self.cursor = (i + 1) % n;
             self.counters.coded_packets_sent += 1;
-            h.emit(self.cfg.codec, &mut payload[at..])
-                .expect("header kind matches the codec");
+            h.emit(layout, &mut payload[at..])
+                .expect("header matches the layout");
             return Some(self.packet(path, self.cfg.symbol_bytes));
         }
         None
@@ -301,7 +389,7 @@ impl CloudBurstEndpoint {
     fn fail_expired(&mut self, now: Time) {
         let mut i = 0;
         while i < self.out.len() {
-            if self.out[i].deadline <= now {
+            if self.out[i].deadline() <= now {
                 let m = self.out.remove(i);
                 let stats = self.stats_of(&m);
                 self.counters.messages_failed += 1;
@@ -322,22 +410,46 @@ impl CloudBurstEndpoint {
         self.decoders.retain(|_, d| d.last + t > now);
         self.counters.decoders_expired += (before - self.decoders.len()) as u64;
         self.done.retain(|_, d| d.last + t > now);
+        self.counters.assemblies_expired += self.assemblies.expire(now, t) as u64;
     }
 
-    fn on_stop(&mut self, h: &CbHeader) {
-        let Some(i) = self.out.iter().position(|m| {
-            m.wire_id == h.msg_id && m.len_bytes == h.message_bytes as u64 && m.k == h.packets as u32
-        }) else {
-            return; // A repeated STOP of a message already finished.
+    /// A block's STOP; the message is acknowledged once every block is STOPped.
+    fn on_stop(&mut self, now: Time, h: &CbHeader) {
+        let found = self.out.iter().enumerate().find_map(|(i, m)| {
+            if m.wire_id != h.msg_id || m.last_block != h.block.last {
+                return None;
+            }
+            let j = m.active.iter().position(|b| {
+                b.index == h.block.index && b.len_bytes == h.message_bytes && b.k == h.packets as u32
+            })?;
+            Some((i, j))
+        });
+        let Some((i, j)) = found else {
+            return; // A repeated STOP of a block already finished.
         };
+        let m = &mut self.out[i];
+        let block = m.active.remove(j);
+        m.stopped_source_packets += block.k as u64;
+        if m.next_active > j {
+            m.next_active -= 1;
+        }
+        if m.next_block <= m.last_block as u32 {
+            let data = m.data.take();
+            start_block(&self.cfg, now, m, data.as_deref());
+            m.data = data;
+            return;
+        }
+        if !m.active.is_empty() {
+            return;
+        }
         let m = self.out.remove(i);
         if self.cursor >= self.out.len() {
             self.cursor = 0;
         }
         let stats = self.stats_of(&m);
         self.counters.messages_acked += 1;
-        self.counters.acked_coded_packets += m.sent_packets as u64;
-        self.counters.acked_source_packets += m.k as u64;
+        self.counters.acked_coded_packets += m.sent_packets;
+        self.counters.acked_source_packets += m.stopped_source_packets;
         self.events
             .push_back(AppEvent::MessageAcked { msg: m.msg, stats });
     }
@@ -349,28 +461,30 @@ impl CloudBurstEndpoint {
         });
     }
 
-    /// Sec. III-B "Receiver operations".
+    /// Sec. III-B "Receiver operations", per block.
     fn on_coded(&mut self, now: Time, h: &CbHeader, name: Name, symbol: &[u8]) {
         let want = symbol_len(self.cfg.codec, self.cfg.carry_bytes, self.cfg.symbol_bytes);
         if h.check_size(self.cfg.symbol_bytes).is_err() || symbol.len() != want {
             self.counters.malformed += 1;
             return;
         }
-        if let Some(d) = self.done.get_mut(&h.msg_id) {
-            if d.packets == h.packets && d.message_bytes == h.message_bytes {
+        let key = (h.msg_id, h.block.index);
+        if let Some(d) = self.done.get_mut(&key) {
+            if d.packets == h.packets && d.message_bytes == h.message_bytes && d.last_block == h.block.last {
                 // The STOP was lost (or is in flight): STOP again for every further packet.
                 d.last = now;
                 self.queue_stop(h);
                 return;
             }
         }
-        let fresh = match self.decoders.get(&h.msg_id) {
-            Some(d) => d.packets != h.packets || d.message_bytes != h.message_bytes,
+        let fresh = match self.decoders.get(&key) {
+            Some(d) => {
+                d.packets != h.packets || d.message_bytes != h.message_bytes || d.last_block != h.block.last
+            }
             None => true,
         };
         if fresh {
-            if self.decoders.len() >= self.cfg.max_decoders as usize && !self.decoders.contains_key(&h.msg_id)
-            {
+            if self.decoders.len() >= self.cfg.max_decoders as usize && !self.decoders.contains_key(&key) {
                 let oldest = self
                     .decoders
                     .iter()
@@ -382,10 +496,11 @@ impl CloudBurstEndpoint {
                 }
             }
             self.decoders.insert(
-                h.msg_id,
+                key,
                 InMsg {
                     packets: h.packets,
                     message_bytes: h.message_bytes,
+                    last_block: h.block.last,
                     dec: InCode::new(
                         self.cfg.codec,
                         self.cfg.carry_bytes,
@@ -398,43 +513,100 @@ impl CloudBurstEndpoint {
                 },
             );
         }
-        let d = self.decoders.get_mut(&h.msg_id).expect("inserted");
+        let d = self.decoders.get_mut(&key).expect("inserted");
         d.last = now;
         let carry = self.cfg.carry_bytes;
-        match d.dec.add(name, symbol, h.message_bytes, h.msg_id, carry) {
+        match d
+            .dec
+            .add(name, symbol, h.message_bytes, h.msg_id, h.block.index, carry)
+        {
             Outcome::Decoded(data) => {
                 let first = d.first;
-                self.decoders.remove(&h.msg_id);
+                self.decoders.remove(&key);
                 let took = now.saturating_sub(first);
-                self.counters.messages_decoded += 1;
+                self.counters.blocks_decoded += 1;
                 self.counters.decode_time_total = self.counters.decode_time_total + took;
                 self.counters.decode_time_max = self.counters.decode_time_max.max(took);
-                self.done.insert(
-                    h.msg_id,
-                    Done {
-                        packets: h.packets,
-                        message_bytes: h.message_bytes,
-                        last: now,
-                    },
-                );
-                let msg = self.expected.remove(&h.msg_id).unwrap_or(h.msg_id as MsgId);
-                if let Some(data) = data {
-                    if self.received.len() >= self.cfg.max_decoders as usize {
-                        self.received.pop_front();
-                    }
-                    self.received.push_back((msg, data));
-                }
-                self.events.push_back(AppEvent::MessageReceived { msg });
+                self.remember_done(key, h, now);
                 self.queue_stop(h);
+                self.on_block(now, h, data);
             }
             Outcome::Invalid => self.counters.malformed += 1,
             Outcome::Corrupt => {
                 // Never expected; dropping the decoder lets the sender's next packets retry.
                 self.counters.corrupt_decodes += 1;
-                self.decoders.remove(&h.msg_id);
+                self.decoders.remove(&key);
             }
             Outcome::Pending => {}
         }
+    }
+
+    fn remember_done(&mut self, key: BlockKey, h: &CbHeader, now: Time) {
+        if self.done.len() >= self.max_done() && !self.done.contains_key(&key) {
+            let oldest = self
+                .done
+                .iter()
+                .min_by_key(|(id, d)| (d.last, **id))
+                .map(|(id, _)| *id);
+            if let Some(id) = oldest {
+                self.done.remove(&id);
+            }
+        }
+        self.done.insert(
+            key,
+            Done {
+                packets: h.packets,
+                message_bytes: h.message_bytes,
+                last_block: h.block.last,
+                last: now,
+            },
+        );
+    }
+
+    /// A decoded block: the message is delivered with its only block, or once the assembly of its
+    /// blocks is complete.
+    fn on_block(&mut self, now: Time, h: &CbHeader, data: Option<Vec<u8>>) {
+        let data = if h.block.last == 0 {
+            Some(data)
+        } else {
+            let limit = self.cfg.max_held_bytes.saturating_sub(self.received_bytes);
+            match self.assemblies.add(now, h, data, limit) {
+                Assembled::Pending { dropped } => {
+                    self.counters.held_dropped += dropped as u64;
+                    None
+                }
+                Assembled::Complete(data) => Some(data),
+            }
+        };
+        let Some(data) = data else {
+            return;
+        };
+        self.counters.messages_decoded += 1;
+        let msg = self.expected.remove(&h.msg_id).unwrap_or(h.msg_id as MsgId);
+        if let Some(data) = data {
+            self.hold(msg, data);
+        }
+        self.events.push_back(AppEvent::MessageReceived { msg });
+    }
+
+    /// Keeps a decoded message for `take_data`, dropping the oldest beyond `max_decoders` messages
+    /// or `max_held_bytes`.
+    fn hold(&mut self, msg: MsgId, data: Vec<u8>) {
+        let len = data.len() as u64;
+        while !self.received.is_empty()
+            && (self.received.len() >= self.cfg.max_decoders as usize
+                || self.held_bytes() + len > self.cfg.max_held_bytes)
+        {
+            if let Some((_, d)) = self.received.pop_front() {
+                self.received_bytes -= d.len() as u64;
+            }
+        }
+        if self.held_bytes() + len > self.cfg.max_held_bytes {
+            self.counters.held_dropped += 1;
+            return;
+        }
+        self.received_bytes += len;
+        self.received.push_back((msg, data));
     }
 }
 
@@ -452,22 +624,32 @@ impl Engine for CloudBurstEndpoint {
     /// Maps the 8-bit wire id back to the application's id, and forgets an older finished message
     /// with the same wire id.
     fn expect_message(&mut self, msg: MsgId, _len_bytes: u64) {
-        self.expected.insert(msg as u8, msg);
-        self.done.remove(&(msg as u8));
+        let id = msg as u8;
+        self.expected.insert(id, msg);
+        let old: Vec<BlockKey> = self
+            .done
+            .range((id, 0)..=(id, u16::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in old {
+            self.done.remove(&k);
+        }
+        self.assemblies.forget(id);
     }
 
     fn handle_packet(&mut self, now: Time, _pkt: &Packet, payload: &[u8]) {
-        let h = match CbHeader::parse(self.cfg.codec, payload) {
+        let h = match CbHeader::parse(self.cfg.layout(), payload) {
             Ok(h) => h,
             Err(_) => {
                 self.counters.malformed += 1;
                 return;
             }
         };
+        let symbol = &payload[self.cfg.layout().header_bytes()..];
         match h.kind {
-            Kind::Stop => self.on_stop(&h),
-            Kind::Coded { set } => self.on_coded(now, &h, Name::Set(set), &payload[HEADER_BYTES..]),
-            Kind::Symbol { esi } => self.on_coded(now, &h, Name::Esi(esi), &payload[HEADER_BYTES..]),
+            Kind::Stop => self.on_stop(now, &h),
+            Kind::Coded { set } => self.on_coded(now, &h, Name::Set(set), symbol),
+            Kind::Symbol { esi } => self.on_coded(now, &h, Name::Esi(esi), symbol),
         }
     }
 
@@ -481,7 +663,7 @@ impl Engine for CloudBurstEndpoint {
             // Repeated STOPs rotate over the paths, so one dead path cannot swallow them all.
             let path = (self.counters.stops_sent % self.cfg.paths as u64) as u32;
             self.counters.stops_sent += 1;
-            h.emit_to_vec(self.cfg.codec, payload);
+            h.emit_to_vec(self.cfg.layout(), payload);
             return Some(self.packet(path, 0));
         }
         self.fail_expired(now);
@@ -494,14 +676,15 @@ impl Engine for CloudBurstEndpoint {
             if m.round_left > 0 {
                 Time::ZERO
             } else {
-                m.next_round.min(m.deadline)
+                m.next_round.min(m.deadline())
             }
         });
         let recv = self
             .decoders
             .values()
             .map(|d| d.last + t)
-            .chain(self.done.values().map(|d| d.last + t));
+            .chain(self.done.values().map(|d| d.last + t))
+            .chain(self.assemblies.next_expiry(t));
         send.chain(recv).min()
     }
 
@@ -519,6 +702,9 @@ impl Engine for CloudBurstEndpoint {
             ("cb_messages_acked", c.messages_acked),
             ("cb_messages_failed", c.messages_failed),
             ("cb_messages_decoded", c.messages_decoded),
+            ("cb_blocks_decoded", c.blocks_decoded),
+            ("cb_assemblies_expired", c.assemblies_expired),
+            ("cb_held_dropped", c.held_dropped),
             ("cb_coded_packets_sent", c.coded_packets_sent),
             ("cb_acked_coded_packets", c.acked_coded_packets),
             ("cb_acked_source_packets", c.acked_source_packets),
@@ -528,6 +714,35 @@ impl Engine for CloudBurstEndpoint {
             ("cb_malformed", c.malformed),
         ]
     }
+}
+
+/// Starts the message's next block; `data` is the whole message's bytes when carried.
+fn start_block(cfg: &CloudBurstConfig, now: Time, m: &mut OutMsg, data: Option<&[u8]>) {
+    let index = m.next_block;
+    m.next_block += 1;
+    let at = index as u64 * cfg.block_bytes();
+    let len_bytes = if m.last_block == 0 {
+        m.len_bytes
+    } else {
+        (m.len_bytes - at).min(cfg.block_bytes())
+    } as u32;
+    let k = (len_bytes as u64).div_ceil(cfg.symbol_bytes as u64).max(1) as u32;
+    // Block 0 keeps the single-block seed, so a message of one block codes as the paper's.
+    let seed = if index == 0 {
+        m.seed
+    } else {
+        mix64(m.seed ^ index as u64)
+    };
+    let bytes = data.map(|d| &d[at as usize..at as usize + len_bytes as usize]);
+    m.active.push(OutBlock {
+        index: index as u16,
+        len_bytes,
+        k,
+        code: OutCode::new(cfg, k, seed, bytes, len_bytes, m.wire_id, index as u16),
+        next_index: 0,
+        deadline: now + cfg.transmission_timeout,
+        sent_packets: 0,
+    });
 }
 
 #[cfg(test)]

@@ -49,9 +49,9 @@ fn run(
     until: Time,
     mut drop: impl FnMut(bool, &CbHeader) -> bool + 'static,
 ) -> Log {
-    let codec = h.eps[0].config().codec;
+    let layout = h.eps[0].config().layout();
     h.fault(move |w| {
-        let header = CbHeader::parse(codec, w.payload).expect("own header parses");
+        let header = CbHeader::parse(layout, w.payload).expect("own header parses");
         if drop(w.from == 0, &header) {
             Fate::Drop
         } else {
@@ -71,7 +71,7 @@ fn run(
             .sent
             .iter()
             .map(|s| {
-                let header = CbHeader::parse(codec, &s.payload).expect("own header parses");
+                let header = CbHeader::parse(layout, &s.payload).expect("own header parses");
                 (s.time, s.from == 0, header, s.pkt)
             })
             .collect(),
@@ -86,7 +86,7 @@ fn coded_from_a(log: &Log) -> usize {
 
 #[test]
 fn delivers_and_the_stop_stops_the_sender() {
-    let mut h = harness(CloudBurstConfig::default());
+    let mut h = harness(CloudBurstConfig::paper());
     h.eps[0].send_message(Time::ZERO, 7, 10_000);
     h.eps[1].expect_message(7, 10_000);
     let log = run(&mut h, Time(50_000_000), |_, _| false);
@@ -131,7 +131,7 @@ fn delivers_and_the_stop_stops_the_sender() {
 fn rounds_are_paced_at_share_r() {
     let cfg = CloudBurstConfig {
         rate_share: 0.5,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     };
     let gap = cfg.round_gap();
     // 4 paths x 1500 B x 8 / (0.5 x 1 Gbps) = 96 us.
@@ -149,7 +149,7 @@ fn rounds_are_paced_at_share_r() {
 
 #[test]
 fn a_lost_stop_is_repeated_for_every_further_packet() {
-    let mut h = harness(CloudBurstConfig::default());
+    let mut h = harness(CloudBurstConfig::paper());
     h.eps[0].send_message(Time::ZERO, 3, 20_000);
     h.eps[1].expect_message(3, 20_000);
     let mut stops = 0;
@@ -181,7 +181,7 @@ fn a_lost_stop_is_repeated_for_every_further_packet() {
 fn decoder_expires_without_new_packets() {
     let cfg = CloudBurstConfig {
         degree: crate::fec::DegreeDist::Systematic,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     };
     let mut h = harness(cfg);
     h.eps[0].send_message(Time::ZERO, 5, 60 * 1460);
@@ -202,7 +202,7 @@ fn decoder_expires_without_new_packets() {
 
 #[test]
 fn a_message_over_64_packets_fails_at_once() {
-    let (mut a, _) = pair(CloudBurstConfig::default());
+    let (mut a, _) = pair(CloudBurstConfig::paper());
     a.send_message(Time::ZERO, 9, 64 * 1460 + 1);
     assert!(matches!(
         a.poll_event(),
@@ -215,7 +215,7 @@ fn a_message_over_64_packets_fails_at_once() {
 
 #[test]
 fn concurrent_messages_interleave_and_both_complete() {
-    let mut h = harness(CloudBurstConfig::default());
+    let mut h = harness(CloudBurstConfig::paper());
     h.eps[0].send_message(Time::ZERO, 1, 30_000);
     h.eps[0].send_message(Time::ZERO, 2, 30_000);
     h.eps[1].expect_message(1, 30_000);
@@ -237,7 +237,7 @@ fn concurrent_messages_interleave_and_both_complete() {
 fn ecmp_mode_spreads_source_ports() {
     let cfg = CloudBurstConfig {
         path_mode: PathMode::Ecmp,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     };
     let mut h = harness(cfg);
     h.eps[0].send_message(Time::ZERO, 1, 90_000);
@@ -255,7 +255,7 @@ fn ecmp_mode_spreads_source_ports() {
 #[test]
 fn random_loss_still_delivers_everything() {
     for seed in 0..20u64 {
-        let mut h = harness(CloudBurstConfig::default());
+        let mut h = harness(CloudBurstConfig::paper());
         let mut r = Rng::seed_from_u64(seed);
         for m in 0..5u64 {
             h.eps[0].send_message(Time::ZERO, m, 1 + m * 20_000);
@@ -270,7 +270,7 @@ fn random_loss_still_delivers_everything() {
 fn raptorq() -> CloudBurstConfig {
     CloudBurstConfig {
         codec: Codec::Raptorq,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     }
 }
 
@@ -361,7 +361,7 @@ fn carry_bytes_is_byte_exact_under_loss_for_both_codecs() {
             let cfg = CloudBurstConfig {
                 codec,
                 carry_bytes: true,
-                ..CloudBurstConfig::default()
+                ..CloudBurstConfig::paper()
             };
             let mut h = harness(cfg);
             let mut r = Rng::seed_from_u64(seed);
@@ -402,7 +402,7 @@ fn symbols_of_the_wrong_length_are_malformed() {
         (
             CloudBurstConfig {
                 carry_bytes: true,
-                ..CloudBurstConfig::default()
+                ..CloudBurstConfig::paper()
             },
             1459,
         ),
@@ -418,6 +418,7 @@ fn symbols_of_the_wrong_length_are_malformed() {
             } else {
                 Kind::Symbol { esi: 0 }
             },
+            block: Block::ONLY,
         };
         let mut buf = Vec::new();
         h.emit_to_vec(codec, &mut buf);
@@ -434,21 +435,32 @@ mod props {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-        /// A receiver fed arbitrary packets (valid-looking RaptorQ or LT headers with any ids,
-        /// symbols of any length, random bytes) never panics.
+        /// A receiver fed arbitrary packets (valid-looking RaptorQ or LT headers with any ids and
+        /// blocks, symbols of any length, random bytes) never panics, and holds no more than its
+        /// limits.
         #[test]
         fn receivers_survive_arbitrary_packets(
             raptor: bool,
             carry: bool,
+            blocks: bool,
             pkts in proptest::collection::vec(
-                (1u8..=64, 0u32..100_000, any::<u8>(), any::<u64>(), 0usize..20, any::<bool>()),
+                (1u8..=64, 0u32..100_000, any::<u8>(), any::<u64>(), 0usize..20, any::<bool>(), 0u16..4, 0u16..4),
                 1..40,
             ),
         ) {
             let codec = if raptor { Codec::Raptorq } else { Codec::Lt };
-            let cfg = CloudBurstConfig { codec, carry_bytes: carry, symbol_bytes: 16, ..CloudBurstConfig::default() };
+            let base = if blocks { CloudBurstConfig::default() } else { CloudBurstConfig::paper() };
+            let cfg = CloudBurstConfig {
+                codec,
+                carry_bytes: carry,
+                symbol_bytes: 16,
+                max_decoders: 4,
+                max_held_bytes: 2_000,
+                ..base
+            };
+            let layout = cfg.layout();
             let (_, mut b) = pair(cfg);
-            for (i, (packets, size, id, name, len, garbage)) in pkts.into_iter().enumerate() {
+            for (i, (packets, size, id, name, len, garbage, index, last)) in pkts.into_iter().enumerate() {
                 let mut buf = Vec::new();
                 if garbage {
                     buf.extend((0..len + 10).map(|j| (name >> (j % 8 * 8)) as u8));
@@ -459,15 +471,18 @@ mod props {
                         Codec::Lt => Kind::Coded { set: name | 1 },
                         Codec::Raptorq => Kind::Symbol { esi: (name as u32) & MAX_ESI },
                     };
-                    let h = CbHeader { packets, message_bytes: size, msg_id: id % 4, kind };
-                    let _ = h.emit(codec, &mut [0u8; HEADER_BYTES]);
-                    buf.resize(HEADER_BYTES, 0);
-                    let _ = h.emit(codec, &mut buf);
+                    let block = if blocks { Block { index: index.min(last), last } } else { Block::ONLY };
+                    let h = CbHeader { packets, message_bytes: size, msg_id: id % 4, kind, block };
+                    let _ = h.emit(layout, &mut [0u8; HEADER_BYTES]);
+                    h.emit_to_vec(layout, &mut buf);
                     buf.extend((0..len).map(|j| (name >> (j % 8 * 8)) as u8));
                 }
                 b.handle_packet(Time(i as u64), &Packet::default(), &buf);
                 while b.poll_event().is_some() {}
                 while b.poll_transmit(Time(i as u64), &mut Vec::new()).is_some() {}
+                prop_assert!(b.held_bytes() <= 2_000);
+                let t = b.table_sizes();
+                prop_assert!(t.decoders <= 4 && t.untaken <= 4 && t.finished <= b.max_done());
             }
         }
     }
@@ -481,6 +496,7 @@ fn coded(id: u8, set: u64) -> Vec<u8> {
         message_bytes: 2000,
         msg_id: id,
         kind: Kind::Coded { set },
+        block: Block::ONLY,
     }
     .emit_to_vec(Codec::Lt, &mut buf);
     buf
@@ -490,7 +506,7 @@ fn coded(id: u8, set: u64) -> Vec<u8> {
 fn decoders_are_bounded_per_peer_and_the_least_recent_is_evicted() {
     let (_, mut b) = pair(CloudBurstConfig {
         max_decoders: 2,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     });
     let p = Packet::default();
     for (t, id) in [(1, 1u8), (2, 2), (3, 3)] {
@@ -508,7 +524,7 @@ fn decoders_are_bounded_per_peer_and_the_least_recent_is_evicted() {
 
 #[test]
 fn counters_give_coding_rate_and_decode_time() {
-    let mut h = harness(CloudBurstConfig::default());
+    let mut h = harness(CloudBurstConfig::paper());
     h.eps[0].send_message(Time::ZERO, 1, 20_000);
     let log = run(&mut h, Time(50_000_000), |_, _| false);
     let k = 20_000u64.div_ceil(1460);
@@ -525,7 +541,7 @@ fn counters_give_coding_rate_and_decode_time() {
     assert_eq!(d.decode_time_total, d.decode_time_max);
     assert_eq!(
         d.decode_time_max,
-        Dur(3 * CloudBurstConfig::default().round_gap().0)
+        Dur(3 * CloudBurstConfig::paper().round_gap().0)
     );
 }
 
@@ -539,7 +555,7 @@ fn counters_give_coding_rate_and_decode_time() {
 fn rounds_start_on_rotating_paths_so_a_clipped_burst_avoids_no_path() {
     let cfg = CloudBurstConfig {
         paths: 3,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     };
     let gap = cfg.round_gap();
     let (mut a, mut b) = pair(cfg);
@@ -590,7 +606,7 @@ fn rounds_start_on_rotating_paths_so_a_clipped_burst_avoids_no_path() {
     // Different messages start their first round on different paths.
     let (mut a, _) = pair(CloudBurstConfig {
         paths: 3,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     });
     let mut starts = BTreeMap::new();
     for msg in 0..16u64 {
@@ -615,10 +631,165 @@ fn rounds_start_on_rotating_paths_so_a_clipped_burst_avoids_no_path() {
 fn an_invalid_configuration_is_an_error_naming_the_field() {
     let cfg = CloudBurstConfig {
         decoder_timeout: Dur::ZERO,
-        ..CloudBurstConfig::default()
+        ..CloudBurstConfig::paper()
     };
     let err = CloudBurstEndpoint::new(cfg, tuple(), Rng::seed_from_u64(1))
         .err()
         .expect("a zero decoder timeout is rejected");
     assert_eq!(err.path, "decoder_timeout");
+}
+
+/// A message of `len` random bytes, sent by A with the default (multi-block) configuration.
+fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng::seed_from_u64(seed);
+    (0..len).map(|_| r.random()).collect()
+}
+
+#[test]
+fn a_1_mb_message_is_delivered_byte_exact_in_blocks_under_loss() {
+    for codec in [Codec::Lt, Codec::Raptorq] {
+        let cfg = CloudBurstConfig {
+            codec,
+            carry_bytes: true,
+            ..CloudBurstConfig::default()
+        };
+        let blocks = cfg.blocks_of(1 << 20);
+        assert_eq!(blocks, (1u64 << 20).div_ceil(64 * 1456));
+        let mut h = harness(cfg);
+        let data = random_bytes(1 << 20, 3);
+        h.eps[0].send_data(Time::ZERO, 4, &data);
+        h.eps[1].expect_message(4, data.len() as u64);
+        let mut r = Rng::seed_from_u64(9);
+        let log = run(&mut h, Time(100_000_000), move |_, _| r.random::<f64>() < 0.1);
+        assert_eq!(
+            log.b_events,
+            vec![(log.b_events[0].0, AppEvent::MessageReceived { msg: 4 })]
+        );
+        assert_eq!(h.eps[1].take_data(4).as_deref(), Some(&data[..]), "{codec:?}");
+        let acks: Vec<_> = log
+            .a_events
+            .iter()
+            .filter(|e| matches!(e.1, AppEvent::MessageAcked { msg: 4, .. }))
+            .collect();
+        assert_eq!(acks.len(), 1, "{codec:?}: {:?}", log.a_events);
+        // One STOP (at least) per block, each naming its block of the same message.
+        let stopped: std::collections::BTreeSet<u16> = log
+            .sent
+            .iter()
+            .filter(|s| !s.1 && s.2.kind == Kind::Stop)
+            .map(|s| s.2.block.index)
+            .collect();
+        assert_eq!(stopped.len() as u64, blocks);
+        assert!(log.sent.iter().all(|s| s.2.block.last as u64 == blocks - 1));
+        let c = h.eps[0].counters();
+        assert_eq!(c.acked_source_packets, (1u64 << 20).div_ceil(1456));
+        assert_eq!(h.eps[1].counters().blocks_decoded, blocks);
+        assert_eq!(h.eps[1].held_bytes(), 0, "taken");
+        assert_eq!(h.eps[1].table_sizes().assemblies, 0);
+    }
+}
+
+#[test]
+fn at_most_block_window_blocks_are_coded_at_once_at_the_message_rate() {
+    let cfg = CloudBurstConfig {
+        block_window: 2,
+        ..CloudBurstConfig::default()
+    };
+    let gap = cfg.round_gap();
+    let mut h = harness(cfg);
+    h.eps[0].send_message(Time::ZERO, 1, 5 * 64 * 1456);
+    let log = run(&mut h, Time(100_000_000), |_, _| false);
+    assert!(matches!(
+        log.b_events[..],
+        [(_, AppEvent::MessageReceived { msg: 1 })]
+    ));
+    // A block starts only once the STOP of an earlier one has reached A.
+    let stop_at = |b: u16| {
+        log.sent
+            .iter()
+            .find(|s| !s.1 && s.2.kind == Kind::Stop && s.2.block.index == b)
+            .map(|s| s.0 + DELAY)
+            .expect("stopped")
+    };
+    for b in 2..5u16 {
+        let first = log
+            .sent
+            .iter()
+            .find(|s| s.1 && s.2.block.index == b)
+            .expect("sent")
+            .0;
+        let freed = (0..b).map(stop_at).filter(|t| *t <= first).count();
+        assert!(
+            freed as u16 >= b - 1,
+            "block {b} started at {first:?} with {freed} STOPs back"
+        );
+    }
+    // The whole message keeps one round (4 packets) per round gap, whatever its blocks.
+    let coded: Vec<Time> = log.sent.iter().filter(|s| s.1).map(|s| s.0).collect();
+    let span = coded.last().unwrap().saturating_sub(coded[0]);
+    assert!(coded.len() as u64 <= 4 * (span.0 / gap.0 + 1));
+}
+
+#[test]
+fn a_block_that_gets_no_stop_fails_the_whole_message() {
+    let mut h = harness(CloudBurstConfig::default());
+    h.eps[0].send_message(Time::ZERO, 2, 3 * 64 * 1456);
+    let log = run(&mut h, Time(100_000_000), |from_a, hd| {
+        from_a && hd.block.index == 1
+    });
+    assert!(log.b_events.is_empty());
+    assert!(matches!(
+        log.a_events[..],
+        [(_, AppEvent::MessageFailed { msg: 2, .. })]
+    ));
+    assert_eq!(h.eps[0].counters().messages_acked, 0);
+    // The receiver forgets the partial message once idle.
+    assert_eq!(h.eps[1].table_sizes().assemblies, 0);
+    assert_eq!(h.eps[1].counters().assemblies_expired, 1);
+}
+
+#[test]
+fn the_receiver_never_holds_more_than_max_held_bytes() {
+    let cfg = CloudBurstConfig {
+        carry_bytes: true,
+        max_held_bytes: 300_000,
+        ..CloudBurstConfig::default()
+    };
+    let mut h = harness(cfg);
+    let big = random_bytes(1 << 20, 1);
+    let small = random_bytes(200_000, 2);
+    h.eps[0].send_data(Time::ZERO, 1, &big);
+    h.eps[0].send_data(Time::ZERO, 2, &small);
+    run(&mut h, Time(100_000_000), |_, _| false);
+    // The message larger than the limit cannot be held; the one within it is delivered.
+    assert!(h.eps[1].counters().held_dropped >= 1);
+    assert_eq!(h.eps[1].take_data(1), None);
+    assert_eq!(h.eps[1].take_data(2).as_deref(), Some(&small[..]));
+    assert_eq!(h.eps[1].held_bytes(), 0);
+}
+
+#[test]
+fn a_message_of_one_block_codes_as_the_papers() {
+    // The same message under the paper's Fig. 4 layout and under the block word: the same coded
+    // packets in the same order (the rounds only slower by the 4 header bytes).
+    let mut sets = Vec::new();
+    for cfg in [
+        CloudBurstConfig::paper(),
+        CloudBurstConfig {
+            symbol_bytes: 1460,
+            header_bytes: 44,
+            ..CloudBurstConfig::default()
+        },
+    ] {
+        let mut h = harness(cfg);
+        h.eps[0].send_message(Time::ZERO, 5, 50_000);
+        let log = run(&mut h, Time(50_000_000), |_, _| false);
+        sets.push(
+            log.sent
+                .iter()
+                .map(|s| (s.1, s.2.kind, s.2.packets, s.2.message_bytes))
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(sets[0], sets[1]);
 }

@@ -41,16 +41,25 @@ const ENDPOINT_DOCS: &[Doc] = &[
     ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
     ("path_mode", "explicit (source-routed path labels 0..paths, as XPath) or ecmp (a pool of `paths` source ports)"),
     ("rate_share", "r of Algorithm 1: rounds start paths x packet / (r x nic_rate) apart"),
-    ("nic_rate", "LINK_CAP of Algorithm 1"),
+    ("nic_rate", "LINK_CAP of Algorithm 1; by default each host's own NIC rate (the default shown applies only outside a topology)"),
     ("transmission_timeout", "t of Algorithm 1: the sender fails the message without a STOP by then"),
     ("decoder_timeout", "receiver drops a decoder (or a finished message's record) idle this long"),
     ("max_decoders", "concurrent decoders per peer; the least recently active is evicted beyond it"),
     ("class", "packet class (DSCP) of CloudBurst packets"),
-    ("symbol_bytes", "source packet size: 1500 - 20 IP - 8 UDP - 12 CloudBurst header"),
-    ("header_bytes", "IP + UDP + CloudBurst header bytes per packet"),
+    ("symbol_bytes", "source packet size: 1500 - 20 IP - 8 UDP - 16 CloudBurst header (1460 with multi_block = false: Fig. 4's 12 bytes)"),
+    ("header_bytes", "IP + UDP + CloudBurst header bytes per packet (40 with multi_block = false)"),
     (
         "carry_bytes",
         "carry real symbol bytes after the header (sockets); off: header only (LT coefficients, RaptorQ 8-byte synthetic symbols)",
+    ),
+    (
+        "multi_block",
+        "messages of any size (our extension): blocks of at most 64 packets, each coded and STOPped as the paper's message, a 4-byte block word in every header; false: the paper's Fig. 4 header, and a message over 64 packets fails at once",
+    ),
+    ("block_window", "blocks of one message coded at once, sharing its rate r x nic_rate"),
+    (
+        "max_held_bytes",
+        "receiver with carry_bytes: bytes of partly received and untaken messages held at most; the oldest are dropped beyond it",
     ),
 ];
 
@@ -83,7 +92,13 @@ impl Scheme for CloudBurst {
 
     fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
         let (queues, endpoint) = split(params, |k| QUEUE_DOCS.iter().any(|(n, _)| *n == k));
-        let cfg: CloudBurstConfig = parse(overlay(to_map(&CloudBurstConfig::default()), endpoint))?;
+        let nic_rate_from_host = !endpoint.contains_key("nic_rate");
+        // Without blocks the packet sizes default to the paper's, for Fig. 4's shorter header.
+        let base = match endpoint.get("multi_block") {
+            Some(Value::Bool(false)) => CloudBurstConfig::paper(),
+            _ => CloudBurstConfig::default(),
+        };
+        let cfg: CloudBurstConfig = parse(overlay(to_map(&base), endpoint))?;
         let q: QueueParams = parse(overlay(to_map(&QueueParams::default()), queues))?;
         cfg.validate().map_err(|e| e.at("params"))?;
         // A NIC rate past any link's (e.g. 2^63 bps) paces rounds 0 ns apart: refuse it like a link rate.
@@ -99,6 +114,7 @@ impl Scheme for CloudBurst {
         }
         Ok(Transport::new(CloudBurstTransport {
             cfg,
+            nic_rate_from_host,
             switch_queue_share: q.switch_queue_share,
             wrr_weights: q.wrr_weights,
             host_queue_packets: q.host_queue_packets,

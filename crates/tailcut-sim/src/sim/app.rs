@@ -265,6 +265,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             size_bytes: spec.size_bytes,
             sender_addrs: self.net.host_addrs[spec.src as usize].clone(),
             receiver_addrs: self.net.host_addrs[spec.dst as usize].clone(),
+            sender_nic_bps: self.net.host_nic_rate_bps[spec.src as usize],
+            receiver_nic_bps: self.net.host_nic_rate_bps[spec.dst as usize],
         };
         let comp = &self.components[spec.component as usize];
         let (ea, eb) = comp.transport.connect(

@@ -6,7 +6,7 @@ use crate::net::queue::{ClassConfig, SchedConfig};
 use crate::topo::SwitchQueues;
 use tailcut_proto::cloudburst::{CloudBurstConfig, CloudBurstEndpoint};
 use tailcut_proto::rng::Rng;
-use tailcut_proto::units::Bytes;
+use tailcut_proto::units::{Bytes, Rate};
 use tailcut_proto::Engine;
 
 /// CloudBurst's endpoint configuration plus the queues it needs.
@@ -14,6 +14,8 @@ use tailcut_proto::Engine;
 pub struct CloudBurstTransport {
     /// Validated when the scheme was resolved.
     pub cfg: CloudBurstConfig,
+    /// LINK_CAP is each host's own NIC rate, unless the experiment set `nic_rate`.
+    pub nic_rate_from_host: bool,
     /// Byte limit of the CloudBurst switch class as a share of the port buffer (Sec. IV-B: 1%),
     /// at least two full packets; used when the experiment lists no classes.
     pub switch_queue_share: f64,
@@ -32,7 +34,11 @@ impl EngineFactory for CloudBurstTransport {
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
         s.pair(rng_sender, rng_receiver, |e| {
-            CloudBurstEndpoint::new(self.cfg.clone(), e.tuple, e.rng)
+            let mut cfg = self.cfg.clone();
+            if self.nic_rate_from_host && e.nic_bps > 0 {
+                cfg.nic_rate = Rate(e.nic_bps);
+            }
+            CloudBurstEndpoint::new(cfg, e.tuple, e.rng)
                 .expect("the cloudburst scheme validates its configuration")
         })
     }
