@@ -192,7 +192,7 @@ def test_same_seed_gives_the_checked_in_numbers(tmp_path: Path) -> None:
 
 
 def test_same_seed_gives_fuso_reports_numbers(tmp_path: Path) -> None:
-    """fuso/incast_10 at seed 1 against experiments/fuso/results/incast_10.txt (fuso_report output)."""
+    """fuso/incast_10 at seed 1 against experiments/fuso/results/incast_10.txt (the removed fuso_report)."""
     [document] = rp.reproduce("fuso", ["incast_10"], seeds=1, out=tmp_path, root=REPO).values()
     rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
     # tcp: mean 5.221 ms, p99 8.828 ms, timeout frac 0.35, rounds mean 8.526 ms max 8.862 ms.
@@ -207,7 +207,7 @@ def test_same_seed_gives_fuso_reports_numbers(tmp_path: Path) -> None:
 
 
 def test_cp_fanout_entries_give_the_results_page_goodput(tmp_path: Path) -> None:
-    """cp/incast.toml swept to N = 32 as `cp_report --fanout 32 experiments/cp/incast.toml` prints it."""
+    """cp/incast.toml swept to N = 32 as the removed `cp_report --fanout 32` printed it."""
     [document] = rp.reproduce("cp", ["incast_N32"], seeds=1, out=tmp_path, root=REPO).values()
     rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
     goodput = {s: round(m["goodput_mbps"]["median"]) for s, m in rows.items()}
@@ -237,7 +237,7 @@ def _entry_rows(document: dict, label: str) -> list[dict]:
 
 
 def test_cp_incast_on_4_senders_keeps_the_star_and_splits_the_flows(tmp_path: Path) -> None:
-    """incast_4senders at N = 8 as `cp_report --fanout 8 experiments/cp/incast_4senders.toml` ran it."""
+    """incast_4senders at N = 8 as the removed `cp_report --fanout 8` ran it: 4 senders, 2 flows each."""
     [document] = rp.reproduce("cp", ["incast_4senders_N8"], seeds=1, out=tmp_path, root=REPO).values()
     page = (tmp_path / "cp.md").read_text()
     assert "## Incast on 4 physical senders" in page and "workload.0.pattern.flows_per_sender = 2" in page
