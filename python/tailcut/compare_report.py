@@ -22,6 +22,7 @@ try:
 except ImportError as exc:
     raise MissingExtraError("plot", "drawing the comparison page", "matplotlib") from exc
 
+from tailcut import display
 from tailcut.compare import FAILED, NOT_APPLICABLE, OK, PENDING
 from tailcut.report import _figure_html, _page, _table_html
 
@@ -39,6 +40,11 @@ def _num(value: Any, digits: int = 4) -> str:
     if abs(v) >= 10 ** (digits - 1):
         return f"{v:.0f}"
     return f"{v:.{digits}g}"
+
+
+def _time_us(value: Any) -> str:
+    """A percentile the suite table holds in us, as every report prints times: unit and three digits."""
+    return display.time_ns(None if value is None else float(value) * 1e3)
 
 
 def ranking_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -116,9 +122,9 @@ def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
             {
                 "rank": _num(r["rank"]),
                 "scheme": r["scheme"],
-                "p50 (us)": _num(r["p50_us"]),
-                "p99 (us)": _num(r["p99_us"]),
-                "p99.9 (us)": _num(r["p999_us"]),
+                "p50": _time_us(r["p50_us"]),
+                "p99": _time_us(r["p99_us"]),
+                "p99.9": _time_us(r["p999_us"]),
                 "unfinished / small": f"{int(r['small_unfinished'])} / {int(r['small_flows'])}",
                 "timeout frac": _measured(r, "timeout_fraction", "timeout_fraction", 3),
                 "extra bytes small": _measured(r, "extra_bytes", "extra_bytes_small", 3),
@@ -130,7 +136,7 @@ def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
     for _, r in rest.iterrows():
         # Pending reasons carry the build's validation error: in full once, under "Not run".
         why = "see Not run" if r["status"] == PENDING else r["reason"]
-        rows.append({"rank": "-", "scheme": r["scheme"], "p50 (us)": f"{r['status']}: {why}"})
+        rows.append({"rank": "-", "scheme": r["scheme"], "p50": f"{r['status']}: {why}"})
     return pd.DataFrame(rows).fillna("")
 
 

@@ -293,10 +293,14 @@ def test_tables_and_markdown() -> None:
     assert ranking.set_index("scheme").loc["a", "wins"] == 1
     one = scenario_table(table[table["scenario"] == "x/w/loss"])
     assert one["scheme"].tolist() == ["b", "a", "c"] and one["rank"].tolist()[:2] == ["1", "2"]
+    # Times as every report prints them: a unit and three significant digits (p50 1 us, p99 15 / 30 us).
+    assert one["p50"].tolist()[:2] == ["1.00 us", "1.00 us"]
+    assert one["p99"].tolist()[:2] == ["15.0 us", "30.0 us"]
     text = compare_markdown(table, {"suite": "t", "scale": "ci", "ran": 4, "skipped": 0, "wall_seconds": 1})
     assert "## Overall ranking" in text and "### x/w/loss" in text
     assert "| c | pending | 2 | needs its branch |" in text
     assert "pending: see Not run" in text
+    assert "| 1 | b | 1.00 us | 15.0 us | 15.0 us |" in text
 
 
 # --- running ------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from conftest import TINY
 from tailcut import reproduce as rp
+from tailcut.reproduce import cp, dcquic
 from tailcut.reproduce.aggregate import aggregate_entry, ranking, spread
 from tailcut.reproduce.generic import METRICS, bench_rows, first_scheme
 from tailcut.reproduce.paper import Entry, Group, Paper, Row
@@ -190,7 +192,7 @@ def test_same_seed_gives_the_checked_in_numbers(tmp_path: Path) -> None:
 
 
 def test_same_seed_gives_fuso_reports_numbers(tmp_path: Path) -> None:
-    """fuso/incast_10 at seed 1 against experiments/fuso/results/incast_10.txt (fuso_report output)."""
+    """fuso/incast_10 at seed 1 against experiments/fuso/results/incast_10.txt (the removed fuso_report)."""
     [document] = rp.reproduce("fuso", ["incast_10"], seeds=1, out=tmp_path, root=REPO).values()
     rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
     # tcp: mean 5.221 ms, p99 8.828 ms, timeout frac 0.35, rounds mean 8.526 ms max 8.862 ms.
@@ -205,7 +207,7 @@ def test_same_seed_gives_fuso_reports_numbers(tmp_path: Path) -> None:
 
 
 def test_cp_fanout_entries_give_the_results_page_goodput(tmp_path: Path) -> None:
-    """cp/incast.toml swept to N = 32 as `cp_report --fanout 32 experiments/cp/incast.toml` prints it."""
+    """cp/incast.toml swept to N = 32 as the removed `cp_report --fanout 32` printed it."""
     [document] = rp.reproduce("cp", ["incast_N32"], seeds=1, out=tmp_path, root=REPO).values()
     rows = {r["scheme"]: r["metrics"] for r in document["groups"][0]["entries"][0]["rows"]}
     goodput = {s: round(m["goodput_mbps"]["median"]) for s, m in rows.items()}
@@ -227,6 +229,65 @@ def test_same_seed_gives_cloudburst_reports_numbers(tmp_path: Path) -> None:
     assert dctcp["coding_rate"]["median"] == pytest.approx(1.088, abs=5e-4)
     assert cloudburst["p99_ms"]["median"] == pytest.approx(3.524, abs=5e-4)
     assert cloudburst["coding_rate"]["median"] == pytest.approx(3.051, abs=5e-4)
+
+
+def _entry_rows(document: dict, label: str) -> list[dict]:
+    [entry] = [e for g in document["groups"] for e in g["entries"] if e["label"] == label]
+    return entry["rows"]
+
+
+def test_cp_incast_on_4_senders_keeps_the_star_and_splits_the_flows(tmp_path: Path) -> None:
+    """incast_4senders at N = 8 as the removed `cp_report --fanout 8` ran it: 4 senders, 2 flows each."""
+    [document] = rp.reproduce("cp", ["incast_4senders_N8"], seeds=1, out=tmp_path, root=REPO).values()
+    page = (tmp_path / "cp.md").read_text()
+    assert "## Incast on 4 physical senders" in page and "workload.0.pattern.flows_per_sender = 2" in page
+    rows = {r["scheme"]: r["metrics"] for r in _entry_rows(document, "incast_4senders_N8")}
+    assert set(rows) == {"tcp", "dctcp", "cp", "cp_64k", "cp_dctcp"}
+    for metrics in rows.values():
+        assert metrics["flows"]["median"] == 8
+        assert 0 < metrics["goodput_mbps"]["median"] <= 1000  # one 1 Gbps receiver link
+    with pytest.raises(ValueError, match="not a multiple of its 4 senders"):
+        cp._on_senders("incast_4senders", 250, 4)
+
+
+def test_fuso_incast_buffer_entry_is_read_on_the_round(tmp_path: Path) -> None:
+    [document] = rp.reproduce("fuso", ["incast_buf256K_10"], seeds=1, out=tmp_path, root=REPO).values()
+    page = (tmp_path / "fuso.md").read_text()
+    assert "## Incast and buffers (not in the paper)" in page
+    assert "Conclusions checked on `round_mean_ms`" in page
+    rows = {r["scheme"]: r["metrics"] for r in _entry_rows(document, "incast_buf256K_10")}
+    assert {"tcp", "mptcp", "fuso"} <= set(rows)
+    for metrics in rows.values():
+        mean, worst = metrics["round_mean_ms"]["median"], metrics["round_max_ms"]["median"]
+        # 10 x 64 KB through one 1 Gbps port take 5.1 ms at line rate; no round can be faster.
+        assert 5.1 < mean <= worst < 1000
+        assert metrics["rounds_unfinished"]["median"] == 0
+
+
+def test_dcquic_mps_paper_has_one_part_per_task_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paper-setting MPS entry, shortened (fewer tasks, shorter background) so that it runs in
+    seconds; the rows are the real entry's."""
+    [group] = [g for g in dcquic.PAPER.groups if g.entries[0].label == "mps_paper"]
+    short = Entry(
+        "mps_paper",
+        "experiments/dcquic/mps_paper.toml",
+        (("workload.0.flows", 12), ("workload.1.until", "0.2s"), ("max_time", "5s")),
+    )
+    groups = tuple(replace(g, entries=(short,)) if g is group else g for g in dcquic.PAPER.groups)
+    monkeypatch.setitem(rp.PAPERS, "dcquic", replace(dcquic.PAPER, groups=groups))
+    [document] = rp.reproduce("dcquic", ["mps_paper"], seeds=1, out=tmp_path, root=REPO).values()
+    page = (tmp_path / "dcquic.md").read_text()
+    assert "## Maximum packet size in the paper's setting (Sec. 4.2, Fig. 4)" in page
+    assert "Conclusions checked on `mean_ms`" in page
+    rows = {(r["part"], r["scheme"]): r["metrics"] for r in _entry_rows(document, "mps_paper")}
+    sizes = ("task 5KB", "task 100KB", "task 1MB", "task 10MB")
+    for scheme in ("mps1200", "mps2500", "mps5000", "mps9000"):
+        present = [s for s in sizes if (s, scheme) in rows]
+        assert len(present) >= 3  # 12 tasks over 4 sizes
+        total = sum(rows[(s, scheme)]["flows"]["median"] for s in present)
+        assert total == rows[("task", scheme)]["flows"]["median"] == 12
+        means = [rows[(s, scheme)]["mean_ms"]["median"] for s in present]
+        assert all(m > 0 for m in means)
 
 
 def test_every_manifest_file_exists() -> None:

@@ -1,8 +1,8 @@
-"""CloudBurst (``docs/results-cloudburst.md``): what ``cloudburst_report`` printed, per scheme and
-message size of each component: p50 / mean / p99 message completion time, timeouts and the coding rate
-(bytes sent over the completed messages' source packets of 1460 B: Fig. 14's coded packets / K for
-CloudBurst; retransmissions and replicas for TCP schemes). A component named ``bg`` (long-lived
-background) is its sending rate instead: bytes sent minus retransmitted over the run time, in Mbps."""
+"""CloudBurst (``docs/results-cloudburst.md``), per scheme and message size of each component: p50 / mean /
+p99 message completion time, timeouts and the coding rate (bytes sent over the completed messages' source
+packets of 1460 B: Fig. 14's coded packets / K for CloudBurst; retransmissions and replicas for TCP
+schemes). A component named ``bg`` (long-lived background) is its sending rate instead: bytes sent minus
+retransmitted over the run time, in Mbps."""
 
 from __future__ import annotations
 
