@@ -31,6 +31,7 @@ RESULT_PARAMS = (
     "codec",
     "rate_share",
     "nic_rate",
+    "multi_block",
 )
 # The T-RACKs shim's: it spoofs ACKs until the senders' RTO would fire, so it must know their min RTO.
 SHIM_PARAMS = ("min_rto", "alpha")
@@ -67,7 +68,7 @@ def scheme_settings(
             for name in RESULT_PARAMS
             if name in known or name in params
         ]
-        settings = [_initial_rto(s, settings, params) for s in settings]
+        settings = [_nic_rate(_initial_rto(s, settings, params)) for s in settings]
         settings.append(_host_tsq(raw, resolved, written, scheme))
         shim, shim_written = scheme.get("shim"), written.get("shim") or {}
         if isinstance(shim, dict):
@@ -89,6 +90,14 @@ def _initial_rto(setting: Setting, settings: list[Setting], params: Mapping[str,
     by_name = {s.name: s for s in settings}
     if "min_rto" in by_name and by_name.get("handshake", Setting("", "false", "")).value == "false":
         return Setting("initial_rto", by_name["min_rto"].value, "default: min_rto without a handshake")
+    return setting
+
+
+def _nic_rate(setting: Setting) -> Setting:
+    # The core's rule (transport/cloudburst.rs): without a given nic_rate, each host paces at its own
+    # NIC's rate; the registry's default is the engine's outside a topology.
+    if setting.name == "nic_rate" and setting.source == "default":
+        return Setting("nic_rate", "each host's NIC rate", "default")
     return setting
 
 

@@ -5,7 +5,7 @@ use tailcut_sim::summary::Summary;
 use tailcut_sim::{api, run};
 
 fn incast(keep: &[&str], sack: bool) -> tailcut_sim::Experiment {
-    let text = include_str!("../../../experiments/tracks/case1_20.toml");
+    let text = include_str!("../../../../experiments/tracks/case1_20.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.schemes.retain(|s| keep.contains(&s.name.as_str()));
     for s in &mut exp.schemes {

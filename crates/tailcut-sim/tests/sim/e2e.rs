@@ -5,7 +5,7 @@ use tailcut_sim::api;
 use tailcut_sim::run::run;
 use tailcut_sim::summary::percentile;
 
-mod common;
+use crate::common;
 
 use common::fixtures::{incast_star, run_toml};
 
@@ -187,7 +187,7 @@ proptest! {
 /// it) and runs the rest, so `tailcut run` and `tailcut testbed run` compare the same experiment.
 #[test]
 fn a_testbed_file_runs_in_the_simulator() {
-    let text = include_str!("../../tailcut-testbed/experiments/fuso_edge_loss.toml");
+    let text = include_str!("../../../tailcut-testbed/experiments/fuso_edge_loss.toml");
     let mut exp = api::parse_toml(text).expect("the simulator accepts the testbed's file");
     assert!(exp.testbed.as_ref().is_some_and(|t| t.is_object()));
     exp.max_time = tailcut_proto::Dur::from_millis(300);

@@ -7,7 +7,7 @@
 use tailcut_sim::api;
 use tailcut_sim::run::{run, Tables};
 
-mod common;
+use crate::common;
 
 use common::fixtures::{incast_star, run_toml};
 
@@ -80,7 +80,7 @@ params = { min_rto = "200ms", switch_header_headroom = "64KB" }
 
 #[test]
 fn under_per_packet_spraying_only_the_dupack_sender_retransmits_spuriously() {
-    let text = include_str!("../../../experiments/cp/reorder.toml");
+    let text = include_str!("../../../../experiments/cp/reorder.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.schemes
         .retain(|s| s.name == "dctcp_spray" || s.name == "cp_dctcp_spray");

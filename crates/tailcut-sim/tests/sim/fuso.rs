@@ -5,7 +5,7 @@ use tailcut_sim::summary::Summary;
 use tailcut_sim::{api, run};
 
 fn net_loss_2(flows: u64) -> tailcut_sim::Experiment {
-    let text = include_str!("../../../experiments/fuso/net_loss_2.toml");
+    let text = include_str!("../../../../experiments/fuso/net_loss_2.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.workload[0].flows = Some(flows);
     exp.schemes
@@ -63,7 +63,7 @@ fn mptcp_runs_are_deterministic() {
 /// RTO than with FUSO over dropping switches; the switches cut instead of dropping.
 #[test]
 fn fuso_with_cp_trimming_times_out_less_in_incast_than_fuso() {
-    let text = include_str!("../../../experiments/fuso/incast_cp_20.toml");
+    let text = include_str!("../../../../experiments/fuso/incast_cp_20.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.schemes
         .retain(|s| ["fuso", "fuso_cp"].contains(&s.name.as_str()));

@@ -6,7 +6,7 @@ use tailcut_sim::summary::{percentile, Summary};
 use tailcut_sim::{api, run, Experiment};
 
 fn migration(keep: &[&str], delay_phase: bool) -> Experiment {
-    let text = include_str!("../../../experiments/dcquic/migration.toml");
+    let text = include_str!("../../../../experiments/dcquic/migration.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.schemes.retain(|s| keep.contains(&s.name.as_str()));
     exp.topology = tailcut_sim::topo::TopologyConfig::File(tailcut_sim::topo::File {
@@ -106,7 +106,7 @@ fn same_seed_same_dcquic_results() {
 
 #[test]
 fn dcquic_sets_up_in_one_round_trip_dctcp_with_tls_in_two() {
-    let text = include_str!("../../../experiments/dcquic/rpc.toml");
+    let text = include_str!("../../../../experiments/dcquic/rpc.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     for w in &mut exp.workload {
         w.until = Some(tailcut_proto::Dur::from_millis(300));
@@ -199,7 +199,7 @@ fn registry_lists_dcquic_and_its_baselines_and_names_bad_fields() {
 
 #[test]
 fn zero_rtt_resumes_and_stays_deterministic() {
-    let text = include_str!("../../../experiments/dcquic/rpc.toml");
+    let text = include_str!("../../../../experiments/dcquic/rpc.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.schemes
         .retain(|s| s.name == "dcquic_cubic" || s.name == "dcquic_0rtt");
@@ -239,7 +239,7 @@ fn zero_rtt_resumes_and_stays_deterministic() {
 
 /// experiments/dcquic/tail_fec.toml with its workloads cut to `until`.
 fn tail_fec(until_ms: u64) -> Experiment {
-    let text = include_str!("../../../experiments/dcquic/tail_fec.toml");
+    let text = include_str!("../../../../experiments/dcquic/tail_fec.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     for w in &mut exp.workload {
         w.until = Some(tailcut_proto::Dur::from_millis(until_ms));
@@ -329,7 +329,7 @@ fn tail_fec_same_seed_same_results() {
 #[test]
 #[ignore = "prints the experiment's table; run with --ignored --nocapture"]
 fn tail_fec_experiment() {
-    let text = include_str!("../../../experiments/dcquic/tail_fec.toml");
+    let text = include_str!("../../../../experiments/dcquic/tail_fec.toml");
     let exp = api::parse_toml(text).expect("valid experiment");
     let t = run(&exp, &mut |_| true).expect("runs");
     for scheme in ["dcquic", "dcquic_fec"] {

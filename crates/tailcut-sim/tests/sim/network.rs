@@ -1,7 +1,7 @@
 //! End-to-end tests of the network core with a paced test engine: conservation, determinism, ECMP
 //! spreading, explicit paths, link faults and queue overflow.
 
-mod common;
+use crate::common;
 
 use tailcut_proto::{Dur, Time};
 use tailcut_sim::fault::{self, FaultConfig, LinkRef};

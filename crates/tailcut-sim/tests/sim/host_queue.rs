@@ -2,7 +2,7 @@
 //! its host's NIC queue, so a small flow leaving the same host as a bulk flow does not wait behind
 //! megabytes of it.
 
-mod common;
+use crate::common;
 
 use common::fixtures::run_toml;
 use tailcut_sim::run::Tables;

@@ -1,7 +1,7 @@
 //! End-to-end checks of the baseline schemes on small scenarios: the direction of each scheme's
 //! effect, and the replica plumbing of the simulator.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use tailcut_proto::rng::Rng;
@@ -17,7 +17,7 @@ use tailcut_sim::workload::FlowSpec;
 use tailcut_sim::{api, run};
 
 fn lossy_dumbbell(flows: u64) -> tailcut_sim::Experiment {
-    let text = include_str!("../../../experiments/baselines/lossy_dumbbell.toml");
+    let text = include_str!("../../../../experiments/baselines/lossy_dumbbell.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.workload[0].flows = Some(flows);
     exp
@@ -217,7 +217,7 @@ fn pias_and_pfabric_bring_their_switch_queues() {
 
 #[test]
 fn pias_and_pfabric_cut_small_flow_fct_under_large_flows() {
-    let text = include_str!("../../../experiments/baselines/pias_pfabric.toml");
+    let text = include_str!("../../../../experiments/baselines/pias_pfabric.toml");
     let mut exp = api::parse_toml(text).expect("valid experiment");
     exp.workload[0].flows = Some(250);
     exp.schemes.retain(|s| s.name != "tcp");
