@@ -45,6 +45,7 @@ FILES = {
         "runs.json",
         "report.html",
         "error.txt",
+        "pcap",
     },
     "trace": {
         "events.parquet",

@@ -20,3 +20,15 @@ pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {
     let ret = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
     crate::check(ret).map(drop)
 }
+
+/// `CLOCK_REALTIME` in nanoseconds since the Unix epoch (what capture files are stamped with).
+pub fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME always exists on Linux.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    debug_assert_eq!(ret, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -49,6 +49,7 @@ pub fn hold(args: &[String]) -> Result<(), String> {
         seed: 1,
         host: HostSetup::default(),
         loop_cfg: LoopConfig::default(),
+        capture: None,
     })?;
     let mut children = Vec::new();
     let mut inodes = Vec::new();
@@ -94,6 +95,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         loop_cfg: LoopConfig {
             spin: Dur::from_micros(spin_us),
         },
+        capture: None,
     })?;
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], 5201));

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tailcut_proto::units::Bytes;
 use tailcut_proto::Dur;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,6 +38,30 @@ pub struct TestbedConfig {
     pub max_hosts: u32,
     /// Port every workload agent listens on. Default 5500.
     pub port: u16,
+    /// `[testbed.pcap]`: capture what the hosts send and receive into `--out`'s `pcap/` folder. Its
+    /// presence (even empty) turns capture on. Default: no capture.
+    pub pcap: Option<PcapConfig>,
+}
+
+/// Bounds of the packet captures (`docs/testbed.md`, "Packet captures").
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PcapConfig {
+    /// Bytes kept of each packet. Default 128: IPv4 plus TCP headers with every option take at most
+    /// 120, which is all Wireshark's TCP analysis reads.
+    pub snaplen: u32,
+    /// Largest size of each capture file; later packets are counted in `summary.json`, not written.
+    /// Default 256MB.
+    pub max_bytes: Bytes,
+}
+
+impl Default for PcapConfig {
+    fn default() -> Self {
+        PcapConfig {
+            snaplen: 128,
+            max_bytes: Bytes(256_000_000),
+        }
+    }
 }
 
 impl Default for TestbedConfig {
@@ -53,6 +78,7 @@ impl Default for TestbedConfig {
             grace: Dur::from_millis(2000),
             max_hosts: 32,
             port: 5500,
+            pcap: None,
         }
     }
 }
@@ -85,6 +111,22 @@ impl TestbedConfig {
         }
         if self.max_hosts == 0 {
             return Err("testbed.max_hosts: must be > 0".into());
+        }
+        if let Some(p) = &self.pcap {
+            // pcap readers reject larger snaplens (libpcap's MAXIMUM_SNAPLEN).
+            if !(1..=262_144).contains(&p.snaplen) {
+                return Err(format!(
+                    "testbed.pcap.snaplen: must be in [1, 262144], got {}",
+                    p.snaplen
+                ));
+            }
+            if p.max_bytes.0 < crate::pcap::FILE_HEADER {
+                return Err(format!(
+                    "testbed.pcap.max_bytes: must hold at least the {}-byte file header, got {}",
+                    crate::pcap::FILE_HEADER,
+                    p.max_bytes.0
+                ));
+            }
         }
         Ok(())
     }

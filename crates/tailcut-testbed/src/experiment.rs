@@ -6,6 +6,7 @@
 use crate::agent::{Event, Plan, PlannedFlow};
 use crate::config::TestbedConfig;
 use crate::fabric::LoopConfig;
+use crate::pcap::CaptureSpec;
 use crate::report::FabricReport;
 use crate::{HostSetup, Testbed, TestbedSpec};
 use serde::Serialize;
@@ -97,7 +98,34 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
             "other_traffic: not supported on the testbed (every component uses the scheme's stack)".into(),
         );
     }
+    if tb.pcap.is_some() {
+        let mut seen = BTreeMap::new();
+        for s in &exp.schemes {
+            if let Some(other) = seen.insert(capture_prefix(&s.name), &s.name) {
+                return Err(format!(
+                    "testbed.pcap: schemes '{other}' and '{}' would write the same capture files; rename one",
+                    s.name
+                ));
+            }
+        }
+    }
     Ok(())
+}
+
+/// The start of a scheme's capture file names: its name, with what a file name should not hold
+/// replaced.
+fn capture_prefix(scheme: &str) -> String {
+    let safe: String = scheme
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_+".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{safe}.")
 }
 
 /// `[testbed]` with the scheme's `min_rto` and `ecn` applied.
@@ -181,16 +209,28 @@ fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
 }
 
 /// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries. `agent` is the
-/// `tailcut-testbed` binary, started in every host as `agent`.
+/// `tailcut-testbed` binary, started in every host as `agent`. With `[testbed.pcap]`, each scheme's
+/// captures go to `pcap_dir` (`SCHEME.sent.pcap`, `SCHEME.delivered.pcap`).
 pub fn run_experiment(
     exp: &Experiment,
     tb: &TestbedConfig,
     agent: &Path,
+    pcap_dir: Option<&Path>,
 ) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
     let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
     scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::build(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
+    let capture = match (&tb.pcap, pcap_dir) {
+        (None, _) => None,
+        (Some(p), Some(dir)) => Some(CaptureSpec {
+            dir: dir.to_path_buf(),
+            prefix: String::new(),
+            snaplen: p.snaplen,
+            max_bytes: p.max_bytes.0,
+        }),
+        (Some(_), None) => return Err("testbed.pcap: this run has no folder to capture into".into()),
+    };
     let (rack, nic_rate_bps) = net.host_info();
     // The simulator's generator with the same seed. It sees the scaled NIC rates, so that a `load`
     // stays the same fraction of the links; with rate_scale = 1 (or arrivals given per second) the
@@ -200,7 +240,11 @@ pub fn run_experiment(
     let mut rows = Vec::new();
     let mut summaries = Vec::new();
     for s in &exp.schemes {
-        let (r, sum) = run_scheme(exp, tb, s, &flows, agent)?;
+        let capture = capture.clone().map(|c| CaptureSpec {
+            prefix: capture_prefix(&s.name),
+            ..c
+        });
+        let (r, sum) = run_scheme(exp, tb, s, &flows, agent, capture)?;
         rows.extend(r);
         summaries.push(sum);
     }
@@ -213,6 +257,7 @@ fn run_scheme(
     s: &SchemeConfig,
     flows: &[FlowSpec],
     exe: &Path,
+    capture: Option<CaptureSpec>,
 ) -> Result<(Vec<FlowRow>, SchemeSummary), String> {
     let queues = s.network.as_ref().unwrap_or(&exp.network);
     let mut spec = topo::build(&exp.topology, queues).map_err(|e| format!("topology: {e}"))?;
@@ -231,6 +276,7 @@ fn run_scheme(
             ..HostSetup::default()
         },
         loop_cfg: LoopConfig { spin: tb.spin },
+        capture,
     })?;
     let hosts = bed.hosts().to_vec();
     let before: Vec<_> = hosts
@@ -424,9 +470,22 @@ pub fn cli(args: &[String]) -> Result<(), String> {
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
     let (exp, tb) = load(&text).map_err(|e| format!("{file}: {e}"))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
-    let (rows, summaries) = run_experiment(&exp, &tb, &exe).map_err(|e| format!("{file}: {e}"))?;
+    let pcap_dir = out.join("pcap");
+    let (rows, summaries) =
+        run_experiment(&exp, &tb, &exe, Some(&pcap_dir)).map_err(|e| format!("{file}: {e}"))?;
     crate::outputs::write(out, &rows, &summaries)?;
     for s in &summaries {
+        for c in s.fabric.capture.iter().flat_map(|c| [&c.sent, &c.delivered]) {
+            if c.not_written > 0 {
+                eprintln!(
+                    "{}: pcap/{} ends early: {} packets not written ({})",
+                    s.scheme,
+                    c.file,
+                    c.not_written,
+                    c.error.as_deref().unwrap_or("testbed.pcap.max_bytes reached")
+                );
+            }
+        }
         eprintln!(
             "{}: {}/{} flows completed, FCT p50 {:?} ns, p99 {:?} ns, timeouts {}",
             s.scheme,

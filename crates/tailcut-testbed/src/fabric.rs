@@ -2,7 +2,8 @@
 //! through the simulator's ports (queue discipline, serialisation at the link rate, link loss,
 //! propagation delay) and switches (per-switch salted ECMP on the 5-tuple), applies the fault schedule
 //! in real time, and writes packets reaching a host to that host's TUN, with CE set in the IP header
-//! when a queue marked them.
+//! when a queue marked them. With a [`Capture`], what it reads and what it writes also go to two pcap
+//! files.
 //!
 //! Time is the simulator's `Time`: nanoseconds since the fabric started, on `CLOCK_MONOTONIC`. A
 //! packet read from a TUN enters its NIC port at the moment it was read; inside the fabric every
@@ -11,6 +12,7 @@
 
 use crate::addr::AddrTable;
 use crate::lateness::Lateness;
+use crate::pcap::Capture;
 use crate::report::{FabricReport, PortReport, Rejects};
 use crate::wire::{self, Reject};
 use std::cmp::{Ordering, Reverse};
@@ -95,6 +97,10 @@ pub struct Fabric {
     next_fault: usize,
     cfg: LoopConfig,
     epoch_ns: u64,
+    /// `CLOCK_REALTIME` at `epoch_ns`: captures carry wall-clock time so that they line up with
+    /// other captures and logs of the machine.
+    wall_epoch_ns: u64,
+    capture: Option<Capture>,
     // Statistics.
     lateness: Vec<Lateness>,
     tun_write_drops: Vec<u64>,
@@ -133,12 +139,22 @@ impl Fabric {
             next_fault: 0,
             cfg,
             epoch_ns: 0,
+            wall_epoch_ns: 0,
+            capture: None,
             lateness: vec![Lateness::default(); n_ports],
             tun_write_drops: vec![0; n_ports],
             rejects: Rejects::default(),
             rx: vec![0; MAX_PACKET],
             tx: Vec::with_capacity(MAX_PACKET),
         }
+    }
+
+    /// Writes every packet read from a host's NIC to `capture.sent`, stamped with the moment it was
+    /// read (its arrival time in the model), and every packet written to a host's NIC to
+    /// `capture.delivered`, stamped with the moment of the write.
+    pub fn with_capture(mut self, capture: Capture) -> Fabric {
+        self.capture = Some(capture);
+        self
     }
 
     fn now(&self) -> u64 {
@@ -159,6 +175,8 @@ impl Fabric {
         // Best effort: without it sleeps end up to 50 us late, which the spin mostly hides.
         let _ = tailcut_sys::clock::set_timer_slack_ns(1);
         self.epoch_ns = tailcut_sys::clock::monotonic_ns();
+        let wall = tailcut_sys::clock::realtime_ns();
+        self.wall_epoch_ns = wall.saturating_sub(tailcut_sys::clock::monotonic_ns() - self.epoch_ns);
         let mut ready = Vec::with_capacity(64);
         while !stop.load(AtomicOrdering::Relaxed) {
             let now = self.now();
@@ -188,7 +206,9 @@ impl Fabric {
                 }
             }
         }
-        Ok(self.report())
+        let mut report = self.report();
+        report.capture = self.capture.take().map(Capture::finish);
+        Ok(report)
     }
 
     fn apply(&mut self, a: &FaultAction) {
@@ -298,6 +318,11 @@ impl Fabric {
         self.arena.remove(id);
         if (&self.tuns[tun as usize]).write(&self.tx).is_err() {
             self.tun_write_drops[port as usize] += 1;
+        } else if self.capture.is_some() {
+            let t = self.wall_epoch_ns + self.now();
+            if let Some(c) = &mut self.capture {
+                c.delivered.write(t, &self.tx);
+            }
         }
     }
 
@@ -312,12 +337,15 @@ impl Fabric {
                 }
             };
             self.rejects.packets_read += 1;
+            let now = self.now();
+            if let Some(c) = &mut self.capture {
+                c.sent.write(self.wall_epoch_ns + now, &self.rx[..n]);
+            }
             let addrs = &self.addrs;
             match wire::parse(&self.rx[..n], |ip| addrs.lookup(ip)) {
                 Ok(pkt) => {
                     let id = self.arena.insert(pkt);
                     self.arena.set_payload(id, &self.rx[..n]);
-                    let now = self.now();
                     self.offer(self.nic_port[i], Time(now), id);
                 }
                 Err(Reject::Malformed) => self.rejects.malformed += 1,
@@ -353,6 +381,7 @@ impl Fabric {
             rejects: self.rejects,
             in_flight: self.arena.live() as u64,
             lateness: all.summary(),
+            capture: None,
         }
     }
 }

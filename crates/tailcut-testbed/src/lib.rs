@@ -11,6 +11,7 @@ pub mod host;
 pub mod lateness;
 pub mod netstat;
 pub mod outputs;
+pub mod pcap;
 pub mod probe;
 pub mod report;
 pub mod testbed;

@@ -2,6 +2,7 @@
 //! columns of `ports.parquet`) plus what only a real-time run has: lateness and TUN write drops.
 
 use crate::lateness::LatenessSummary;
+use crate::pcap::CaptureReport;
 use serde::Serialize;
 use tailcut_sim::net::PortCounters;
 
@@ -42,6 +43,8 @@ pub struct FabricReport {
     pub in_flight: u64,
     /// Lateness over all ports.
     pub lateness: LatenessSummary,
+    /// What the packet captures hold, when the run captured.
+    pub capture: Option<CaptureReport>,
 }
 
 impl FabricReport {

@@ -3,6 +3,7 @@
 use crate::addr::AddrTable;
 use crate::fabric::{Fabric, LoopConfig};
 use crate::host::{HostNs, HostSetup};
+use crate::pcap::{Capture, CaptureSpec};
 use crate::report::FabricReport;
 use std::fs::File;
 use std::io;
@@ -24,6 +25,8 @@ pub struct TestbedSpec {
     pub seed: u64,
     pub host: HostSetup,
     pub loop_cfg: LoopConfig,
+    /// Packet captures of what the hosts send and receive; `None` captures nothing.
+    pub capture: Option<CaptureSpec>,
 }
 
 pub struct Testbed {
@@ -43,6 +46,7 @@ impl Testbed {
         let names = Network::build(&spec.topo, spec.seed);
         let addrs = AddrTable::new(&net)?;
         let faults = fault::plan(&spec.faults, &net, spec.seed)?;
+        let capture = spec.capture.as_ref().map(Capture::create).transpose()?;
         let mut hosts = Vec::with_capacity(net.hosts.len());
         let mut tuns: Vec<Option<File>> = (0..net.addrs.len()).map(|_| None).collect();
         for (h, &node) in net.hosts.iter().enumerate() {
@@ -62,6 +66,9 @@ impl Testbed {
         let stop = Arc::new(AtomicBool::new(false));
         let (control, rx) = mpsc::channel();
         let mut fabric = Fabric::new(net, addrs, tuns, faults, spec.loop_cfg);
+        if let Some(c) = capture {
+            fabric = fabric.with_capture(c);
+        }
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("tailcut-fabric".into())

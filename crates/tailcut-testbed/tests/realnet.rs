@@ -19,6 +19,7 @@ use tailcut_sim::topo::{
     self, LeafSpine, LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec,
 };
 use tailcut_testbed::fabric::LoopConfig;
+use tailcut_testbed::pcap::CaptureSpec;
 use tailcut_testbed::{probe, HostSetup, Testbed, TestbedSpec};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -36,6 +37,7 @@ fn start(topo: TopoSpec, faults: Vec<FaultConfig>, host: HostSetup) -> Testbed {
         seed: 7,
         host,
         loop_cfg: LoopConfig::default(),
+        capture: None,
     })
     .expect("testbed starts")
 }
@@ -667,6 +669,7 @@ congestion_control = "cubic"
         &exp,
         &tb,
         std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        None,
     )
     .unwrap();
     assert_eq!(rows.len(), 40);
@@ -752,4 +755,212 @@ fn a_downed_link_moves_traffic_to_the_other_spine() {
     assert_eq!(via("leaf0", "spine0"), 0, "routing avoids the downed link");
     assert_eq!(via("spine0", "leaf1"), 0);
     assert!(via("leaf0", "spine1") > 8 * 100, "every flow went through spine1");
+}
+
+/// A folder under the system's temporary directory, removed when dropped: a failing test leaves
+/// nothing behind either.
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("tailcut-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether `tshark` runs; like the probe, its absence is a skip, or a failure under
+/// `TAILCUT_REQUIRE_REALNET=1`.
+fn tshark_runs(test: &str) -> bool {
+    match std::process::Command::new("tshark").arg("-v").output() {
+        Ok(o) if o.status.success() => true,
+        r => {
+            let why = format!("cannot run tshark (Debian package tshark): {r:?}");
+            if std::env::var(probe::REQUIRE_ENV).as_deref() == Ok("1") {
+                panic!("{test}: {}=1 but {why}", probe::REQUIRE_ENV);
+            }
+            eprintln!("SKIPPED {test}: {why}");
+            false
+        }
+    }
+}
+
+/// `fields` of each frame of `file` that matches the display filter `filter`.
+fn tshark(file: &std::path::Path, filter: &str, fields: &[&str]) -> Vec<Vec<String>> {
+    let mut cmd = std::process::Command::new("tshark");
+    // Relative sequence numbers make the data start at 1 whatever the initial sequence number.
+    cmd.arg("-r").arg(file).args([
+        "-o",
+        "tcp.relative_sequence_numbers:TRUE",
+        "-Y",
+        filter,
+        "-T",
+        "fields",
+    ]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "tshark -r {} failed: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split('\t').map(str::to_string).collect())
+        .collect()
+}
+
+/// The sequence ranges that `(seq, len)` rows cover, merged.
+fn covered(rows: &[Vec<String>]) -> Vec<(u64, u64)> {
+    let mut r: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|f| (f[0].parse::<u64>().unwrap(), f[1].parse::<u64>().unwrap()))
+        .filter(|&(_, len)| len > 0)
+        .map(|(seq, len)| (seq, seq + len))
+        .collect();
+    r.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (a, b) in r {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+}
+
+#[test]
+fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
+    const NAME: &str = "pcaps_hold_the_transfer_and_show_what_the_fabric_dropped";
+    let Some(_g) = realnet(NAME) else {
+        return;
+    };
+    if !tshark_runs(NAME) {
+        return;
+    }
+    let dir = TempDir::new("realnet-pcap");
+    let capture = CaptureSpec {
+        dir: dir.0.clone(),
+        prefix: String::new(),
+        snaplen: 128,
+        max_bytes: 64_000_000,
+    };
+    let loss = FaultConfig::Loss {
+        link: LinkRef {
+            between: ["h0".into(), "sw0".into()],
+            index: 0,
+        },
+        direction: Direction::Forward,
+        model: LossConfig::Bernoulli { p: 0.02 },
+        at: Dur::ZERO,
+        until: None,
+    };
+    let tb = Testbed::start(TestbedSpec {
+        topo: two_hosts(50_000_000, 50_000_000, 200_000, AqmConfig::DropTail),
+        faults: vec![loss],
+        seed: 7,
+        host: HostSetup::default(),
+        loop_cfg: LoopConfig::default(),
+        capture: Some(capture.clone()),
+    })
+    .expect("testbed starts");
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let (ip0, ip1) = (h0.ips[0], h1.ips[0]);
+    let before = h0.netstat().unwrap();
+    const LEN: usize = 300_000;
+    let to = addr(ip1, 7300);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let server = thread::spawn(move || {
+        h1.enter().unwrap();
+        let l = TcpListener::bind(to).unwrap();
+        bound_tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        got == pattern(5, LEN)
+    });
+    bound_rx.recv().unwrap();
+    h0.run(|| {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+        s.write_all(&pattern(5, LEN)).unwrap();
+    })
+    .unwrap();
+    assert!(server.join().unwrap(), "bytes intact");
+    // The last ACKs are still crossing the fabric when the receiver returns; let them land, so that
+    // every packet read is either delivered or dropped.
+    thread::sleep(Duration::from_millis(300));
+    let after = h0.netstat().unwrap();
+    let h0_tun_drops: u64 = h0.tun_tx_drops().unwrap().iter().sum();
+    let report = tb.stop().unwrap();
+    let cap = report.capture.clone().expect("the run captured");
+    for c in [&cap.sent, &cap.delivered] {
+        assert_eq!((c.not_written, &c.error), (0, &None), "{c:?}");
+    }
+    let (sent, delivered) = (capture.sent_path(), capture.delivered_path());
+    let frames = |file: &std::path::Path| tshark(file, "frame", &["frame.number"]).len() as u64;
+    assert_eq!(frames(&sent), cap.sent.records);
+    assert_eq!(
+        cap.sent.records, report.rejects.packets_read,
+        "every packet read is in sent.pcap"
+    );
+    assert_eq!(frames(&delivered), cap.delivered.records);
+
+    // The data direction, as each end saw it.
+    let data = format!("ip.src == {ip0} && ip.dst == {ip1} && tcp.dstport == 7300");
+    let at_sender = tshark(&sent, &data, &["tcp.seq", "tcp.len"]);
+    let at_receiver = tshark(&delivered, &data, &["tcp.seq", "tcp.len"]);
+    let whole = vec![(1, 1 + LEN as u64)];
+    assert_eq!(
+        covered(&at_sender),
+        whole,
+        "the sender's capture holds every byte"
+    );
+    assert_eq!(
+        covered(&at_receiver),
+        whole,
+        "the receiver's capture holds every byte"
+    );
+    // That direction crosses h0->sw0 (the lossy link) and sw0->h1: every packet it lost is in
+    // sent.pcap and not in delivered.pcap.
+    let (up, down) = (
+        report.port("h0", "sw0").unwrap(),
+        report.port("sw0", "h1").unwrap(),
+    );
+    let lost = up.counters.dropped() + down.counters.dropped() + down.tun_write_drops;
+    assert!(lost > 0, "the fabric lost packets");
+    assert_eq!(report.in_flight, 0);
+    assert_eq!(
+        at_sender.len() - at_receiver.len(),
+        lost as usize,
+        "sent - delivered = the fabric's drops on the way"
+    );
+    // Wireshark's analysis of the sender's capture finds the retransmissions the kernel counted
+    // (out-of-order included: at the sender nothing reorders, see docs/trace.md). A retransmission
+    // dropped in the TUN ring never reached the capture.
+    let flagged = tshark(
+        &sent,
+        &format!(
+            "{data} && (tcp.analysis.retransmission || tcp.analysis.fast_retransmission || \
+             tcp.analysis.spurious_retransmission || tcp.analysis.out_of_order)"
+        ),
+        &["frame.number"],
+    )
+    .len() as u64;
+    let retrans = after.get("Tcp.RetransSegs") - before.get("Tcp.RetransSegs");
+    assert!(
+        flagged <= retrans && retrans <= flagged + h0_tun_drops,
+        "tshark flags {flagged} retransmissions, the kernel counted {retrans} ({h0_tun_drops} TUN drops)"
+    );
 }

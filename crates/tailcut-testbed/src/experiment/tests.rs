@@ -96,3 +96,33 @@ fn min_rto_and_ecn_params_become_sysctls() {
     assert_eq!(k.rto_min_us, Some(5000));
     assert!(k.ecn);
 }
+
+#[test]
+fn pcap_table_turns_capture_on_with_bounds() {
+    const TCP: &str = "[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n";
+    let (_, tb) = load(&format!("{BASE}{TCP}[testbed]\n")).unwrap();
+    assert_eq!(tb.pcap, None, "no capture unless asked");
+    let (_, tb) = load(&format!("{BASE}{TCP}[testbed.pcap]\n")).unwrap();
+    assert_eq!(tb.pcap, Some(crate::config::PcapConfig::default()));
+    let (_, tb) = load(&format!(
+        "{BASE}{TCP}[testbed.pcap]\nsnaplen = 96\nmax_bytes = \"10MB\"\n"
+    ))
+    .unwrap();
+    let p = tb.pcap.unwrap();
+    assert_eq!((p.snaplen, p.max_bytes.0), (96, 10_000_000));
+    for (bad, field) in [
+        ("snaplen = 0", "testbed.pcap.snaplen"),
+        ("max_bytes = 10", "testbed.pcap.max_bytes"),
+        ("flows = [1]", "testbed.pcap"),
+    ] {
+        let e = load(&format!("{BASE}{TCP}[testbed.pcap]\n{bad}\n")).unwrap_err();
+        assert!(e.starts_with(field), "{e}");
+    }
+    // Names that differ only in what a file name cannot hold would share files.
+    let e = err(
+        "[[schemes]]\nname = \"a/b\"\ntransport = \"tcp\"\n[[schemes]]\nname = \"a b\"\ntransport = \"tcp\"\n\
+         [testbed.pcap]\n",
+    );
+    assert!(e.starts_with("testbed.pcap: schemes 'a/b' and 'a b'"), "{e}");
+    assert_eq!(capture_prefix("linux-cubic"), "linux-cubic.");
+}

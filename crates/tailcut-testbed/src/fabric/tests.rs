@@ -21,6 +21,10 @@ struct Harness {
 }
 
 fn start(aqm: AqmConfig, faults: &[FaultConfig]) -> Harness {
+    start_capturing(aqm, faults, None)
+}
+
+fn start_capturing(aqm: AqmConfig, faults: &[FaultConfig], capture: Option<Capture>) -> Harness {
     let q = SwitchQueues {
         buffer: Bytes(100_000),
         aqm,
@@ -45,6 +49,9 @@ fn start(aqm: AqmConfig, faults: &[FaultConfig]) -> Harness {
         ours.push(b);
     }
     let mut fabric = Fabric::new(net, addrs, tuns, plan, LoopConfig::default());
+    if let Some(c) = capture {
+        fabric = fabric.with_capture(c);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let (_tx, rx) = mpsc::channel();
@@ -152,4 +159,57 @@ fn packets_the_fabric_cannot_carry_are_counted_not_forwarded() {
     assert_eq!(r.rejects.other_protocol, 1);
     assert_eq!(r.rejects.malformed, 1);
     assert_eq!(r.rejects.packets_read, 3);
+}
+
+/// The records of a pcap this crate wrote (native byte order): (seconds, ns, included bytes, length).
+fn pcap_records(path: &std::path::Path) -> Vec<(u32, u32, Vec<u8>, u32)> {
+    let b = std::fs::read(path).unwrap();
+    let u = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap());
+    assert_eq!(u(0), crate::pcap::MAGIC_NS);
+    assert_eq!(u(20), crate::pcap::LINKTYPE_RAW);
+    let mut out = Vec::new();
+    let mut i = 24;
+    while i < b.len() {
+        let incl = u(i + 8) as usize;
+        out.push((u(i), u(i + 4), b[i + 16..i + 16 + incl].to_vec(), u(i + 12)));
+        i += 16 + incl;
+    }
+    out
+}
+
+#[test]
+fn captures_hold_what_hosts_sent_and_what_they_received() {
+    let dir = std::env::temp_dir().join(format!("tailcut-fabric-pcap-{}", std::process::id()));
+    let spec = crate::pcap::CaptureSpec {
+        dir: dir.clone(),
+        prefix: "t.".into(),
+        snaplen: 30,
+        max_bytes: 1 << 20,
+    };
+    // Every marked packet shows in `delivered` as the host got it: with CE.
+    let h = start_capturing(
+        AqmConfig::Ecn { k: Bytes(0) },
+        &[],
+        Some(Capture::create(&spec).unwrap()),
+    );
+    let wall_before = tailcut_sys::clock::realtime_ns();
+    h.nics[0].send(&udp(0x02, H1, 17)).unwrap();
+    h.nics[0].send(&udp(0, [10, 9, 9, 9], 17)).unwrap(); // read, then rejected
+    assert!(recv(&h.nics[1]).is_some());
+    let r = h.finish();
+    let sent = pcap_records(&spec.sent_path());
+    let delivered = pcap_records(&spec.delivered_path());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let c = r.capture.unwrap();
+    assert_eq!((c.sent.records, c.delivered.records), (2, 1));
+    assert_eq!((c.sent.not_written, c.delivered.not_written), (0, 0));
+    assert_eq!(sent.len(), 2);
+    assert_eq!(delivered.len(), 1);
+    assert_eq!(sent[0].2, udp(0x02, H1, 17)[..30], "cut at snaplen");
+    assert_eq!(sent[0].3, 128, "original length kept");
+    assert_eq!(delivered[0].2[1] & 3, 3, "CE as delivered");
+    // Wall-clock stamps: the epoch, not the monotonic clock's boot-relative time.
+    let ts = |r: &(u32, u32, Vec<u8>, u32)| u64::from(r.0) * 1_000_000_000 + u64::from(r.1);
+    assert!(ts(&sent[0]) + 1_000_000_000 > wall_before);
+    assert!(ts(&sent[0]) <= ts(&delivered[0]));
 }
