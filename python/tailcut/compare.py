@@ -638,7 +638,8 @@ def compare(
         validate = _resolver(limits)
     planned = plan(suite, scale, schemes, scenarios, validate)
     # The suite as written and the scale decide every cell's config; --schemes/--scenarios only pick cells.
-    digest = config_hash({**{k: v for k, v in suite.__dict__.items() if k != "source"}, "scale": scale})
+    tables = {k: v for k, v in suite.__dict__.items() if k != "source"}
+    digest = config_hash({**tables, "scale": scale}, suite=True)
     claim(out, "compare", overwrite=overwrite, experiment=f"{suite.name} ({scale})", digest=digest)
     # The page is drawn after every cell ran: a missing plotting extra must stop the comparison before.
     from tailcut.compare_report import compare_html, compare_markdown

@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tailcut.paths import file_digest, map_experiment_paths, map_suite_paths
+
 MARKER = ".tailcut.json"
 
 # What each kind of folder may hold: anything else is the user's and blocks a replacement.
@@ -81,9 +83,13 @@ class OutputError(ValueError):
     """``--out`` names something tailcut may not write into; the message says what and why."""
 
 
-def config_hash(config: Mapping[str, Any]) -> str:
-    """A short hash of a resolved config, stable across runs and Python versions."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
+def config_hash(config: Mapping[str, Any], suite: bool = False) -> str:
+    """A short hash of a resolved experiment (or, with ``suite``, a compare suite's tables), stable across
+    runs and Python versions. Path fields count by the content of the file they name, so a result folder
+    resumes after the checkout (and its absolute paths) moved, and not after a CDF file changed."""
+    plain = json.loads(json.dumps(config, default=str))
+    (map_suite_paths if suite else map_experiment_paths)(plain, file_digest)
+    text = json.dumps(plain, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

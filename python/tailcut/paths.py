@@ -19,6 +19,7 @@ The path fields (the Rust loader ``tailcut_sim::api::load_toml`` anchors the sam
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,10 @@ from typing import Any
 # Names the Rust core resolves to the copies it ships (workload/cdf.rs); never file paths.
 BUILTIN_CDFS = frozenset({"websearch", "datamining"})
 BUILTIN_LOSS_RATES = frozenset({"fuso-loss"})
+
+
+# What to do with one path field's value; the second argument names the builtins it may also hold.
+PathFn = Callable[[Any, frozenset[str]], Any]
 
 
 def _anchor(value: Any, folder: Path, builtins: frozenset[str]) -> Any:
@@ -39,52 +44,86 @@ def _each_table(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def anchor_topology(topology: Any, folder: Path) -> None:
-    """Anchor a ``[topology]`` table's file path in place."""
+def _map_topology(topology: Any, fn: PathFn) -> None:
     if isinstance(topology, dict) and topology.get("kind") == "file" and "path" in topology:
-        topology["path"] = _anchor(topology["path"], folder, frozenset())
+        topology["path"] = fn(topology["path"], frozenset())
 
 
 # Workload patterns that read their flows from a file (`pattern.path`).
 FLOW_FILE_PATTERNS = frozenset({"connection_matrix", "flow_csv"})
 
 
-def anchor_workload(components: Any, folder: Path) -> None:
-    """Anchor each ``[[workload]]`` component's CDF and flow files in place."""
+def _map_workload(components: Any, fn: PathFn) -> None:
     for component in _each_table(components):
         pattern = component.get("pattern")
         if isinstance(pattern, dict) and pattern.get("kind") in FLOW_FILE_PATTERNS and "path" in pattern:
-            pattern["path"] = _anchor(pattern["path"], folder, frozenset())
+            pattern["path"] = fn(pattern["path"], frozenset())
         if "cdf" in component:
-            component["cdf"] = _anchor(component["cdf"], folder, BUILTIN_CDFS)
+            component["cdf"] = fn(component["cdf"], BUILTIN_CDFS)
 
 
-def anchor_faults(faults: Any, folder: Path) -> None:
-    """Anchor each ``[[faults]]`` entry's loss-rate distribution file in place."""
+def _map_faults(faults: Any, fn: PathFn) -> None:
     for fault in _each_table(faults):
         if fault.get("kind") == "random_lossy_links" and "rates" in fault:
-            fault["rates"] = _anchor(fault["rates"], folder, BUILTIN_LOSS_RATES)
+            fault["rates"] = fn(fault["rates"], BUILTIN_LOSS_RATES)
 
 
-def anchor_experiment(config: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Anchor every path field of an experiment dict (in place; returned for chaining)."""
-    anchor_topology(config.get("topology"), folder)
-    anchor_workload(config.get("workload"), folder)
-    anchor_faults(config.get("faults"), folder)
+def map_experiment_paths(config: dict[str, Any], fn: PathFn) -> dict[str, Any]:
+    """Replace every path field of an experiment dict by ``fn(value, builtins)`` (in place; returned)."""
+    _map_topology(config.get("topology"), fn)
+    _map_workload(config.get("workload"), fn)
+    _map_faults(config.get("faults"), fn)
     return config
 
 
-def anchor_suite(suite: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Anchor every path field of a compare suite: its topologies, workload components and failures."""
-    sections: dict[str, tuple[str, Callable[[Any, Path], None]]] = {
-        "topologies": ("topology", anchor_topology),
-        "workloads": ("components", anchor_workload),
-        "failures": ("faults", anchor_faults),
+def map_suite_paths(suite: dict[str, Any], fn: PathFn) -> dict[str, Any]:
+    """The same for a compare suite: its topologies, workload components and failures."""
+    sections: dict[str, tuple[str, Callable[[Any, PathFn], None]]] = {
+        "topologies": ("topology", _map_topology),
+        "workloads": ("components", _map_workload),
+        "failures": ("faults", _map_faults),
     }
-    for section, (key, anchor) in sections.items():
+    for section, (key, each) in sections.items():
         entries = suite.get(section)
         if isinstance(entries, dict):
             for entry in entries.values():
                 if isinstance(entry, dict):
-                    anchor(entry.get(key), folder)
+                    each(entry.get(key), fn)
     return suite
+
+
+def anchor_topology(topology: Any, folder: Path) -> None:
+    """Anchor a ``[topology]`` table's file path in place."""
+    _map_topology(topology, lambda value, builtins: _anchor(value, folder, builtins))
+
+
+def anchor_workload(components: Any, folder: Path) -> None:
+    """Anchor each ``[[workload]]`` component's CDF and flow files in place."""
+    _map_workload(components, lambda value, builtins: _anchor(value, folder, builtins))
+
+
+def anchor_faults(faults: Any, folder: Path) -> None:
+    """Anchor each ``[[faults]]`` entry's loss-rate distribution file in place."""
+    _map_faults(faults, lambda value, builtins: _anchor(value, folder, builtins))
+
+
+def anchor_experiment(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Anchor every path field of an experiment dict (in place; returned for chaining)."""
+    return map_experiment_paths(config, lambda value, builtins: _anchor(value, folder, builtins))
+
+
+def anchor_suite(suite: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Anchor every path field of a compare suite: its topologies, workload components and failures."""
+    return map_suite_paths(suite, lambda value, builtins: _anchor(value, folder, builtins))
+
+
+def file_digest(value: Any, builtins: frozenset[str]) -> Any:
+    """A path field's value as what it names: ``sha256:...`` of a readable file's bytes, so a result's
+    identity follows the file's content, not where the checkout lives; anything else unchanged."""
+    if not isinstance(value, str) or value in builtins or not value:
+        return value
+    try:
+        data = Path(value).read_bytes()
+    except OSError:
+        return value
+    return "sha256:" + hashlib.sha256(data).hexdigest()

@@ -145,3 +145,27 @@ def test_a_moved_experiment_folder_still_finds_its_files(tmp_path: Path, monkeyp
     shutil.copytree(ROOT / "experiments" / "cp", tmp_path / "cp")
     monkeypatch.chdir("/")
     assert main(["validate", str(tmp_path / "cp" / "outcast.toml")]) == 0
+
+
+def test_a_result_identity_follows_file_contents_not_their_location(tmp_path: Path) -> None:
+    from tailcut.config import resolve
+    from tailcut.outdir import config_hash
+
+    here = config_hash(resolve(load_experiment(_experiment_with_neighbours(tmp_path / "here"))))
+    moved = config_hash(resolve(load_experiment(_experiment_with_neighbours(tmp_path / "moved"))))
+    assert here == moved  # the checkout moved: a sweep in its results folder still resumes
+    (tmp_path / "moved" / "sizes.cdf").write_text(SIZES.replace("20000", "30000"))
+    changed = config_hash(resolve(load_experiment(tmp_path / "moved" / "exp.toml")))
+    assert changed != here  # the CDF changed: the old points are not this experiment's
+
+
+def test_a_suite_identity_follows_file_contents_not_their_location(tmp_path: Path) -> None:
+    from tailcut.outdir import config_hash
+
+    def suite(folder: Path) -> dict:
+        folder.mkdir()
+        (folder / "sizes.cdf").write_text(SIZES)
+        raw = {"workloads": {"w": {"components": [{"name": "q", "cdf": "sizes.cdf"}]}}}
+        return anchor_suite(raw, folder)
+
+    assert config_hash(suite(tmp_path / "a"), suite=True) == config_hash(suite(tmp_path / "b"), suite=True)
