@@ -178,6 +178,7 @@ fn incast(a: &Args) {
             ..HostSetup::default()
         },
         loop_cfg: LoopConfig::default(),
+        capture: None,
     })
     .expect("testbed");
     let hosts: Vec<HostNs> = tb.hosts().to_vec();
@@ -299,6 +300,7 @@ fn pingpong(a: &Args) {
         seed: 1,
         host: HostSetup::default(),
         loop_cfg: LoopConfig::default(),
+        capture: None,
     })
     .expect("testbed");
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());

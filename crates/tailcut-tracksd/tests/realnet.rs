@@ -94,6 +94,7 @@ fn start(sack: bool) -> Testbed {
             ..HostSetup::default()
         },
         loop_cfg: LoopConfig::default(),
+        capture: None,
     })
     .expect("testbed starts")
 }
