@@ -20,7 +20,7 @@ use tailcut_sim::topo::{
 };
 use tailcut_testbed::fabric::LoopConfig;
 use tailcut_testbed::pcap::CaptureSpec;
-use tailcut_testbed::{probe, HostSetup, Testbed, TestbedSpec};
+use tailcut_testbed::{probe, HostNs, HostSetup, Testbed, TestbedSpec};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -53,6 +53,29 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// Sends `len` bytes of `pattern(seed, ..)` over kernel TCP from `from` to a listener on `to` inside
+/// `to_host`; true if they all arrived intact.
+fn tcp_transfer(from: &HostNs, to_host: HostNs, to: SocketAddr, seed: u64, len: usize) -> bool {
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let server = thread::spawn(move || {
+        to_host.enter().unwrap();
+        let l = TcpListener::bind(to).unwrap();
+        bound_tx.send(()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).unwrap();
+        got == pattern(seed, len)
+    });
+    bound_rx.recv().unwrap();
+    from.run(|| {
+        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+        s.write_all(&pattern(seed, len)).unwrap();
+    })
+    .unwrap();
+    server.join().unwrap()
 }
 
 /// Two hosts through one switch; `rate_in` on h0's link, `rate_out` on h1's, so the switch port
@@ -321,24 +344,7 @@ fn tcp_retransmits_cover_every_fabric_drop_and_bytes_arrive() {
     let before = h0.netstat().unwrap();
     const LEN: usize = 1_000_000;
     let to = addr(h1.ips[0], 7100);
-    let (bound_tx, bound_rx) = mpsc::channel();
-    let server = thread::spawn(move || {
-        h1.enter().unwrap();
-        let l = TcpListener::bind(to).unwrap();
-        bound_tx.send(()).unwrap();
-        let (mut s, _) = l.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).unwrap();
-        got == pattern(3, LEN)
-    });
-    bound_rx.recv().unwrap();
-    h0.run(|| {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
-        s.write_all(&pattern(3, LEN)).unwrap();
-    })
-    .unwrap();
-    assert!(server.join().unwrap(), "bytes intact");
+    assert!(tcp_transfer(&h0, h1, to, 3, LEN), "bytes intact");
     let after = tb.hosts()[0].netstat().unwrap();
     let report = tb.stop().unwrap();
     let lost = report.port("h0", "sw0").unwrap().counters.dropped_link_loss;
@@ -880,24 +886,7 @@ fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
     let before = h0.netstat().unwrap();
     const LEN: usize = 300_000;
     let to = addr(ip1, 7300);
-    let (bound_tx, bound_rx) = mpsc::channel();
-    let server = thread::spawn(move || {
-        h1.enter().unwrap();
-        let l = TcpListener::bind(to).unwrap();
-        bound_tx.send(()).unwrap();
-        let (mut s, _) = l.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let mut got = Vec::new();
-        s.read_to_end(&mut got).unwrap();
-        got == pattern(5, LEN)
-    });
-    bound_rx.recv().unwrap();
-    h0.run(|| {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
-        s.write_all(&pattern(5, LEN)).unwrap();
-    })
-    .unwrap();
-    assert!(server.join().unwrap(), "bytes intact");
+    assert!(tcp_transfer(&h0, h1, to, 5, LEN), "bytes intact");
     // The last ACKs are still crossing the fabric when the receiver returns; let them land, so that
     // every packet read is either delivered or dropped.
     thread::sleep(Duration::from_millis(300));
