@@ -484,16 +484,11 @@ impl CloudBurstEndpoint {
             None => true,
         };
         if fresh {
-            if self.decoders.len() >= self.cfg.max_decoders as usize && !self.decoders.contains_key(&key) {
-                let oldest = self
-                    .decoders
-                    .iter()
-                    .min_by_key(|(id, d)| (d.last, **id))
-                    .map(|(id, _)| *id);
-                if let Some(id) = oldest {
-                    self.decoders.remove(&id);
-                    self.counters.decoders_evicted += 1;
-                }
+            if self.decoders.len() >= self.cfg.max_decoders as usize
+                && !self.decoders.contains_key(&key)
+                && evict_least_recent(&mut self.decoders, |d| d.last)
+            {
+                self.counters.decoders_evicted += 1;
             }
             self.decoders.insert(
                 key,
@@ -543,14 +538,7 @@ impl CloudBurstEndpoint {
 
     fn remember_done(&mut self, key: BlockKey, h: &CbHeader, now: Time) {
         if self.done.len() >= self.max_done() && !self.done.contains_key(&key) {
-            let oldest = self
-                .done
-                .iter()
-                .min_by_key(|(id, d)| (d.last, **id))
-                .map(|(id, _)| *id);
-            if let Some(id) = oldest {
-                self.done.remove(&id);
-            }
+            evict_least_recent(&mut self.done, |d| d.last);
         }
         self.done.insert(
             key,
@@ -714,6 +702,12 @@ impl Engine for CloudBurstEndpoint {
             ("cb_malformed", c.malformed),
         ]
     }
+}
+
+/// Removes the entry last active longest ago (ties: the lowest key); false if the map is empty.
+fn evict_least_recent<V>(map: &mut BTreeMap<BlockKey, V>, last: impl Fn(&V) -> Time) -> bool {
+    let oldest = map.iter().min_by_key(|(k, v)| (last(v), **k)).map(|(k, _)| *k);
+    oldest.is_some_and(|k| map.remove(&k).is_some())
 }
 
 /// Starts the message's next block; `data` is the whole message's bytes when carried.
