@@ -48,6 +48,7 @@ FILES = {
         "report.html",
         "error.txt",
         "pcap",
+        "testbed.json",
     },
     "trace": {
         "events.parquet",

@@ -24,7 +24,7 @@ try:
 except ImportError as exc:
     raise MissingExtraError("plot", "drawing a report", "matplotlib") from exc
 
-from tailcut import display
+from tailcut import display, testbed
 from tailcut.results import Result
 from tailcut.summary import SIZE_CLASSES, SMALL_MAX_BYTES
 
@@ -176,6 +176,15 @@ METRICS_HTML = (
 )
 
 
+TESTBED_HTML = (
+    "<p class='metrics'>A testbed run: real Linux hosts through the emulated fabric (docs/testbed.md). "
+    "Lateness is how late the fabric sent packets against the port model's schedule, and TUN drops are "
+    "packets a host's TUN refused; read the FCTs only where both are small. A kernel reports no "
+    "per-flow timeouts, so the flows-with-a-timeout bars are empty for it; its namespaces' counters "
+    "(TCPTimeouts and the rest, summed over hosts) are below.</p>\n"
+)
+
+
 def display_table(frame: pd.DataFrame) -> pd.DataFrame:
     """The summary as a reader sees it: units and three significant digits, columns named in words."""
     shown = frame.copy()
@@ -210,6 +219,13 @@ def run_figures_html(results: Mapping[str, Result]) -> str:
     ]
     for label, summary in summaries.items():
         parts.append(f"<h2>Summary: {html.escape(label)}</h2>\n{_table_html(summary)}\n")
+    for label, r in results.items():
+        quality = testbed.quality_table(r.path) if r.path is not None else None
+        if quality is not None:
+            parts.append(
+                f"<h2>Real-time quality and kernel counters: {html.escape(label)}</h2>\n{TESTBED_HTML}"
+                f"{quality.to_html(index=False, na_rep='-', border=0)}\n"
+            )
     parts.append(METRICS_HTML)
     return "".join(parts)
 

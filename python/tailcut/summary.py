@@ -79,6 +79,10 @@ def _ratio(x: float, of: float) -> float:
     return x / of if of > 0 else math.nan
 
 
+def _measured(group: pd.DataFrame, column: str) -> bool:
+    return column in group and bool(group[column].notna().any())
+
+
 def summary_stats(group: pd.DataFrame) -> dict[str, float | int]:
     """The figures of one group of flows (see the module doc)."""
     import numpy as np
@@ -94,10 +98,13 @@ def summary_stats(group: pd.DataFrame) -> dict[str, float | int]:
     }
     for name, per_mille in PERCENTILES.items():
         row[f"{name}_fct_ns"] = percentile(fct, unfinished, per_mille)
-    row["timeout_fraction"] = float((group["timeouts"] > 0).mean()) if len(group) else math.nan
+    # A column nobody measured (a testbed's kernel reports no per-flow timeouts or bytes sent) gives
+    # NaN, not a fraction of zero.
+    timeouts = _measured(group, "timeouts")
+    row["timeout_fraction"] = float((group["timeouts"] > 0).mean()) if timeouts else math.nan
     delivered = float(payload_bytes(group)[completed_mask].sum())
-    sent = float(group["sent_bytes"].sum()) if "sent_bytes" in group else math.nan
-    redundant = float(group["redundant_bytes"].sum()) if "redundant_bytes" in group else math.nan
+    sent = float(group["sent_bytes"].sum()) if _measured(group, "sent_bytes") else math.nan
+    redundant = float(group["redundant_bytes"].sum()) if _measured(group, "redundant_bytes") else math.nan
     row["extra_bytes_ratio"] = _ratio(sent, delivered) - 1
     row["redundant_bytes_ratio"] = _ratio(redundant, delivered)
     return row

@@ -3,9 +3,13 @@
 The work is done by the Rust binary ``tailcut-testbed`` (``crates/tailcut-testbed``, see
 ``docs/testbed.md``): one network namespace per host, TUN NICs, the simulator's ports, routing and
 faults in real time, and a workload agent per host. This module finds that binary, runs it into a
-temporary folder, and turns its column-oriented tables into ``flows.parquet`` and ``ports.parquet``
-with the simulator's column names (columns a kernel cannot report, such as per-flow timeouts, are
-left empty; kernel counters are in ``summary.json``). The folder is replaced atomically, like a run's.
+temporary folder, and turns it into a result folder with a simulator run's files: ``flows.parquet``
+and ``ports.parquet`` with the simulator's column names (columns a kernel cannot report, such as
+per-flow timeouts, are left empty), ``summary.json`` computed from the flows exactly as for a
+simulator run, ``config.toml`` and ``report.html``. What only a real run has (the namespaces' kernel
+counters, the fabric's lateness and TUN drops) is in ``testbed.json``, and ``tailcut report`` shows it
+beside the figures, so a simulator folder and a testbed folder of one experiment file compare side by
+side. The folder is replaced atomically, like a run's.
 """
 
 from __future__ import annotations
@@ -16,13 +20,19 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tailcut.outdir import OutputError, atomic_dir, claim, write_marker
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS, columns_to_frame
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 BINARY = "tailcut-testbed"
 # Set to the binary's path to use a particular build.
 BINARY_ENV = "TAILCUT_TESTBED_BIN"
+# What only a real run has, per scheme, as the binary writes it.
+QUALITY_FILE = "testbed.json"
 
 
 def find_binary() -> Path:
@@ -68,8 +78,55 @@ def run_to_dir(file: Path, out: Path, overwrite: bool = False, binary: Path | No
         if proc.returncode != 0:
             raise OutputError(proc.stderr.strip().removeprefix(f"{BINARY}: ") or f"{BINARY} failed")
         convert_tables(tmp)
+        _write_result_files(file, tmp)
         write_marker(tmp, "run", source="testbed")
     return out
+
+
+def _write_result_files(file: Path, folder: Path) -> None:
+    """``summary.json``, ``config.toml`` and ``report.html`` as a simulator run writes them."""
+    from tailcut.config import load_experiment, to_toml
+    from tailcut.report import run_report_html
+    from tailcut.results import Result, summary_json
+
+    result = Result.load(folder)
+    result.config = load_experiment(file)
+    (folder / "summary.json").write_text(summary_json(result.summary))
+    (folder / "config.toml").write_text(to_toml(result.config))
+    (folder / "report.html").write_text(run_report_html({folder_label(file): result}))
+
+
+def folder_label(file: Path) -> str:
+    return f"{file.stem} (testbed)"
+
+
+def quality_table(folder: Path) -> pd.DataFrame | None:
+    """Per scheme, how far a testbed run can be trusted and what its kernels counted; ``None`` for a
+    simulator folder. Lateness is how late the fabric sent packets against the port model's schedule
+    (over every port); TUN drops are packets a host's TUN refused, which a real NIC would have held;
+    both should be near zero before the run's FCTs are read (docs/testbed.md)."""
+    import pandas as pd
+
+    from tailcut import display
+
+    path = folder / QUALITY_FILE
+    if not path.exists():
+        return None
+    rows = []
+    for s in json.loads(path.read_text()):
+        lateness = s["fabric"]["lateness"]
+        row = {
+            "scheme": s["scheme"],
+            "lateness p50": display.time_ns(lateness["p50_ns"]),
+            "lateness p99": display.time_ns(lateness["p99_ns"]),
+            "lateness max": display.time_ns(lateness["max_ns"]),
+            "TUN drops": s["tun_tx_drops"],
+            "fabric drops": s["fabric_drops"],
+        }
+        # "TcpExt.TCPTimeouts" reads as "TCPTimeouts": the names are unique without their group.
+        row.update({name.rsplit(".", 1)[-1]: value for name, value in s["kernel"].items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -78,6 +78,13 @@ def test_a_request_is_payload() -> None:
     assert row(summarize(t), "tcp", "all")["extra_bytes_ratio"] == pytest.approx(100 / 1_100)
 
 
+def test_columns_nobody_measured_give_nan_not_zero() -> None:
+    # A testbed's kernel reports no per-flow timeouts or bytes sent: its table holds None there.
+    r = row(summarize(flows([("linux", 1_000, None, 5.0, None, True)] * 2)), "linux", "all")
+    assert r["count"] == 2 and r["p50_fct_ns"] == 5.0
+    assert math.isnan(r["timeout_fraction"]) and math.isnan(r["extra_bytes_ratio"])
+
+
 def test_empty_class_has_zero_count_and_nan_stats(table: pd.DataFrame) -> None:
     r = row(summarize(table), "dctcp", "large")
     assert r["count"] == 0 and r["unfinished"] == 0

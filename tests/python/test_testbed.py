@@ -7,6 +7,7 @@ a failure. The other tests need neither.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -101,5 +102,40 @@ def test_cli_runs_an_experiment_on_real_hosts(tmp_path: Path, monkeypatch: pytes
     assert len(flows) == 10
     assert flows["completed"].all()
     assert (flows["fct_ns"] > 0).all()
-    assert (out / "summary.json").exists() and (out / "ports.parquet").exists()
+    assert (out / "ports.parquet").exists()
+    # The simulator's summary layout, computed from the flows; what only a real run has beside it.
+    summary = json.loads((out / "summary.json").read_text())
+    assert {r["size_class"] for r in summary} == {"small", "medium", "large", "all"}
+    everything = next(r for r in summary if r["size_class"] == "all")
+    assert everything["count"] == 10 and everything["unfinished"] == 0
+    assert everything["timeout_fraction"] is None, "a kernel reports no per-flow timeouts"
+    quality = json.loads((out / testbed.QUALITY_FILE).read_text())
+    assert quality[0]["scheme"] == "linux" and "TcpExt.TCPTimeouts" in quality[0]["kernel"]
+    assert "Real-time quality" in (out / "report.html").read_text()
     assert cli.main(["testbed", "run", str(exp), "--out", str(out)]) == 2, "no overwrite without --overwrite"
+    # One experiment file in both worlds, drawn side by side.
+    sim = tmp_path / "sim"
+    assert cli.main(["run", str(exp), "--out", str(sim)]) == 0
+    page = tmp_path / "both.html"
+    assert cli.main(["report", str(sim), str(out), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert "Summary: sim" in text and "Summary: out" in text
+    assert text.count("Real-time quality") == 1, "only the testbed folder has a quality table"
+
+
+def test_quality_table_reads_what_only_a_real_run_has(tmp_path: Path) -> None:
+    lateness = {"events": 10, "mean_ns": 900, "p50_ns": 120, "p99_ns": 25_000, "max_ns": 3_000_000}
+    scheme = {
+        "scheme": "linux",
+        "tun_tx_drops": 2,
+        "fabric_drops": 7,
+        "kernel": {"TcpExt.TCPTimeouts": 3, "Tcp.RetransSegs": 9},
+        "fabric": {"lateness": lateness},
+    }
+    (tmp_path / testbed.QUALITY_FILE).write_text(json.dumps([scheme]))
+    table = testbed.quality_table(tmp_path)
+    assert table is not None
+    row = table.iloc[0]
+    assert (row["lateness p50"], row["lateness p99"], row["lateness max"]) == ("120 ns", "25.0 us", "3.00 ms")
+    assert (row["TUN drops"], row["fabric drops"], row["TCPTimeouts"], row["RetransSegs"]) == (2, 7, 3, 9)
+    assert testbed.quality_table(tmp_path / "elsewhere") is None

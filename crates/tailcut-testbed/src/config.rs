@@ -50,7 +50,7 @@ pub struct PcapConfig {
     /// Bytes kept of each packet. Default 128: IPv4 plus TCP headers with every option take at most
     /// 120, which is all Wireshark's TCP analysis reads.
     pub snaplen: u32,
-    /// Largest size of each capture file; later packets are counted in `summary.json`, not written.
+    /// Largest size of each capture file; later packets are counted in `testbed.json`, not written.
     /// Default 256MB.
     pub max_bytes: Bytes,
 }

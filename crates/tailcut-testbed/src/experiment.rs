@@ -185,6 +185,8 @@ pub struct SchemeSummary {
     /// Sums over hosts of the namespaces' counters during the run.
     pub kernel: BTreeMap<String, u64>,
     pub tun_tx_drops: u64,
+    /// Packets the emulated fabric dropped (queues, loss models, down links, no route).
+    pub fabric_drops: u64,
     pub fabric: FabricReport,
 }
 
@@ -448,6 +450,7 @@ fn run_scheme(
         fct_mean_ns: (!fcts.is_empty()).then(|| fcts.iter().sum::<u64>() / fcts.len() as u64),
         kernel,
         tun_tx_drops,
+        fabric_drops: fabric.total_dropped(),
         fabric,
     };
     Ok((rows, summary))

@@ -1,12 +1,14 @@
 //! The files of a testbed run: `flows.json` and `ports.json` (column-oriented, the simulator's
-//! column names, which the Python front turns into Parquet) and `summary.json`.
+//! column names, which the Python front turns into Parquet) and `testbed.json`, what only a real run
+//! has (kernel counters, lateness, TUN drops, the fabric's report). The Python front adds the
+//! simulator's `summary.json` and `report.html`, computed from the flows as for a simulator run.
 
 use crate::experiment::{FlowRow, SchemeSummary};
 use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Writes `flows.json` and `ports.json` (column-oriented: `{column: [values]}`, the simulator's
-/// column names) and `summary.json` into `out`.
+/// column names) and `testbed.json` into `out`.
 pub fn write(out: &Path, rows: &[FlowRow], summaries: &[SchemeSummary]) -> Result<(), String> {
     std::fs::create_dir_all(out).map_err(|e| format!("--out {}: {e}", out.display()))?;
     let columns = |records: Vec<serde_json::Value>| {
@@ -43,7 +45,7 @@ pub fn write(out: &Path, rows: &[FlowRow], summaries: &[SchemeSummary]) -> Resul
     };
     write("flows.json", &columns(flow_vals))?;
     write("ports.json", &columns(port_vals))?;
-    write("summary.json", &summaries.to_vec())?;
+    write("testbed.json", &summaries.to_vec())?;
     Ok(())
 }
 

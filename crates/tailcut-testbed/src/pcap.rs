@@ -24,7 +24,7 @@ pub const FILE_HEADER: u64 = 24;
 /// Bytes of each record's header.
 pub const RECORD_HEADER: u64 = 16;
 
-/// What a capture wrote, reported in `summary.json`.
+/// What a capture wrote, reported in `testbed.json`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CaptureStats {
     /// The file's name (no folder), so a report can point to it.
