@@ -6,14 +6,21 @@
 //! `error`. Times are `CLOCK_MONOTONIC` nanoseconds, shared by every process of the machine, so a
 //! flow's start and finish, taken by different processes, are on one clock.
 //!
-//! Wire protocol per connection: a 24-byte header (flow id, data bytes, reply bytes; big-endian u64),
-//! then the data; with reply bytes (request/response) the acceptor answers with that many bytes.
+//! Wire protocol per connection: per flow, a 24-byte header (flow id, data bytes, reply bytes;
+//! big-endian u64), then the data; with reply bytes (request/response) the acceptor answers with that
+//! many bytes. A flow with `conn` set shares a persistent connection with the other flows of the same
+//! `conn`, as the simulator's `connection = "persistent"` does: the first of them opens it, later ones
+//! are written after the earlier ones (waiting behind them is part of their FCT), the acceptor serves
+//! them in order and replies arrive in order. A persistent flow has no `retrans` line, because
+//! `tcpi_total_retrans` counts the whole connection; the namespace's counters still have them.
 
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tailcut_sys::clock::monotonic_ns;
@@ -43,6 +50,9 @@ pub struct PlannedFlow {
     pub reply: u64,
     /// `CLOCK_MONOTONIC` time to start at.
     pub start_ns: u64,
+    /// The persistent connection this flow shares (unique within the plan), or its own connection.
+    #[serde(default)]
+    pub conn: Option<u32>,
 }
 
 /// One line of the agent's output.
@@ -120,23 +130,31 @@ pub fn main() -> Result<(), String> {
     }
     // Tell the emulator we listen, so that no flow starts before every agent does.
     emit(&out, &Event::Ready);
+    let mut persistent: HashMap<u32, Sender<PlannedFlow>> = HashMap::new();
     for f in plan.flows.iter().cloned() {
         let now = monotonic_ns();
         if f.start_ns > now {
             std::thread::sleep(Duration::from_nanos(f.start_ns - now));
         }
         let (plan, out) = (plan.clone(), out.clone());
-        std::thread::spawn(move || {
-            if let Err(e) = connect_one(&plan, &f, &out) {
-                emit(
-                    &out,
-                    &Event::Error {
-                        id: f.id,
-                        msg: e.to_string(),
-                    },
-                );
+        match f.conn {
+            Some(c) => {
+                let tx = persistent.entry(c).or_insert_with(|| {
+                    let (tx, rx) = mpsc::channel();
+                    std::thread::spawn(move || persistent_connection(&plan, rx, &out));
+                    tx
+                });
+                // The connection's thread lives as long as the agent, so the send cannot fail.
+                let _ = tx.send(f);
             }
-        });
+            None => {
+                std::thread::spawn(move || {
+                    if let Err(e) = connect_one(&plan, &f, &out) {
+                        error(&out, f.id, &e);
+                    }
+                });
+            }
+        }
     }
     loop {
         std::thread::sleep(Duration::from_secs(3600));
@@ -185,33 +203,61 @@ fn retrans(s: &TcpStream, id: u64, out: &Out) {
     }
 }
 
-fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
-    let s = socket(plan)?;
+fn error(out: &Out, id: u64, e: &io::Error) {
+    emit(
+        out,
+        &Event::Error {
+            id,
+            msg: e.to_string(),
+        },
+    );
+}
+
+fn started(out: &Out, id: u64) {
     emit(
         out,
         &Event::Start {
-            id: f.id,
+            id,
             t: monotonic_ns(),
         },
     );
-    s.connect(&SockAddr::from(f.to))?;
-    let mut s: TcpStream = s.into();
+}
+
+fn finished(out: &Out, id: u64) {
+    emit(
+        out,
+        &Event::Finish {
+            id,
+            t: monotonic_ns(),
+        },
+    );
+}
+
+fn open(plan: &Plan, to: SocketAddr) -> io::Result<TcpStream> {
+    let s = socket(plan)?;
+    s.connect(&SockAddr::from(to))?;
+    let s: TcpStream = s.into();
     s.set_nodelay(true)?;
+    Ok(s)
+}
+
+/// A flow's header and data.
+fn send_flow(s: &mut TcpStream, f: &PlannedFlow) -> io::Result<()> {
     let mut header = [0u8; HEADER];
     header[..8].copy_from_slice(&f.id.to_be_bytes());
     header[8..16].copy_from_slice(&f.data.to_be_bytes());
     header[16..].copy_from_slice(&f.reply.to_be_bytes());
     s.write_all(&header)?;
-    write_zeros(&mut s, f.data)?;
+    write_zeros(s, f.data)
+}
+
+fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
+    started(out, f.id);
+    let mut s = open(plan, f.to)?;
+    send_flow(&mut s, f)?;
     if f.reply > 0 {
         read_exact_discard(&mut s, f.reply)?;
-        emit(
-            out,
-            &Event::Finish {
-                id: f.id,
-                t: monotonic_ns(),
-            },
-        );
+        finished(out, f.id);
         s.shutdown(Shutdown::Both)?;
     } else {
         s.shutdown(Shutdown::Write)?;
@@ -221,40 +267,107 @@ fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
     Ok(())
 }
 
-fn accept_one(mut s: TcpStream, out: &Out) {
-    let mut header = [0u8; HEADER];
-    if s.read_exact(&mut header).is_err() {
+/// One persistent connection: opened for its first flow, then each flow written as the planner hands
+/// it over. Replies are read by a second thread, in the order their requests were written. After an
+/// error every later flow of the connection reports it too.
+fn persistent_connection(plan: &Plan, flows: Receiver<PlannedFlow>, out: &Out) {
+    let Ok(first) = flows.recv() else {
         return;
+    };
+    started(out, first.id);
+    let opened = open(plan, first.to).and_then(|s| Ok((s.try_clone()?, s)));
+    let (mut writer, reader) = match opened {
+        Ok(pair) => pair,
+        Err(e) => {
+            error(out, first.id, &e);
+            for f in flows {
+                started(out, f.id);
+                error(out, f.id, &e);
+            }
+            return;
+        }
+    };
+    let (expect, replies) = mpsc::channel::<(u64, u64)>();
+    {
+        let out = out.clone();
+        std::thread::spawn(move || read_replies(reader, replies, &out));
+    }
+    let mut failed: Option<io::Error> = None;
+    for (i, f) in std::iter::once(first).chain(flows).enumerate() {
+        if i > 0 {
+            started(out, f.id);
+        }
+        if failed.is_none() {
+            if let Err(e) = send_flow(&mut writer, &f) {
+                failed = Some(e);
+            } else if f.reply > 0 {
+                let _ = expect.send((f.id, f.reply));
+            }
+        }
+        if let Some(e) = &failed {
+            error(out, f.id, e);
+        }
+    }
+}
+
+fn read_replies(mut s: TcpStream, expected: Receiver<(u64, u64)>, out: &Out) {
+    for (id, bytes) in expected.iter() {
+        match read_exact_discard(&mut s, bytes) {
+            Ok(()) => finished(out, id),
+            Err(e) => {
+                error(out, id, &e);
+                for (id, _) in expected.iter() {
+                    error(out, id, &e);
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Reads a flow header, or `None` at a clean end of the connection.
+fn read_header(s: &mut TcpStream) -> io::Result<Option<(u64, u64, u64)>> {
+    let mut header = [0u8; HEADER];
+    let mut got = 0;
+    while got < HEADER {
+        match s.read(&mut header[got..])? {
+            0 if got == 0 => return Ok(None),
+            0 => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "peer closed mid-header",
+                ))
+            }
+            n => got += n,
+        }
     }
     let word = |i: usize| u64::from_be_bytes(header[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    let (id, data, reply) = (word(0), word(1), word(2));
-    let r = (|| -> io::Result<()> {
-        read_exact_discard(&mut s, data)?;
-        if reply == 0 {
-            emit(
-                out,
-                &Event::Finish {
-                    id,
-                    t: monotonic_ns(),
-                },
-            );
-            s.shutdown(Shutdown::Both)?;
-        } else {
-            s.set_nodelay(true)?;
-            write_zeros(&mut s, reply)?;
-            s.shutdown(Shutdown::Write)?;
-            drain_to_eof(&mut s);
-            retrans(&s, id, out);
+    Ok(Some((word(0), word(1), word(2))))
+}
+
+/// Serves a connection's flows in order until the peer closes it. A connection that carried one
+/// request/response flow is a per-flow one: its reply's retransmissions are final once the peer closed.
+fn accept_one(mut s: TcpStream, out: &Out) {
+    let _ = s.set_nodelay(true);
+    let mut served = 0u32;
+    let mut last_reply = None;
+    while let Ok(Some((id, data, reply))) = read_header(&mut s) {
+        let r = read_exact_discard(&mut s, data).and_then(|()| {
+            if reply == 0 {
+                finished(out, id);
+                Ok(())
+            } else {
+                write_zeros(&mut s, reply)
+            }
+        });
+        if let Err(e) = r {
+            error(out, id, &e);
+            return;
         }
-        Ok(())
-    })();
-    if let Err(e) = r {
-        emit(
-            out,
-            &Event::Error {
-                id,
-                msg: e.to_string(),
-            },
-        );
+        served += 1;
+        last_reply = (reply > 0).then_some(id);
+    }
+    if let (1, Some(id)) = (served, last_reply) {
+        retrans(&s, id, out);
     }
 }

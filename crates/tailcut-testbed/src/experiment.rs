@@ -10,7 +10,7 @@ use crate::pcap::CaptureSpec;
 use crate::report::FabricReport;
 use crate::{HostSetup, Testbed, TestbedSpec};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::Path;
@@ -86,13 +86,6 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
             ));
         }
     }
-    for (i, c) in exp.workload.iter().enumerate() {
-        if c.persistent_connections_per_pair().is_some() {
-            return Err(format!(
-                "workload[{i}].connection: persistent connections are not supported on the testbed yet (use per_flow)"
-            ));
-        }
-    }
     if exp.other_traffic.is_some() {
         return Err(
             "other_traffic: not supported on the testbed (every component uses the scheme's stack)".into(),
@@ -152,6 +145,26 @@ fn scale_rates(spec: &mut topo::TopoSpec, faults: &mut [FaultConfig], k: f64) {
     }
 }
 
+/// Per flow (in `flows` order), the persistent connection it shares, numbered from 0, or `None` for a
+/// connection of its own. As in the simulator (`sim/app.rs`), a component with `connection =
+/// "persistent"` keeps `connections_per_pair` connections per (source, destination) and hands its
+/// flows to them round robin in start order.
+fn persistent_connections(exp: &Experiment, flows: &[FlowSpec]) -> Vec<Option<u32>> {
+    let mut turn: HashMap<(u32, u32, u32), u32> = HashMap::new();
+    let mut ids: HashMap<(u32, u32, u32, u32), u32> = HashMap::new();
+    flows
+        .iter()
+        .map(|f| {
+            let n = exp.workload[f.component as usize].persistent_connections_per_pair()?;
+            let t = turn.entry((f.component, f.src, f.dst)).or_insert(0);
+            let slot = *t % n.max(1);
+            *t += 1;
+            let next = ids.len() as u32;
+            Some(*ids.entry((f.component, f.src, f.dst, slot)).or_insert(next))
+        })
+        .collect()
+}
+
 /// One flow's outcome, with the simulator's `flows.parquet` column names where they apply.
 #[derive(Clone, Debug, Serialize)]
 pub struct FlowRow {
@@ -191,7 +204,8 @@ pub struct SchemeSummary {
 }
 
 /// Namespace counters reported in the summary.
-const KERNEL_COUNTERS: [&str; 8] = [
+const KERNEL_COUNTERS: [&str; 9] = [
+    "Tcp.ActiveOpens",
     "TcpExt.TCPTimeouts",
     "Tcp.RetransSegs",
     "TcpExt.TCPLossProbes",
@@ -298,7 +312,8 @@ fn run_scheme(
             flows: Vec::new(),
         })
         .collect();
-    for f in flows {
+    let conns = persistent_connections(exp, flows);
+    for (f, conn) in flows.iter().zip(conns) {
         let (from, to, data, reply) = if f.request_bytes > 0 {
             (f.dst, f.src, f.request_bytes, f.size_bytes)
         } else {
@@ -310,6 +325,7 @@ fn run_scheme(
             data,
             reply,
             start_ns: zero + f.start.0,
+            conn,
         });
     }
     let (tx, rx) = mpsc::channel::<Event>();
@@ -357,8 +373,13 @@ fn run_scheme(
     let mut ready = 0;
     let mut done = 0;
     let deadline = zero + exp.max_time.0 + tb.grace.0;
-    // Every flow finishes (and its sender reports retransmissions), or the deadline passes.
-    let wanted_retrans = flows.len();
+    // Every flow finishes (and the sender of a per-flow connection reports its retransmissions), or
+    // the deadline passes.
+    let wanted_retrans = plans
+        .iter()
+        .flat_map(|p| &p.flows)
+        .filter(|f| f.conn.is_none())
+        .count();
     let mut got_retrans = 0;
     while (done < n || got_retrans < wanted_retrans) && monotonic_ns() < deadline {
         let wait =

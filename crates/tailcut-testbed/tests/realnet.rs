@@ -5,6 +5,7 @@
 //! with the fabric thread.
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::sync::{mpsc, Mutex, MutexGuard};
@@ -699,6 +700,85 @@ congestion_control = "cubic"
     assert!(
         s.kernel["Tcp.RetransSegs"] >= retrans,
         "per-flow retransmits are a part of the namespaces' total"
+    );
+}
+
+#[test]
+fn persistent_connections_carry_many_flows_each() {
+    let Some(_g) = realnet("persistent_connections_carry_many_flows_each") else {
+        return;
+    };
+    let text = r#"
+name = "tb"
+seed = 4
+max_time = "2s"
+[topology]
+kind = "dumbbell"
+left = 2
+right = 2
+host_rate = "100Mbps"
+bottleneck_rate = "100Mbps"
+[[faults]]
+kind = "loss"
+link = { between = ["swl", "swr"] }
+model = { kind = "bernoulli", p = 0.02 }
+[[workload]]
+name = "plain"
+pattern = { kind = "all_to_all" }
+fixed = "30KB"
+flows = 30
+rate_per_host = 40
+connection = "persistent"
+connections_per_pair = 2
+[[workload]]
+name = "rpc"
+pattern = { kind = "all_to_all" }
+fixed = "20KB"
+request_bytes = "200B"
+flows = 30
+rate_per_host = 40
+connection = "persistent"
+[[schemes]]
+name = "linux"
+transport = "tcp"
+[testbed]
+rto_min_us = 5000
+congestion_control = "cubic"
+"#;
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(rows.len(), 60);
+    let incomplete: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| (r.flow_id, r.error.clone()))
+        .collect();
+    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    // Connections the kernels opened: per component and (source, destination), as many as the pair
+    // has flows, at most connections_per_pair (2 for "plain", 1 for "rpc").
+    let mut per_pair: BTreeMap<(String, u32, u32), u64> = BTreeMap::new();
+    for r in &rows {
+        *per_pair.entry((r.component.clone(), r.src, r.dst)).or_default() += 1;
+    }
+    let expected: u64 = per_pair
+        .iter()
+        .map(|((c, _, _), &k)| k.min(if c == "plain" { 2 } else { 1 }))
+        .sum();
+    assert!(expected < 60, "connections are shared: {expected} for 60 flows");
+    assert_eq!(summaries[0].kernel["Tcp.ActiveOpens"], expected);
+    assert!(
+        rows.iter().all(|r| r.retransmitted_segments.is_none()),
+        "a shared connection's retransmissions are not one flow's"
+    );
+    assert!(
+        summaries[0].fabric_drops > 0,
+        "the losses were there to recover from"
     );
 }
 

@@ -61,11 +61,45 @@ fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
 }
 
 #[test]
-fn persistent_connections_are_refused() {
-    let text = BASE.replace("flows = 5", "flows = 5\nconnection = \"persistent\"");
+fn persistent_flows_share_connections_round_robin_per_pair() {
+    let text = BASE.replace(
+        "flows = 5",
+        "flows = 40\nrate_per_host = 100\nconnection = \"persistent\"\nconnections_per_pair = 2\n\
+         [[workload]]\nname = \"p\"\npattern = { kind = \"all_to_all\" }\nfixed = \"1KB\"\nflows = 5\n\
+         rate_per_host = 100",
+    );
     let (exp, tb) = load(&format!("{text}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n")).unwrap();
-    let e = check(&exp, &tb, 3).unwrap_err();
-    assert!(e.starts_with("workload[0].connection"), "{e}");
+    check(&exp, &tb, 3).unwrap();
+    let info = HostInfo {
+        rack: vec![0; 3],
+        nic_rate_bps: vec![1_000_000_000; 3],
+    };
+    let flows = workload::generate(&exp.workload, &info, exp.seed).unwrap();
+    let conns = persistent_connections(&exp, &flows);
+    let mut seen: BTreeMap<(u32, u32), Vec<u32>> = BTreeMap::new();
+    for (f, c) in flows.iter().zip(&conns) {
+        if f.component == 1 {
+            assert_eq!(*c, None, "a per-flow component opens its own connections");
+            continue;
+        }
+        seen.entry((f.src, f.dst))
+            .or_default()
+            .push(c.expect("persistent"));
+    }
+    let mut all = BTreeMap::new();
+    for (pair, cs) in &seen {
+        // Alternating between the pair's two connections, in start order.
+        for (i, c) in cs.iter().enumerate() {
+            assert_eq!(*c, cs[i % 2], "{pair:?}: {cs:?}");
+            if let Some(other) = all.insert(*c, *pair) {
+                assert_eq!(other, *pair, "connection {c} belongs to one pair");
+            }
+        }
+        if cs.len() > 1 {
+            assert_ne!(cs[0], cs[1]);
+        }
+    }
+    assert!(seen.values().any(|cs| cs.len() > 2));
 }
 
 #[test]
