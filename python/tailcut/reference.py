@@ -388,9 +388,10 @@ def find_root(start: Path) -> Path:
 
 def main(argv: list[str] | None = None, write: Callable[[Path, str], Any] = Path.write_text) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
+    # An option is never an output path: `--help` once wrote the page into a file named "--help".
+    if len(args) != 1 or args[0].startswith("-"):
         print("usage: python -m tailcut.reference docs/experiment-file.md", file=sys.stderr)
-        return 2
+        return 0 if args in (["-h"], ["--help"]) else 2
     out = Path(args[0])
     write(out, generate(find_root(out.parent if out.parent != Path() else Path.cwd())))
     return 0

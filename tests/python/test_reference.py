@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tailcut.reference import evaluate, find_root, generate
+from tailcut.reference import evaluate, find_root, generate, main
 from tailcut.rust_schema import SchemaError, read_items
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,3 +84,10 @@ def test_every_key_has_a_description() -> None:
     rows = [line for line in PAGE.read_text().splitlines() if line.startswith("| `")]
     assert len(rows) > 200
     assert [row for row in rows if row.rstrip().endswith("|  |")] == []
+
+
+def test_an_option_is_never_taken_for_the_output_file() -> None:
+    written: list[Path] = []
+    assert main(["--help"], write=lambda path, _text: written.append(path)) == 0
+    assert main(["-x"], write=lambda path, _text: written.append(path)) == 2
+    assert written == []
