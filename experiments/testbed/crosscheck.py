@@ -1,0 +1,163 @@
+"""The simulator against real Linux: the cross-check table of docs/testbed.md.
+
+Runs experiments/testbed/loss.toml (1% and 2% random loss) and experiments/testbed/incast.toml
+(N = 4, 8, 16) over several seeds in three worlds:
+
+- ``sim``: the simulator's ``tcp`` as the file gives it (RACK-TLP, no handshake, timers at 1 us);
+- ``sim, this host``: the same with what these hosts do that the file does not say: the 3-way
+  handshake (a lost SYN or SYN-ACK waits Linux's 1 s), and timers rounded to HZ = 250 jiffies: an
+  RTO floor of 8 ms (``rto_min_us`` 5000 rounds up to 2 jiffies) and a TLP probe timeout of
+  2 srtt + 8 ms (Linux's ``TCP_TIMEOUT_MIN`` of 2 jiffies);
+- ``linux``: the testbed, Linux reno through the emulated fabric (needs root; docs/testbed.md).
+
+Each cell is the median [min-max] over the seeds. Run as root from the repository's root:
+
+    python experiments/testbed/crosscheck.py [--seeds 5] [--out results/crosscheck]
+
+The markdown table goes to stdout and to OUT/crosscheck.md; each run's folder stays under OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+import tailcut
+from tailcut import testbed
+from tailcut.config import apply_overrides, load_experiment, to_toml
+
+HERE = Path(__file__).resolve().parent
+# What these hosts do that the experiment file does not say (see the module doc).
+THIS_HOST = {
+    "schemes.0.params.handshake": True,
+    "schemes.0.params.min_rto": "8ms",
+    "schemes.0.params.rack": {"tlp_min_extra": "8ms"},
+}
+WORLDS = ("sim", "sim, this host", "linux")
+
+
+def cases() -> list[tuple[str, Path, dict]]:
+    out = [(f"loss {p:g}%", HERE / "loss.toml", {"faults.0.model.p": p / 100}) for p in (1, 2)]
+    for n in (4, 8, 16):
+        senders = list(range(1, n + 1))
+        out.append((f"incast N={n}", HERE / "incast.toml", {"workload.0.pattern.senders": senders}))
+    return out
+
+
+def run_world(world: str, file: Path, overrides: dict, seed: int, out: Path) -> tuple[pd.DataFrame, dict]:
+    """One run: its flows, and the kernel counters and fabric quality for a testbed run."""
+    config = apply_overrides(load_experiment(file), {**overrides, "seed": seed})
+    if world == "linux":
+        with tempfile.TemporaryDirectory() as tmp:
+            exp = Path(tmp) / file.name
+            exp.write_text(to_toml(config))
+            testbed.run_to_dir(exp, out, overwrite=True)
+        quality = json.loads((out / testbed.QUALITY_FILE).read_text())[0]
+        return pd.read_parquet(out / "flows.parquet"), quality
+    if world == "sim, this host":
+        config = apply_overrides(config, THIS_HOST)
+    result = tailcut.run(config)
+    result.write(out, overwrite=True)
+    return result.flows, {}
+
+
+def rtos_per_100_flows(flows: pd.DataFrame, quality: dict) -> float:
+    if quality:
+        return 100 * quality["kernel"]["TcpExt.TCPTimeouts"] / len(flows)
+    return 100 * float(flows["timeouts"].sum()) / len(flows)
+
+
+def late_ns(flows: pd.DataFrame) -> pd.Series:
+    """How late each flow's agent actually started it (0 in the simulator, where nothing is late)."""
+    if "start_late_ns" not in flows:
+        return pd.Series(0.0, index=flows.index)
+    return flows["start_late_ns"].astype(float).fillna(0.0)
+
+
+def loss_metrics(flows: pd.DataFrame, quality: dict) -> dict[str, float]:
+    # From the flow's actual start: an agent thread woken late is the machine, not the network.
+    fct = (flows["fct_ns"] - late_ns(flows)).where(flows["completed"].astype(bool)).astype(float) / 1e6
+    return {
+        "FCT p50 (ms)": fct.quantile(0.5),
+        "FCT p99 (ms)": fct.quantile(0.99),
+        "flows > 20 ms": 100 * float((fct.fillna(float("inf")) > 20).mean()),
+        "RTOs per 100 flows": rtos_per_100_flows(flows, quality),
+    }
+
+
+def incast_metrics(flows: pd.DataFrame, quality: dict) -> dict[str, float]:
+    """Per round (flows grouped by their start, rounds are 200 ms apart), the last finish minus the
+    round's first actual start; unfinished rounds count as infinite."""
+    rounds = (flows["start_ns"] // 200_000_000).astype(int)
+    done = flows["completed"].astype(bool)
+    finish = flows["finish_ns"].where(done).astype(float).fillna(float("inf"))
+    start = flows["start_ns"].astype(float) + late_ns(flows)
+    per_round = [(finish[rounds == r].max() - start[rounds == r].min()) / 1e6 for r in sorted(set(rounds))]
+    return {
+        "round p50 (ms)": statistics.median(per_round),
+        "round max (ms)": max(per_round),
+        "RTOs per 100 flows": rtos_per_100_flows(flows, quality),
+    }
+
+
+def cell(values: Sequence[float]) -> str:
+    med = statistics.median(values)
+    lo, hi = min(values), max(values)
+    fmt: Callable[[float], str] = lambda v: f"{v:.3g}"  # noqa: E731
+    return fmt(med) if lo == hi else f"{fmt(med)} [{fmt(lo)}-{fmt(hi)}]"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=Path("results/crosscheck"))
+    args = parser.parse_args(argv)
+    lines: list[str] = []
+    quality_lines: list[str] = []
+    for name, file, overrides in cases():
+        metrics = loss_metrics if name.startswith("loss") else incast_metrics
+        rows: dict[str, dict[str, list[float]]] = {}
+        for world in WORLDS:
+            for seed in range(1, args.seeds + 1):
+                slug = f"{name.replace(' ', '_').replace('%', 'pct')}-{world.replace(', ', '_').replace(' ', '_')}-{seed}"
+                flows, quality = run_world(world, file, overrides, seed, args.out / slug)
+                for key, value in metrics(flows, quality).items():
+                    rows.setdefault(world, {}).setdefault(key, []).append(value)
+                if quality:
+                    lat = quality["fabric"]["lateness"]
+                    late = late_ns(flows)
+                    quality_lines.append(
+                        f"| {name} | {seed} | {lat['p50_ns'] / 1e3:.3g} | {lat['p99_ns'] / 1e3:.3g} | "
+                        f"{lat['max_ns'] / 1e3:.3g} | {late.quantile(0.5) / 1e3:.3g} | "
+                        f"{late.quantile(0.99) / 1e3:.3g} | {quality['tun_tx_drops']} | {quality['fabric_drops']} |"
+                    )
+        keys = list(next(iter(rows.values())))
+        if not lines or lines[-1] != "":
+            lines.append("")
+        lines.append(f"| {name} | world | " + " | ".join(keys) + " |")
+        lines.append("|---|---|" + "---|" * len(keys))
+        for world, values in rows.items():
+            lines.append(f"| | {world} | " + " | ".join(cell(values[k]) for k in keys) + " |")
+        print("\n".join(lines[-(len(rows) + 2) :]), flush=True)
+    lines += [
+        "",
+        "| case | seed | fabric lateness p50 (us) | p99 (us) | max (us) | agent start late p50 (us) | p99 (us) "
+        "| TUN drops | fabric drops |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *quality_lines,
+    ]
+    text = "\n".join(lines).strip() + "\n"
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "crosscheck.md").write_text(text)
+    print("\n".join(lines[-len(quality_lines) - 2 :]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
