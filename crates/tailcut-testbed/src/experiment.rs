@@ -29,7 +29,9 @@ use tailcut_sys::clock::monotonic_ns;
 const KERNEL_TRANSPORTS: [&str; 2] = ["tcp", "mptcp"];
 /// Scheme parameters with a kernel equivalent, so that one file runs in both worlds: `min_rto` sets
 /// `net.ipv4.tcp_rto_min_us`, `ecn` sets `net.ipv4.tcp_ecn` (each overrides `[testbed]`).
-const KERNEL_PARAMS: [&str; 2] = ["min_rto", "ecn"];
+const KERNEL_PARAMS: [&str; 4] = ["min_rto", "ecn", "subflows", "coupled"];
+/// Linux's in-kernel path manager allows at most 8 subflows besides the first.
+const MAX_SUBFLOWS: u64 = 9;
 /// Time between starting the agents and the experiment's time zero.
 const WARMUP: Duration = Duration::from_millis(300);
 
@@ -75,6 +77,7 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
             ));
         }
         scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
+        mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
         if s.shim.is_some() {
             return Err(format!(
                 "schemes[{i}].shim: host shims are not run on the testbed yet"
@@ -132,6 +135,74 @@ fn scheme_kernel_settings(tb: &TestbedConfig, s: &SchemeConfig) -> Result<Testbe
         tb.ecn = v.as_bool().ok_or("ecn: must be true or false")?;
     }
     Ok(tb)
+}
+
+/// The MPTCP `signal` endpoint ports of a scheme (see `HostSetup::mptcp_join_ports`): on hosts with
+/// one NIC, `subflows - 1` ports after the agents' port, `subflows` defaulting to the simulator's
+/// (`MptcpConfig::default`), so that one file opens as many subflows in both worlds. Hosts with
+/// several NICs get one subflow per NIC instead (`HostSetup::mptcp_endpoints`), and no ports.
+fn mptcp_join_ports(exp: &Experiment, tb: &TestbedConfig, s: &SchemeConfig) -> Result<Vec<u16>, String> {
+    let given = s.params.get("subflows");
+    if s.transport != "mptcp" {
+        return match (given, s.params.get("coupled")) {
+            (Some(_), _) => Err(format!("subflows: only mptcp has subflows, not {}", s.transport)),
+            (_, Some(_)) => Err(format!(
+                "coupled: only mptcp has coupled subflows, not {}",
+                s.transport
+            )),
+            (None, None) => Ok(Vec::new()),
+        };
+    }
+    if let Some(c) = s.params.get("coupled") {
+        if c.as_bool() != Some(false) {
+            return Err(format!(
+                "coupled: upstream Linux MPTCP has no coupled congestion control (each subflow runs its own); \
+                 only coupled = false describes it, got {c}"
+            ));
+        }
+    }
+    let subflows = match given {
+        None => u64::from(tailcut_proto::mptcp::MptcpConfig::default().subflows),
+        Some(v) => v
+            .as_u64()
+            .filter(|n| (1..=MAX_SUBFLOWS).contains(n))
+            .ok_or_else(|| format!("subflows: must be an integer in 1..={MAX_SUBFLOWS}, got {v}"))?,
+    };
+    let spec = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
+    if most_nics(&spec) > 1 {
+        return match given {
+            Some(_) => {
+                Err("subflows: on hosts with several NICs Linux MPTCP opens one subflow per NIC".into())
+            }
+            None => Ok(Vec::new()),
+        };
+    }
+    (1..subflows)
+        .map(|k| {
+            u16::try_from(u64::from(tb.port) + k).map_err(|_| {
+                format!(
+                    "subflows: testbed.port {} leaves no room for {subflows} ports",
+                    tb.port
+                )
+            })
+        })
+        .collect()
+}
+
+/// The most links any host has.
+fn most_nics(spec: &topo::TopoSpec) -> usize {
+    let mut nics = vec![0usize; spec.nodes.len()];
+    for l in &spec.links {
+        nics[l.a as usize] += 1;
+        nics[l.b as usize] += 1;
+    }
+    spec.nodes
+        .iter()
+        .zip(&nics)
+        .filter(|(n, _)| n.kind == topo::NodeKind::Host)
+        .map(|(_, &k)| k)
+        .max()
+        .unwrap_or(0)
 }
 
 fn scale_rates(spec: &mut topo::TopoSpec, faults: &mut [FaultConfig], k: f64) {
@@ -281,6 +352,7 @@ fn run_scheme(
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
     let mptcp = s.transport == "mptcp";
     let tb = &scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
+    let join_ports = mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
     let bed = Testbed::start(TestbedSpec {
         topo: spec,
         faults,
@@ -288,7 +360,8 @@ fn run_scheme(
         host: HostSetup {
             mtu: tb.mtu,
             sysctls: tb.host_sysctls(),
-            mptcp_endpoints: mptcp,
+            mptcp_join_ports: join_ports.clone(),
+            mptcp_endpoints: mptcp && join_ports.is_empty(),
             ..HostSetup::default()
         },
         loop_cfg: LoopConfig { spin: tb.spin },

@@ -22,6 +22,11 @@ pub struct HostSetup {
     /// Announce every NIC after the first as an MPTCP `signal` endpoint, and allow up to 8 subflows,
     /// so that Linux MPTCP opens one subflow per NIC pair.
     pub mptcp_endpoints: bool,
+    /// Ports of the first address announced as MPTCP `signal` endpoints (ADD_ADDR with a port): a
+    /// client joins one more subflow per port, from its one address to this one, on its own 5-tuple,
+    /// which the fabric's ECMP hashes onto its own path. This is how the simulator's MPTCP finds paths
+    /// on hosts with one NIC (its `subflows`), and how Linux MPTCP gets them without a second NIC.
+    pub mptcp_join_ports: Vec<u16>,
     /// Packets the kernel may queue on each TUN for the emulator to read (the device's
     /// `txqueuelen`; Linux's default is 500). TUN has no backpressure: when the emulator thread is
     /// descheduled for a few milliseconds a full ring drops packets a real NIC would have held back
@@ -35,6 +40,7 @@ impl Default for HostSetup {
             mtu: 1500,
             sysctls: Vec::new(),
             mptcp_endpoints: false,
+            mptcp_join_ports: Vec::new(),
             tun_queue_packets: 10_000,
         }
     }
@@ -86,11 +92,19 @@ impl HostNs {
                     );
                     batch += &format!("addr add {ip}/{} dev {dev}\n", crate::addr::AddrTable::PREFIX);
                 }
-                if setup.mptcp_endpoints {
+                if setup.mptcp_endpoints || !setup.mptcp_join_ports.is_empty() {
                     batch += "mptcp limits set subflow 8 add_addr_accepted 8\n";
+                }
+                if setup.mptcp_endpoints {
                     for (k, ip) in ips_owned.iter().enumerate().skip(1) {
                         let dev = crate::addr::AddrTable::ifname(k);
                         batch += &format!("mptcp endpoint add {ip} dev {dev} signal\n");
+                    }
+                }
+                if let Some(ip) = ips_owned.first() {
+                    let dev = crate::addr::AddrTable::ifname(0);
+                    for port in &setup.mptcp_join_ports {
+                        batch += &format!("mptcp endpoint add {ip} dev {dev} port {port} signal\n");
                     }
                 }
                 // A child started from this thread is born in its namespace.

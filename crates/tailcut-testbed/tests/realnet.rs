@@ -783,6 +783,57 @@ congestion_control = "cubic"
 }
 
 #[test]
+fn mptcp_on_one_nic_joins_a_subflow_per_port_endpoint() {
+    let Some(_g) = realnet("mptcp_on_one_nic_joins_a_subflow_per_port_endpoint") else {
+        return;
+    };
+    let text = r#"
+name = "tb"
+seed = 5
+max_time = "1s"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 3
+hosts_per_leaf = 1
+host_rate = "100Mbps"
+[[workload]]
+name = "cross"
+pattern = { kind = "pairs", pairs = [[0, 1], [1, 0]] }
+fixed = "100KB"
+rate_per_host = 10
+flows = 10
+[[schemes]]
+name = "one"
+transport = "mptcp"
+params = { subflows = 1 }
+[[schemes]]
+name = "three"
+transport = "mptcp"
+params = { subflows = 3, coupled = false }
+"#;
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        None,
+    )
+    .unwrap();
+    assert!(rows.iter().all(|r| r.completed), "every flow finished");
+    // Each host has one NIC: extra subflows exist only through the peer's port endpoints. How many
+    // join is the kernel's path manager's business (it announces the endpoints one at a time, and a
+    // short connection may end first), so the test asserts that they do, not how many.
+    let joins = |i: usize| summaries[i].kernel["MPTcpExt.MPJoinSynAckRx"];
+    assert_eq!(joins(0), 0, "one subflow: no endpoint, no join");
+    assert!(
+        joins(1) >= 10,
+        "three subflows: about two joins per connection, got {}",
+        joins(1)
+    );
+}
+
+#[test]
 fn a_downed_link_moves_traffic_to_the_other_spine() {
     let Some(_g) = realnet("a_downed_link_moves_traffic_to_the_other_spine") else {
         return;

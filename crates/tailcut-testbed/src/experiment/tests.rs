@@ -61,6 +61,29 @@ fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
 }
 
 #[test]
+fn mptcp_subflows_map_to_port_endpoints_on_one_nic_hosts() {
+    let scheme = |params: &str| {
+        let text =
+            format!("{BASE}[[schemes]]\nname = \"m\"\ntransport = \"mptcp\"\nparams = {{ {params} }}\n");
+        let (exp, tb) = load(&text).unwrap();
+        let s = exp.schemes[0].clone();
+        mptcp_join_ports(&exp, &tb, &s)
+    };
+    // The simulator's default of 4 subflows: three ports after the agents'.
+    assert_eq!(scheme("").unwrap(), vec![5501, 5502, 5503]);
+    assert_eq!(scheme("subflows = 1").unwrap(), Vec::<u16>::new());
+    assert_eq!(scheme("subflows = 2, coupled = false").unwrap(), vec![5501]);
+    assert!(scheme("subflows = 10")
+        .unwrap_err()
+        .starts_with("subflows: must be an integer in 1..=9"));
+    assert!(scheme("coupled = true")
+        .unwrap_err()
+        .starts_with("coupled: upstream Linux MPTCP"));
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { subflows = 2 }\n");
+    assert!(e.starts_with("schemes[0].params.subflows: only mptcp"), "{e}");
+}
+
+#[test]
 fn persistent_flows_share_connections_round_robin_per_pair() {
     let text = BASE.replace(
         "flows = 5",
