@@ -50,6 +50,7 @@ pub fn hold(args: &[String]) -> Result<(), String> {
         host: HostSetup::default(),
         loop_cfg: LoopConfig::default(),
         capture: None,
+        shim: None,
     })?;
     let mut children = Vec::new();
     let mut inodes = Vec::new();
@@ -96,6 +97,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             spin: Dur::from_micros(spin_us),
         },
         capture: None,
+        shim: None,
     })?;
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], 5201));

@@ -41,6 +41,10 @@ pub struct TestbedConfig {
     /// `[testbed.pcap]`: capture what the hosts send and receive into `--out`'s `pcap/` folder. Its
     /// presence (even empty) turns capture on. Default: no capture.
     pub pcap: Option<PcapConfig>,
+    /// Per scheme (in file order), the T-RACKs shim its `shim` table asks for, read over the real-host
+    /// defaults of `tailcut-tracksd` (`experiment::load` fills it; not a `[testbed]` key).
+    #[serde(skip)]
+    pub shims: Vec<Option<tailcut_proto::tracks::TracksConfig>>,
 }
 
 /// Bounds of the packet captures (`docs/testbed.md`, "Packet captures").
@@ -79,6 +83,7 @@ impl Default for TestbedConfig {
             max_hosts: 32,
             port: 5500,
             pcap: None,
+            shims: Vec::new(),
         }
     }
 }

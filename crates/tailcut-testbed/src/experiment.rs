@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use tailcut_proto::tracks::TracksConfig;
 use tailcut_proto::Dur;
 use tailcut_sim::config::{Experiment, SchemeConfig};
 use tailcut_sim::fault::FaultConfig;
@@ -45,9 +46,48 @@ pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), String> {
         None => TestbedConfig::default(),
     };
     tb.validate()?;
+    let mut tb: TestbedConfig = tb;
+    tb.shims = real_host_shims(&table, tb.sack)?;
     let exp: Experiment = serde_path_to_error::deserialize(toml::Value::Table(table))
         .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
     Ok((exp, tb))
+}
+
+/// Each scheme's `shim` table as the shim runs beside real Linux TCP: the keys the file gives, over
+/// `tailcut-tracksd`'s real-host defaults rather than the simulator's (a Linux sender's timestamps
+/// are not microseconds, and it answers spoofed ACKs differently with SACK; docs/tracks.md, "On
+/// real hosts"), and `sack` as the hosts' `tcp_sack`, as the simulator takes it from the transport.
+fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksConfig>>, String> {
+    let schemes = table
+        .get("schemes")
+        .and_then(|v| v.as_array())
+        .map_or(&[][..], |a| a.as_slice());
+    schemes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let Some(shim) = s.get("shim") else {
+                return Ok(None);
+            };
+            let mut given = shim
+                .as_table()
+                .cloned()
+                .ok_or(format!("schemes[{i}].shim: must be a table"))?;
+            match given.remove("kind").as_ref().and_then(|k| k.as_str()) {
+                Some("tracks") => {}
+                other => {
+                    return Err(format!(
+                        "schemes[{i}].shim.kind: unknown shim {other:?}; expected \"tracks\""
+                    ))
+                }
+            }
+            let c = tailcut_tracksd::config::tracks_over_real_host_defaults(given)
+                .map_err(|e| format!("schemes[{i}].shim.{e}"))?;
+            let c = TracksConfig { sack, ..c };
+            c.validate().map_err(|e| format!("schemes[{i}].shim: {e}"))?;
+            Ok(Some(c))
+        })
+        .collect()
 }
 
 /// Rejects what the testbed cannot run, naming the field.
@@ -78,11 +118,6 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
         }
         scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
         mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
-        if s.shim.is_some() {
-            return Err(format!(
-                "schemes[{i}].shim: host shims are not run on the testbed yet"
-            ));
-        }
         if s.applies_to.is_some() {
             return Err(format!(
                 "schemes[{i}].applies_to: every component runs on the scheme's stack on the testbed"
@@ -326,12 +361,13 @@ pub fn run_experiment(
         .map_err(|e| e.to_string())?;
     let mut rows = Vec::new();
     let mut summaries = Vec::new();
-    for s in &exp.schemes {
+    for (i, s) in exp.schemes.iter().enumerate() {
         let capture = capture.clone().map(|c| CaptureSpec {
             prefix: capture_prefix(&s.name),
             ..c
         });
-        let (r, sum) = run_scheme(exp, tb, s, &flows, agent, capture)?;
+        let shim = tb.shims.get(i).cloned().flatten();
+        let (r, sum) = run_scheme(exp, tb, s, &flows, agent, capture, shim)?;
         rows.extend(r);
         summaries.push(sum);
     }
@@ -345,6 +381,7 @@ fn run_scheme(
     flows: &[FlowSpec],
     exe: &Path,
     capture: Option<CaptureSpec>,
+    shim: Option<TracksConfig>,
 ) -> Result<(Vec<FlowRow>, SchemeSummary), String> {
     let queues = s.network.as_ref().unwrap_or(&exp.network);
     let mut spec = topo::build(&exp.topology, queues).map_err(|e| format!("topology: {e}"))?;
@@ -366,6 +403,7 @@ fn run_scheme(
         },
         loop_cfg: LoopConfig { spin: tb.spin },
         capture,
+        shim,
     })?;
     let hosts = bed.hosts().to_vec();
     let before: Vec<_> = hosts

@@ -3,7 +3,8 @@
 //! propagation delay) and switches (per-switch salted ECMP on the 5-tuple), applies the fault schedule
 //! in real time, and writes packets reaching a host to that host's TUN, with CE set in the IP header
 //! when a queue marked them. With a [`Capture`], what it reads and what it writes also go to two pcap
-//! files.
+//! files. With shims ([`Fabric::with_shims`]), each NIC's packets pass a host shim (T-RACKs) on their
+//! way out of and into the host, and the shim's packets are written like the fabric's own.
 //!
 //! Time is the simulator's `Time`: nanoseconds since the fabric started, on `CLOCK_MONOTONIC`. A
 //! packet read from a TUN enters its NIC port at the moment it was read; inside the fabric every
@@ -14,6 +15,7 @@ use crate::addr::AddrTable;
 use crate::lateness::Lateness;
 use crate::pcap::Capture;
 use crate::report::{FabricReport, PortReport, Rejects};
+use crate::shim::{Injection, NicShim, ShimReport};
 use crate::wire::{self, Reject};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -101,6 +103,8 @@ pub struct Fabric {
     /// other captures and logs of the machine.
     wall_epoch_ns: u64,
     capture: Option<Capture>,
+    /// Per address (host NIC), the host shim at that NIC, if the scheme runs one.
+    shims: Vec<Option<NicShim>>,
     // Statistics.
     lateness: Vec<Lateness>,
     tun_write_drops: Vec<u64>,
@@ -141,6 +145,7 @@ impl Fabric {
             epoch_ns: 0,
             wall_epoch_ns: 0,
             capture: None,
+            shims: Vec::new(),
             lateness: vec![Lateness::default(); n_ports],
             tun_write_drops: vec![0; n_ports],
             rejects: Rejects::default(),
@@ -154,6 +159,12 @@ impl Fabric {
     /// `capture.delivered`, stamped with the moment of the write.
     pub fn with_capture(mut self, capture: Capture) -> Fabric {
         self.capture = Some(capture);
+        self
+    }
+
+    /// Runs `shims[a]` at the NIC of address `a` (address order; `None`: no shim there).
+    pub fn with_shims(mut self, shims: Vec<Option<NicShim>>) -> Fabric {
+        self.shims = shims;
         self
     }
 
@@ -186,11 +197,13 @@ impl Fabric {
             }
             self.apply_due_faults(now);
             self.run_due_events(now);
+            self.run_due_shims(now);
             let now = self.now();
-            let timeout_ms = match self.events.peek() {
-                Some(Reverse(e)) if e.at <= now + self.cfg.spin.0 => 0,
+            let next = self.next_deadline();
+            let timeout_ms = match next {
+                Some(at) if at <= now + self.cfg.spin.0 => 0,
                 next => {
-                    let wake = next.map_or(now + IDLE_WAKE_NS, |Reverse(e)| e.at - self.cfg.spin.0);
+                    let wake = next.map_or(now + IDLE_WAKE_NS, |at| at - self.cfg.spin.0);
                     let wake = match self.faults.get(self.next_fault) {
                         Some((t, _)) => wake.min(t.0),
                         None => wake,
@@ -209,6 +222,45 @@ impl Fabric {
         let mut report = self.report();
         report.capture = self.capture.take().map(Capture::finish);
         Ok(report)
+    }
+
+    /// The earliest port event or shim timer.
+    fn next_deadline(&self) -> Option<u64> {
+        let event = self.events.peek().map(|Reverse(e)| e.at);
+        let shim = self
+            .shims
+            .iter()
+            .flatten()
+            .filter_map(|s| s.poll_timeout())
+            .map(|t| t.0)
+            .min();
+        match (event, shim) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn run_due_shims(&mut self, now: u64) {
+        for a in 0..self.shims.len() {
+            let Some(s) = &mut self.shims[a] else {
+                continue;
+            };
+            if s.poll_timeout().is_some_and(|t| t.0 <= now) {
+                s.handle_timeout(Time(now));
+                self.inject(a, now);
+            }
+        }
+    }
+
+    /// Writes what the shim of address `a` has to send: spoofed ACKs into the host's TUN, anything
+    /// for the network into the NIC's port.
+    fn inject(&mut self, a: usize, now: u64) {
+        while let Some(i) = self.shims[a].as_mut().and_then(|s| s.poll_inject(Time(now))) {
+            match i {
+                Injection::ToHost(bytes) => self.write_tun(a, u32::MAX, &bytes),
+                Injection::ToNetwork(bytes) => self.enter(a, now, &bytes),
+            }
+        }
     }
 
     fn apply(&mut self, a: &FaultAction) {
@@ -316,12 +368,33 @@ impl Fabric {
             wire::set_ce(&mut self.tx);
         }
         self.arena.remove(id);
-        if (&self.tuns[tun as usize]).write(&self.tx).is_err() {
-            self.tun_write_drops[port as usize] += 1;
+        let tx = std::mem::take(&mut self.tx);
+        let a = tun as usize;
+        let now = self.now();
+        let pass = match &mut self.shims.get_mut(a) {
+            Some(Some(s)) => s.packet(Time(now), false, &tx),
+            _ => true,
+        };
+        if pass {
+            self.write_tun(a, port, &tx);
+        }
+        self.tx = tx;
+        if matches!(self.shims.get(a), Some(Some(_))) {
+            self.inject(a, now);
+        }
+    }
+
+    /// Writes one packet into the TUN of address `a`; a refused write counts against `port` (the
+    /// port toward the host, or `u32::MAX` for a shim's own packet, which is counted by the shim).
+    fn write_tun(&mut self, a: usize, port: u32, bytes: &[u8]) {
+        if (&self.tuns[a]).write(bytes).is_err() {
+            if let Some(d) = self.tun_write_drops.get_mut(port as usize) {
+                *d += 1;
+            }
         } else if self.capture.is_some() {
             let t = self.wall_epoch_ns + self.now();
             if let Some(c) = &mut self.capture {
-                c.delivered.write(t, &self.tx);
+                c.delivered.write(t, bytes);
             }
         }
     }
@@ -341,18 +414,33 @@ impl Fabric {
             if let Some(c) = &mut self.capture {
                 c.sent.write(self.wall_epoch_ns + now, &self.rx[..n]);
             }
-            let addrs = &self.addrs;
-            match wire::parse(&self.rx[..n], |ip| addrs.lookup(ip)) {
-                Ok(pkt) => {
-                    let id = self.arena.insert(pkt);
-                    self.arena.set_payload(id, &self.rx[..n]);
-                    self.offer(self.nic_port[i], Time(now), id);
+            let rx = std::mem::take(&mut self.rx);
+            if let Some(Some(s)) = self.shims.get_mut(i) {
+                let pass = s.packet(Time(now), true, &rx[..n]);
+                if pass {
+                    self.enter(i, now, &rx[..n]);
                 }
-                Err(Reject::Malformed) => self.rejects.malformed += 1,
-                Err(Reject::Protocol) => self.rejects.other_protocol += 1,
-                Err(Reject::Fragment) => self.rejects.fragment += 1,
-                Err(Reject::UnknownDst) => self.rejects.unknown_dst += 1,
+                self.inject(i, now);
+            } else {
+                self.enter(i, now, &rx[..n]);
             }
+            self.rx = rx;
+        }
+    }
+
+    /// A packet leaving the NIC of address `a` enters the fabric at its port.
+    fn enter(&mut self, a: usize, now: u64, bytes: &[u8]) {
+        let addrs = &self.addrs;
+        match wire::parse(bytes, |ip| addrs.lookup(ip)) {
+            Ok(pkt) => {
+                let id = self.arena.insert(pkt);
+                self.arena.set_payload(id, bytes);
+                self.offer(self.nic_port[a], Time(now), id);
+            }
+            Err(Reject::Malformed) => self.rejects.malformed += 1,
+            Err(Reject::Protocol) => self.rejects.other_protocol += 1,
+            Err(Reject::Fragment) => self.rejects.fragment += 1,
+            Err(Reject::UnknownDst) => self.rejects.unknown_dst += 1,
         }
     }
 
@@ -375,7 +463,13 @@ impl Fabric {
                 }
             })
             .collect();
+        let shims = (!self.shims.is_empty()).then(|| {
+            let mut r = ShimReport::default();
+            self.shims.iter().flatten().for_each(|s| r.add(s));
+            r
+        });
         FabricReport {
+            shims,
             elapsed_ns: self.now(),
             ports,
             rejects: self.rejects,

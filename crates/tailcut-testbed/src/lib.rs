@@ -14,6 +14,7 @@ pub mod outputs;
 pub mod pcap;
 pub mod probe;
 pub mod report;
+pub mod shim;
 pub mod testbed;
 pub mod wire;
 

@@ -3,6 +3,7 @@
 
 use crate::lateness::LatenessSummary;
 use crate::pcap::CaptureReport;
+use crate::shim::ShimReport;
 use serde::Serialize;
 use tailcut_sim::net::PortCounters;
 
@@ -45,6 +46,8 @@ pub struct FabricReport {
     pub lateness: LatenessSummary,
     /// What the packet captures hold, when the run captured.
     pub capture: Option<CaptureReport>,
+    /// The host shims' counters summed over NICs, when the scheme ran shims.
+    pub shims: Option<ShimReport>,
 }
 
 impl FabricReport {

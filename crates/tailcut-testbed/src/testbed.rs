@@ -5,12 +5,14 @@ use crate::fabric::{Fabric, LoopConfig};
 use crate::host::{HostNs, HostSetup};
 use crate::pcap::{Capture, CaptureSpec};
 use crate::report::FabricReport;
+use crate::shim::NicShim;
 use std::fs::File;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use tailcut_proto::tracks::TracksConfig;
 use tailcut_proto::Dur;
 use tailcut_sim::fault::{self, FaultAction, FaultConfig};
 use tailcut_sim::net::Network;
@@ -27,6 +29,8 @@ pub struct TestbedSpec {
     pub loop_cfg: LoopConfig,
     /// Packet captures of what the hosts send and receive; `None` captures nothing.
     pub capture: Option<CaptureSpec>,
+    /// A T-RACKs shim at every host NIC, as the simulator puts one at every host.
+    pub shim: Option<TracksConfig>,
 }
 
 pub struct Testbed {
@@ -49,7 +53,13 @@ impl Testbed {
         let capture = spec.capture.as_ref().map(Capture::create).transpose()?;
         let mut hosts = Vec::with_capacity(net.hosts.len());
         let mut tuns: Vec<Option<File>> = (0..net.addrs.len()).map(|_| None).collect();
+        let mut shims: Vec<Option<NicShim>> = (0..net.addrs.len()).map(|_| None).collect();
         for (h, &node) in net.hosts.iter().enumerate() {
+            if let Some(c) = &spec.shim {
+                for a in &net.host_addrs[h] {
+                    shims[a.0 as usize] = Some(NicShim::new(c, spec.seed, h as u32));
+                }
+            }
             let name = net.nodes[node as usize].name.clone();
             let ips: Vec<_> = net.host_addrs[h].iter().map(|&a| addrs.ip(a)).collect();
             let (host, files) =
@@ -66,6 +76,9 @@ impl Testbed {
         let stop = Arc::new(AtomicBool::new(false));
         let (control, rx) = mpsc::channel();
         let mut fabric = Fabric::new(net, addrs, tuns, faults, spec.loop_cfg);
+        if spec.shim.is_some() {
+            fabric = fabric.with_shims(shims);
+        }
         if let Some(c) = capture {
             fabric = fabric.with_capture(c);
         }

@@ -39,6 +39,7 @@ fn start(topo: TopoSpec, faults: Vec<FaultConfig>, host: HostSetup) -> Testbed {
         host,
         loop_cfg: LoopConfig::default(),
         capture: None,
+        shim: None,
     })
     .expect("testbed starts")
 }
@@ -1010,6 +1011,7 @@ fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
         host: HostSetup::default(),
         loop_cfg: LoopConfig::default(),
         capture: Some(capture.clone()),
+        shim: None,
     })
     .expect("testbed starts");
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());

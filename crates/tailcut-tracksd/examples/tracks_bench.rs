@@ -179,6 +179,7 @@ fn incast(a: &Args) {
         },
         loop_cfg: LoopConfig::default(),
         capture: None,
+        shim: None,
     })
     .expect("testbed");
     let hosts: Vec<HostNs> = tb.hosts().to_vec();
@@ -301,6 +302,7 @@ fn pingpong(a: &Args) {
         host: HostSetup::default(),
         loop_cfg: LoopConfig::default(),
         capture: None,
+        shim: None,
     })
     .expect("testbed");
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());

@@ -68,13 +68,19 @@ pub fn real_host_tracks() -> TracksConfig {
 /// Reads the `[tracks]` table over [`real_host_tracks`].
 fn over_real_host_defaults<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TracksConfig, D::Error> {
     use serde::de::Error;
-    let given = toml::Table::deserialize(d)?;
-    let mut table = match toml::Value::try_from(real_host_tracks()).map_err(D::Error::custom)? {
+    tracks_over_real_host_defaults(toml::Table::deserialize(d)?).map_err(D::Error::custom)
+}
+
+/// The shim's parameters `given` (TOML keys of [`TracksConfig`]), the others from
+/// [`real_host_tracks`]: what a shim beside a real Linux TCP runs with, here and in the testbed.
+pub fn tracks_over_real_host_defaults(given: toml::Table) -> Result<TracksConfig, String> {
+    let mut table = match toml::Value::try_from(real_host_tracks()).map_err(|e| e.to_string())? {
         toml::Value::Table(t) => t,
-        _ => return Err(D::Error::custom("tracks defaults are not a table")),
+        _ => return Err("tracks defaults are not a table".into()),
     };
     table.extend(given);
-    TracksConfig::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)
+    serde_path_to_error::deserialize(toml::Value::Table(table))
+        .map_err(|e| format!("{}: {}", e.path(), e.inner()))
 }
 
 fn default_queue() -> u16 {

@@ -84,6 +84,11 @@ fn two_hosts() -> TopoSpec {
 }
 
 fn start(sack: bool) -> Testbed {
+    start_with(sack, None)
+}
+
+/// The two hosts, with `shim` at every NIC of the emulated fabric (as the simulator runs it).
+fn start_with(sack: bool, shim: Option<tailcut_proto::tracks::TracksConfig>) -> Testbed {
     let sack = if sack { "1" } else { "0" };
     Testbed::start(TestbedSpec {
         topo: two_hosts(),
@@ -95,6 +100,7 @@ fn start(sack: bool) -> Testbed {
         },
         loop_cfg: LoopConfig::default(),
         capture: None,
+        shim,
     })
     .expect("testbed starts")
 }
@@ -335,6 +341,44 @@ fn run_case_with(sack: bool, agent: bool, extra: &str) -> Outcome {
         out.agent.as_ref().map(|a| a.to_string())
     );
     out
+}
+
+/// The same shim at the sender's NIC port inside the testbed's fabric (`[[schemes]] shim` of an
+/// experiment file on the testbed), instead of the agent on the host: SACK off, the tails recover by
+/// NewReno fast recovery with no RTO, as with the agent.
+#[test]
+fn sack_off_tail_losses_recover_with_the_shim_in_the_fabric() {
+    let Some(_g) = realnet("sack_off_tail_losses_recover_with_the_shim_in_the_fabric") else {
+        return;
+    };
+    let shim = tailcut_proto::tracks::TracksConfig {
+        sack: false,
+        ..tailcut_tracksd::config::real_host_tracks()
+    };
+    let tb = start_with(false, Some(shim));
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    install_tail_drop(&h1, h0.ips[0]);
+    let server = serve(&h1, FLOWS);
+    let before = h0.netstat().unwrap();
+    requests(&h0, h1.ips[0], FLOWS);
+    let after = h0.netstat().unwrap();
+    assert_eq!(server.join().unwrap(), FLOWS, "every request arrived intact");
+    let drops = tail_drops(&h1);
+    let report = tb.stop().unwrap();
+    let shims = report.shims.expect("the fabric ran shims").0;
+    eprintln!("fabric shim: {shims:?}");
+    assert!(drops >= FLOWS as u64, "the tail drop rule dropped {drops}");
+    assert_eq!(
+        delta(&after, &before, "TcpExt.TCPTimeouts"),
+        0,
+        "no RTO: {shims:?}"
+    );
+    assert!(
+        delta(&after, &before, "TcpExt.TCPRenoRecovery") >= FLOWS as u64,
+        "{shims:?}"
+    );
+    assert!(shims["tracks_recoveries"] >= FLOWS as u64, "{shims:?}");
+    assert!(shims["agent.injected"] >= 3 * FLOWS as u64, "{shims:?}");
 }
 
 /// SACK off: without the agent every lost tail waits for the RTO; with it, the spoofed dupACKs turn

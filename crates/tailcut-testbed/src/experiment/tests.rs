@@ -84,6 +84,35 @@ fn mptcp_subflows_map_to_port_endpoints_on_one_nic_hosts() {
 }
 
 #[test]
+fn a_tracks_shim_takes_the_real_host_defaults_and_the_hosts_sack() {
+    let text = format!(
+        "{BASE}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nshim = {{ kind = \"tracks\", alpha = 4 }}\n\
+         [[schemes]]\nname = \"plain\"\ntransport = \"tcp\"\n[testbed]\nsack = false\n"
+    );
+    let (exp, tb) = load(&text).unwrap();
+    check(&exp, &tb, 3).unwrap();
+    let c = tb.shims[0].as_ref().expect("scheme 0 has a shim");
+    assert_eq!(c.alpha, 4.0, "the file's key");
+    assert_eq!(
+        c.rtt_source,
+        tailcut_proto::tracks::RttSource::SeqAck,
+        "a real host's default"
+    );
+    assert!(!c.sack, "the hosts' tcp_sack");
+    assert_eq!(tb.shims[1], None);
+    let bad = |shim: &str| {
+        let text = format!("{BASE}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nshim = {shim}\n");
+        load(&text).unwrap_err()
+    };
+    let e = bad("{ kind = \"tracks\", alpah = 4 }");
+    assert!(e.starts_with("schemes[0].shim.") && e.contains("alpah"), "{e}");
+    let e = bad("{ kind = \"other\" }");
+    assert!(e.starts_with("schemes[0].shim.kind"), "{e}");
+    let e = bad("{ kind = \"tracks\", alpha = -1 }");
+    assert!(e.starts_with("schemes[0].shim"), "{e}");
+}
+
+#[test]
 fn persistent_flows_share_connections_round_robin_per_pair() {
     let text = BASE.replace(
         "flows = 5",
