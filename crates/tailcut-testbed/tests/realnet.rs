@@ -19,6 +19,7 @@ use tailcut_sim::net::link::LossConfig;
 use tailcut_sim::topo::{
     self, LeafSpine, LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec,
 };
+use tailcut_testbed::experiment::{FlowRow, SchemeSummary};
 use tailcut_testbed::fabric::LoopConfig;
 use tailcut_testbed::pcap::CaptureSpec;
 use tailcut_testbed::{probe, HostNs, HostSetup, Testbed, TestbedSpec};
@@ -633,14 +634,10 @@ fn nothing_remains_after_the_emulator_is_killed() {
     );
 }
 
-#[test]
-fn an_experiment_file_runs_on_real_hosts() {
-    let Some(_g) = realnet("an_experiment_file_runs_on_real_hosts") else {
-        return;
-    };
-    let text = r#"
+/// A dumbbell, 2 + 2 hosts at 100 Mbit/s, whose bottleneck drops 2% of packets both ways: the head of
+/// the experiment files below (workloads and schemes follow).
+const LOSSY_DUMBBELL: &str = r#"
 name = "tb"
-seed = 3
 max_time = "2s"
 [topology]
 kind = "dumbbell"
@@ -652,6 +649,36 @@ bottleneck_rate = "100Mbps"
 kind = "loss"
 link = { between = ["swl", "swr"] }
 model = { kind = "bernoulli", p = 0.02 }
+"#;
+
+/// Runs an experiment file on the testbed; returns its flow rows and per-scheme summaries, after
+/// checking that every flow finished.
+fn run_file(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        None,
+    )
+    .unwrap();
+    let incomplete: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| (r.flow_id, r.error.clone()))
+        .collect();
+    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    (rows, summaries)
+}
+
+#[test]
+fn an_experiment_file_runs_on_real_hosts() {
+    let Some(_g) = realnet("an_experiment_file_runs_on_real_hosts") else {
+        return;
+    };
+    let text = format!(
+        "seed = 3\n{LOSSY_DUMBBELL}{}",
+        r#"
 [[workload]]
 name = "plain"
 pattern = { kind = "all_to_all" }
@@ -671,22 +698,10 @@ transport = "tcp"
 [testbed]
 rto_min_us = 5000
 congestion_control = "cubic"
-"#;
-    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
-    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
-        &exp,
-        &tb,
-        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
-        None,
-    )
-    .unwrap();
+"#
+    );
+    let (rows, summaries) = run_file(&text);
     assert_eq!(rows.len(), 40);
-    let incomplete: Vec<_> = rows
-        .iter()
-        .filter(|r| !r.completed)
-        .map(|r| (r.flow_id, r.error.clone()))
-        .collect();
-    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
     assert!(
         rows.iter().all(|r| r.retransmitted_segments.is_some()),
         "every data sender reported TCP_INFO"
@@ -709,20 +724,9 @@ fn persistent_connections_carry_many_flows_each() {
     let Some(_g) = realnet("persistent_connections_carry_many_flows_each") else {
         return;
     };
-    let text = r#"
-name = "tb"
-seed = 4
-max_time = "2s"
-[topology]
-kind = "dumbbell"
-left = 2
-right = 2
-host_rate = "100Mbps"
-bottleneck_rate = "100Mbps"
-[[faults]]
-kind = "loss"
-link = { between = ["swl", "swr"] }
-model = { kind = "bernoulli", p = 0.02 }
+    let text = format!(
+        "seed = 4\n{LOSSY_DUMBBELL}{}",
+        r#"
 [[workload]]
 name = "plain"
 pattern = { kind = "all_to_all" }
@@ -745,22 +749,10 @@ transport = "tcp"
 [testbed]
 rto_min_us = 5000
 congestion_control = "cubic"
-"#;
-    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
-    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
-        &exp,
-        &tb,
-        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
-        None,
-    )
-    .unwrap();
+"#
+    );
+    let (rows, summaries) = run_file(&text);
     assert_eq!(rows.len(), 60);
-    let incomplete: Vec<_> = rows
-        .iter()
-        .filter(|r| !r.completed)
-        .map(|r| (r.flow_id, r.error.clone()))
-        .collect();
-    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
     // Connections the kernels opened: per component and (source, destination), as many as the pair
     // has flows, at most connections_per_pair (2 for "plain", 1 for "rpc").
     let mut per_pair: BTreeMap<(String, u32, u32), u64> = BTreeMap::new();
@@ -813,15 +805,7 @@ name = "three"
 transport = "mptcp"
 params = { subflows = 3, coupled = false }
 "#;
-    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
-    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
-        &exp,
-        &tb,
-        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
-        None,
-    )
-    .unwrap();
-    assert!(rows.iter().all(|r| r.completed), "every flow finished");
+    let (_, summaries) = run_file(text);
     // Each host has one NIC: extra subflows exist only through the peer's port endpoints. How many
     // join is the kernel's path manager's business (it announces the endpoints one at a time, and a
     // short connection may end first), so the test asserts that they do, not how many.
