@@ -23,4 +23,5 @@ pub use testbed::{Testbed, TestbedSpec};
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod dctcp;
 pub mod experiment;
