@@ -290,6 +290,12 @@ pub fn run_experiment(
     scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::build(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
+    // A missing tool should stop the run before any scheme has run, not after the first.
+    for s in &exp.schemes {
+        if scheme_kernel_settings(tb, s)?.1.is_some() {
+            crate::dctcp::available().map_err(|e| format!("schemes.{}: {e}", s.name))?;
+        }
+    }
     let capture = match (&tb.pcap, pcap_dir) {
         (None, _) => None,
         (Some(p), Some(dir)) => Some(CaptureSpec {
