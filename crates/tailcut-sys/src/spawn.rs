@@ -33,6 +33,28 @@ pub fn spawn_in_netns(cmd: &mut Command, ns: BorrowedFd<'_>) -> io::Result<Child
     cmd.spawn()
 }
 
+/// Spawns `cmd` in the caller's namespaces with the same tie as [`spawn_in_netns`]: SIGKILL when the
+/// calling thread exits. For helpers that hold a machine-wide kernel object (the testbed's DCTCP
+/// loader holds a registered congestion control), so that the object goes with the emulator.
+pub fn spawn_tied_to_thread(cmd: &mut Command) -> io::Result<Child> {
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs between fork and exec and calls only async-signal-safe syscalls
+    // (prctl, getppid) on values copied in.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(io::Error::other("parent exited before the child started"));
+            }
+            Ok(())
+        })
+    };
+    cmd.spawn()
+}
+
 /// Makes the calling process get SIGKILL when its parent thread exits (for helper binaries started
 /// without [`spawn_in_netns`]).
 pub fn die_with_parent() -> io::Result<()> {

@@ -14,7 +14,12 @@ pub struct TcpInfo {
     pub rtt_us: u32,
     /// Current retransmission timeout in microseconds (`tcpi_rto`).
     pub rto_us: u32,
+    /// Options the connection negotiated (`tcpi_options`: `TCPI_OPT_*` bits).
+    pub options: u8,
 }
+
+/// `tcpi_options` bit: ECN was negotiated (RFC 3168).
+pub const TCPI_OPT_ECN: u8 = 8;
 
 pub fn tcp_info(sock: BorrowedFd<'_>) -> io::Result<TcpInfo> {
     // SAFETY: tcp_info is plain old data; all-zero is a valid value.
@@ -35,5 +40,6 @@ pub fn tcp_info(sock: BorrowedFd<'_>) -> io::Result<TcpInfo> {
         backoff: ti.tcpi_backoff,
         rtt_us: ti.tcpi_rtt,
         rto_us: ti.tcpi_rto,
+        options: ti.tcpi_options,
     })
 }

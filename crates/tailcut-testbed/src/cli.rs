@@ -39,10 +39,16 @@ fn star(hosts: u32, rate_bps: u64, delay: Dur, buffer: u64) -> Result<tailcut_si
     )
 }
 
-/// Starts a star of `--hosts` hosts (default 3) with `sleep 600` in each, prints one JSON line with
-/// this process's pid, the sleepers' pids and the namespaces' inodes, then waits to be killed.
+/// Starts a star of `--hosts` hosts (default 3) with `sleep 600` in each and, with `--dctcp`, registers
+/// the BPF DCTCP; prints one JSON line with this process's pid, the sleepers' pids, the namespaces'
+/// inodes and the DCTCP's name, then waits to be killed.
 pub fn hold(args: &[String]) -> Result<(), String> {
     let hosts: u32 = flag(args, "--hosts")?.unwrap_or(3);
+    let dctcp = args
+        .iter()
+        .any(|a| a == "--dctcp")
+        .then(|| crate::dctcp::Dctcp::load(crate::dctcp::DEFAULT_G))
+        .transpose()?;
     let tb = Testbed::start(TestbedSpec {
         topo: star(hosts, 100_000_000, Dur::from_micros(10), 100_000)?,
         faults: vec![],
@@ -65,6 +71,7 @@ pub fn hold(args: &[String]) -> Result<(), String> {
         "pid": std::process::id(),
         "children": children,
         "netns_inodes": inodes,
+        "dctcp": dctcp.as_ref().map(|d| d.name()),
     });
     println!("{line}");
     std::io::stdout().flush().map_err(|e| e.to_string())?;
@@ -83,6 +90,11 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let buffer_kb: u64 = flag(args, "--buffer-kb")?.unwrap_or(4_000);
     let spin_us: u64 = flag(args, "--spin-us")?.unwrap_or(60);
     let cc: Option<String> = flag(args, "--cc")?;
+    // `--cc dctcp` registers tailcut's BPF DCTCP for the bench (unregistered when it returns).
+    let dctcp = (cc.as_deref() == Some(crate::dctcp::CONFIG_NAME))
+        .then(|| crate::dctcp::Dctcp::load(crate::dctcp::DEFAULT_G))
+        .transpose()?;
+    let cc = dctcp.as_ref().map(|d| d.name().to_string()).or(cc);
     let tb = Testbed::start(TestbedSpec {
         topo: star(
             2,

@@ -15,8 +15,9 @@ pub struct TestbedConfig {
     pub rate_scale: f64,
     /// MTU of every host NIC in bytes. Default 1500.
     pub mtu: u32,
-    /// Congestion control set on every socket (`TCP_CONGESTION`): "reno", "cubic" or "bbr" on these
-    /// kernels (DCTCP is not built in). Default: the namespace's default (bbr on these machines).
+    /// Congestion control set on every socket (`TCP_CONGESTION`): "reno", "cubic" or "bbr" (built into
+    /// these kernels), or "dctcp": tailcut's BPF DCTCP, registered for the run (`crate::dctcp`).
+    /// Default: the namespace's default (bbr on these machines).
     pub congestion_control: Option<String>,
     /// `net.ipv4.tcp_rto_min_us` in every host (Linux default 200000; timers tick every 4 ms at
     /// HZ = 250). Default: the kernel's.
@@ -88,6 +89,9 @@ impl Default for TestbedConfig {
     }
 }
 
+/// The congestion controls these kernels have built in (`CONFIG_TCP_CONG_*`; no modules).
+pub const BUILT_IN_CCS: [&str; 3] = ["reno", "cubic", "bbr"];
+
 impl TestbedConfig {
     /// Checks values; errors name the field.
     pub fn validate(&self) -> Result<(), String> {
@@ -101,9 +105,10 @@ impl TestbedConfig {
             return Err(format!("testbed.mtu: must be in [576, 65535], got {}", self.mtu));
         }
         if let Some(cc) = &self.congestion_control {
-            if !["reno", "cubic", "bbr"].contains(&cc.as_str()) {
+            if !BUILT_IN_CCS.contains(&cc.as_str()) && cc != crate::dctcp::CONFIG_NAME {
                 return Err(format!(
-                    "testbed.congestion_control: '{cc}' is not built into this kernel; use reno, cubic or bbr"
+                    "testbed.congestion_control: '{cc}' is neither built into this kernel nor tailcut's BPF DCTCP; \
+                     use reno, cubic, bbr or dctcp"
                 ));
             }
         }

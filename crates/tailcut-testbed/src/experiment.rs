@@ -26,13 +26,19 @@ use tailcut_sim::topo;
 use tailcut_sim::workload::{self, FlowSpec, HostInfo};
 use tailcut_sys::clock::monotonic_ns;
 
-/// Kernel stacks a scheme's `transport` can name on the testbed.
-const KERNEL_TRANSPORTS: [&str; 2] = ["tcp", "mptcp"];
+/// Kernel stacks a scheme's `transport` can name on the testbed. `dctcp` is Linux TCP with tailcut's
+/// BPF DCTCP (`crate::dctcp`) on every socket.
+const KERNEL_TRANSPORTS: [&str; 3] = ["tcp", "mptcp", "dctcp"];
 /// Scheme parameters with a kernel equivalent, so that one file runs in both worlds: `min_rto` sets
 /// `net.ipv4.tcp_rto_min_us`, `ecn` sets `net.ipv4.tcp_ecn` (each overrides `[testbed]`).
-const KERNEL_PARAMS: [&str; 4] = ["min_rto", "ecn", "subflows", "coupled"];
+const KERNEL_PARAMS: [&str; 2] = ["min_rto", "ecn"];
+/// An `mptcp` scheme may also set its subflows and say it is uncoupled (`mptcp_join_ports`).
+const MPTCP_PARAMS: [&str; 4] = ["min_rto", "ecn", "subflows", "coupled"];
 /// Linux's in-kernel path manager allows at most 8 subflows besides the first.
 const MAX_SUBFLOWS: u64 = 9;
+/// A `dctcp` scheme may also carry the simulator's `congestion_control = { kind = "dctcp", g = ... }`:
+/// its `g` becomes the BPF DCTCP's gain.
+const DCTCP_PARAMS: [&str; 3] = ["min_rto", "ecn", "congestion_control"];
 /// Time between starting the agents and the experiment's time zero.
 const WARMUP: Duration = Duration::from_millis(300);
 
@@ -102,21 +108,25 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
         if !KERNEL_TRANSPORTS.contains(&s.transport.as_str()) {
             return Err(format!(
                 "schemes[{i}].transport: '{}' has no kernel implementation on the testbed (available: {}); \
-                 DCTCP needs a BPF congestion control that is not built yet, the other schemes run on \
-                 tailcut's engines, which need the UDP runtime",
+                 the other schemes run on tailcut's engines, which need the UDP runtime",
                 s.transport,
                 KERNEL_TRANSPORTS.join(", ")
             ));
         }
-        if let Some(k) = s.params.keys().find(|k| !KERNEL_PARAMS.contains(&k.as_str())) {
+        let params: &[&str] = match s.transport.as_str() {
+            "dctcp" => &DCTCP_PARAMS,
+            "mptcp" => &MPTCP_PARAMS,
+            _ => &KERNEL_PARAMS,
+        };
+        if let Some(k) = s.params.keys().find(|k| !params.contains(&k.as_str())) {
             return Err(format!(
                 "schemes[{i}].params.{k}: the testbed runs the kernel's {}, which has no such setting \
-                 (only {} map to sysctls); set kernel parameters in [testbed]",
+                 (only {} map to it); set kernel parameters in [testbed]",
                 s.transport,
-                KERNEL_PARAMS.join(", ")
+                params.join(", ")
             ));
         }
-        scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
+        scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].{e}"))?;
         mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
         if s.applies_to.is_some() {
             return Err(format!(
@@ -159,17 +169,57 @@ fn capture_prefix(scheme: &str) -> String {
     format!("{safe}.")
 }
 
-/// `[testbed]` with the scheme's `min_rto` and `ecn` applied.
-fn scheme_kernel_settings(tb: &TestbedConfig, s: &SchemeConfig) -> Result<TestbedConfig, String> {
+/// The simulator's `congestion_control` parameter of a TCP-based scheme.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SimCongestionControl {
+    kind: String,
+    g: Option<f64>,
+}
+
+/// How a scheme runs in the kernels: `[testbed]` with the scheme's `min_rto` and `ecn` applied, and
+/// the gain of tailcut's BPF DCTCP when it runs that. Errors start with the field under the scheme.
+fn scheme_kernel_settings(
+    tb: &TestbedConfig,
+    s: &SchemeConfig,
+) -> Result<(TestbedConfig, Option<f64>), String> {
     let mut tb = tb.clone();
     if let Some(v) = s.params.get("min_rto") {
-        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| format!("min_rto: {e}"))?;
+        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| format!("params.min_rto: {e}"))?;
         tb.rto_min_us = Some(d.0 / 1000);
     }
     if let Some(v) = s.params.get("ecn") {
-        tb.ecn = v.as_bool().ok_or("ecn: must be true or false")?;
+        tb.ecn = v.as_bool().ok_or("params.ecn: must be true or false")?;
     }
-    Ok(tb)
+    let dctcp = crate::dctcp::CONFIG_NAME;
+    if s.transport != "dctcp" {
+        let g = (tb.congestion_control.as_deref() == Some(dctcp)).then_some(crate::dctcp::DEFAULT_G);
+        return Ok((tb, g));
+    }
+    if let Some(cc) = tb.congestion_control.as_deref().filter(|&cc| cc != dctcp) {
+        return Err(format!(
+            "transport: 'dctcp' runs tailcut's BPF DCTCP on every socket, but testbed.congestion_control = '{cc}'; \
+             remove one of them"
+        ));
+    }
+    if s.params.get("ecn").and_then(|v| v.as_bool()) == Some(false) {
+        return Err("params.ecn: DCTCP needs ECN (its CC negotiates it whatever tcp_ecn says)".into());
+    }
+    let mut g = crate::dctcp::DEFAULT_G;
+    if let Some(v) = s.params.get("congestion_control") {
+        let cc: SimCongestionControl =
+            serde_json::from_value(v.clone()).map_err(|e| format!("params.congestion_control: {e}"))?;
+        if cc.kind != dctcp {
+            return Err(format!(
+                "params.congestion_control.kind: the testbed's dctcp is the BPF DCTCP, not '{}'",
+                cc.kind
+            ));
+        }
+        g = cc.g.unwrap_or(g);
+        crate::dctcp::g_fixed(g).map_err(|e| format!("params.congestion_control.g: {e}"))?;
+    }
+    tb.congestion_control = Some(dctcp.to_string());
+    Ok((tb, Some(g)))
 }
 
 /// The MPTCP `signal` endpoint ports of a scheme (see `HostSetup::mptcp_join_ports`): on hosts with
@@ -307,6 +357,11 @@ pub struct SchemeSummary {
     /// Packets the emulated fabric dropped (queues, loss models, down links, no route).
     pub fabric_drops: u64,
     pub fabric: FabricReport,
+    /// The congestion control the sockets used (`TCP_CONGESTION`), if the run set one: with DCTCP, the
+    /// name the BPF CC was registered under.
+    pub congestion_control: Option<String>,
+    /// With DCTCP: the BPF program's counters over the scheme's run.
+    pub dctcp: Option<crate::dctcp::DctcpStats>,
 }
 
 /// Namespace counters reported in the summary.
@@ -343,6 +398,12 @@ pub fn run_experiment(
     scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::build(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
+    // A missing tool should stop the run before any scheme has run, not after the first.
+    for s in &exp.schemes {
+        if scheme_kernel_settings(tb, s)?.1.is_some() {
+            crate::dctcp::available().map_err(|e| format!("schemes.{}: {e}", s.name))?;
+        }
+    }
     let capture = match (&tb.pcap, pcap_dir) {
         (None, _) => None,
         (Some(p), Some(dir)) => Some(CaptureSpec {
@@ -388,8 +449,19 @@ fn run_scheme(
     let mut faults = exp.faults.clone();
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
     let mptcp = s.transport == "mptcp";
-    let tb = &scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
+    let (tb, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.{e}", s.name))?;
+    let tb = &tb;
     let join_ports = mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
+    // Registered before the hosts exist and unregistered when this function returns (or when the
+    // process dies: the loader is tied to this thread).
+    let mut dctcp = dctcp_g
+        .map(crate::dctcp::Dctcp::load)
+        .transpose()
+        .map_err(|e| format!("schemes.{}: {e}", s.name))?;
+    let congestion_control = match &dctcp {
+        Some(d) => Some(d.name().to_string()),
+        None => tb.congestion_control.clone(),
+    };
     let bed = Testbed::start(TestbedSpec {
         topo: spec,
         faults,
@@ -419,7 +491,7 @@ fn run_scheme(
         .map(|_| Plan {
             port: tb.port,
             mptcp,
-            congestion_control: tb.congestion_control.clone(),
+            congestion_control: congestion_control.clone(),
             flows: Vec::new(),
         })
         .collect();
@@ -526,6 +598,8 @@ fn run_scheme(
         }
     }
     stop_all(&mut agents);
+    let dctcp_stats = dctcp.as_mut().map(|d| d.stats()).transpose()?;
+    drop(dctcp);
     let after: Vec<_> = hosts
         .iter()
         .map(|h| h.netstat())
@@ -584,6 +658,8 @@ fn run_scheme(
         tun_tx_drops,
         fabric_drops: fabric.total_dropped(),
         fabric,
+        congestion_control,
+        dctcp: dctcp_stats,
     };
     Ok((rows, summary))
 }

@@ -24,4 +24,5 @@ pub use testbed::{Testbed, TestbedSpec};
 pub mod agent;
 pub mod cli;
 pub mod config;
+pub mod dctcp;
 pub mod experiment;

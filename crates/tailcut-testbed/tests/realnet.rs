@@ -1070,3 +1070,279 @@ fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
         "tshark flags {flagged} retransmissions, the kernel counted {retrans} ({h0_tun_drops} TUN drops)"
     );
 }
+
+/// Whether tailcut's BPF DCTCP can be built and registered here (clang, libbpf-dev, kernel BTF with
+/// struct_ops); like tshark, its absence is a skip, or a failure under `TAILCUT_REQUIRE_REALNET=1`.
+fn dctcp_available(test: &str) -> bool {
+    match tailcut_testbed::dctcp::available() {
+        Ok(()) => true,
+        Err(why) => {
+            if std::env::var(probe::REQUIRE_ENV).as_deref() == Ok("1") {
+                panic!("{test}: {}=1 but {why}", probe::REQUIRE_ENV);
+            }
+            eprintln!("SKIPPED {test}: {why}");
+            false
+        }
+    }
+}
+
+/// The socket's congestion control (`getsockopt(TCP_CONGESTION)`, which pads the name with NULs).
+fn cc_name(s: &Socket) -> String {
+    String::from_utf8_lossy(&s.tcp_congestion().unwrap())
+        .trim_end_matches('\0')
+        .to_string()
+}
+
+/// Waits until no congestion control called `name` is registered; false after 5 s.
+fn unregisters(name: &str) -> bool {
+    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
+    while tailcut_testbed::dctcp::registered(name) {
+        if tailcut_sys::clock::monotonic_ns() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+#[test]
+fn bpf_dctcp_cuts_the_window_in_proportion_to_the_marks() {
+    const NAME: &str = "bpf_dctcp_cuts_the_window_in_proportion_to_the_marks";
+    let Some(_g) = realnet(NAME) else {
+        return;
+    };
+    if !dctcp_available(NAME) {
+        return;
+    }
+    let mut dctcp =
+        tailcut_testbed::dctcp::Dctcp::load(tailcut_testbed::dctcp::DEFAULT_G).expect("DCTCP registers");
+    let cc = dctcp.name().to_string();
+    assert!(tailcut_testbed::dctcp::registered(&cc));
+    // A 20 Mbit/s bottleneck behind a 100 Mbit/s link, marking above 10 packets; its 1 MB buffer never
+    // fills while the sender answers the marks.
+    let topo = two_hosts(
+        100_000_000,
+        20_000_000,
+        1_000_000,
+        AqmConfig::Ecn { k: Bytes(15_000) },
+    );
+    let tb = start(topo, vec![], HostSetup::default());
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let before = h1.netstat().unwrap();
+    const LEN: usize = 3_000_000;
+    let to = addr(h1.ips[0], 7400);
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let server = {
+        let cc = cc.clone();
+        thread::spawn(move || {
+            h1.enter().unwrap();
+            let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            // Accepted sockets inherit the listener's congestion control.
+            l.set_tcp_congestion(cc.as_bytes()).unwrap();
+            l.bind(&SockAddr::from(to)).unwrap();
+            l.listen(1).unwrap();
+            bound_tx.send(()).unwrap();
+            let (s, _) = l.accept().unwrap();
+            let accepted_cc = cc_name(&s);
+            let mut s: TcpStream = s.into();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut got = Vec::new();
+            s.read_to_end(&mut got).unwrap();
+            (got == pattern(9, LEN), accepted_cc)
+        })
+    };
+    bound_rx.recv().unwrap();
+    let (sender_cc, info) = h0
+        .run(|| {
+            let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            s.set_tcp_congestion(cc.as_bytes()).unwrap();
+            s.connect_timeout(&SockAddr::from(to), Duration::from_secs(5))
+                .unwrap();
+            let mut s: TcpStream = s.into();
+            s.write_all(&pattern(9, LEN)).unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+            // Until the receiver closes: then every byte was acknowledged.
+            let mut rest = Vec::new();
+            s.read_to_end(&mut rest).unwrap();
+            let sock = Socket::from(s);
+            let info = tailcut_sys::tcpinfo::tcp_info(std::os::fd::AsFd::as_fd(&sock)).unwrap();
+            (cc_name(&sock), info)
+        })
+        .unwrap();
+    let (intact, receiver_cc) = server.join().unwrap();
+    let after = tb.hosts()[1].netstat().unwrap();
+    let report = tb.stop().unwrap();
+    let stats = dctcp.stats().unwrap();
+    drop(dctcp);
+    assert!(intact, "bytes intact");
+    let port = report.port("sw0", "h1").unwrap().counters;
+    let ce = after.get("IpExt.InCEPkts") - before.get("IpExt.InCEPkts");
+    eprintln!(
+        "{NAME}: {stats:?}, mean alpha {:?}, port sw0->h1 {port:?}, InCEPkts {ce}",
+        stats.mean_alpha()
+    );
+    assert_eq!(sender_cc, cc, "the sender runs the BPF DCTCP");
+    assert_eq!(receiver_cc, cc, "the receiver runs the BPF DCTCP");
+    assert!(
+        info.options & tailcut_sys::tcpinfo::TCPI_OPT_ECN != 0,
+        "ECN negotiated, though the namespaces' tcp_ecn is 0"
+    );
+    assert!(
+        port.ecn_marked > 0 && ce > 0,
+        "marks reached the receiver: {port:?}, InCE {ce}"
+    );
+    assert_eq!(port.dropped_overflow, 0, "the queue never overflowed: {port:?}");
+    assert_eq!(stats.connections, 2, "both ends: {stats:?}");
+    assert!(stats.ce_changes > 0, "the receiver echoed CE flips: {stats:?}");
+    assert!(
+        stats.windows_marked > 0,
+        "the sender saw marked windows: {stats:?}"
+    );
+    assert!(
+        stats.alpha_inside > 0,
+        "alpha moved strictly between 0 and 1: {stats:?}"
+    );
+    assert!(stats.ece_reductions > 0, "ECE cut the window: {stats:?}");
+    assert!(
+        stats.ece_reductions <= stats.windows + stats.connections,
+        "at most one ECE reduction per window of data: {stats:?}"
+    );
+    // Reno (and cubic) with ECN halve the window (cubic: x0.7) on every ECE reduction; DCTCP cuts by
+    // alpha / 2, which keeps more than half.
+    assert!(
+        stats.gentle_reductions > 0,
+        "reductions by less than half the window: {stats:?}"
+    );
+    assert!(unregisters(&cc), "{cc} unregistered after the run");
+}
+
+#[test]
+fn a_dctcp_scheme_runs_on_real_hosts_and_leaves_no_cc_behind() {
+    const NAME: &str = "a_dctcp_scheme_runs_on_real_hosts_and_leaves_no_cc_behind";
+    let Some(_g) = realnet(NAME) else {
+        return;
+    };
+    if !dctcp_available(NAME) {
+        return;
+    }
+    let text = r#"
+name = "tb"
+seed = 5
+max_time = "2s"
+[topology]
+kind = "dumbbell"
+left = 2
+right = 2
+host_rate = "100Mbps"
+bottleneck_rate = "20Mbps"
+[network]
+buffer = "1MB"
+aqm = { kind = "ecn", k = "15KB" }
+[[workload]]
+name = "bulk"
+pattern = { kind = "all_to_all" }
+fixed = "300KB"
+flows = 12
+rate_per_host = 20
+[[schemes]]
+name = "dctcp"
+transport = "dctcp"
+params = { min_rto = "5ms", congestion_control = { kind = "dctcp", g = 0.0625 } }
+"#;
+    let available_before =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        None,
+    )
+    .unwrap();
+    let incomplete: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| (r.flow_id, r.error.clone()))
+        .collect();
+    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    let s = &summaries[0];
+    let cc = s.congestion_control.clone().expect("the run names its CC");
+    assert!(cc.starts_with(tailcut_testbed::dctcp::BASE_NAME), "{cc}");
+    let stats = s.dctcp.expect("DCTCP counters");
+    assert_eq!(
+        stats.connections,
+        2 * rows.len() as u64,
+        "both ends of every flow: {stats:?}"
+    );
+    assert!(s.kernel["IpExt.InCEPkts"] > 0, "the bottleneck marked");
+    assert!(stats.windows_marked > 0 && stats.ece_reductions > 0, "{stats:?}");
+    assert!(unregisters(&cc), "{cc} unregistered after the run");
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap(),
+        available_before
+    );
+}
+
+#[test]
+fn dctcp_is_unregistered_when_the_emulator_is_killed() {
+    const NAME: &str = "dctcp_is_unregistered_when_the_emulator_is_killed";
+    let Some(_g) = realnet(NAME) else {
+        return;
+    };
+    if !dctcp_available(NAME) {
+        return;
+    }
+    let mut emu = std::process::Command::new(env!("CARGO_BIN_EXE_tailcut-testbed"))
+        .args(["hold", "--hosts", "1", "--dctcp"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(emu.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let info: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let cc = info["dctcp"].as_str().expect("hold registered DCTCP").to_string();
+    assert!(
+        tailcut_testbed::dctcp::registered(&cc),
+        "{cc} registered while it runs"
+    );
+    let pid = emu.id();
+    // The loader runs from the emulator's build folder, which names the emulator's pid.
+    let loaders = || -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.contains(&format!("tailcut-dctcp-{pid}-")))
+                    && std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| !s.contains(") Z "))
+            })
+            .collect()
+    };
+    assert_eq!(loaders().len(), 1, "one loader runs");
+    emu.kill().unwrap(); // SIGKILL: no destructor runs
+    emu.wait().unwrap();
+    assert!(unregisters(&cc), "{cc} unregistered after SIGKILL");
+    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
+    while !loaders().is_empty() {
+        assert!(
+            tailcut_sys::clock::monotonic_ns() < deadline,
+            "the loader outlived the emulator"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("tailcut-dctcp-{pid}-"))
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "build folders left: {leftovers:?}");
+}

@@ -3,8 +3,9 @@
 //! ```text
 //! tailcut-testbed run FILE --out DIR [--overwrite]   run an experiment file's workload on real hosts
 //! tailcut-testbed bench [--rate MBIT] [--seconds S]  forwarding capacity and lateness of this machine
-//! tailcut-testbed hold [--hosts N]                   start hosts with a `sleep` in each and wait
-//!                                                    (used by the leak test: kill it, nothing remains)
+//! tailcut-testbed hold [--hosts N] [--dctcp]         start hosts with a `sleep` in each (and the BPF
+//!                                                    DCTCP) and wait (used by the leak tests: kill it,
+//!                                                    nothing remains)
 //! tailcut-testbed agent                              the workload agent (started inside a host)
 //! ```
 
@@ -28,4 +29,4 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] | agent";
+const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] [--dctcp] | agent";
