@@ -257,7 +257,13 @@ impl Fabric {
     fn inject(&mut self, a: usize, now: u64) {
         while let Some(i) = self.shims[a].as_mut().and_then(|s| s.poll_inject(Time(now))) {
             match i {
-                Injection::ToHost(bytes) => self.write_tun(a, u32::MAX, &bytes),
+                Injection::ToHost(bytes) => {
+                    if !self.write_tun(a, u32::MAX, &bytes) {
+                        if let Some(s) = self.shims[a].as_mut() {
+                            s.write_failed();
+                        }
+                    }
+                }
                 Injection::ToNetwork(bytes) => self.enter(a, now, &bytes),
             }
         }
@@ -384,19 +390,23 @@ impl Fabric {
         }
     }
 
-    /// Writes one packet into the TUN of address `a`; a refused write counts against `port` (the
-    /// port toward the host, or `u32::MAX` for a shim's own packet, which is counted by the shim).
-    fn write_tun(&mut self, a: usize, port: u32, bytes: &[u8]) {
+    /// Writes one packet into the TUN of address `a`; whether the TUN took it. A refused write counts
+    /// against `port`, the port toward the host (`u32::MAX` for a shim's own packet: the caller
+    /// counts that one with the shim).
+    fn write_tun(&mut self, a: usize, port: u32, bytes: &[u8]) -> bool {
         if (&self.tuns[a]).write(bytes).is_err() {
             if let Some(d) = self.tun_write_drops.get_mut(port as usize) {
                 *d += 1;
             }
-        } else if self.capture.is_some() {
+            return false;
+        }
+        if self.capture.is_some() {
             let t = self.wall_epoch_ns + self.now();
             if let Some(c) = &mut self.capture {
                 c.delivered.write(t, bytes);
             }
         }
+        true
     }
 
     fn read_tun(&mut self, i: usize) {

@@ -51,6 +51,12 @@ impl NicShim {
         self.tracks.poll_timeout()
     }
 
+    /// The host's TUN refused an injected packet (its ring was full): counted as an injection error.
+    pub fn write_failed(&mut self) {
+        self.counters.injected = self.counters.injected.saturating_sub(1);
+        self.counters.inject_errors += 1;
+    }
+
     /// The shim's next packet to inject, as bytes. A packet the agent's writer cannot build (no
     /// TCP header) is counted and skipped.
     pub fn poll_inject(&mut self, now: Time) -> Option<Injection> {
