@@ -1,8 +1,8 @@
 //! The workload agent: one process per host, started inside the host's namespace. It reads its plan
 //! (JSON on stdin: the flows it initiates, when, and to whom), serves incoming flows on one port,
 //! opens a real socket per flow at its start time, and prints one JSON line per event on stdout:
-//! `start` (connector, before `connect`), `finish` (the side that received a flow's data, when the
-//! last byte arrived), `retrans` (the data sender's `tcpi_total_retrans` once the peer closed) and
+//! `start` (connector, before `connect`), `port` (connector, its connection's local port),
+//! `finish` (the side that received a flow's data, when the last byte arrived), `retrans` (the data sender's `tcpi_total_retrans` once the peer closed) and
 //! `error`. Times are `CLOCK_MONOTONIC` nanoseconds, shared by every process of the machine, so a
 //! flow's start and finish, taken by different processes, are on one clock.
 //!
@@ -68,6 +68,12 @@ pub enum Event {
     Finish {
         id: u64,
         t: u64,
+    },
+    /// The local port of the connection carrying flow `id`, on the side that connected: with the
+    /// agents' listening port and the two hosts' addresses it names the flow's packets in a capture.
+    Port {
+        id: u64,
+        port: u16,
     },
     Retrans {
         id: u64,
@@ -233,6 +239,12 @@ fn finished(out: &Out, id: u64) {
     );
 }
 
+fn port(out: &Out, id: u64, s: &TcpStream) {
+    if let Ok(a) = s.local_addr() {
+        emit(out, &Event::Port { id, port: a.port() });
+    }
+}
+
 fn open(plan: &Plan, to: SocketAddr) -> io::Result<TcpStream> {
     let s = socket(plan)?;
     s.connect(&SockAddr::from(to))?;
@@ -254,6 +266,7 @@ fn send_flow(s: &mut TcpStream, f: &PlannedFlow) -> io::Result<()> {
 fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
     started(out, f.id);
     let mut s = open(plan, f.to)?;
+    port(out, f.id, &s);
     send_flow(&mut s, f)?;
     if f.reply > 0 {
         read_exact_discard(&mut s, f.reply)?;
@@ -297,6 +310,7 @@ fn persistent_connection(plan: &Plan, flows: Receiver<PlannedFlow>, out: &Out) {
         if i > 0 {
             started(out, f.id);
         }
+        port(out, f.id, &writer);
         if failed.is_none() {
             if let Err(e) = send_flow(&mut writer, &f) {
                 failed = Some(e);

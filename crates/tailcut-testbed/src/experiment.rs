@@ -340,6 +340,9 @@ pub struct FlowRow {
     pub retransmitted_segments: Option<u32>,
     /// Actual start minus planned start: the agent's own lateness.
     pub start_late_ns: Option<u64>,
+    /// The local port of the side that connected (the data receiver for request/response); the
+    /// other side listens on `[testbed].port`. A persistent connection's flows share it.
+    pub client_port: Option<u16>,
     pub error: Option<String>,
 }
 
@@ -550,6 +553,7 @@ fn run_scheme(
     drop(tx);
     let n = flows.len();
     let mut start: Vec<Option<u64>> = vec![None; n];
+    let mut client_port: Vec<Option<u16>> = vec![None; n];
     let mut finish: Vec<Option<u64>> = vec![None; n];
     let mut retrans: Vec<Option<u32>> = vec![None; n];
     let mut error: Vec<Option<String>> = vec![None; n];
@@ -570,6 +574,11 @@ fn run_scheme(
         match rx.recv_timeout(wait) {
             Ok(Event::Ready) => ready += 1,
             Ok(Event::Start { id, t }) => start[id as usize] = Some(t),
+            Ok(Event::Port { id, port }) => {
+                if let Some(p) = client_port.get_mut(id as usize) {
+                    *p = Some(port);
+                }
+            }
             Ok(Event::Finish { id, t }) => {
                 if finish[id as usize].replace(t).is_none() {
                     done += 1;
@@ -641,6 +650,7 @@ fn run_scheme(
                 completed: finish[i].is_some(),
                 retransmitted_segments: retrans[i],
                 start_late_ns: start[i].map(|t| t.saturating_sub(planned)),
+                client_port: client_port[i],
                 error: error[i].clone(),
             }
         })

@@ -668,6 +668,10 @@ fn run_file(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
         .map(|r| (r.flow_id, r.error.clone()))
         .collect();
     assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    assert!(
+        rows.iter().all(|r| r.client_port.is_some()),
+        "every connector reported its port"
+    );
     (rows, summaries)
 }
 
@@ -765,6 +769,15 @@ congestion_control = "cubic"
         .sum();
     assert!(expected < 60, "connections are shared: {expected} for 60 flows");
     assert_eq!(summaries[0].kernel["Tcp.ActiveOpens"], expected);
+    // The reported ports name the same connections: one (connecting host, port) per connection.
+    let connections: std::collections::BTreeSet<_> = rows
+        .iter()
+        .map(|r| {
+            let connector = if r.request_bytes > 0 { r.dst } else { r.src };
+            (connector, r.client_port)
+        })
+        .collect();
+    assert_eq!(connections.len() as u64, expected);
     assert!(
         rows.iter().all(|r| r.retransmitted_segments.is_none()),
         "a shared connection's retransmissions are not one flow's"
