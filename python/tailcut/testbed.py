@@ -123,8 +123,14 @@ def quality_table(folder: Path) -> pd.DataFrame | None:
             "TUN drops": s["tun_tx_drops"],
             "fabric drops": s["fabric_drops"],
         }
+        if s.get("congestion_control"):
+            row["congestion control"] = s["congestion_control"]
         # "TcpExt.TCPTimeouts" reads as "TCPTimeouts": the names are unique without their group.
         row.update({name.rsplit(".", 1)[-1]: value for name, value in s["kernel"].items()})
+        # What the scheme's own pieces counted: the BPF DCTCP's windows and reductions, the shims'
+        # recoveries and spoofed ACKs.
+        row.update({f"dctcp {k}": v for k, v in (s.get("dctcp") or {}).items()})
+        row.update({f"shim {k}": v for k, v in (s["fabric"].get("shims") or {}).items()})
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -139,3 +139,10 @@ def test_quality_table_reads_what_only_a_real_run_has(tmp_path: Path) -> None:
     assert (row["lateness p50"], row["lateness p99"], row["lateness max"]) == ("120 ns", "25.0 us", "3.00 ms")
     assert (row["TUN drops"], row["fabric drops"], row["TCPTimeouts"], row["RetransSegs"]) == (2, 7, 3, 9)
     assert testbed.quality_table(tmp_path / "elsewhere") is None
+    # A scheme's own pieces: the BPF DCTCP's counters and the NIC shims'.
+    scheme.update(congestion_control="tailcut_dctcp", dctcp={"ece_reductions": 5})
+    scheme["fabric"]["shims"] = {"tracks_spoofed_acks": 4}
+    (tmp_path / testbed.QUALITY_FILE).write_text(json.dumps([scheme]))
+    row = testbed.quality_table(tmp_path).iloc[0]
+    assert row["congestion control"] == "tailcut_dctcp"
+    assert (row["dctcp ece_reductions"], row["shim tracks_spoofed_acks"]) == (5, 4)
