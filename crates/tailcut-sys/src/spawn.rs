@@ -20,17 +20,25 @@ pub fn spawn_in_netns(cmd: &mut Command, ns: BorrowedFd<'_>) -> io::Result<Child
             if libc::setns(fd, libc::CLONE_NEWNET) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The parent may have died between fork and prctl: then no signal will ever come.
-            if libc::getppid() != parent {
-                return Err(io::Error::other("parent exited before the child started"));
-            }
-            Ok(())
+            die_with(parent)
         })
     };
     cmd.spawn()
+}
+
+/// In a child between fork and exec: SIGKILL when the thread that forked it exits. Only
+/// async-signal-safe calls (prctl, getppid).
+fn die_with(parent: libc::pid_t) -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number and no pointers.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // The parent may have died between fork and prctl: then no signal will ever come.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } != parent {
+        return Err(io::Error::other("parent exited before the child started"));
+    }
+    Ok(())
 }
 
 /// Spawns `cmd` in the caller's namespaces with the same tie as [`spawn_in_netns`]: SIGKILL when the
@@ -41,17 +49,7 @@ pub fn spawn_tied_to_thread(cmd: &mut Command) -> io::Result<Child> {
     let parent = unsafe { libc::getpid() };
     // SAFETY: the closure runs between fork and exec and calls only async-signal-safe syscalls
     // (prctl, getppid) on values copied in.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                return Err(io::Error::other("parent exited before the child started"));
-            }
-            Ok(())
-        })
-    };
+    unsafe { cmd.pre_exec(move || die_with(parent)) };
     cmd.spawn()
 }
 

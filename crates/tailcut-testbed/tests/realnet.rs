@@ -1264,20 +1264,7 @@ params = { min_rto = "5ms", congestion_control = { kind = "dctcp", g = 0.0625 } 
 "#;
     let available_before =
         std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
-    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
-    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
-        &exp,
-        &tb,
-        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
-        None,
-    )
-    .unwrap();
-    let incomplete: Vec<_> = rows
-        .iter()
-        .filter(|r| !r.completed)
-        .map(|r| (r.flow_id, r.error.clone()))
-        .collect();
-    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    let (rows, summaries) = run_file(text);
     let s = &summaries[0];
     let cc = s.congestion_control.clone().expect("the run names its CC");
     assert!(cc.starts_with(tailcut_testbed::dctcp::BASE_NAME), "{cc}");
