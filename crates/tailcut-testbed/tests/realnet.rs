@@ -651,6 +651,35 @@ link = { between = ["swl", "swr"] }
 model = { kind = "bernoulli", p = 0.02 }
 "#;
 
+/// An experiment on [`LOSSY_DUMBBELL`]: `flows` plain 30 KB flows and `flows` 20 KB request/response
+/// flows between all hosts, each component's extra keys (`plain`, `rpc`: TOML lines) after its own,
+/// on Linux TCP (cubic, 5 ms minimum RTO).
+fn plain_and_rpc(seed: u64, flows: u32, plain: &str, rpc: &str) -> String {
+    format!(
+        "seed = {seed}\n{LOSSY_DUMBBELL}
+[[workload]]
+name = \"plain\"
+pattern = {{ kind = \"all_to_all\" }}
+fixed = \"30KB\"
+flows = {flows}
+rate_per_host = 40
+{plain}[[workload]]
+name = \"rpc\"
+pattern = {{ kind = \"all_to_all\" }}
+fixed = \"20KB\"
+request_bytes = \"200B\"
+flows = {flows}
+rate_per_host = 40
+{rpc}[[schemes]]
+name = \"linux\"
+transport = \"tcp\"
+[testbed]
+rto_min_us = 5000
+congestion_control = \"cubic\"
+"
+    )
+}
+
 /// Runs an experiment file on the testbed; returns its flow rows and per-scheme summaries, after
 /// checking that every flow finished.
 fn run_file(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
@@ -680,30 +709,7 @@ fn an_experiment_file_runs_on_real_hosts() {
     let Some(_g) = realnet("an_experiment_file_runs_on_real_hosts") else {
         return;
     };
-    let text = format!(
-        "seed = 3\n{LOSSY_DUMBBELL}{}",
-        r#"
-[[workload]]
-name = "plain"
-pattern = { kind = "all_to_all" }
-fixed = "30KB"
-flows = 20
-rate_per_host = 40
-[[workload]]
-name = "rpc"
-pattern = { kind = "all_to_all" }
-fixed = "20KB"
-request_bytes = "200B"
-flows = 20
-rate_per_host = 40
-[[schemes]]
-name = "linux"
-transport = "tcp"
-[testbed]
-rto_min_us = 5000
-congestion_control = "cubic"
-"#
-    );
+    let text = plain_and_rpc(3, 20, "", "");
     let (rows, summaries) = run_file(&text);
     assert_eq!(rows.len(), 40);
     assert!(
@@ -728,32 +734,11 @@ fn persistent_connections_carry_many_flows_each() {
     let Some(_g) = realnet("persistent_connections_carry_many_flows_each") else {
         return;
     };
-    let text = format!(
-        "seed = 4\n{LOSSY_DUMBBELL}{}",
-        r#"
-[[workload]]
-name = "plain"
-pattern = { kind = "all_to_all" }
-fixed = "30KB"
-flows = 30
-rate_per_host = 40
-connection = "persistent"
-connections_per_pair = 2
-[[workload]]
-name = "rpc"
-pattern = { kind = "all_to_all" }
-fixed = "20KB"
-request_bytes = "200B"
-flows = 30
-rate_per_host = 40
-connection = "persistent"
-[[schemes]]
-name = "linux"
-transport = "tcp"
-[testbed]
-rto_min_us = 5000
-congestion_control = "cubic"
-"#
+    let text = plain_and_rpc(
+        4,
+        30,
+        "connection = \"persistent\"\nconnections_per_pair = 2\n",
+        "connection = \"persistent\"\n",
     );
     let (rows, summaries) = run_file(&text);
     assert_eq!(rows.len(), 60);
