@@ -5,6 +5,7 @@
 //! `unsafe`; every block here states why it is sound.
 
 pub mod clock;
+pub mod link;
 pub mod netns;
 pub mod poll;
 pub mod signal;

@@ -10,8 +10,9 @@
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use tailcut_tracksd::bpf_build;
 
 /// What `[testbed] congestion_control` names the BPF DCTCP by.
 pub const CONFIG_NAME: &str = "dctcp";
@@ -27,7 +28,6 @@ const G_ONE: f64 = 65536.0;
 const BPF_SOURCE: &str = include_str!("../bpf/dctcp.bpf.c");
 const LOADER_SOURCE: &str = include_str!("../bpf/dctcp_loader.c");
 const KERNEL_BTF: &str = "/sys/kernel/btf/vmlinux";
-const LIBBPF_HEADER: &str = "/usr/include/bpf/bpf_helpers.h";
 const AVAILABLE_CCS: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 /// The loader's exit status when the name is taken.
 const EXIT_NAME_TAKEN: i32 = 3;
@@ -90,24 +90,7 @@ pub fn available() -> Result<(), String> {
                 .into(),
         );
     }
-    match Command::new("clang").arg("--version").output() {
-        Ok(o) if o.status.success() => {}
-        r => {
-            return Err(format!(
-                "DCTCP unavailable: cannot run clang, which compiles the BPF congestion control (Debian package clang): {}",
-                match r {
-                    Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-                    Err(e) => e.to_string(),
-                }
-            ))
-        }
-    }
-    if !Path::new(LIBBPF_HEADER).exists() {
-        return Err(format!(
-            "DCTCP unavailable: {LIBBPF_HEADER} is missing (Debian package libbpf-dev)"
-        ));
-    }
-    Ok(())
+    bpf_build::toolchain("DCTCP")
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -135,7 +118,7 @@ impl Dctcp {
     pub fn load(g: f64) -> Result<Dctcp, String> {
         let g = g_fixed(g).map_err(|e| format!("DCTCP gain g: {e}"))?;
         available()?;
-        let dir = private_dir()?;
+        let dir = bpf_build::private_dir("dctcp")?;
         let result = Self::build_and_load(&dir, g);
         // The running loader needs neither its binary nor the object any more; removing them now
         // leaves nothing on disk even if the emulator is killed.
@@ -151,13 +134,13 @@ impl Dctcp {
         write("dctcp.bpf.c", BPF_SOURCE)?;
         write("dctcp_loader.c", LOADER_SOURCE)?;
         let loader = dir.join("dctcp_loader");
-        clang(
+        bpf_build::clang(
             Command::new("clang")
                 .args(["-O2", "-Wall", "-o"])
                 .arg(&loader)
                 .arg(dir.join("dctcp_loader.c"))
                 .arg("-lbpf"),
-            "the loader (needs libbpf-dev)",
+            "DCTCP loader (needs libbpf-dev)",
         )?;
         let names = std::iter::once(BASE_NAME.to_string())
             .chain((1..=OTHER_NAMES).map(|i| format!("{BASE_NAME}{i}")));
@@ -166,17 +149,14 @@ impl Dctcp {
                 continue;
             }
             let obj = dir.join(format!("{name}.o"));
-            clang(
-                Command::new("clang")
-                    .args(["-O2", "-g", "-target", "bpf", "-Wall"])
-                    .arg(format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH))
-                    .arg(format!("-DTAILCUT_DCTCP_NAME=\"{name}\""))
-                    .arg(format!("-DTAILCUT_DCTCP_G={g}"))
-                    .arg("-c")
-                    .arg(dir.join("dctcp.bpf.c"))
-                    .arg("-o")
-                    .arg(&obj),
-                "the BPF program",
+            bpf_build::compile_bpf(
+                &dir.join("dctcp.bpf.c"),
+                &obj,
+                &[
+                    format!("TAILCUT_DCTCP_NAME=\"{name}\""),
+                    format!("TAILCUT_DCTCP_G={g}"),
+                ],
+                "DCTCP BPF program",
             )?;
             match start_loader(&loader, &obj)? {
                 Some((child, stdin, stdout)) => {
@@ -224,20 +204,6 @@ impl Drop for Dctcp {
     }
 }
 
-fn clang(cmd: &mut Command, what: &str) -> Result<(), String> {
-    let out = cmd
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("DCTCP: cannot run clang (Debian package clang): {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "DCTCP: clang could not build {what}: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
-}
-
 type Running = (Child, ChildStdin, BufReader<ChildStdout>);
 
 /// Starts the loader and waits for "ready". `None` when the name was taken.
@@ -271,22 +237,6 @@ fn start_loader(loader: &Path, obj: &Path) -> Result<Option<Running>, String> {
         "DCTCP: the kernel refused the BPF congestion control ({status}): {}",
         err.trim()
     ))
-}
-
-/// A new folder only this user can read, under the temporary directory.
-fn private_dir() -> Result<PathBuf, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir();
-    for n in 0..1000 {
-        let p = base.join(format!("tailcut-dctcp-{}-{n}", std::process::id()));
-        // mkdir never follows a planted symlink: an existing path is an error, and we try the next.
-        match std::fs::DirBuilder::new().mode(0o700).create(&p) {
-            Ok(()) => return Ok(p),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("DCTCP: cannot create {}: {e}", p.display())),
-        }
-    }
-    Err(format!("DCTCP: no free folder name under {}", base.display()))
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! ```text
 //! cargo build --release -p tailcut-tracksd --bin tailcut-tracksd --example tracks_bench
 //! target/release/examples/tracks_bench incast --senders 20 --rounds 10 --sack off --agent on
-//! target/release/examples/tracks_bench pingpong --count 2000 --agent on
+//! target/release/examples/tracks_bench pingpong --count 2000 --agent on --backend bpf
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -36,12 +36,14 @@ struct Args {
     bytes: usize,
     sack: bool,
     agent: bool,
+    /// The agent's packet tap: `nfqueue` or `bpf`.
+    backend: String,
     count: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let mode = it.next().ok_or("usage: tracks_bench incast|pingpong [--senders N] [--rounds N] [--bytes N] [--sack on|off] [--agent on|off] [--count N]")?;
+    let mode = it.next().ok_or("usage: tracks_bench incast|pingpong [--senders N] [--rounds N] [--bytes N] [--sack on|off] [--agent on|off] [--backend nfqueue|bpf] [--count N]")?;
     let mut a = Args {
         mode,
         senders: 20,
@@ -49,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
         bytes: 14_600,
         sack: false,
         agent: true,
+        backend: "nfqueue".into(),
         count: 2_000,
     };
     while let Some(flag) = it.next() {
@@ -66,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
             "--count" => a.count = num()?,
             "--sack" => a.sack = onoff()?,
             "--agent" => a.agent = onoff()?,
+            "--backend" if v == "nfqueue" || v == "bpf" => a.backend = v.clone(),
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -120,10 +124,11 @@ fn agent_bin() -> std::path::PathBuf {
 
 /// Starts an agent in `h` with the real-host defaults plus `tracks` lines, and waits for its "ready"
 /// line.
-fn start_agent(h: &HostNs, dir: &std::path::Path, sack: bool, tracks: &str) -> Child {
+fn start_agent(h: &HostNs, dir: &std::path::Path, backend: &str, sack: bool, tracks: &str) -> Child {
     let cfg = dir.join(format!("{}.toml", h.name));
-    let text =
-        format!("interface = \"tc0\"\nqueue = 3\nsack = {sack}\nreport_every = \"60s\"\n[tracks]\n{tracks}");
+    let text = format!(
+        "interface = \"tc0\"\nbackend = \"{backend}\"\nqueue = 3\nsack = {sack}\nreport_every = \"60s\"\n[tracks]\n{tracks}"
+    );
     std::fs::write(&cfg, text).unwrap();
     let mut child = h
         .spawn(Command::new(agent_bin()).arg(&cfg).stdout(Stdio::piped()))
@@ -188,7 +193,7 @@ fn incast(a: &Args) {
     let agents: Vec<Child> = if a.agent {
         hosts[1..]
             .iter()
-            .map(|h| start_agent(h, &dir, a.sack, ""))
+            .map(|h| start_agent(h, &dir, &a.backend, a.sack, ""))
             .collect()
     } else {
         Vec::new()
@@ -277,7 +282,7 @@ fn incast(a: &Args) {
     println!(
         "{}",
         serde_json::json!({
-            "senders": n, "rounds": a.rounds, "bytes": bytes, "sack": a.sack, "agent": a.agent,
+            "senders": n, "rounds": a.rounds, "bytes": bytes, "sack": a.sack, "agent": a.agent, "backend": a.backend,
             "flows": fcts.len(),
             "fct_ms": {"p50": pct(&fcts, 0.5), "p99": pct(&fcts, 0.99), "max": pct(&fcts, 1.0)},
             "over_100ms": over,
@@ -311,7 +316,7 @@ fn pingpong(a: &Args) {
     // gamma = inf: the kernel would otherwise stop queueing the connection after 100 KB.
     let agent = a
         .agent
-        .then(|| start_agent(&h1, &dir, false, "gamma = \"inf\"\n"));
+        .then(|| start_agent(&h1, &dir, &a.backend, false, "gamma = \"inf\"\n"));
     let to = SocketAddr::V4(SocketAddrV4::new(h0.ips[0], PORT));
     let count = a.count;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -351,7 +356,7 @@ fn pingpong(a: &Args) {
     rtts.sort_by(f64::total_cmp);
     println!(
         "{}",
-        serde_json::json!({"agent": a.agent, "round_trips": count,
+        serde_json::json!({"agent": a.agent, "backend": a.backend, "round_trips": count,
             "rtt_us": {"p50": pct(&rtts, 0.5), "p90": pct(&rtts, 0.9), "p99": pct(&rtts, 0.99)}})
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -23,8 +23,13 @@ pub struct AgentCounters {
     pub malformed: u64,
     pub not_tcp: u64,
     pub fragments: u64,
-    /// Packets the shim dropped (real duplicate ACKs during a recovery).
+    /// Packets the shim dropped (real duplicate ACKs during a recovery). With a backend that decides
+    /// in the kernel, these are the shim's verdicts; the kernel's drops are in the backend's counters.
     pub dropped: u64,
+    /// Packets whose kernel verdict (a backend that decides in the kernel) differed from the
+    /// shim's: duplicates that arrived between the episode's start and the agent's map update, or
+    /// after its end and before the removal.
+    pub verdict_mismatches: u64,
     pub injected: u64,
     pub inject_errors: u64,
 }
@@ -91,6 +96,7 @@ impl<T: PacketTap> Agent<T> {
             if self.shim.poll_timeout().is_some_and(|t| t <= now) {
                 self.shim.handle_timeout(now);
             }
+            self.tap.mirror_recovering(&self.shim);
             self.send_injections(now);
             if now >= next_report {
                 self.report(out, "periodic")?;
@@ -102,8 +108,15 @@ impl<T: PacketTap> Agent<T> {
     /// Algorithm 1 on one packet, then its verdict.
     fn on_packet(&mut self, p: Tapped) -> io::Result<()> {
         let now = self.now();
-        let pass = shim_packet(&mut self.shim, &mut self.counters, now, p.dir, &p.bytes);
-        self.tap.verdict(p.id, pass)?;
+        let pass = shim_packet(&mut self.shim, &mut self.counters, now, p.dir, p.bytes());
+        match p.kernel_dropped {
+            Some(dropped) => {
+                if dropped == pass {
+                    self.counters.verdict_mismatches += 1;
+                }
+            }
+            None => self.tap.verdict(p.id, pass)?,
+        }
         // A dropped dupACK may have been replaced at once by the shim's own.
         self.send_injections(now);
         Ok(())
@@ -122,7 +135,8 @@ impl<T: PacketTap> Agent<T> {
         }
     }
 
-    /// One JSON line: `{"event":..,"t_ms":..,"agent":{..},"shim":{..},"flows":..,"tap_missed":..}`.
+    /// One JSON line: `{"event":..,"t_ms":..,"agent":{..},"shim":{..},"flows":..,"tap_missed":..,
+    /// "tap":{..} or null}`.
     fn report(&self, out: &mut dyn Write, event: &str) -> io::Result<()> {
         let shim: serde_json::Map<String, serde_json::Value> = self
             .shim
@@ -138,6 +152,7 @@ impl<T: PacketTap> Agent<T> {
             "shim": shim,
             "flows": self.shim.tracked_flows(),
             "tap_missed": self.tap.missed(),
+            "tap": self.tap.extra_counters(),
         });
         writeln!(out, "{line}")?;
         out.flush()

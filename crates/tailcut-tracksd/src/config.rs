@@ -13,6 +13,10 @@ pub enum Backend {
     /// iptables `-j NFQUEUE`: packets wait in the kernel for the agent's verdict.
     #[default]
     Nfqueue,
+    /// A BPF program on the NIC's tcx hooks: packets never wait; header copies reach the agent
+    /// through a ring buffer and duplicate ACKs are dropped in the kernel (Linux >= 6.6, clang and
+    /// libbpf-dev on the host).
+    Bpf,
 }
 
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -28,6 +32,10 @@ pub struct AgentConfig {
     /// Packets the kernel holds for the agent before fail-open accepts the rest.
     #[serde(default = "default_queue_max_len")]
     pub queue_max_len: u32,
+    /// `backend = "bpf"`: size of the ring buffer of header copies (a power of two); when it is
+    /// full, packets pass unseen and are counted (`tap_missed`).
+    #[serde(default = "default_ring_bytes")]
+    pub ring_bytes: tailcut_proto::units::Bytes,
     /// Whether the local senders use SACK: `None` reads `net.ipv4.tcp_sack` at start. The shim
     /// puts its fake SACK block on spoofed ACKs only for SACK senders.
     #[serde(default)]
@@ -89,6 +97,9 @@ fn default_queue() -> u16 {
 fn default_queue_max_len() -> u32 {
     4096
 }
+fn default_ring_bytes() -> tailcut_proto::units::Bytes {
+    tailcut_proto::units::Bytes(4 << 20)
+}
 fn default_report_every() -> Dur {
     Dur::from_millis(1_000)
 }
@@ -115,6 +126,19 @@ impl AgentConfig {
         }
         if self.queue_max_len == 0 {
             return Err(ConfigError::new("queue_max_len", "must be > 0"));
+        }
+        let ring = self.ring_bytes.0;
+        if !ring.is_power_of_two() || !(4096..=(1 << 30)).contains(&ring) {
+            return Err(ConfigError::new(
+                "ring_bytes",
+                format!("{ring} bytes: must be a power of two from 4 KiB to 1 GiB"),
+            ));
+        }
+        if self.tracks.max_flows > u32::MAX as usize {
+            return Err(ConfigError::new(
+                "tracks.max_flows",
+                "must fit the kernel map (< 2^32)",
+            ));
         }
         if self.report_every.0 == 0 {
             return Err(ConfigError::new("report_every", "must be > 0"));
@@ -168,5 +192,11 @@ mod tests {
         assert!(e.to_string().contains("interface"), "{e}");
         let e = AgentConfig::from_toml("interface = \"eth0\"\n[tracks]\nmax_flows = 0\n").unwrap_err();
         assert!(e.to_string().contains("max_flows"), "{e}");
+        let e = AgentConfig::from_toml("interface = \"eth0\"\nring_bytes = \"3000B\"\n").unwrap_err();
+        assert!(e.to_string().contains("ring_bytes"), "{e}");
+        let e = AgentConfig::from_toml("interface = \"eth0\"\nbackend = \"xdp\"\n").unwrap_err();
+        assert!(e.to_string().contains("backend"), "{e}");
+        let bpf = AgentConfig::from_toml("interface = \"eth0\"\nbackend = \"bpf\"\n").unwrap();
+        assert_eq!(bpf.backend, Backend::Bpf);
     }
 }

@@ -5,6 +5,8 @@
 //! See docs/tracks.md, section "On real hosts".
 
 pub mod agent;
+pub mod bpf_build;
+pub mod bpf_tap;
 pub mod config;
 pub mod inject;
 pub mod nfq_tap;

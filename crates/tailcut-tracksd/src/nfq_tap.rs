@@ -53,11 +53,7 @@ impl PacketTap for NfqTap {
                 self.queue.verdict(q.id, true)?;
                 continue;
             };
-            out.push(Tapped {
-                id: q.id,
-                dir,
-                bytes: q.bytes,
-            });
+            out.push(Tapped::new(q.id, dir, &q.bytes, None));
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ const NF_ACCEPT: u32 = 1;
 pub const HOOK_LOCAL_IN: u8 = 1;
 pub const HOOK_LOCAL_OUT: u8 = 3;
 /// Bytes of each packet copied to user space: a 60 B IPv4 header plus a 60 B TCP header at most.
-pub const COPY_RANGE: u32 = 128;
+pub const COPY_RANGE: u32 = crate::tap::CAPTURE_BYTES as u32;
 
 /// One queued packet: its id for the verdict, the hook it was queued at, and its first bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]

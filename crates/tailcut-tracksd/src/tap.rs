@@ -1,10 +1,16 @@
 //! The packet tap: how the agent sees the host's TCP packets and says what becomes of them. The shim
 //! does not care where packets come from; a backend is a readable fd, a batch receive and a verdict.
-//! NFQUEUE ([`crate::nfq_tap`]) is the one backend so far; a tc-BPF ring-buffer tap (packets never
-//! wait for user space) is the production path still to be written (docs/tracks.md).
+//! Two backends: NFQUEUE ([`crate::nfq_tap`]: packets wait in the kernel for the agent's verdict)
+//! and tc-BPF ([`crate::bpf_tap`]: packets never wait; the kernel drops duplicate ACKs itself from
+//! the flows the agent mirrors into it).
 
 use std::io;
 use std::os::fd::AsFd;
+use tailcut_proto::tracks::Tracks;
+
+/// Bytes of a packet the agent looks at, from the IP header on: IPv4 (<= 60) and TCP (<= 60)
+/// headers. Both backends copy no more.
+pub const CAPTURE_BYTES: usize = 128;
 
 /// Which way a tapped packet travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,21 +22,55 @@ pub enum TapDir {
 }
 
 /// One tapped packet: the backend's id for its verdict, its direction and its first bytes (at least
-/// the IPv4 and TCP headers when the packet has them).
+/// the IPv4 and TCP headers when the packet has them), held inline so a batch allocates nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tapped {
     pub id: u32,
     pub dir: TapDir,
-    pub bytes: Vec<u8>,
+    len: usize,
+    buf: [u8; CAPTURE_BYTES],
+    /// `Some(dropped)` when the backend decided in the kernel and the packet has gone.
+    pub kernel_dropped: Option<bool>,
+}
+
+impl Tapped {
+    /// A packet's first `bytes` (cut at [`CAPTURE_BYTES`]).
+    pub fn new(id: u32, dir: TapDir, bytes: &[u8], kernel_dropped: Option<bool>) -> Tapped {
+        let len = bytes.len().min(CAPTURE_BYTES);
+        let mut buf = [0u8; CAPTURE_BYTES];
+        buf[..len].copy_from_slice(&bytes[..len]);
+        Tapped {
+            id,
+            dir,
+            len,
+            buf,
+            kernel_dropped,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
 }
 
 pub trait PacketTap: AsFd {
     /// Appends the packets available now to `out` without blocking (the fd is readable when some are).
     fn recv(&mut self, out: &mut Vec<Tapped>) -> io::Result<()>;
-    /// Lets packet `id` through (`pass`) or drops it. Every received packet gets exactly one verdict.
+    /// Lets packet `id` through (`pass`) or drops it. Every received packet gets exactly one verdict
+    /// (a no-op for a backend that [`decides_in_kernel`](PacketTap::decides_in_kernel)).
     fn verdict(&mut self, id: u32, pass: bool) -> io::Result<()>;
     /// Packets the backend let through unseen because the agent fell behind (counted, not fatal).
     fn missed(&self) -> u64 {
         0
+    }
+    /// Whether packets have gone before the agent sees them, the kernel having applied the drops.
+    fn decides_in_kernel(&self) -> bool {
+        false
+    }
+    /// Tells the kernel which flows are recovering (for a backend that drops duplicates itself).
+    fn mirror_recovering(&mut self, _shim: &Tracks) {}
+    /// The backend's own counters for the JSON lines.
+    fn extra_counters(&self) -> Option<serde_json::Value> {
+        None
     }
 }

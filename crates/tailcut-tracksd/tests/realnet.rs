@@ -228,16 +228,26 @@ struct RunningAgent {
     out: BufReader<std::process::ChildStdout>,
 }
 
-/// Starts the agent in h0 on its NIC and waits for its "ready" line (queue bound, rules installed).
+/// Starts the agent (NFQUEUE backend) in h0 on its NIC and waits for its "ready" line (queue bound,
+/// rules installed).
 /// beta is fixed at 20 ms: far below the 200 ms min RTO, and far above the stalls a loaded machine
 /// adds, which would otherwise start spurious recoveries whose retransmissions shift the receiver's
 /// byte counts, and so its drop window.
 fn start_agent(h0: &HostNs, dir: &std::path::Path, sack: bool) -> RunningAgent {
-    start_agent_with(h0, dir, sack, "")
+    start_agent_with(h0, dir, sack, NFQUEUE, "")
 }
 
-/// [`start_agent`] with extra `[tracks]` lines.
-fn start_agent_with(h0: &HostNs, dir: &std::path::Path, sack: bool, extra: &str) -> RunningAgent {
+const NFQUEUE: &str = "nfqueue";
+const BPF: &str = "bpf";
+
+/// [`start_agent`] with a backend (`nfqueue` or `bpf`) and extra `[tracks]` lines.
+fn start_agent_with(
+    h0: &HostNs,
+    dir: &std::path::Path,
+    sack: bool,
+    backend: &str,
+    extra: &str,
+) -> RunningAgent {
     let cfg = dir.join("tracksd.toml");
     // `extra` may set its own beta (TOML forbids a key twice).
     let beta = if extra.contains("fixed_beta") {
@@ -248,7 +258,7 @@ fn start_agent_with(h0: &HostNs, dir: &std::path::Path, sack: bool, extra: &str)
     std::fs::write(
         &cfg,
         format!(
-            "interface = \"tc0\"\nqueue = 3\nsack = {sack}\nreport_every = \"100ms\"\n\
+            "interface = \"tc0\"\nbackend = \"{backend}\"\nqueue = 3\nsack = {sack}\nreport_every = \"100ms\"\n\
              [tracks]\n{beta}gamma = \"inf\"\nmin_rto = \"200ms\"\nmax_flows = 1024\n{extra}"
         ),
     )
@@ -297,18 +307,20 @@ struct Outcome {
     agent: Option<serde_json::Value>,
 }
 
-/// FLOWS requests with the tail drop, with or without the agent.
+/// FLOWS requests with the tail drop, with or without the agent (NFQUEUE backend).
 fn run_case(sack: bool, agent: bool) -> Outcome {
-    run_case_with(sack, agent, "")
+    run_case_with(sack, agent.then_some(NFQUEUE), "")
 }
 
-fn run_case_with(sack: bool, agent: bool, extra: &str) -> Outcome {
+/// FLOWS requests with the tail drop, with the agent on `backend` or without it (`None`).
+fn run_case_with(sack: bool, backend: Option<&str>, extra: &str) -> Outcome {
+    let agent = backend.is_some();
     let tb = start(sack);
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     install_tail_drop(&h1, h0.ips[0]);
     let dir = std::env::temp_dir().join(format!("tracksd-{}-{sack}-{agent}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let child = agent.then(|| start_agent_with(&h0, &dir, sack, extra));
+    let child = backend.map(|b| start_agent_with(&h0, &dir, sack, b, extra));
     let server = serve(&h1, FLOWS);
     let before = h0.netstat().unwrap();
     requests(&h0, h1.ips[0], FLOWS);
@@ -388,6 +400,25 @@ fn sack_off_tail_losses_recover_by_fast_retransmit_with_the_agent() {
     let Some(_g) = realnet("sack_off_tail_losses_recover_by_fast_retransmit_with_the_agent") else {
         return;
     };
+    sack_off_case(NFQUEUE);
+}
+
+/// The same with the tc-BPF backend: packets never wait for the agent, and the outcome is the same.
+#[test]
+fn sack_off_tail_losses_recover_by_fast_retransmit_with_the_bpf_tap() {
+    let Some(_g) = realnet("sack_off_tail_losses_recover_by_fast_retransmit_with_the_bpf_tap") else {
+        return;
+    };
+    let agent = sack_off_case(BPF);
+    let tap = &agent["tap"];
+    assert_eq!(tap["ring_full"], 0, "{agent}");
+    assert_eq!(tap["mirror_errors"], 0, "{agent}");
+    assert_eq!(agent["tap_missed"], 0, "{agent}");
+}
+
+/// Runs FLOWS requests without and with the agent on `backend`, asserts the RTOs became fast
+/// retransmits, and returns the agent's last counter line.
+fn sack_off_case(backend: &str) -> serde_json::Value {
     let without = run_case(false, false);
     assert!(
         without.tail_drops >= FLOWS as u64 * 10,
@@ -401,7 +432,7 @@ fn sack_off_tail_losses_recover_by_fast_retransmit_with_the_agent() {
     );
     assert_eq!(without.reno_recoveries, 0);
 
-    let with = run_case(false, true);
+    let with = run_case_with(false, Some(backend), "");
     let agent = with.agent.unwrap();
     assert!(
         with.tail_drops >= FLOWS as u64,
@@ -423,6 +454,7 @@ fn sack_off_tail_losses_recover_by_fast_retransmit_with_the_agent() {
         "{agent}"
     );
     assert_eq!(agent["agent"]["inject_errors"], 0, "{agent}");
+    agent
 }
 
 /// An echo server in h1 on `port` for one long-lived connection: echoes `rounds` messages of 1000 B.
@@ -527,6 +559,73 @@ fn a_killed_agent_leaves_every_connection_working() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The tap's programs loaded in the kernel now (bpftool lists programs machine-wide; names are cut
+/// at 15 bytes, so both read "tailcut_tracks_").
+fn tap_programs() -> usize {
+    let out = Command::new("bpftool")
+        .args(["-j", "prog", "show"])
+        .output()
+        .expect("bpftool is needed (apt-get install bpftool)");
+    assert!(
+        out.status.success(),
+        "bpftool: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let progs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).expect("bpftool -j prints JSON");
+    progs
+        .iter()
+        .filter(|p| {
+            p["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("tailcut_tracks"))
+        })
+        .count()
+}
+
+/// The BPF backend's programs hang on tcx links that only the agent's process holds: SIGKILL
+/// detaches them and the kernel frees them, so nothing is left on the NIC, an open connection keeps
+/// working, and new ones too.
+#[test]
+fn a_killed_bpf_agent_leaves_nothing_attached() {
+    let Some(_g) = realnet("a_killed_bpf_agent_leaves_nothing_attached") else {
+        return;
+    };
+    let tb = start(false);
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let dir = std::env::temp_dir().join(format!("tracksd-bpf-kill-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let before = tap_programs();
+    let mut agent = start_agent_with(&h0, &dir, false, BPF, "");
+    assert_eq!(tap_programs(), before + 2, "egress and ingress programs loaded");
+    let echo_server = echo(&h1, PORT + 1, 2);
+    let echo_to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], PORT + 1));
+    let mut long = h0
+        .run(|| TcpStream::connect_timeout(&echo_to, Duration::from_secs(5)))
+        .unwrap()
+        .unwrap();
+    long.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    echo_round(&mut long, 1);
+    agent.child.kill().unwrap();
+    agent.child.wait().unwrap();
+    // The last reference goes with the process's files; the kernel may free the programs a moment
+    // after the exit (deferred work), so wait for it, up to 10 s.
+    let freed = (0..100).any(|_| {
+        let done = tap_programs() == before;
+        if !done {
+            thread::sleep(Duration::from_millis(100));
+        }
+        done
+    });
+    assert!(freed, "the kernel freed the killed agent's programs");
+    echo_round(&mut long, 2);
+    echo_server.join().unwrap();
+    let server = serve(&h1, FLOWS);
+    requests(&h0, h1.ips[0], FLOWS);
+    assert_eq!(server.join().unwrap(), FLOWS, "every request arrived intact");
+    tb.stop().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// SACK on (Linux's default, with RACK and tail loss probes): the agent must do no harm. With its
 /// real-host defaults it tracks SACK flows but never spoofs for them, never drops a packet, and
 /// Linux's own SACK recovery handles the tails. The fake-block strategies are run too and their
@@ -567,6 +666,6 @@ fn sack_on_the_agent_does_no_harm() {
     let plain = "fixed_beta = \"2ms\"\nskip_sack_flows = false\nfake_sack = false\n";
     for extra in [growing, highest, plain] {
         eprint!("diagnostic [{}]: ", extra.trim().replace('\n', ", "));
-        run_case_with(true, true, extra);
+        run_case_with(true, Some(NFQUEUE), extra);
     }
 }

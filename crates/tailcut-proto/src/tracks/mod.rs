@@ -13,4 +13,4 @@ mod shim;
 mod tests;
 
 pub use config::{FakeSackBlock, RttSource, TracksConfig, TracksCounters};
-pub use shim::Tracks;
+pub use shim::{RecoveringFlow, Tracks};

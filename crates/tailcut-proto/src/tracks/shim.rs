@@ -4,7 +4,7 @@
 use super::config::{FakeSackBlock, RttSource, TracksConfig, TracksCounters};
 use super::flow::{Episode, FlowEntry, FlowKey};
 use crate::engine::{Direction, Shim, Verdict};
-use crate::packet::{Packet, Proto, SackBlocks, TcpFlags};
+use crate::packet::{Addr, Packet, Proto, SackBlocks, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::time::{Dur, Time};
@@ -22,6 +22,21 @@ pub struct Tracks {
     inject: VecDeque<(Direction, Packet)>,
     next_tick: Option<Time>,
     counters: TracksCounters,
+    /// Bumped whenever a flow may have entered or left a recovery episode (see
+    /// [`Tracks::episode_generation`]).
+    episode_generation: u64,
+}
+
+/// A flow in a recovery episode, for a tap that drops its duplicate ACKs outside the shim (the
+/// real-host agent's tc-BPF program): the data direction's 4-tuple and the cumulative ACK whose
+/// repeats are the duplicates being dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RecoveringFlow {
+    pub local: Addr,
+    pub remote: Addr,
+    pub local_port: u16,
+    pub remote_port: u16,
+    pub ack: Seq,
 }
 
 fn micros(t: Time) -> u32 {
@@ -38,6 +53,7 @@ impl Tracks {
             inject: VecDeque::new(),
             next_tick: None,
             counters: TracksCounters::default(),
+            episode_generation: 0,
         }
     }
 
@@ -53,6 +69,35 @@ impl Tracks {
     /// Flows the timer scans.
     pub fn active_small_flows(&self) -> usize {
         self.active.len()
+    }
+
+    /// Changes whenever the set [`Tracks::recovering`] returns may have changed, so a caller
+    /// mirroring it elsewhere rescans only then (episodes are rare; packets are not).
+    pub fn episode_generation(&self) -> u64 {
+        self.episode_generation
+    }
+
+    /// The flows in a recovery episode now: those whose real duplicate ACKs the shim drops.
+    pub fn recovering(&self) -> impl Iterator<Item = RecoveringFlow> + '_ {
+        self.active.iter().filter_map(|k| {
+            let f = self.flows.get(k)?;
+            f.episode?;
+            Some(RecoveringFlow {
+                local: Addr(k.src),
+                remote: Addr(k.dst),
+                local_port: k.src_port,
+                remote_port: k.dst_port,
+                ack: f.last_ack?,
+            })
+        })
+    }
+
+    /// Removes a flow's entry, noting an episode that ends with it.
+    fn remove_flow(&mut self, key: &FlowKey) {
+        if self.flows.remove(key).is_some_and(|f| f.episode.is_some()) {
+            self.episode_generation += 1;
+        }
+        self.active.remove(key);
     }
 
     /// The timer fires on multiples of `tick`, like a jiffies timer.
@@ -95,8 +140,7 @@ impl Tracks {
             .min_by_key(|(k, f)| (f.active_time, **k))
             .map(|(k, _)| *k);
         if let Some(k) = victim {
-            self.flows.remove(&k);
-            self.active.remove(&k);
+            self.remove_flow(&k);
             self.counters.evicted += 1;
         }
     }
@@ -192,7 +236,7 @@ impl Tracks {
         }
         // Line 24: hard reset after a long idle period.
         if now - f.active_time >= idle {
-            self.flows.remove(&key);
+            self.remove_flow(&key);
             return false;
         }
         if !f.outstanding() || f.ack_template.is_none() {
@@ -212,6 +256,7 @@ impl Tracks {
             if let Some(f) = self.flows.get_mut(&key) {
                 if f.episode.take().is_some() {
                     self.counters.gave_up += 1;
+                    self.episode_generation += 1;
                 }
                 f.parked = true;
                 f.dupacks = 0;
@@ -234,6 +279,7 @@ impl Tracks {
                         // Karn: the segment in flight may now be sent twice.
                         f.timed = None;
                     }
+                    self.episode_generation += 1;
                     self.counters.recoveries += 1;
                     for _ in 0..phi.saturating_sub(dupacks).max(1) {
                         self.spoof(key, now);
@@ -299,6 +345,7 @@ impl Tracks {
                 }
             }
             if let Some(ep) = f.episode.take() {
+                self.episode_generation += 1;
                 // Eifel-style (RFC 3522): the ACK echoes a segment sent strictly before the trigger
                 // (the fast retransmission leaves at the trigger instant), so the original data
                 // arrived and the recovery was not needed. With real hosts' timestamps the trigger
@@ -323,6 +370,7 @@ impl Tracks {
             }
             if f.acked_bytes >= gamma {
                 f.long_lived = true;
+                // No episode is left here: one would have ended at this new ACK just above.
                 f.episode = None;
                 self.active.remove(&key);
                 self.counters.long_lived += 1;
@@ -371,8 +419,12 @@ impl Shim for Tracks {
             {
                 self.evict_one();
             }
-            self.flows
+            let old = self
+                .flows
                 .insert(key, FlowEntry::new(now, self.cfg.initial_rtt, h.seq));
+            if old.is_some_and(|f| f.episode.is_some()) {
+                self.episode_generation += 1;
+            }
             self.active.insert(key);
         }
         let f = self.flows.get_mut(&key).expect("inserted above");

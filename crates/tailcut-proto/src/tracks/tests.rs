@@ -202,6 +202,32 @@ fn real_dupacks_count_toward_phi_and_are_dropped_while_recovering() {
     assert_eq!(s.counters().spurious_recoveries, 0);
 }
 
+/// What a tap that drops duplicates in the kernel mirrors: the flow appears in `recovering` with
+/// the ACK being repeated when its episode starts, and leaves at the new ACK; the generation moves
+/// at both changes and not on ordinary packets.
+#[test]
+fn recovering_lists_the_flows_whose_duplicates_are_dropped() {
+    let mut s = shim(cfg());
+    start(&mut s, 10, 7);
+    let g0 = s.episode_generation();
+    assert_eq!(s.recovering().count(), 0);
+    run_until(&mut s, ms(5));
+    let g1 = s.episode_generation();
+    assert_ne!(g1, g0);
+    let r: Vec<_> = s.recovering().collect();
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].ack, ack(7, 0).tcp().unwrap().ack);
+    let t = tuple();
+    assert_eq!((r[0].local, r[0].remote), (t.src, t.dst));
+    assert_eq!((r[0].local_port, r[0].remote_port), (t.src_port, t.dst_port));
+    // A dropped duplicate changes nothing the mirror needs.
+    assert_eq!(s.on_ingress(Time(5_500_000), &mut ack(7, 0)), Verdict::Drop);
+    assert_eq!(s.episode_generation(), g1);
+    s.on_ingress(ms(6), &mut ack(8, 5_100));
+    assert_ne!(s.episode_generation(), g1);
+    assert_eq!(s.recovering().count(), 0);
+}
+
 #[test]
 fn an_ack_echoing_data_sent_before_the_trigger_marks_the_recovery_spurious() {
     let mut s = shim(cfg());

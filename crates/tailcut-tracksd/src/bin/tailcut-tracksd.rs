@@ -1,11 +1,13 @@
 //! `tailcut-tracksd CONFIG.toml`: runs the T-RACKs agent until SIGINT/SIGTERM/SIGHUP, printing
 //! counters as JSON lines on stdout. `--check CONFIG.toml` validates the file only; `--uninstall
-//! CONFIG.toml` removes the iptables rules a killed agent left behind.
+//! CONFIG.toml` removes the iptables rules a killed NFQUEUE agent left behind (the BPF backend
+//! leaves nothing: its tcx links die with the process).
 
 use std::process::ExitCode;
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::tracks::Tracks;
-use tailcut_tracksd::config::AgentConfig;
+use tailcut_tracksd::bpf_tap::{BpfTap, BpfTapConfig};
+use tailcut_tracksd::config::{AgentConfig, Backend};
 use tailcut_tracksd::inject::Injector;
 use tailcut_tracksd::nfq_tap::NfqTap;
 use tailcut_tracksd::rules::Rules;
@@ -52,13 +54,26 @@ fn run() -> Result<(), String> {
     };
     let shim = Tracks::new(tracks, stream(cfg.seed, Stream::Shim, 0));
     let injector = Injector::new().map_err(|e| e.to_string())?;
-    let tap = NfqTap::open(rules_of(&cfg), cfg.queue_max_len).map_err(|e| e.to_string())?;
-    let mut agent = Agent::new(tap, shim, injector, cfg.report_every);
     let mut out = std::io::stdout().lock();
-    // The tap (and its rules) is dropped when `agent` goes out of scope, on success and on error.
-    agent
-        .run(signals, &mut out)
-        .map_err(|e| format!("agent loop: {e}"))
+    // The tap (and its rules or links) is dropped when `agent` goes out of scope, on success and on
+    // error.
+    let result = match cfg.backend {
+        Backend::Nfqueue => {
+            let tap = NfqTap::open(rules_of(&cfg), cfg.queue_max_len).map_err(|e| e.to_string())?;
+            Agent::new(tap, shim, injector, cfg.report_every).run(signals, &mut out)
+        }
+        Backend::Bpf => {
+            let tap = BpfTap::open(&BpfTapConfig {
+                interface: cfg.interface.clone(),
+                gamma_bytes: cfg.tracks.gamma.map(|b| b.0),
+                pass_sack_dupacks: cfg.tracks.pass_sack_dupacks,
+                max_flows: u32::try_from(cfg.tracks.max_flows).unwrap_or(u32::MAX),
+                ring_bytes: u32::try_from(cfg.ring_bytes.0).unwrap_or(u32::MAX),
+            })?;
+            Agent::new(tap, shim, injector, cfg.report_every).run(signals, &mut out)
+        }
+    };
+    result.map_err(|e| format!("agent loop: {e}"))
 }
 
 fn main() -> ExitCode {
