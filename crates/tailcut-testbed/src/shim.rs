@@ -11,6 +11,7 @@ use tailcut_proto::engine::{Direction, Shim};
 use tailcut_proto::rng::{self, Stream};
 use tailcut_proto::tracks::{Tracks, TracksConfig};
 use tailcut_proto::Time;
+use tailcut_tracksd::addr6::V6Addrs;
 use tailcut_tracksd::agent::{shim_packet, AgentCounters};
 use tailcut_tracksd::tap::TapDir;
 
@@ -18,6 +19,8 @@ use tailcut_tracksd::tap::TapDir;
 pub struct NicShim {
     tracks: Tracks,
     counters: AgentCounters,
+    /// The agent's IPv6 address ids; the fabric carries IPv4 only, so it stays empty.
+    addrs: V6Addrs,
 }
 
 /// What a shim wants written after it saw a packet or its timer fired.
@@ -34,13 +37,21 @@ impl NicShim {
         NicShim {
             tracks: Tracks::new(cfg.clone(), rng::stream(seed, Stream::Shim, u64::from(host))),
             counters: AgentCounters::default(),
+            addrs: V6Addrs::new(2),
         }
     }
 
     /// A packet the host sent (`egress`) or is about to receive; whether it may pass.
     pub fn packet(&mut self, now: Time, egress: bool, bytes: &[u8]) -> bool {
         let dir = if egress { TapDir::Egress } else { TapDir::Ingress };
-        shim_packet(&mut self.tracks, &mut self.counters, now, dir, bytes)
+        shim_packet(
+            &mut self.tracks,
+            &mut self.counters,
+            &mut self.addrs,
+            now,
+            dir,
+            bytes,
+        )
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
@@ -61,7 +72,7 @@ impl NicShim {
     /// TCP header) is counted and skipped.
     pub fn poll_inject(&mut self, now: Time) -> Option<Injection> {
         while let Some((dir, pkt)) = self.tracks.poll_inject(now) {
-            let Some(bytes) = tailcut_tracksd::wire::spoofed_ack(&pkt) else {
+            let Some(bytes) = tailcut_tracksd::wire::spoofed_ack(&pkt, &self.addrs) else {
                 self.counters.inject_errors += 1;
                 continue;
             };

@@ -14,7 +14,7 @@
 #include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 
-#define CAP 128      // bytes copied from the IP header on: IPv4 (<= 60) + TCP (<= 60)
+#define CAP 128      // bytes copied from the IP header on: IPv4 (<= 60) or IPv6 (40) + TCP (<= 60)
 #define MAX_OPT 40   // TCP option bytes
 #define TCPOPT_EOL 0
 #define TCPOPT_NOP 1
@@ -27,16 +27,18 @@ const volatile __u64 gamma_bytes = ~0ULL;
 // Duplicate ACKs that carry SACK blocks pass during a recovery (the shim's `pass_sack_dupacks`).
 const volatile __u32 pass_sack_dupacks = 1;
 
-// One connection, from the local host's side; addresses and ports in network byte order.
+// One connection, from the local host's side; addresses (IPv6, or IPv4-mapped ::ffff:a.b.c.d) and
+// ports in network byte order.
 struct flow_key {
-	__u32 local_addr;
-	__u32 remote_addr;
+	__u8 local_addr[16];
+	__u8 remote_addr[16];
 	__u16 local_port;
 	__u16 remote_port;
 };
 
 // What user space reads: the packet's first bytes from the IP header on.
 struct record {
+	__u64 ktime_ns;  // CLOCK_MONOTONIC when the packet crossed the hook
 	__u32 wire_len;  // IP packet length (skb length without the link-layer header)
 	__u16 cap_len;   // bytes copied into `bytes`
 	__u8 dir;        // 0 egress, 1 ingress
@@ -118,17 +120,36 @@ static __always_inline int has_sack(struct __sk_buff *skb, __u32 off, __u64 len)
 static __always_inline int tap(struct __sk_buff *skb, __u8 ingress)
 {
 	__u32 l2 = l2_len;
-	__u8 ip[20];
+	__u8 ip[40];
 	if (skb->len < l2 + 20 || bpf_skb_load_bytes(skb, l2, ip, 20) < 0)
 		return TC_ACT_OK;
-	// IPv4, TCP, not a later fragment (no TCP header); anything else is not ours (IPv6 is not handled
-	// yet).
-	if ((ip[0] >> 4) != 4 || ip[9] != 6 || ((ip[6] & 0x1f) | ip[7]) != 0)
+	struct flow_key key = {};
+	__u8 src[16] = {}, dst[16] = {};
+	__u32 ihl, tot_len;
+	if ((ip[0] >> 4) == 4) {
+		// TCP, not a later fragment (no TCP header to read).
+		if (ip[9] != 6 || ((ip[6] & 0x1f) | ip[7]) != 0)
+			return TC_ACT_OK;
+		ihl = (ip[0] & 0x0f) * 4;
+		tot_len = ((__u32)ip[2] << 8) | ip[3];
+		if (ihl < 20 || ihl > 60)
+			return TC_ACT_OK;
+		// IPv4-mapped (::ffff:a.b.c.d), as the agent writes the keys.
+		src[10] = dst[10] = 0xff;
+		src[11] = dst[11] = 0xff;
+		__builtin_memcpy(&src[12], &ip[12], 4);
+		__builtin_memcpy(&dst[12], &ip[16], 4);
+	} else if ((ip[0] >> 4) == 6) {
+		// The fixed header only: a packet with extension headers is not followed (it passes).
+		if (skb->len < l2 + 40 || bpf_skb_load_bytes(skb, l2, ip, 40) < 0 || ip[6] != 6)
+			return TC_ACT_OK;
+		ihl = 40;
+		tot_len = 40 + (((__u32)ip[4] << 8) | ip[5]);
+		__builtin_memcpy(src, &ip[8], 16);
+		__builtin_memcpy(dst, &ip[24], 16);
+	} else {
 		return TC_ACT_OK;
-	__u32 ihl = (ip[0] & 0x0f) * 4;
-	__u32 tot_len = ((__u32)ip[2] << 8) | ip[3];
-	if (ihl < 20 || ihl > 60)
-		return TC_ACT_OK;
+	}
 	__u8 tcp[20];
 	if (bpf_skb_load_bytes(skb, l2 + ihl, tcp, 20) < 0)
 		return TC_ACT_OK;
@@ -142,23 +163,16 @@ static __always_inline int tap(struct __sk_buff *skb, __u8 ingress)
 	if (!ingress && payload == 0 && !syn && !fin)
 		return TC_ACT_OK;
 
-	struct flow_key key = {};
-	__u32 saddr, daddr;
-	__builtin_memcpy(&saddr, &ip[12], 4);
-	__builtin_memcpy(&daddr, &ip[16], 4);
-	__u16 sport, dport;
-	__builtin_memcpy(&sport, &tcp[0], 2);
-	__builtin_memcpy(&dport, &tcp[2], 2);
 	if (ingress) {
-		key.local_addr = daddr;
-		key.remote_addr = saddr;
-		key.local_port = dport;
-		key.remote_port = sport;
+		__builtin_memcpy(key.local_addr, dst, 16);
+		__builtin_memcpy(key.remote_addr, src, 16);
+		__builtin_memcpy(&key.local_port, &tcp[2], 2);
+		__builtin_memcpy(&key.remote_port, &tcp[0], 2);
 	} else {
-		key.local_addr = saddr;
-		key.remote_addr = daddr;
-		key.local_port = sport;
-		key.remote_port = dport;
+		__builtin_memcpy(key.local_addr, src, 16);
+		__builtin_memcpy(key.remote_addr, dst, 16);
+		__builtin_memcpy(&key.local_port, &tcp[0], 2);
+		__builtin_memcpy(&key.remote_port, &tcp[2], 2);
 	}
 
 	if (gamma_bytes != ~0ULL) {
@@ -202,11 +216,12 @@ static __always_inline int tap(struct __sk_buff *skb, __u8 ingress)
 	// One register for the clamped length, or clang passes the unclamped one to the helper and the
 	// verifier cannot bound it.
 	asm volatile("" : "+r"(n));
-	if (n < 40 || n > CAP || bpf_skb_load_bytes(skb, l2, r->bytes, n) < 0) {
+	if (n < 40 || n < ihl + 20 || n > CAP || bpf_skb_load_bytes(skb, l2, r->bytes, n) < 0) {
 		count(STAT_NOT_COPIED);
 		bpf_ringbuf_discard(r, 0);
 		return TC_ACT_OK;
 	}
+	r->ktime_ns = bpf_ktime_get_ns();
 	r->wire_len = skb->len - l2;
 	r->cap_len = n;
 	r->dir = ingress;

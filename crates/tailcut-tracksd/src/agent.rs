@@ -3,6 +3,7 @@
 //! the raw socket; counters are printed as JSON lines. One thread, no locks: the shim is the same
 //! `Tracks` value the simulator runs.
 
+use crate::addr6::V6Addrs;
 use crate::inject::Injector;
 use crate::tap::{PacketTap, TapDir, Tapped};
 use crate::wire::{self, Reject};
@@ -19,6 +20,8 @@ use tailcut_sys::signal::TermSignals;
 pub struct AgentCounters {
     pub egress_packets: u64,
     pub ingress_packets: u64,
+    /// Of those, IPv6 packets handed to the shim.
+    pub ipv6_packets: u64,
     /// Packets passed without the shim seeing them, by reason.
     pub malformed: u64,
     pub not_tcp: u64,
@@ -42,25 +45,50 @@ pub struct Agent<T: PacketTap> {
     shim: Tracks,
     injector: Injector,
     counters: AgentCounters,
+    /// Ids of the IPv6 addresses the shim has seen.
+    addrs: V6Addrs,
     /// Monotonic nanoseconds at start: the shim's time zero.
     epoch_ns: u64,
+    /// The latest time given to the shim (records from several CPUs may be a little out of order).
+    last: Time,
     report_every: Dur,
 }
 
 impl<T: PacketTap> Agent<T> {
-    pub fn new(tap: T, shim: Tracks, injector: Injector, report_every: Dur) -> Agent<T> {
+    /// `shim_max_flows` is the shim's `max_flows` (it sizes the IPv6 address table).
+    pub fn new(
+        tap: T,
+        shim: Tracks,
+        shim_max_flows: usize,
+        injector: Injector,
+        report_every: Dur,
+    ) -> Agent<T> {
         Agent {
             tap,
             shim,
             injector,
             counters: AgentCounters::default(),
+            // Two addresses per flow the shim may hold, and room for the local ones.
+            addrs: V6Addrs::new(2 * shim_max_flows + 64),
             epoch_ns: tailcut_sys::clock::monotonic_ns(),
+            last: Time(0),
             report_every,
         }
     }
 
     fn now(&self) -> Time {
         Time(tailcut_sys::clock::monotonic_ns().saturating_sub(self.epoch_ns))
+    }
+
+    /// The shim's time for a packet: when it crossed the hook if the backend says, else now; never
+    /// earlier than a time already given.
+    fn packet_time(&mut self, p: &Tapped) -> Time {
+        let t = match p.at_ns {
+            Some(ns) => Time(ns.saturating_sub(self.epoch_ns)),
+            None => self.now(),
+        };
+        self.last = self.last.max(t);
+        self.last
     }
 
     /// Runs until SIGINT, SIGTERM or SIGHUP, writing counter lines to `out`. `signals` must have been
@@ -92,11 +120,12 @@ impl<T: PacketTap> Agent<T> {
                     self.on_packet(p)?;
                 }
             }
-            let now = self.now();
+            let now = self.now().max(self.last);
+            self.last = now;
             if self.shim.poll_timeout().is_some_and(|t| t <= now) {
                 self.shim.handle_timeout(now);
             }
-            self.tap.mirror_recovering(&self.shim);
+            self.tap.mirror_recovering(&self.shim, &self.addrs);
             self.send_injections(now);
             if now >= next_report {
                 self.report(out, "periodic")?;
@@ -107,8 +136,15 @@ impl<T: PacketTap> Agent<T> {
 
     /// Algorithm 1 on one packet, then its verdict.
     fn on_packet(&mut self, p: Tapped) -> io::Result<()> {
-        let now = self.now();
-        let pass = shim_packet(&mut self.shim, &mut self.counters, now, p.dir, p.bytes());
+        let now = self.packet_time(&p);
+        let pass = shim_packet(
+            &mut self.shim,
+            &mut self.counters,
+            &mut self.addrs,
+            now,
+            p.dir,
+            p.bytes(),
+        );
         match p.kernel_dropped {
             Some(dropped) => {
                 if dropped == pass {
@@ -128,7 +164,7 @@ impl<T: PacketTap> Agent<T> {
             if dir != Direction::ToHost {
                 continue;
             }
-            match self.injector.send(&pkt) {
+            match self.injector.send(&pkt, &self.addrs) {
                 Ok(()) => self.counters.injected += 1,
                 Err(_) => self.counters.inject_errors += 1,
             }
@@ -169,6 +205,7 @@ impl<T: PacketTap> Agent<T> {
 pub fn shim_packet(
     shim: &mut Tracks,
     counters: &mut AgentCounters,
+    addrs: &mut V6Addrs,
     now: Time,
     dir: TapDir,
     bytes: &[u8],
@@ -180,6 +217,11 @@ pub fn shim_packet(
     let verdict = match wire::parse(bytes) {
         Ok(seg) => {
             let mut pkt = seg.packet;
+            if let Some((src, dst)) = seg.v6 {
+                pkt.tuple.src = addrs.id(src);
+                pkt.tuple.dst = addrs.id(dst);
+                counters.ipv6_packets += 1;
+            }
             let egress = dir == TapDir::Egress;
             let v = if egress {
                 shim.on_egress(now, &mut pkt)

@@ -17,13 +17,15 @@ pub fn toolchain(what: &str) -> Result<(), String> {
         .output()
     {
         Ok(o) if o.status.success() => {}
-        r => return Err(format!(
+        r => {
+            return Err(format!(
             "{what} unavailable: cannot run clang, which compiles its BPF program (Debian package clang): {}",
             match r {
                 Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
                 Err(e) => e.to_string(),
             }
-        )),
+        ))
+        }
     }
     if !Path::new(LIBBPF_HEADER).exists() {
         return Err(format!(

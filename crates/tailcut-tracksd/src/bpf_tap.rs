@@ -8,6 +8,7 @@
 //! descriptors, so an exit, a crash or SIGKILL detaches it and traffic passes untouched (fail-open),
 //! with no rule, filter or pinned object left behind. tcx needs Linux >= 6.6.
 
+use crate::addr6::V6Addrs;
 use crate::bpf_build;
 use crate::tap::{PacketTap, TapDir, Tapped, CAPTURE_BYTES};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
@@ -16,7 +17,9 @@ use aya::programs::{LinkOrder, SchedClassifier, TestRun, TestRunOptions};
 use aya::{Ebpf, EbpfLoader};
 use std::collections::HashMap;
 use std::io;
+use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, BorrowedFd};
+use tailcut_proto::packet::Addr;
 use tailcut_proto::tracks::{RecoveringFlow, Tracks};
 
 const SOURCE: &str = include_str!("../bpf/tap.bpf.c");
@@ -29,15 +32,16 @@ const PROGRAMS: [(&str, TcAttachType); 2] = [
 /// The programs' return values (`linux/pkt_cls.h`).
 const TC_ACT_OK: u32 = 0;
 const TC_ACT_SHOT: u32 = 2;
-/// The program's record: wire_len (u32), cap_len (u16), dir (u8), dropped (u8), then the bytes.
-const RECORD_HEAD: usize = 8;
+/// The program's record: ktime_ns (u64), wire_len (u32), cap_len (u16), dir (u8), dropped (u8),
+/// then the bytes.
+const RECORD_HEAD: usize = 16;
 /// Indices of the program's `stats` array.
 const STAT_RING_FULL: u32 = 0;
 const STAT_DROPPED: u32 = 1;
 const STAT_PAST_GAMMA: u32 = 2;
 const STAT_NOT_COPIED: u32 = 3;
-/// `struct flow_key`: local address, remote address, local port, remote port, network order.
-type FlowKey = [u8; 12];
+/// `struct flow_key`: local address, remote address (16 bytes each), local port, remote port.
+type FlowKey = [u8; 36];
 
 /// What the program is told at load time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,13 +231,16 @@ impl PacketTap for BpfTap {
 
     /// Writes the differences between the shim's recovering flows and the kernel's map, when the
     /// shim's episodes changed since the last call.
-    fn mirror_recovering(&mut self, shim: &Tracks) {
+    fn mirror_recovering(&mut self, shim: &Tracks, addrs: &V6Addrs) {
         let generation = shim.episode_generation();
         if self.generation == Some(generation) {
             return;
         }
         self.generation = Some(generation);
-        let now: HashMap<FlowKey, u32> = shim.recovering().map(|r| (flow_key(&r), ack_value(&r))).collect();
+        let now: HashMap<FlowKey, u32> = shim
+            .recovering()
+            .filter_map(|r| Some((flow_key(&r, addrs)?, ack_value(&r))))
+            .collect();
         let gone: Vec<FlowKey> = self
             .mirrored
             .keys()
@@ -270,14 +277,23 @@ fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier
         .map_err(|e| format!("{WHAT}: {name}: {e}"))
 }
 
-/// The program's `struct flow_key` for a recovering flow.
-fn flow_key(r: &RecoveringFlow) -> FlowKey {
-    let mut k = [0u8; 12];
-    k[0..4].copy_from_slice(&r.local.0.to_be_bytes());
-    k[4..8].copy_from_slice(&r.remote.0.to_be_bytes());
-    k[8..10].copy_from_slice(&r.local_port.to_be_bytes());
-    k[10..12].copy_from_slice(&r.remote_port.to_be_bytes());
-    k
+/// The program's `struct flow_key` for a recovering flow: IPv6 addresses (IPv4 ones mapped,
+/// `::ffff:a.b.c.d`), then the ports, all in network order. `None` for an IPv6 id the table no
+/// longer holds.
+fn flow_key(r: &RecoveringFlow, addrs: &V6Addrs) -> Option<FlowKey> {
+    let v6 = |a: Addr| -> Option<[u8; 16]> {
+        if V6Addrs::is_id(a) {
+            addrs.addr(a)
+        } else {
+            Some(Ipv4Addr::from(a.0).to_ipv6_mapped().octets())
+        }
+    };
+    let mut k = [0u8; 36];
+    k[0..16].copy_from_slice(&v6(r.local)?);
+    k[16..32].copy_from_slice(&v6(r.remote)?);
+    k[32..34].copy_from_slice(&r.local_port.to_be_bytes());
+    k[34..36].copy_from_slice(&r.remote_port.to_be_bytes());
+    Some(k)
 }
 
 /// The ACK number as the program compares it: the header's bytes read as a native u32.
@@ -290,14 +306,17 @@ pub fn parse_record(rec: &[u8]) -> Option<Tapped> {
     if rec.len() < RECORD_HEAD {
         return None;
     }
-    let cap = usize::from(u16::from_ne_bytes([rec[4], rec[5]]));
-    let dir = match rec[6] {
+    let at_ns = u64::from_ne_bytes(rec[0..8].try_into().ok()?);
+    let cap = usize::from(u16::from_ne_bytes([rec[12], rec[13]]));
+    let dir = match rec[14] {
         0 => TapDir::Egress,
         1 => TapDir::Ingress,
         _ => return None,
     };
     let bytes = rec.get(RECORD_HEAD..RECORD_HEAD + cap.min(CAPTURE_BYTES))?;
-    Some(Tapped::new(0, dir, bytes, Some(rec[7] == 1)))
+    let mut t = Tapped::new(0, dir, bytes, Some(rec[15] == 1));
+    t.at_ns = Some(at_ns);
+    Some(t)
 }
 
 /// Bytes before the IP header in what tc sees on `interface`: 14 on Ethernet (and loopback), 0 on
@@ -327,21 +346,22 @@ mod tests {
     #[test]
     fn records_parse_or_are_refused() {
         let mut rec = vec![0u8; RECORD_HEAD + CAPTURE_BYTES];
-        rec[0..4].copy_from_slice(&1500u32.to_ne_bytes());
-        rec[4..6].copy_from_slice(&60u16.to_ne_bytes());
-        rec[6] = 1;
-        rec[7] = 1;
-        rec[8] = 0x45;
+        rec[0..8].copy_from_slice(&123_456u64.to_ne_bytes());
+        rec[8..12].copy_from_slice(&1500u32.to_ne_bytes());
+        rec[12..14].copy_from_slice(&60u16.to_ne_bytes());
+        rec[14] = 1;
+        rec[15] = 1;
+        rec[16] = 0x45;
         let t = parse_record(&rec).unwrap();
         assert_eq!(
             (t.dir, t.bytes().len(), t.bytes()[0]),
             (TapDir::Ingress, 60, 0x45)
         );
-        assert_eq!(t.kernel_dropped, Some(true));
-        rec[6] = 2;
+        assert_eq!((t.kernel_dropped, t.at_ns), (Some(true), Some(123_456)));
+        rec[14] = 2;
         assert!(parse_record(&rec).is_none(), "unknown direction");
-        rec[6] = 0;
-        rec[4..6].copy_from_slice(&u16::MAX.to_ne_bytes());
+        rec[14] = 0;
+        rec[12..14].copy_from_slice(&u16::MAX.to_ne_bytes());
         assert_eq!(parse_record(&rec).unwrap().bytes().len(), CAPTURE_BYTES, "capped");
         assert!(
             parse_record(&rec[..RECORD_HEAD + 10]).is_none(),
@@ -359,11 +379,29 @@ mod tests {
             remote_port: 80,
             ack: Seq(0x0102_0304),
         };
+        let mut addrs = V6Addrs::new(4);
+        let mut want = [0u8; 36];
+        want[10..16].copy_from_slice(&[0xff, 0xff, 10, 0, 0, 1]);
+        want[26..32].copy_from_slice(&[0xff, 0xff, 10, 0, 1, 2]);
+        want[32..36].copy_from_slice(&[0x9c, 0x40, 0, 80]);
         assert_eq!(
-            flow_key(&r),
-            [10, 0, 0, 1, 10, 0, 1, 2, 0x9c, 0x40, 0, 80],
-            "network order, as the headers carry them"
+            flow_key(&r, &addrs),
+            Some(want),
+            "IPv4-mapped, network order, as the program builds it"
         );
+        let local6 = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        let r6 = RecoveringFlow {
+            local: addrs.id(local6),
+            remote: addrs.id([0xfd; 16]),
+            ..r
+        };
+        let k = flow_key(&r6, &addrs).unwrap();
+        assert_eq!((&k[0..16], &k[16..32]), (&local6[..], &[0xfd; 16][..]));
+        let gone = RecoveringFlow {
+            remote: Addr(77),
+            ..r6
+        };
+        assert_eq!(flow_key(&gone, &addrs), None, "an id the table does not hold");
         assert_eq!(ack_value(&r).to_ne_bytes(), [1, 2, 3, 4]);
     }
 }

@@ -46,6 +46,9 @@ pub struct AgentConfig {
     /// The iptables program.
     #[serde(default = "default_iptables")]
     pub iptables: String,
+    /// The ip6tables program (the same rules for IPv6).
+    #[serde(default = "default_ip6tables")]
+    pub ip6tables: String,
     /// Seed of the shim's beta jitter.
     #[serde(default)]
     pub seed: u64,
@@ -105,6 +108,9 @@ fn default_report_every() -> Dur {
 }
 fn default_iptables() -> String {
     "iptables".into()
+}
+fn default_ip6tables() -> String {
+    "ip6tables".into()
 }
 
 impl AgentConfig {

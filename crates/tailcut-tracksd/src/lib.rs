@@ -4,6 +4,7 @@
 //! flow whose tail was lost fast-retransmits instead of waiting for its 200 ms minimum RTO.
 //! See docs/tracks.md, section "On real hosts".
 
+pub mod addr6;
 pub mod agent;
 pub mod bpf_build;
 pub mod bpf_tap;

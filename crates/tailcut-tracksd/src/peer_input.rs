@@ -12,6 +12,7 @@
 //!
 //! Input: byte 0 picks the shim's options; then records of `[op, dt, len]` followed by `len` bytes.
 
+use crate::addr6::V6Addrs;
 use crate::agent::{shim_packet, AgentCounters};
 use crate::config::real_host_tracks;
 use crate::nfq_tap::tap_dir;
@@ -24,15 +25,18 @@ use tailcut_proto::{Addr, Dur, FiveTuple, Header, Packet, Proto, Seq, Shim, TcpF
 
 /// The table size the small-table configs use, so eviction is reached.
 const SMALL_TABLE: usize = 4;
+/// The IPv6 flows' addresses: fd00::1 (local) and fd00::2.
+const V6_LOCAL: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+const V6_PEER: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
 
 fn byte(b: &[u8], i: usize) -> u8 {
     b.get(i).copied().unwrap_or(0)
 }
 
-/// A segment of one of four flows between 10.0.0.1 (local) and 10.0.0.2, built from `b`: sequence
-/// and ACK numbers near each other (so the shim sees progress, stalls and duplicates), any flags,
-/// payload, window, timestamps and up to three SACK blocks. Egress packets carry data from the local
-/// side, ingress packets ACKs from the peer.
+/// A segment of one of four flows between 10.0.0.1 (local) and 10.0.0.2, or fd00::1 and fd00::2
+/// (bit 3 of `b[0]`), built from `b`: sequence and ACK numbers near each other (so the shim sees
+/// progress, stalls and duplicates), any flags, payload, window, timestamps and up to three SACK
+/// blocks. Egress packets carry data from the local side, ingress packets ACKs from the peer.
 fn segment(b: &[u8], egress: bool, syn: bool) -> Vec<u8> {
     let port = 40_000 + u16::from(byte(b, 0) & 3);
     let (local, peer) = (
@@ -75,27 +79,54 @@ fn segment(b: &[u8], egress: bool, syn: bool) -> Vec<u8> {
         ..Packet::default()
     };
     let timestamps = byte(b, 0) & 4 != 0;
-    let mut bytes = wire::build_ack(&pkt, timestamps).expect("a TCP packet builds");
-    // A payload the tap did not copy (NFQUEUE copies the headers only): the IP total length says it.
+    // A payload the tap did not copy (NFQUEUE copies the headers only): the IP length says it.
     let payload = usize::from(byte(b, 24)) * 8 * usize::from(egress);
+    if byte(b, 0) & 8 != 0 {
+        let (l6, p6) = (V6_LOCAL, V6_PEER);
+        let (s6, d6) = if egress { (l6, p6) } else { (p6, l6) };
+        let mut bytes = wire::build_ack_v6(&pkt, s6, d6, timestamps).expect("a TCP packet builds");
+        let len = (bytes.len() - 40 + payload).min(0xffff);
+        bytes[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+        return bytes;
+    }
+    let mut bytes = wire::build_ack(&pkt, timestamps).expect("a TCP packet builds");
     let total = (bytes.len() + payload).min(0xffff);
     bytes[2..4].copy_from_slice(&(total as u16).to_be_bytes());
     bytes
 }
 
-/// Whatever the shim would inject builds to bytes that parse back to the same header. Returns how
-/// many it injected.
-fn check_injected(shim: &mut Tracks, now: Time) -> u64 {
+/// Whatever the shim would inject builds to bytes that parse back to the same header (an IPv6
+/// flow's to the addresses its ids name). Returns how many it injected.
+fn check_injected(shim: &mut Tracks, addrs: &V6Addrs, now: Time) -> u64 {
     let mut n = 0;
     while let Some((_, pkt)) = shim.poll_inject(now) {
         let Some(h) = pkt.tcp() else {
             continue;
         };
-        let bytes = wire::spoofed_ack(&pkt).expect("a TCP packet builds");
+        let Some(bytes) = wire::spoofed_ack(&pkt, addrs) else {
+            // Only an IPv6 id the bounded table gave to another address since.
+            let t = pkt.tuple;
+            assert!(
+                V6Addrs::is_id(t.src) && addrs.addr(t.src).is_none()
+                    || V6Addrs::is_id(t.dst) && addrs.addr(t.dst).is_none(),
+                "a TCP packet builds"
+            );
+            continue;
+        };
         let seg = wire::parse(&bytes).expect("the agent's own ACK parses");
         let back = seg.packet.tcp().expect("and is TCP");
         assert_eq!((back.seq, back.ack, back.flags), (h.seq, h.ack, h.flags));
-        assert_eq!(seg.packet.tuple, pkt.tuple);
+        match seg.v6 {
+            Some((s, d)) => {
+                assert_eq!(
+                    (addrs.addr(pkt.tuple.src), addrs.addr(pkt.tuple.dst)),
+                    (Some(s), Some(d))
+                );
+                let ports = |t: FiveTuple| (t.src_port, t.dst_port);
+                assert_eq!(ports(seg.packet.tuple), ports(pkt.tuple));
+            }
+            None => assert_eq!(seg.packet.tuple, pkt.tuple),
+        }
         let room = if seg.timestamps { 3 } else { 4 };
         assert!(back.sack.iter().eq(h.sack.iter().take(room)));
         n += 1;
@@ -104,13 +135,13 @@ fn check_injected(shim: &mut Tracks, now: Time) -> u64 {
 }
 
 /// Runs the shim's timer up to `now`. Each firing must move the deadline on, or the agent would spin.
-fn run_timers(shim: &mut Tracks, now: Time) -> u64 {
+fn run_timers(shim: &mut Tracks, addrs: &V6Addrs, now: Time) -> u64 {
     let mut injected = 0;
     for _ in 0..100_000 {
         match shim.poll_timeout() {
             Some(t) if t <= now => {
                 shim.handle_timeout(now);
-                injected += check_injected(shim, now);
+                injected += check_injected(shim, addrs, now);
             }
             _ => return injected,
         }
@@ -147,6 +178,8 @@ pub fn exercise(data: &[u8]) -> u64 {
     let max_flows = cfg.max_flows;
     let mut shim = Tracks::new(cfg, stream(1, Stream::Shim, 0));
     let mut counters = AgentCounters::default();
+    // Small on purpose, so that raw IPv6 bytes reach the table's reassignment.
+    let mut addrs = V6Addrs::new(2 * max_flows + 2);
     let mut now = Time::ZERO;
     let mut framed = Vec::new();
     let mut queued = Vec::new();
@@ -165,7 +198,7 @@ pub fn exercise(data: &[u8]) -> u64 {
         };
         // Gaps up to ~10 ms, so stalls of beta (>= 1 ms) and idle expiry are reached.
         now += Dur::from_micros(u64::from(r[1]) * 40);
-        injected += run_timers(&mut shim, now);
+        injected += run_timers(&mut shim, &addrs, now);
         let bytes = match op & 3 {
             // Raw bytes, as the netlink socket delivered them: whatever packets they hold.
             0 => {
@@ -173,7 +206,7 @@ pub fn exercise(data: &[u8]) -> u64 {
                 parse_datagram(body, &mut queued);
                 for q in queued.drain(..) {
                     if let Some(d) = tap_dir(q.hook) {
-                        shim_packet(&mut shim, &mut counters, now, d, &q.bytes);
+                        shim_packet(&mut shim, &mut counters, &mut addrs, now, d, &q.bytes);
                     }
                 }
                 None
@@ -198,10 +231,10 @@ pub fn exercise(data: &[u8]) -> u64 {
                 assert_eq!((queued[0].id, tap_dir(queued[0].hook)), (id, Some(dir)));
                 assert_eq!(queued[0].bytes, bytes);
             }
-            shim_packet(&mut shim, &mut counters, now, dir, &bytes);
+            shim_packet(&mut shim, &mut counters, &mut addrs, now, dir, &bytes);
         }
         // After every record, whichever way its packets came.
-        injected += check_injected(&mut shim, now);
+        injected += check_injected(&mut shim, &addrs, now);
         assert!(
             shim.tracked_flows() <= max_flows,
             "{} flows tracked, over max_flows = {max_flows}",
@@ -209,7 +242,7 @@ pub fn exercise(data: &[u8]) -> u64 {
         );
     }
     // Long after the last packet: every timer runs out and nothing is left to spin.
-    injected += run_timers(&mut shim, now + Dur::from_millis(10_000));
+    injected += run_timers(&mut shim, &addrs, now + Dur::from_millis(10_000));
     injected
 }
 
@@ -228,13 +261,20 @@ mod tests {
     }
 
     /// The driver reaches the shim's spoofing, so its checks of injected ACKs are not vacuous: egress
-    /// data of one flow, one ACK, then silence past beta.
+    /// data of one flow, one ACK, then silence past beta; over IPv4 and over IPv6.
     #[test]
     fn a_stalled_flow_gets_spoofed_acks_through_the_driver() {
+        for family in [0u8, 8] {
+            stalled_flow(family);
+        }
+    }
+
+    fn stalled_flow(family: u8) {
         // Fixed beta (1 ms), SACK off, the real host's defaults otherwise.
         let mut input = vec![0x80];
         let mut record = |op: u8, dt: u8, fields: &[(usize, u8)]| {
             let mut body = [0u8; 25];
+            body[0] = family;
             for &(i, v) in fields {
                 body[i] = v;
             }
@@ -252,7 +292,8 @@ mod tests {
         }
         assert!(
             exercise(&input) > 0,
-            "no spoofed ACK: the driver does not reach the shim's recovery"
+            "no spoofed ACK ({}): the driver does not reach the shim's recovery",
+            if family == 8 { "IPv6" } else { "IPv4" }
         );
     }
 }

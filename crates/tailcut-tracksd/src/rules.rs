@@ -1,5 +1,6 @@
-//! The agent's iptables rules: its own two chains (data on OUTPUT, ACKs on INPUT) jumped to from the
-//! built-in chains, so install and removal never touch anyone else's rules.
+//! The agent's iptables and ip6tables rules: its own two chains per family (data on OUTPUT, ACKs on
+//! INPUT) jumped to from the built-in chains, so install and removal never touch anyone else's
+//! rules.
 //!
 //! - `--queue-bypass`: with no process bound to the queue the kernel accepts the packets, so a dead
 //!   agent passes traffic.
@@ -24,6 +25,8 @@ pub struct Rules {
     pub gamma_bytes: Option<u64>,
     /// The iptables program (`iptables`, or a path).
     pub iptables: String,
+    /// The ip6tables program, for the same rules on IPv6.
+    pub ip6tables: String,
 }
 
 impl Rules {
@@ -31,23 +34,31 @@ impl Rules {
         format!("TAILCUT_TRACKS_{dir}_{}", self.queue)
     }
 
-    fn run(&self, args: &[&str]) -> io::Result<bool> {
-        let out = Command::new(&self.iptables)
+    /// The programs of both families.
+    fn programs(&self) -> [&str; 2] {
+        [&self.iptables, &self.ip6tables]
+    }
+
+    fn run(prog: &str, args: &[&str]) -> io::Result<bool> {
+        let out = Command::new(prog)
             .arg("-w")
             .args(args)
             .output()
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot run `{}`: {e}", self.iptables)))?;
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot run `{prog}`: {e}")))?;
         Ok(out.status.success())
     }
 
-    fn must(&self, args: &[&str]) -> io::Result<()> {
-        let out = Command::new(&self.iptables).arg("-w").args(args).output()?;
+    fn must(prog: &str, args: &[&str]) -> io::Result<()> {
+        let out = Command::new(prog)
+            .arg("-w")
+            .args(args)
+            .output()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot run `{prog}`: {e}")))?;
         if out.status.success() {
             Ok(())
         } else {
             Err(io::Error::other(format!(
-                "`{} {}` failed: {}",
-                self.iptables,
+                "`{prog} {}` failed: {}",
                 args.join(" "),
                 String::from_utf8_lossy(&out.stderr).trim()
             )))
@@ -96,23 +107,32 @@ impl Rules {
     /// installs fresh ones.
     pub fn install(&self) -> io::Result<()> {
         self.remove()?;
-        for (builtin, chain, spec) in self.specs() {
-            self.must(&["-N", &chain])?;
-            let mut args = vec!["-A", &chain];
-            args.extend(spec.iter().map(String::as_str));
-            self.must(&args)?;
-            self.must(&["-I", builtin, "-j", &chain])?;
+        let installed = self.programs().into_iter().try_for_each(|prog| {
+            for (builtin, chain, spec) in self.specs() {
+                Self::must(prog, &["-N", &chain])?;
+                let mut args = vec!["-A", &chain];
+                args.extend(spec.iter().map(String::as_str));
+                Self::must(prog, &args)?;
+                Self::must(prog, &["-I", builtin, "-j", &chain])?;
+            }
+            Ok(())
+        });
+        if installed.is_err() {
+            // Nothing half-installed: the first family's rules go if the second's fail.
+            let _ = self.remove();
         }
-        Ok(())
+        installed
     }
 
-    /// Removes the jumps and the chains; absent ones are not an error.
+    /// Removes the jumps and the chains of both families; absent ones are not an error.
     pub fn remove(&self) -> io::Result<()> {
-        for (builtin, chain, _) in self.specs() {
-            // A crash between two installs could leave two jumps: delete until none is left.
-            while self.run(&["-D", builtin, "-j", &chain])? {}
-            let _ = self.run(&["-F", &chain])?;
-            let _ = self.run(&["-X", &chain])?;
+        for prog in self.programs() {
+            for (builtin, chain, _) in self.specs() {
+                // A crash between two installs could leave two jumps: delete until none is left.
+                while Self::run(prog, &["-D", builtin, "-j", &chain])? {}
+                let _ = Self::run(prog, &["-F", &chain])?;
+                let _ = Self::run(prog, &["-X", &chain])?;
+            }
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 //! and tc-BPF ([`crate::bpf_tap`]: packets never wait; the kernel drops duplicate ACKs itself from
 //! the flows the agent mirrors into it).
 
+use crate::addr6::V6Addrs;
 use std::io;
 use std::os::fd::AsFd;
 use tailcut_proto::tracks::Tracks;
@@ -31,6 +32,10 @@ pub struct Tapped {
     buf: [u8; CAPTURE_BYTES],
     /// `Some(dropped)` when the backend decided in the kernel and the packet has gone.
     pub kernel_dropped: Option<bool>,
+    /// When the packet crossed the hook (`CLOCK_MONOTONIC` ns), for a backend whose copies reach
+    /// the agent later: the shim must time packets as they passed, not as they were read, or a
+    /// batch read at once looks like zero RTTs. `None`: the packet is waiting now.
+    pub at_ns: Option<u64>,
 }
 
 impl Tapped {
@@ -45,6 +50,7 @@ impl Tapped {
             len,
             buf,
             kernel_dropped,
+            at_ns: None,
         }
     }
 
@@ -68,7 +74,7 @@ pub trait PacketTap: AsFd {
         false
     }
     /// Tells the kernel which flows are recovering (for a backend that drops duplicates itself).
-    fn mirror_recovering(&mut self, _shim: &Tracks) {}
+    fn mirror_recovering(&mut self, _shim: &Tracks, _addrs: &V6Addrs) {}
     /// The backend's own counters for the JSON lines.
     fn extra_counters(&self) -> Option<serde_json::Value> {
         None

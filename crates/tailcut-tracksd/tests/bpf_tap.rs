@@ -13,6 +13,7 @@ use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::tracks::{Tracks, TracksConfig};
 use tailcut_proto::{Dur, SackBlocks, Seq, Shim, Time};
 use tailcut_testbed::probe;
+use tailcut_tracksd::addr6::V6Addrs;
 use tailcut_tracksd::agent::{shim_packet, AgentCounters};
 use tailcut_tracksd::bpf_tap::{BpfTap, BpfTapConfig};
 use tailcut_tracksd::config::real_host_tracks;
@@ -34,19 +35,48 @@ fn tuple(remote_port: u16) -> FiveTuple {
     }
 }
 
-/// An Ethernet frame carrying `pkt` (IPv4/TCP, its header fields) with `payload` zero bytes.
-fn frame(pkt: &Packet, payload: u32) -> Vec<u8> {
-    let mut ip = wire::build_ack(pkt, false).expect("a TCP packet");
-    let total = ip.len() + payload as usize;
-    ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    ip.resize(total, 0);
+const LOCAL6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+const REMOTE6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+
+/// The address family of the frames a test builds.
+#[derive(Clone, Copy, Debug)]
+enum Family {
+    V4,
+    /// fd00::1 (local) and fd00::2 instead of 10.0.0.1 and 10.0.0.2.
+    V6,
+}
+
+/// An Ethernet frame carrying `pkt` (TCP, its header fields; IPv4, or IPv6 between the local and
+/// remote addresses in the packet's direction) with `payload` zero bytes.
+fn frame(family: Family, pkt: &Packet, payload: u32) -> Vec<u8> {
+    let (ethertype, ip) = match family {
+        Family::V4 => {
+            let mut ip = wire::build_ack(pkt, false).expect("a TCP packet");
+            let total = ip.len() + payload as usize;
+            ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+            ip.resize(total, 0);
+            ([0x08, 0x00], ip)
+        }
+        Family::V6 => {
+            let (src, dst) = if pkt.tuple.src == Addr(LOCAL) {
+                (LOCAL6, REMOTE6)
+            } else {
+                (REMOTE6, LOCAL6)
+            };
+            let mut ip = wire::build_ack_v6(pkt, src, dst, false).expect("a TCP packet");
+            let len = ip.len() - 40 + payload as usize;
+            ip[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+            ip.resize(40 + len, 0);
+            ([0x86, 0xdd], ip)
+        }
+    };
     let mut f = vec![0u8; 12];
-    f.extend_from_slice(&[0x08, 0x00]);
+    f.extend_from_slice(&ethertype);
     f.extend_from_slice(&ip);
     f
 }
 
-fn data(i: u32) -> Vec<u8> {
+fn data(family: Family, i: u32) -> Vec<u8> {
     let p = Packet {
         tuple: tuple(80),
         header: Header::Tcp(TcpHeader {
@@ -58,12 +88,12 @@ fn data(i: u32) -> Vec<u8> {
         }),
         ..Default::default()
     };
-    frame(&p, MSS)
+    frame(family, &p, MSS)
 }
 
 /// The peer's ACK of the first `segs` segments on the connection to `port`, with `payload` bytes of
 /// its own data and `sack` blocks.
-fn ack_of(segs: u32, port: u16, payload: u32, sack: SackBlocks) -> Vec<u8> {
+fn ack_of(family: Family, segs: u32, port: u16, payload: u32, sack: SackBlocks) -> Vec<u8> {
     let p = Packet {
         tuple: tuple(port).reversed(),
         header: Header::Tcp(TcpHeader {
@@ -76,11 +106,11 @@ fn ack_of(segs: u32, port: u16, payload: u32, sack: SackBlocks) -> Vec<u8> {
         }),
         ..Default::default()
     };
-    frame(&p, payload)
+    frame(family, &p, payload)
 }
 
-fn ack(segs: u32) -> Vec<u8> {
-    ack_of(segs, 80, 0, SackBlocks::default())
+fn ack(family: Family, segs: u32) -> Vec<u8> {
+    ack_of(family, segs, 80, 0, SackBlocks::default())
 }
 
 /// The tap, the shim and the agent's counters, stepped as the agent's loop steps them.
@@ -88,6 +118,7 @@ struct Rig {
     tap: BpfTap,
     shim: Tracks,
     counters: AgentCounters,
+    addrs: V6Addrs,
     batch: Vec<Tapped>,
 }
 
@@ -121,6 +152,7 @@ impl Rig {
             tap,
             shim: Tracks::new(cfg, stream(1, Stream::Shim, 0)),
             counters: AgentCounters::default(),
+            addrs: V6Addrs::new(16),
             batch: Vec::new(),
         }
     }
@@ -131,10 +163,17 @@ impl Rig {
         self.tap.recv(&mut self.batch).unwrap();
         let mut records = Vec::new();
         for t in self.batch.drain(..) {
-            let pass = shim_packet(&mut self.shim, &mut self.counters, now, t.dir, t.bytes());
+            let pass = shim_packet(
+                &mut self.shim,
+                &mut self.counters,
+                &mut self.addrs,
+                now,
+                t.dir,
+                t.bytes(),
+            );
             records.push((t.dir, t.kernel_dropped == Some(true), pass));
         }
-        self.tap.mirror_recovering(&self.shim);
+        self.tap.mirror_recovering(&self.shim, &self.addrs);
         Step {
             kernel_dropped,
             records,
@@ -153,7 +192,7 @@ impl Rig {
                 spoofed += 1;
             }
         }
-        self.tap.mirror_recovering(&self.shim);
+        self.tap.mirror_recovering(&self.shim, &self.addrs);
         spoofed
     }
 }
@@ -181,6 +220,18 @@ fn the_kernel_drops_exactly_the_duplicate_acks_the_shim_drops() {
     if !probe::should_run("the_kernel_drops_exactly_the_duplicate_acks_the_shim_drops") {
         return;
     }
+    duplicates_dropped(Family::V4);
+}
+
+#[test]
+fn ipv6_duplicates_are_dropped_alike() {
+    if !probe::should_run("ipv6_duplicates_are_dropped_alike") {
+        return;
+    }
+    duplicates_dropped(Family::V6);
+}
+
+fn duplicates_dropped(f: Family) {
     let mut r = Rig::new(None);
     let t0 = Time(0);
     // The host's own pure ACKs leaving are of no use to the shim: not reported.
@@ -196,29 +247,44 @@ fn the_kernel_drops_exactly_the_duplicate_acks_the_shim_drops() {
             }),
             ..Default::default()
         };
-        frame(&p, 0)
+        frame(f, &p, 0)
     };
     assert_eq!(r.step(t0, false, &own_ack), unseen());
     for i in 0..10 {
-        assert_eq!(r.step(t0, false, &data(i)), passed(TapDir::Egress), "segment {i}");
+        assert_eq!(
+            r.step(t0, false, &data(f, i)),
+            passed(TapDir::Egress),
+            "segment {i}"
+        );
     }
-    assert_eq!(r.step(Time(100_000), true, &ack(7)), passed(TapDir::Ingress));
-    // Not UDP, not a later fragment: passed unseen.
-    let mut udp = ack(7);
-    udp[14 + 9] = 17;
+    assert_eq!(r.step(Time(100_000), true, &ack(f, 7)), passed(TapDir::Ingress));
+    // UDP, a later IPv4 fragment, an IPv6 packet with an extension header (a fragment header):
+    // passed unseen.
+    let (proto_at, fragment) = match f {
+        Family::V4 => {
+            let mut b = ack(f, 7);
+            b[14 + 7] = 1;
+            (14 + 9, b)
+        }
+        Family::V6 => {
+            let mut b = ack(f, 7);
+            b[14 + 6] = 44;
+            (14 + 6, b)
+        }
+    };
+    let mut udp = ack(f, 7);
+    udp[proto_at] = 17;
     assert_eq!(r.step(Time(100_000), true, &udp), unseen());
-    let mut fragment = ack(7);
-    fragment[14 + 7] = 1;
     assert_eq!(r.step(Time(100_000), true, &fragment), unseen());
     // Not recovering yet: a duplicate passes (and counts toward phi).
-    assert_eq!(r.step(Time(200_000), true, &ack(7)), passed(TapDir::Ingress));
+    assert_eq!(r.step(Time(200_000), true, &ack(f, 7)), passed(TapDir::Ingress));
 
     // The stall: after beta the shim spoofs and its episode reaches the kernel's map.
     assert!(r.run_timer(ms(10)) >= 1, "the shim spoofed");
     assert_eq!(r.shim.recovering().count(), 1);
 
     // A real duplicate is now dropped in the kernel, as the shim drops it.
-    let dup = r.step(ms(10), true, &ack(7));
+    let dup = r.step(ms(10), true, &ack(f, 7));
     assert_eq!(
         dup,
         Step {
@@ -231,26 +297,31 @@ fn the_kernel_drops_exactly_the_duplicate_acks_the_shim_drops() {
     let mut blocks = SackBlocks::default();
     blocks.push(Seq(ISN + 8 * MSS), Seq(ISN + 9 * MSS));
     assert_eq!(
-        r.step(ms(10), true, &ack_of(7, 80, 0, blocks)),
+        r.step(ms(10), true, &ack_of(f, 7, 80, 0, blocks)),
         passed(TapDir::Ingress)
     );
     assert!(
-        !r.step(ms(10), true, &ack_of(7, 80, 100, SackBlocks::default()))
+        !r.step(ms(10), true, &ack_of(f, 7, 80, 100, SackBlocks::default()))
             .kernel_dropped
     );
     assert!(
-        !r.step(ms(10), true, &ack_of(7, 81, 0, SackBlocks::default()))
+        !r.step(ms(10), true, &ack_of(f, 7, 81, 0, SackBlocks::default()))
             .kernel_dropped
     );
     // A new ACK ends the episode; its duplicates pass again.
-    assert_eq!(r.step(ms(11), true, &ack(8)), passed(TapDir::Ingress));
+    assert_eq!(r.step(ms(11), true, &ack(f, 8)), passed(TapDir::Ingress));
     assert_eq!(r.shim.recovering().count(), 0);
-    assert_eq!(r.step(ms(11), true, &ack(8)), passed(TapDir::Ingress));
+    assert_eq!(r.step(ms(11), true, &ack(f, 8)), passed(TapDir::Ingress));
 
     let c = r.tap.counters();
     assert_eq!(c.kernel_dropped, 1, "{c:?}");
     assert_eq!(r.counters.dropped, 1, "the shim's verdicts: {:?}", r.counters);
     assert_eq!((c.ring_full, c.mirror_errors, c.past_gamma), (0, 0, 0), "{c:?}");
+    let v6 = r.counters.ipv6_packets;
+    match f {
+        Family::V4 => assert_eq!(v6, 0),
+        Family::V6 => assert_eq!(v6, r.counters.egress_packets + r.counters.ingress_packets),
+    }
 }
 
 #[test]
@@ -260,9 +331,14 @@ fn flows_past_gamma_are_not_reported() {
     }
     // Data segments are 20 + 20 + 1448 = 1488 B: two fit in 3000 B, the third is past gamma.
     let mut r = Rig::new(Some(3000));
-    assert_eq!(r.step(Time(0), false, &data(0)), passed(TapDir::Egress));
-    assert_eq!(r.step(Time(0), false, &data(1)), passed(TapDir::Egress));
-    assert_eq!(r.step(Time(0), false, &data(2)), unseen());
-    assert_eq!(r.step(Time(0), true, &ack(3)), unseen(), "both directions count");
+    let f = Family::V4;
+    assert_eq!(r.step(Time(0), false, &data(f, 0)), passed(TapDir::Egress));
+    assert_eq!(r.step(Time(0), false, &data(f, 1)), passed(TapDir::Egress));
+    assert_eq!(r.step(Time(0), false, &data(f, 2)), unseen());
+    assert_eq!(
+        r.step(Time(0), true, &ack(f, 3)),
+        unseen(),
+        "both directions count"
+    );
     assert_eq!(r.tap.counters().past_gamma, 2);
 }

@@ -184,9 +184,13 @@ fn request(i: usize) -> Vec<u8> {
 
 /// A server in h1 that checks each request byte for byte and answers with one byte (1 = intact).
 fn serve(h1: &HostNs, flows: usize) -> thread::JoinHandle<usize> {
+    serve_at(h1, SocketAddr::V4(SocketAddrV4::new(h1.ips[0], PORT)), flows)
+}
+
+/// [`serve`] on address `to` of h1.
+fn serve_at(h1: &HostNs, to: SocketAddr, flows: usize) -> thread::JoinHandle<usize> {
     let h1 = h1.clone();
     let (tx, rx) = mpsc::channel();
-    let to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], PORT));
     let server = thread::spawn(move || {
         h1.enter().unwrap();
         let l = TcpListener::bind(to).unwrap();
@@ -208,7 +212,11 @@ fn serve(h1: &HostNs, flows: usize) -> thread::JoinHandle<usize> {
 
 /// `flows` sequential requests from h0, each on a fresh connection, waiting for the reply.
 fn requests(h0: &HostNs, h1_ip: Ipv4Addr, flows: usize) {
-    let to = SocketAddr::V4(SocketAddrV4::new(h1_ip, PORT));
+    requests_to(h0, SocketAddr::V4(SocketAddrV4::new(h1_ip, PORT)), flows);
+}
+
+/// [`requests`] to address `to`.
+fn requests_to(h0: &HostNs, to: SocketAddr, flows: usize) {
     h0.run(|| {
         for i in 0..flows {
             let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
@@ -248,6 +256,18 @@ fn start_agent_with(
     backend: &str,
     extra: &str,
 ) -> RunningAgent {
+    start_agent_on(h0, "tc0", dir, sack, backend, extra)
+}
+
+/// [`start_agent_with`] on NIC `interface`.
+fn start_agent_on(
+    h0: &HostNs,
+    interface: &str,
+    dir: &std::path::Path,
+    sack: bool,
+    backend: &str,
+    extra: &str,
+) -> RunningAgent {
     let cfg = dir.join("tracksd.toml");
     // `extra` may set its own beta (TOML forbids a key twice).
     let beta = if extra.contains("fixed_beta") {
@@ -258,7 +278,7 @@ fn start_agent_with(
     std::fs::write(
         &cfg,
         format!(
-            "interface = \"tc0\"\nbackend = \"{backend}\"\nqueue = 3\nsack = {sack}\nreport_every = \"100ms\"\n\
+            "interface = \"{interface}\"\nbackend = \"{backend}\"\nqueue = 3\nsack = {sack}\nreport_every = \"100ms\"\n\
              [tracks]\n{beta}gamma = \"inf\"\nmin_rto = \"200ms\"\nmax_flows = 1024\n{extra}"
         ),
     )
@@ -668,4 +688,158 @@ fn sack_on_the_agent_does_no_harm() {
         eprint!("diagnostic [{}]: ", extra.trim().replace('\n', ", "));
         run_case_with(true, Some(NFQUEUE), extra);
     }
+}
+
+/// IPv6 between two namespaces joined by a veth pair (the testbed's fabric carries IPv4 only):
+/// a = fd00::1 on `va` (the sender, where the agent runs), b = fd00::2 on `vb`. One segment per
+/// packet (`gso_max_segs 1`), so the receiver's byte-range drop sees each segment.
+fn ipv6_pair() -> (HostNs, HostNs) {
+    let setup = HostSetup {
+        sysctls: vec![
+            ("net.ipv6.conf.all.disable_ipv6".into(), "0".into()),
+            ("net.ipv6.conf.default.disable_ipv6".into(), "0".into()),
+            ("net.ipv4.tcp_sack".into(), "0".into()),
+        ],
+        ..HostSetup::default()
+    };
+    let (a, _) = HostNs::create("a", &[], &setup).expect("namespace a");
+    let (b, _) = HostNs::create("b", &[], &setup).expect("namespace b");
+    // `ip link set ... netns PID` names b by a process living in it.
+    let mut holder = b.spawn(Command::new("sleep").arg("60")).expect("a process in b");
+    sh(
+        &a,
+        &[
+            "ip",
+            "link",
+            "add",
+            "va",
+            "gso_max_segs",
+            "1",
+            "type",
+            "veth",
+            "peer",
+            "name",
+            "vb",
+        ],
+    );
+    sh(
+        &a,
+        &["ip", "link", "set", "vb", "netns", &holder.id().to_string()],
+    );
+    let _ = holder.kill();
+    let _ = holder.wait();
+    sh(&b, &["ip", "link", "set", "vb", "gso_max_segs", "1"]);
+    for (h, dev, ip) in [(&a, "va", "fd00::1/64"), (&b, "vb", "fd00::2/64")] {
+        sh(h, &["ip", "-6", "addr", "add", ip, "dev", dev, "nodad"]);
+        sh(h, &["ip", "link", "set", dev, "up"]);
+    }
+    (a, b)
+}
+
+/// The receiver's drop window over IPv6, as [`DROP_FROM`]..[`DROP_TO`] over IPv4: SYN 80 B (40 +
+/// 40), handshake ACK 72 B, data segments of 1500 B (40 IPv6 + 32 TCP + 1428), the last of 1348 B.
+const DROP6_FROM: u64 = 80 + 72 + 36 * 1500 + 1;
+const DROP6_TO: u64 = 80 + 72 + 45 * 1500 + 1348;
+
+fn install_tail_drop_v6(b: &HostNs) {
+    let range = format!("{DROP6_FROM}:{DROP6_TO}");
+    let port = PORT.to_string();
+    sh(
+        b,
+        &[
+            "ip6tables",
+            "-w",
+            "-A",
+            "INPUT",
+            "-i",
+            "vb",
+            "-p",
+            "tcp",
+            "--dport",
+            &port,
+            "-m",
+            "connbytes",
+            "--connbytes",
+            &range,
+            "--connbytes-dir",
+            "original",
+            "--connbytes-mode",
+            "bytes",
+            "-j",
+            "DROP",
+        ],
+    );
+    sh(
+        b,
+        &[
+            "ip",
+            "-6",
+            "route",
+            "replace",
+            "fd00::1/128",
+            "dev",
+            "vb",
+            "quickack",
+            "1",
+        ],
+    );
+}
+
+/// The IPv6 tail losses with and without the agent on `backend`: the same assertions as over IPv4.
+fn ipv6_case(backend: &str) {
+    let (a, b) = ipv6_pair();
+    install_tail_drop_v6(&b);
+    let to: SocketAddr = "[fd00::2]:7000".parse().unwrap();
+    let dir = std::env::temp_dir().join(format!("tracksd-v6-{}-{backend}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut outcome = Vec::new();
+    for agent in [false, true] {
+        let child = agent.then(|| start_agent_on(&a, "va", &dir, false, backend, ""));
+        let server = serve_at(&b, to, FLOWS);
+        let before = a.netstat().unwrap();
+        requests_to(&a, to, FLOWS);
+        let after = a.netstat().unwrap();
+        assert_eq!(server.join().unwrap(), FLOWS, "every request arrived intact");
+        let counters = child.map(|c| stop_agent(&a, c));
+        let timeouts = delta(&after, &before, "TcpExt.TCPTimeouts");
+        let reno = delta(&after, &before, "TcpExt.TCPRenoRecovery");
+        eprintln!("ipv6 {backend} agent={agent}: TCPTimeouts={timeouts} TCPRenoRecovery={reno} {counters:?}");
+        outcome.push((timeouts, reno, counters));
+    }
+    let drops = sh(&b, &["ip6tables", "-w", "-L", "INPUT", "-v", "-n", "-x"]);
+    let (t0, r0, _) = &outcome[0];
+    assert!(
+        *t0 >= FLOWS as u64,
+        "without the agent every tail waits for an RTO: {t0}\n{drops}"
+    );
+    assert_eq!(*r0, 0);
+    let (t1, r1, agent) = &outcome[1];
+    let agent = agent.as_ref().unwrap();
+    assert_eq!(*t1, 0, "no RTO with the agent (agent: {agent})");
+    assert!(*r1 >= FLOWS as u64, "fast recoveries {r1} (agent: {agent})");
+    assert!(agent["agent"]["ipv6_packets"].as_u64().unwrap() > 0, "{agent}");
+    assert!(
+        agent["agent"]["injected"].as_u64().unwrap() >= 3 * FLOWS as u64,
+        "{agent}"
+    );
+    assert_eq!(agent["agent"]["inject_errors"], 0, "{agent}");
+    for prog in ["iptables", "ip6tables"] {
+        assert!(
+            !sh(&a, &[prog, "-w", "-S"]).contains("TAILCUT_TRACKS"),
+            "{prog} rules removed"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// IPv6, SACK off: the agent turns the RTOs into fast retransmits, on either backend (address ids in
+/// the shim, IPv6 spoofed ACKs through the raw IPv6 socket, ip6tables rules or the BPF program's
+/// IPv6 path).
+#[test]
+fn ipv6_tail_losses_recover_by_fast_retransmit_with_the_agent() {
+    let Some(_g) = realnet("ipv6_tail_losses_recover_by_fast_retransmit_with_the_agent") else {
+        return;
+    };
+    ipv6_case(NFQUEUE);
+    ipv6_case(BPF);
 }

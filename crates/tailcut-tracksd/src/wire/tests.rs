@@ -98,6 +98,76 @@ fn truncated_and_bad_options_are_rejected_with_the_field() {
     assert_eq!(parse(&frag), Err(Reject::Fragment));
 }
 
+const SRC6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+const DST6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
+
+/// The IPv6 form of [`data_segment`]: fd00::1 -> fd00::2.
+fn data_segment_v6() -> Vec<u8> {
+    let p = parse(&data_segment()).unwrap().packet;
+    let mut b = build_ack_v6(&p, SRC6, DST6, true).unwrap();
+    let len = b.len() - 40 + 1448;
+    b[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+    b
+}
+
+#[test]
+fn ipv6_segments_parse_with_their_addresses_aside() {
+    let s = parse(&data_segment_v6()).unwrap();
+    assert_eq!(s.v6, Some((SRC6, DST6)));
+    assert_eq!(
+        (s.packet.tuple.src, s.packet.tuple.dst),
+        (Addr(0), Addr(0)),
+        "named by the caller"
+    );
+    let h = s.packet.tcp().unwrap();
+    assert_eq!(
+        (h.seq, h.ack, h.payload_len, h.ts_val),
+        (Seq(1000), Seq(2000), 1448, 77)
+    );
+    assert_eq!(s.packet.tuple.dst_port, 7000);
+    let mut ext = data_segment_v6();
+    ext[6] = 0; // a hop-by-hop options header first: not followed
+    assert_eq!(parse(&ext), Err(Reject::NotTcp));
+    assert_eq!(
+        parse(&data_segment_v6()[..50]),
+        Err(Reject::Malformed("tcp header length"))
+    );
+    assert_eq!(
+        parse(&data_segment_v6()[..39]),
+        Err(Reject::Malformed("ipv6 header length"))
+    );
+}
+
+#[test]
+fn ipv6_spoofed_ack_has_a_valid_checksum_and_round_trips_through_the_id_table() {
+    let mut addrs = V6Addrs::new(8);
+    let s = parse(&data_segment_v6()).unwrap();
+    let mut p = s.packet;
+    // The peer's ACK toward the local sender, as the shim would hold it.
+    p.tuple = p.tuple.reversed();
+    p.tuple.src = addrs.id(DST6);
+    p.tuple.dst = addrs.id(SRC6);
+    let h = p.tcp_mut().unwrap();
+    h.payload_len = 0;
+    h.flags = TcpFlags::ACK;
+    h.sack.push(Seq(2040), Seq(3448));
+    let b = spoofed_ack(&p, &addrs).unwrap();
+    assert_eq!(b[0] >> 4, 6);
+    assert_eq!((&b[8..24], &b[24..40]), (&DST6[..], &SRC6[..]));
+    let mut pseudo = [0u8; 40];
+    pseudo[0..32].copy_from_slice(&b[8..40]);
+    pseudo[32..36].copy_from_slice(&((b.len() - 40) as u32).to_be_bytes());
+    pseudo[39] = 6;
+    assert_eq!(checksum(&[&pseudo, &b[40..]]), 0, "tcp checksum verifies");
+    let back = parse(&b).unwrap();
+    assert_eq!(back.v6, Some((DST6, SRC6)));
+    let bh = back.packet.tcp().unwrap();
+    assert_eq!(bh.sack.iter().collect::<Vec<_>>(), vec![(Seq(2040), Seq(3448))]);
+    // An id the table does not hold cannot be written.
+    p.tuple.dst = Addr(99);
+    assert_eq!(spoofed_ack(&p, &addrs), None);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -107,19 +177,23 @@ proptest! {
         let _ = parse(&bytes);
     }
 
-    /// Arbitrary bytes after a valid IPv4/TCP prefix (options, lengths mutated) never panic, and
-    /// whatever parses rebuilds into a packet that parses again.
+    /// Arbitrary bytes after a valid IPv4 or IPv6 TCP prefix (options, lengths mutated) never
+    /// panic, and whatever parses rebuilds into a packet that parses again.
     #[test]
     fn mutated_segments_never_panic(
-        at in 0usize..52, val in any::<u8>(), cut in 0usize..53,
+        v6 in any::<bool>(), at in 0usize..72, val in any::<u8>(), cut in 0usize..73,
         extra in proptest::collection::vec(any::<u8>(), 0..40),
     ) {
-        let mut b = data_segment();
+        let mut b = if v6 { data_segment_v6() } else { data_segment() };
+        let at = at % b.len();
         b[at] = val;
         b.truncate(cut.max(1));
         b.extend_from_slice(&extra);
         if let Ok(s) = parse(&b) {
-            let rebuilt = build_ack(&s.packet, s.timestamps).unwrap();
+            let rebuilt = match s.v6 {
+                Some((src, dst)) => build_ack_v6(&s.packet, src, dst, s.timestamps).unwrap(),
+                None => build_ack(&s.packet, s.timestamps).unwrap(),
+            };
             prop_assert!(parse(&rebuilt).is_ok());
         }
     }
