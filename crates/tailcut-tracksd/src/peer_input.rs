@@ -1,7 +1,8 @@
 //! The agent's packet path on whatever reaches it, as one function that the libFuzzer target
 //! (`fuzz/fuzz_targets/packet_path.rs`, which also bounds the heap) and the stable property test
-//! share: netlink datagrams from the NFQUEUE socket ([`parse_datagram`]), the IPv4/TCP bytes inside
-//! them ([`wire::parse`]), and the shim itself ([`shim_packet`], then the shim's timer and
+//! share: netlink datagrams from the NFQUEUE socket ([`parse_datagram`]), records of the tc-BPF
+//! tap's ring buffer ([`parse_record`]), the IPv4 or IPv6 TCP bytes inside them ([`wire::parse`]),
+//! and the shim itself ([`shim_packet`], then the shim's timer and
 //! injections), as the agent runs them. Raw bytes test the parsers; well-formed segments of a few
 //! colliding flows, with arbitrary sequence numbers, flags, SACK blocks and gaps in time, reach the
 //! shim's stall detection and spoofing.
@@ -14,10 +15,11 @@
 
 use crate::addr6::V6Addrs;
 use crate::agent::{shim_packet, AgentCounters};
+use crate::bpf_tap::parse_record;
 use crate::config::real_host_tracks;
 use crate::nfq_tap::tap_dir;
 use crate::nfqueue::{packet_message, parse_datagram, HOOK_LOCAL_IN, HOOK_LOCAL_OUT};
-use crate::tap::TapDir;
+use crate::tap::{TapDir, CAPTURE_BYTES};
 use crate::wire;
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::tracks::{FakeSackBlock, RttSource, Tracks};
@@ -93,6 +95,19 @@ fn segment(b: &[u8], egress: bool, syn: bool) -> Vec<u8> {
     let total = (bytes.len() + payload).min(0xffff);
     bytes[2..4].copy_from_slice(&(total as u16).to_be_bytes());
     bytes
+}
+
+/// The ring record the tc-BPF program writes for a packet whose first bytes are `bytes`.
+fn ring_record(dir: TapDir, bytes: &[u8], dropped: bool) -> Vec<u8> {
+    let cap = bytes.len().min(CAPTURE_BYTES);
+    let mut rec = vec![0u8; 16];
+    rec[8..12].copy_from_slice(&(bytes.len() as u32).to_ne_bytes());
+    rec[12..14].copy_from_slice(&(cap as u16).to_ne_bytes());
+    rec[14] = u8::from(dir == TapDir::Ingress);
+    rec[15] = u8::from(dropped);
+    rec.extend_from_slice(&bytes[..cap]);
+    rec.resize(16 + CAPTURE_BYTES, 0);
+    rec
 }
 
 /// Whatever the shim would inject builds to bytes that parse back to the same header (an IPv6
@@ -200,6 +215,13 @@ pub fn exercise(data: &[u8]) -> u64 {
         now += Dur::from_micros(u64::from(r[1]) * 40);
         injected += run_timers(&mut shim, &addrs, now);
         let bytes = match op & 3 {
+            // Raw bytes as a tc-BPF ring record: whatever packet it holds.
+            0 if op & 16 != 0 => {
+                if let Some(t) = parse_record(body) {
+                    shim_packet(&mut shim, &mut counters, &mut addrs, now, t.dir, t.bytes());
+                }
+                None
+            }
             // Raw bytes, as the netlink socket delivered them: whatever packets they hold.
             0 => {
                 queued.clear();
@@ -215,7 +237,15 @@ pub fn exercise(data: &[u8]) -> u64 {
             1 => Some(body.to_vec()),
             s => Some(segment(body, dir == TapDir::Egress, s == 3)),
         };
-        if let Some(bytes) = bytes {
+        if let Some(mut bytes) = bytes {
+            if op & 16 != 0 {
+                // Through a tc-BPF ring record, as the program writes it (headers only).
+                let rec = ring_record(dir, &bytes, op & 32 != 0);
+                let t = parse_record(&rec).expect("the program's record parses");
+                assert_eq!((t.dir, t.kernel_dropped), (dir, Some(op & 32 != 0)));
+                assert_eq!(t.bytes(), &bytes[..bytes.len().min(CAPTURE_BYTES)]);
+                bytes = t.bytes().to_vec();
+            }
             if op & 8 != 0 {
                 // Through the netlink framing, as the kernel queues it.
                 id = id.wrapping_add(1);
