@@ -2,7 +2,9 @@
 //!
 //! `incast`: the paper's dumbbell incast (Sec. V-A, CASE 1: 20 senders x 14.6 KB to one receiver,
 //! 1 Gbit/s, 150 KB buffer) scaled to the testbed: rates / 10, the same buffer in bytes (the burst
-//! overflows it alike at any rate), real Linux TCP, with or without one agent per sender.
+//! overflows it alike at any rate), real Linux TCP, with or without one agent per sender. `--long N`
+//! adds CASE 2's long-lived flows: N more senders each stream to the receiver during the rounds (the
+//! paper's small:large ratio of 3:1 is `--senders 20 --long 6`, `--senders 80 --long 26`).
 //!
 //! `pingpong`: 1-byte TCP request/response round trips between two hosts, with or without the agent
 //! on the client; the difference of the medians is the agent's added latency (both directions).
@@ -38,12 +40,14 @@ struct Args {
     agent: bool,
     /// The agent's packet tap: `nfqueue` or `bpf`.
     backend: String,
+    /// CASE 2: long-lived flows from this many more senders to the receiver during the rounds.
+    long: usize,
     count: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let mode = it.next().ok_or("usage: tracks_bench incast|pingpong [--senders N] [--rounds N] [--bytes N] [--sack on|off] [--agent on|off] [--backend nfqueue|bpf] [--count N]")?;
+    let mode = it.next().ok_or("usage: tracks_bench incast|pingpong [--senders N] [--rounds N] [--bytes N] [--sack on|off] [--agent on|off] [--backend nfqueue|bpf] [--long N] [--count N]")?;
     let mut a = Args {
         mode,
         senders: 20,
@@ -52,6 +56,7 @@ fn parse_args() -> Result<Args, String> {
         sack: false,
         agent: true,
         backend: "nfqueue".into(),
+        long: 0,
         count: 2_000,
     };
     while let Some(flag) = it.next() {
@@ -67,6 +72,7 @@ fn parse_args() -> Result<Args, String> {
             "--rounds" => a.rounds = num()?,
             "--bytes" => a.bytes = num()?,
             "--count" => a.count = num()?,
+            "--long" => a.long = num()?,
             "--sack" => a.sack = onoff()?,
             "--agent" => a.agent = onoff()?,
             "--backend" if v == "nfqueue" || v == "bpf" => a.backend = v.clone(),
@@ -172,10 +178,59 @@ fn sum(before: &[Netstat], after: &[Netstat], key: &str) -> u64 {
         .sum()
 }
 
+/// CASE 2's long-lived flows: one connection from each of `senders` to `recv`, written to until the
+/// returned flag is set. The handles give the bytes each sent.
+fn long_flows(
+    recv: &HostNs,
+    senders: &[HostNs],
+) -> (Arc<std::sync::atomic::AtomicBool>, Vec<thread::JoinHandle<u64>>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let stop = Arc::new(AtomicBool::new(false));
+    if senders.is_empty() {
+        return (stop, Vec::new());
+    }
+    let to = SocketAddr::V4(SocketAddrV4::new(recv.ips[0], PORT + 1));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let recv = recv.clone();
+    let count = senders.len();
+    thread::spawn(move || {
+        recv.enter().unwrap();
+        let l = TcpListener::bind(to).unwrap();
+        tx.send(()).unwrap();
+        for _ in 0..count {
+            let (mut s, _) = l.accept().unwrap();
+            thread::spawn(move || {
+                let mut buf = vec![0u8; 65_536];
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    rx.recv().unwrap();
+    let handles = senders
+        .iter()
+        .cloned()
+        .map(|h| {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                h.enter().unwrap();
+                let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(10)).unwrap();
+                let chunk = vec![9u8; 65_536];
+                let mut sent = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    s.write_all(&chunk).unwrap();
+                    sent += chunk.len() as u64;
+                }
+                sent
+            })
+        })
+        .collect();
+    (stop, handles)
+}
+
 fn incast(a: &Args) {
     let n = a.senders;
     let tb = Testbed::start(TestbedSpec {
-        topo: star(n, 100_000_000, 150_000),
+        topo: star(n + a.long, 100_000_000, 150_000),
         faults: vec![],
         seed: 1,
         host: HostSetup {
@@ -221,9 +276,11 @@ fn incast(a: &Args) {
         }
     });
     rx.recv().unwrap();
-    let before: Vec<Netstat> = hosts[1..].iter().map(|h| h.netstat().unwrap()).collect();
+    let (stop_long, long_flows) = long_flows(&hosts[0], &hosts[n + 1..]);
+    let small = &hosts[1..=n];
+    let before: Vec<Netstat> = small.iter().map(|h| h.netstat().unwrap()).collect();
     let barrier = Arc::new(Barrier::new(n));
-    let senders: Vec<_> = hosts[1..]
+    let senders: Vec<_> = small
         .iter()
         .cloned()
         .map(|h| {
@@ -252,7 +309,9 @@ fn incast(a: &Args) {
         .collect();
     let mut fcts: Vec<f64> = senders.into_iter().flat_map(|t| t.join().unwrap()).collect();
     server.join().unwrap();
-    let after: Vec<Netstat> = hosts[1..].iter().map(|h| h.netstat().unwrap()).collect();
+    let after: Vec<Netstat> = small.iter().map(|h| h.netstat().unwrap()).collect();
+    stop_long.store(true, std::sync::atomic::Ordering::Relaxed);
+    let long_mb: f64 = long_flows.into_iter().map(|t| t.join().unwrap()).sum::<u64>() as f64 / 1e6;
     let reports: Vec<serde_json::Value> = hosts[1..]
         .iter()
         .zip(agents)
@@ -282,7 +341,8 @@ fn incast(a: &Args) {
     println!(
         "{}",
         serde_json::json!({
-            "senders": n, "rounds": a.rounds, "bytes": bytes, "sack": a.sack, "agent": a.agent, "backend": a.backend,
+            "senders": n, "long": a.long, "long_mb": long_mb, "rounds": a.rounds, "bytes": bytes, "sack": a.sack,
+            "agent": a.agent, "backend": a.backend,
             "flows": fcts.len(),
             "fct_ms": {"p50": pct(&fcts, 0.5), "p99": pct(&fcts, 0.99), "max": pct(&fcts, 1.0)},
             "over_100ms": over,
