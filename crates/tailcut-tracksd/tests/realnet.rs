@@ -105,6 +105,15 @@ fn start_with(sack: bool, shim: Option<tailcut_proto::tracks::TracksConfig>) -> 
     .expect("testbed starts")
 }
 
+/// The two hosts with SACK off, and a fresh folder for the agent's configuration named after `tag`.
+fn sack_off_hosts(tag: &str) -> (Testbed, HostNs, HostNs, std::path::PathBuf) {
+    let tb = start(false);
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let dir = std::env::temp_dir().join(format!("tracksd-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    (tb, h0, h1, dir)
+}
+
 /// Runs a command inside `h` and panics with its stderr if it fails.
 fn sh(h: &HostNs, args: &[&str]) -> String {
     let out = h
@@ -127,32 +136,7 @@ fn sh(h: &HostNs, args: &[&str]) -> String {
 /// The receiver drops the tail of each request once, and ACKs at once (no delayed ACK), so that the
 /// only thing between a lost tail and its recovery is the sender's choice of fast retransmit or RTO.
 fn install_tail_drop(h1: &HostNs, h0_ip: Ipv4Addr) {
-    let range = format!("{DROP_FROM}:{DROP_TO}");
-    sh(
-        h1,
-        &[
-            "iptables",
-            "-w",
-            "-A",
-            "INPUT",
-            "-i",
-            "tc0",
-            "-p",
-            "tcp",
-            "--dport",
-            &PORT.to_string(),
-            "-m",
-            "connbytes",
-            "--connbytes",
-            &range,
-            "--connbytes-dir",
-            "original",
-            "--connbytes-mode",
-            "bytes",
-            "-j",
-            "DROP",
-        ],
-    );
+    drop_request_tails(h1, "iptables", "tc0", DROP_FROM, DROP_TO);
     sh(
         h1,
         &[
@@ -164,6 +148,38 @@ fn install_tail_drop(h1: &HostNs, h0_ip: Ipv4Addr) {
             "tc0",
             "quickack",
             "1",
+        ],
+    );
+}
+
+/// `prog` (iptables or ip6tables) in `h` drops the segments arriving on `dev` for [`PORT`] while
+/// the connection's byte count (the client's direction) is in `from..=to`.
+fn drop_request_tails(h: &HostNs, prog: &str, dev: &str, from: u64, to: u64) {
+    let range = format!("{from}:{to}");
+    let port = PORT.to_string();
+    sh(
+        h,
+        &[
+            prog,
+            "-w",
+            "-A",
+            "INPUT",
+            "-i",
+            dev,
+            "-p",
+            "tcp",
+            "--dport",
+            &port,
+            "-m",
+            "connbytes",
+            "--connbytes",
+            &range,
+            "--connbytes-dir",
+            "original",
+            "--connbytes-mode",
+            "bytes",
+            "-j",
+            "DROP",
         ],
     );
 }
@@ -498,6 +514,17 @@ fn echo(h1: &HostNs, port: u16, rounds: usize) -> thread::JoinHandle<()> {
     server
 }
 
+/// A connection from h0 to the echo server at `to`, after its first round.
+fn echo_connection(h0: &HostNs, to: SocketAddr) -> TcpStream {
+    let mut s = h0
+        .run(|| TcpStream::connect_timeout(&to, Duration::from_secs(5)))
+        .unwrap()
+        .unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    echo_round(&mut s, 1);
+    s
+}
+
 fn echo_round(s: &mut TcpStream, tag: u8) {
     let msg = [tag; 1000];
     s.write_all(&msg).unwrap();
@@ -514,11 +541,8 @@ fn a_killed_agent_leaves_every_connection_working() {
     let Some(_g) = realnet("a_killed_agent_leaves_every_connection_working") else {
         return;
     };
-    let tb = start(false);
-    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let (tb, h0, h1, dir) = sack_off_hosts("kill");
     install_tail_drop(&h1, h0.ips[0]);
-    let dir = std::env::temp_dir().join(format!("tracksd-kill-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let mut agent = start_agent(&h0, &dir, false);
     let server = serve(&h1, FLOWS);
     let echo_server = echo(&h1, PORT + 1, 2);
@@ -529,12 +553,7 @@ fn a_killed_agent_leaves_every_connection_working() {
     let client = {
         let h0 = h0.clone();
         thread::spawn(move || {
-            let mut long = h0
-                .run(|| TcpStream::connect_timeout(&echo_to, Duration::from_secs(5)))
-                .unwrap()
-                .unwrap();
-            long.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-            echo_round(&mut long, 1);
+            let mut long = echo_connection(&h0, echo_to);
             requests(&h0, h1_ip, FLOWS / 2);
             half_tx.send(()).unwrap();
             killed_rx.recv().unwrap();
@@ -610,21 +629,13 @@ fn a_killed_bpf_agent_leaves_nothing_attached() {
     let Some(_g) = realnet("a_killed_bpf_agent_leaves_nothing_attached") else {
         return;
     };
-    let tb = start(false);
-    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
-    let dir = std::env::temp_dir().join(format!("tracksd-bpf-kill-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let (tb, h0, h1, dir) = sack_off_hosts("bpf-kill");
     let before = tap_programs();
     let mut agent = start_agent_with(&h0, &dir, false, BPF, "");
     assert_eq!(tap_programs(), before + 2, "egress and ingress programs loaded");
     let echo_server = echo(&h1, PORT + 1, 2);
     let echo_to = SocketAddr::V4(SocketAddrV4::new(h1.ips[0], PORT + 1));
-    let mut long = h0
-        .run(|| TcpStream::connect_timeout(&echo_to, Duration::from_secs(5)))
-        .unwrap()
-        .unwrap();
-    long.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    echo_round(&mut long, 1);
+    let mut long = echo_connection(&h0, echo_to);
     agent.child.kill().unwrap();
     agent.child.wait().unwrap();
     // The last reference goes with the process's files; the kernel may free the programs a moment
@@ -742,33 +753,7 @@ const DROP6_FROM: u64 = 80 + 72 + 36 * 1500 + 1;
 const DROP6_TO: u64 = 80 + 72 + 45 * 1500 + 1348;
 
 fn install_tail_drop_v6(b: &HostNs) {
-    let range = format!("{DROP6_FROM}:{DROP6_TO}");
-    let port = PORT.to_string();
-    sh(
-        b,
-        &[
-            "ip6tables",
-            "-w",
-            "-A",
-            "INPUT",
-            "-i",
-            "vb",
-            "-p",
-            "tcp",
-            "--dport",
-            &port,
-            "-m",
-            "connbytes",
-            "--connbytes",
-            &range,
-            "--connbytes-dir",
-            "original",
-            "--connbytes-mode",
-            "bytes",
-            "-j",
-            "DROP",
-        ],
-    );
+    drop_request_tails(b, "ip6tables", "vb", DROP6_FROM, DROP6_TO);
     sh(
         b,
         &[
