@@ -55,21 +55,15 @@ pub struct Agent<T: PacketTap> {
 }
 
 impl<T: PacketTap> Agent<T> {
-    /// `shim_max_flows` is the shim's `max_flows` (it sizes the IPv6 address table).
-    pub fn new(
-        tap: T,
-        shim: Tracks,
-        shim_max_flows: usize,
-        injector: Injector,
-        report_every: Dur,
-    ) -> Agent<T> {
+    pub fn new(tap: T, shim: Tracks, injector: Injector, report_every: Dur) -> Agent<T> {
+        // Two addresses per flow the shim may hold, and room for the local ones.
+        let addrs = V6Addrs::new(2 * shim.config().max_flows + 64);
         Agent {
             tap,
             shim,
             injector,
             counters: AgentCounters::default(),
-            // Two addresses per flow the shim may hold, and room for the local ones.
-            addrs: V6Addrs::new(2 * shim_max_flows + 64),
+            addrs,
             epoch_ns: tailcut_sys::clock::monotonic_ns(),
             last: Time(0),
             report_every,

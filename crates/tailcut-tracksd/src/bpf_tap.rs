@@ -225,10 +225,6 @@ impl PacketTap for BpfTap {
         self.stat(STAT_RING_FULL)
     }
 
-    fn decides_in_kernel(&self) -> bool {
-        true
-    }
-
     /// Writes the differences between the shim's recovering flows and the kernel's map, when the
     /// shim's episodes changed since the last call.
     fn mirror_recovering(&mut self, shim: &Tracks, addrs: &V6Addrs) {
@@ -317,6 +313,20 @@ pub fn parse_record(rec: &[u8]) -> Option<Tapped> {
     let mut t = Tapped::new(0, dir, bytes, Some(rec[15] == 1));
     t.at_ns = Some(at_ns);
     Some(t)
+}
+
+/// The record the program writes for a packet whose first bytes are `bytes`, crossing the hook at
+/// `at_ns`: what [`parse_record`] reads, for drivers that feed the agent without the kernel.
+pub fn record(at_ns: u64, dir: TapDir, bytes: &[u8], dropped: bool) -> Vec<u8> {
+    let cap = bytes.len().min(CAPTURE_BYTES);
+    let mut rec = vec![0u8; RECORD_HEAD + CAPTURE_BYTES];
+    rec[0..8].copy_from_slice(&at_ns.to_ne_bytes());
+    rec[8..12].copy_from_slice(&(bytes.len() as u32).to_ne_bytes());
+    rec[12..14].copy_from_slice(&(cap as u16).to_ne_bytes());
+    rec[14] = u8::from(dir == TapDir::Ingress);
+    rec[15] = u8::from(dropped);
+    rec[RECORD_HEAD..RECORD_HEAD + cap].copy_from_slice(&bytes[..cap]);
+    rec
 }
 
 /// Bytes before the IP header in what tc sees on `interface`: 14 on Ethernet (and loopback), 0 on

@@ -15,7 +15,7 @@
 
 use crate::addr6::V6Addrs;
 use crate::agent::{shim_packet, AgentCounters};
-use crate::bpf_tap::parse_record;
+use crate::bpf_tap::{parse_record, record};
 use crate::config::real_host_tracks;
 use crate::nfq_tap::tap_dir;
 use crate::nfqueue::{packet_message, parse_datagram, HOOK_LOCAL_IN, HOOK_LOCAL_OUT};
@@ -83,31 +83,16 @@ fn segment(b: &[u8], egress: bool, syn: bool) -> Vec<u8> {
     let timestamps = byte(b, 0) & 4 != 0;
     // A payload the tap did not copy (NFQUEUE copies the headers only): the IP length says it.
     let payload = usize::from(byte(b, 24)) * 8 * usize::from(egress);
-    if byte(b, 0) & 8 != 0 {
+    let mut bytes = if byte(b, 0) & 8 != 0 {
         let (l6, p6) = (V6_LOCAL, V6_PEER);
         let (s6, d6) = if egress { (l6, p6) } else { (p6, l6) };
-        let mut bytes = wire::build_ack_v6(&pkt, s6, d6, timestamps).expect("a TCP packet builds");
-        let len = (bytes.len() - 40 + payload).min(0xffff);
-        bytes[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-        return bytes;
+        wire::build_ack_v6(&pkt, s6, d6, timestamps)
+    } else {
+        wire::build_ack(&pkt, timestamps)
     }
-    let mut bytes = wire::build_ack(&pkt, timestamps).expect("a TCP packet builds");
-    let total = (bytes.len() + payload).min(0xffff);
-    bytes[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    .expect("a TCP packet builds");
+    wire::claim_payload(&mut bytes, payload);
     bytes
-}
-
-/// The ring record the tc-BPF program writes for a packet whose first bytes are `bytes`.
-fn ring_record(dir: TapDir, bytes: &[u8], dropped: bool) -> Vec<u8> {
-    let cap = bytes.len().min(CAPTURE_BYTES);
-    let mut rec = vec![0u8; 16];
-    rec[8..12].copy_from_slice(&(bytes.len() as u32).to_ne_bytes());
-    rec[12..14].copy_from_slice(&(cap as u16).to_ne_bytes());
-    rec[14] = u8::from(dir == TapDir::Ingress);
-    rec[15] = u8::from(dropped);
-    rec.extend_from_slice(&bytes[..cap]);
-    rec.resize(16 + CAPTURE_BYTES, 0);
-    rec
 }
 
 /// Whatever the shim would inject builds to bytes that parse back to the same header (an IPv6
@@ -240,7 +225,7 @@ pub fn exercise(data: &[u8]) -> u64 {
         if let Some(mut bytes) = bytes {
             if op & 16 != 0 {
                 // Through a tc-BPF ring record, as the program writes it (headers only).
-                let rec = ring_record(dir, &bytes, op & 32 != 0);
+                let rec = record(0, dir, &bytes, op & 32 != 0);
                 let t = parse_record(&rec).expect("the program's record parses");
                 assert_eq!((t.dir, t.kernel_dropped), (dir, Some(op & 32 != 0)));
                 assert_eq!(t.bytes(), &bytes[..bytes.len().min(CAPTURE_BYTES)]);

@@ -62,16 +62,12 @@ impl Tapped {
 pub trait PacketTap: AsFd {
     /// Appends the packets available now to `out` without blocking (the fd is readable when some are).
     fn recv(&mut self, out: &mut Vec<Tapped>) -> io::Result<()>;
-    /// Lets packet `id` through (`pass`) or drops it. Every received packet gets exactly one verdict
-    /// (a no-op for a backend that [`decides_in_kernel`](PacketTap::decides_in_kernel)).
+    /// Lets packet `id` through (`pass`) or drops it. Every received packet that waits for it
+    /// ([`Tapped::kernel_dropped`] is `None`) gets exactly one verdict.
     fn verdict(&mut self, id: u32, pass: bool) -> io::Result<()>;
     /// Packets the backend let through unseen because the agent fell behind (counted, not fatal).
     fn missed(&self) -> u64 {
         0
-    }
-    /// Whether packets have gone before the agent sees them, the kernel having applied the drops.
-    fn decides_in_kernel(&self) -> bool {
-        false
     }
     /// Tells the kernel which flows are recovering (for a backend that drops duplicates itself).
     fn mirror_recovering(&mut self, _shim: &Tracks, _addrs: &V6Addrs) {}

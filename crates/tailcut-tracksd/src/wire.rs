@@ -292,6 +292,19 @@ pub fn build_ack_v6(pkt: &Packet, src: [u8; 16], dst: [u8; 16], timestamps: bool
     Some(b)
 }
 
+/// Makes the headers `ip` (as [`build_ack`] or [`build_ack_v6`] write them) claim `payload` bytes
+/// after them in the IP length field, capped at its 16 bits: a data segment as a header-only copy
+/// shows it. The IPv4 header checksum is not updated.
+pub fn claim_payload(ip: &mut [u8], payload: usize) {
+    if ip[0] >> 4 == 6 {
+        let len = (ip.len() - IPV6_HEADER + payload).min(0xffff);
+        ip[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+    } else {
+        let total = (ip.len() + payload).min(0xffff);
+        ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    }
+}
+
 /// The bytes the agent injects for the shim's packet `pkt`: the timestamps option when the template
 /// carried timestamps (an ACK copied from a connection that uses them has a non-zero value or echo),
 /// as the connection expects. An IPv6 connection's addresses come from `addrs`; `None` when the

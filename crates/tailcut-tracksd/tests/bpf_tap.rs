@@ -50,26 +50,20 @@ enum Family {
 /// remote addresses in the packet's direction) with `payload` zero bytes.
 fn frame(family: Family, pkt: &Packet, payload: u32) -> Vec<u8> {
     let (ethertype, ip) = match family {
-        Family::V4 => {
-            let mut ip = wire::build_ack(pkt, false).expect("a TCP packet");
-            let total = ip.len() + payload as usize;
-            ip[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-            ip.resize(total, 0);
-            ([0x08, 0x00], ip)
-        }
+        Family::V4 => ([0x08, 0x00], wire::build_ack(pkt, false)),
         Family::V6 => {
             let (src, dst) = if pkt.tuple.src == Addr(LOCAL) {
                 (LOCAL6, REMOTE6)
             } else {
                 (REMOTE6, LOCAL6)
             };
-            let mut ip = wire::build_ack_v6(pkt, src, dst, false).expect("a TCP packet");
-            let len = ip.len() - 40 + payload as usize;
-            ip[4..6].copy_from_slice(&(len as u16).to_be_bytes());
-            ip.resize(40 + len, 0);
-            ([0x86, 0xdd], ip)
+            ([0x86, 0xdd], wire::build_ack_v6(pkt, src, dst, false))
         }
     };
+    let mut ip = ip.expect("a TCP packet");
+    let total = ip.len() + payload as usize;
+    wire::claim_payload(&mut ip, payload as usize);
+    ip.resize(total, 0);
     let mut f = vec![0u8; 12];
     f.extend_from_slice(&ethertype);
     f.extend_from_slice(&ip);

@@ -61,6 +61,10 @@ impl Tracks {
         self.counters
     }
 
+    pub fn config(&self) -> &TracksConfig {
+        &self.cfg
+    }
+
     /// Flows in the table (active or long-lived, not yet idle-expired).
     pub fn tracked_flows(&self) -> usize {
         self.flows.len()

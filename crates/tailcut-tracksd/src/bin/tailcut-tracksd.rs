@@ -53,7 +53,6 @@ fn run() -> Result<(), String> {
         Some(s) => s,
         None => host_sack()?,
     };
-    let max_flows = tracks.max_flows;
     let shim = Tracks::new(tracks, stream(cfg.seed, Stream::Shim, 0));
     let injector = Injector::new().map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
@@ -62,7 +61,7 @@ fn run() -> Result<(), String> {
     let result = match cfg.backend {
         Backend::Nfqueue => {
             let tap = NfqTap::open(rules_of(&cfg), cfg.queue_max_len).map_err(|e| e.to_string())?;
-            Agent::new(tap, shim, max_flows, injector, cfg.report_every).run(signals, &mut out)
+            Agent::new(tap, shim, injector, cfg.report_every).run(signals, &mut out)
         }
         Backend::Bpf => {
             let tap = BpfTap::open(&BpfTapConfig {
@@ -72,7 +71,7 @@ fn run() -> Result<(), String> {
                 max_flows: u32::try_from(cfg.tracks.max_flows).unwrap_or(u32::MAX),
                 ring_bytes: u32::try_from(cfg.ring_bytes.0).unwrap_or(u32::MAX),
             })?;
-            Agent::new(tap, shim, max_flows, injector, cfg.report_every).run(signals, &mut out)
+            Agent::new(tap, shim, injector, cfg.report_every).run(signals, &mut out)
         }
     };
     result.map_err(|e| format!("agent loop: {e}"))

@@ -25,8 +25,7 @@ fn data_segment() -> Vec<u8> {
     };
     let mut b = build_ack(&ack, true).unwrap();
     // Claim a payload that was not copied.
-    let total = b.len() + 1448;
-    b[2..4].copy_from_slice(&(total as u16).to_be_bytes());
+    claim_payload(&mut b, 1448);
     b
 }
 
@@ -105,8 +104,7 @@ const DST6: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2];
 fn data_segment_v6() -> Vec<u8> {
     let p = parse(&data_segment()).unwrap().packet;
     let mut b = build_ack_v6(&p, SRC6, DST6, true).unwrap();
-    let len = b.len() - 40 + 1448;
-    b[4..6].copy_from_slice(&(len as u16).to_be_bytes());
+    claim_payload(&mut b, 1448);
     b
 }
 
