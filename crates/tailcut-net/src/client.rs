@@ -18,7 +18,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use tailcut_proto::cloudburst::{CloudBurstEndpoint, TableSizes};
 use tailcut_proto::rng::{derive_seed, stream, Stream};
-use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Packet, Time};
+use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Packet, Time};
 
 /// Per-call measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -384,7 +384,7 @@ impl ClientLoop {
             };
             self.generation += 1;
             let msg = self.generation << 8 | u64::from(w);
-            self.engine.send_data(now, msg, &data);
+            self.engine.send_bytes(now, Outgoing::Message, msg, &data);
             // The response travels under the same wire id in the other direction.
             self.engine.expect_message(msg, 0);
             self.slots[w as usize] = Some(Pending {
@@ -432,7 +432,7 @@ impl ClientLoop {
     }
 
     fn on_response(&mut self, now: Time, msg: MsgId) {
-        let data = self.engine.take_data(msg);
+        let data = self.engine.take_bytes(msg);
         let request_so_far = self.engine.message_stats(msg);
         let Some(p) = self.slot_of(msg) else {
             self.stats.stale_responses += 1;

@@ -21,7 +21,7 @@ use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
 use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Kind, TableSizes};
 use tailcut_proto::rng::{stream, Stream};
-use tailcut_proto::{AppEvent, Dur, Ecn, Engine, FiveTuple, MsgId, Packet, Time};
+use tailcut_proto::{AppEvent, Dur, Ecn, Engine, FiveTuple, MsgId, Outgoing, Packet, Time};
 
 /// Server-side totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -313,7 +313,7 @@ fn on_request(
     response: &mut Vec<u8>,
     stats: &mut ServerStats,
 ) -> bool {
-    let Some(data) = a.engine.take_data(msg) else {
+    let Some(data) = a.engine.take_bytes(msg) else {
         return false;
     };
     let w = msg as u8 as usize;
@@ -327,6 +327,6 @@ fn on_request(
     stats.requests += 1;
     response.clear();
     handler(&data, response);
-    a.engine.send_data(now, msg, response);
+    a.engine.send_bytes(now, Outgoing::Message, msg, response);
     true
 }

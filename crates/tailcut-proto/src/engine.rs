@@ -30,6 +30,15 @@ use crate::time::{Dur, Time};
 /// Application-level message identifier, unique within a run.
 pub type MsgId = u64;
 
+/// How the application hands a message with its bytes to [`Engine::send_bytes`]: as
+/// [`Engine::send_message`], [`Engine::send_request`] or [`Engine::send_response`] would.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outgoing {
+    Message,
+    Request,
+    Response { request: MsgId },
+}
+
 /// What an engine tells its application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AppEvent {
@@ -114,6 +123,25 @@ pub trait Engine {
     /// Frame `len_bytes` bytes from the peer as `msg`, the response to this end's request `request`.
     fn expect_response(&mut self, _request: MsgId, msg: MsgId, len_bytes: u64) {
         self.expect_message(msg, len_bytes);
+    }
+
+    /// Queue message `msg` with its bytes. An engine that carries bytes (real sockets, byte-exact
+    /// tests) delivers them to the peer, whose application reads them with [`Engine::take_bytes`]
+    /// after `MessageReceived`; one that does not (the simulator's default) counts their length only,
+    /// as the matching `send_*` method does.
+    fn send_bytes(&mut self, now: Time, how: Outgoing, msg: MsgId, data: &[u8]) {
+        let len = data.len() as u64;
+        match how {
+            Outgoing::Message => self.send_message(now, msg, len),
+            Outgoing::Request => self.send_request(now, msg, len),
+            Outgoing::Response { request } => self.send_response(now, request, msg, len),
+        }
+    }
+
+    /// The bytes of message `msg` received from the peer, once, after its `MessageReceived`; `None`
+    /// when the engine carries no bytes or has no such message.
+    fn take_bytes(&mut self, _msg: MsgId) -> Option<Vec<u8>> {
+        None
     }
 
     /// A packet addressed to this engine arrived. `payload` holds its bytes when the driver carries

@@ -26,7 +26,7 @@ pub mod units;
 pub mod wire;
 
 pub use config_error::ConfigError;
-pub use engine::{AppEvent, Direction, Engine, EngineProbe, MessageStats, MsgId, Shim, Verdict};
+pub use engine::{AppEvent, Direction, Engine, EngineProbe, MessageStats, MsgId, Outgoing, Shim, Verdict};
 pub use packet::{
     Addr, Ecn, FiveTuple, Header, Packet, Proto, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader,
 };

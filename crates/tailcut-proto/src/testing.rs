@@ -5,9 +5,10 @@
 //! serialisation when the link has a rate. The harness drains the engines in the contract's order after
 //! every input, lets engine 1 answer requests (`responses`), logs every packet and event, fails a test
 //! that would run forever at its step limit, and asserts that nothing more is sent
-//! ([`Harness::assert_silent_until`]).
+//! ([`Harness::assert_silent_until`]). With [`Harness::carry`] set, messages travel with real bytes
+//! ([`pattern`]) and every received message's bytes are checked.
 
-use crate::engine::{AppEvent, Engine, MsgId};
+use crate::engine::{AppEvent, Engine, MsgId, Outgoing};
 use crate::packet::Packet;
 use crate::time::{serialization_time, Dur, Time};
 use std::collections::BTreeMap;
@@ -69,6 +70,13 @@ pub struct Harness<E: Engine> {
     pub events: Vec<(Time, usize, AppEvent)>,
     /// Requests engine 1 answers as soon as it has them: request -> (response, length).
     pub responses: BTreeMap<MsgId, (MsgId, u64)>,
+    /// Send every message with its [`pattern`] bytes and check them on arrival.
+    pub carry: bool,
+    /// With `carry`: messages received with the wrong bytes (or none), by receiving side.
+    pub corrupt: Vec<(usize, MsgId)>,
+    /// With `carry`: bytes of messages received intact.
+    pub bytes_checked: u64,
+    lengths: BTreeMap<MsgId, u64>,
     faults: Vec<Script>,
     wire: BTreeMap<(Time, u64), Flight>,
     wire_seq: u64,
@@ -76,6 +84,20 @@ pub struct Harness<E: Engine> {
     busy_until: [Time; 2],
     held: [Option<(Time, Flight)>; 2],
     started: bool,
+}
+
+/// The bytes of message `msg` when the harness carries bytes: `len` bytes of a stream seeded by the
+/// id, so a byte moved, lost or taken from another message shows.
+pub fn pattern(msg: MsgId, len: u64) -> Vec<u8> {
+    let mut x = msg.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
 }
 
 /// Drops the `n`th packet (from 0) of the direction the script is installed on.
@@ -107,6 +129,10 @@ impl<E: Engine> Harness<E> {
             sent: Vec::new(),
             events: Vec::new(),
             responses: BTreeMap::new(),
+            carry: false,
+            corrupt: Vec::new(),
+            bytes_checked: 0,
+            lengths: BTreeMap::new(),
             faults: Vec::new(),
             wire: BTreeMap::new(),
             wire_seq: 0,
@@ -132,8 +158,34 @@ impl<E: Engine> Harness<E> {
     pub fn send(&mut self, from: usize, msg: MsgId, len: u64) {
         self.start();
         self.eps[1 - from].expect_message(msg, len);
-        self.eps[from].send_message(self.now, msg, len);
+        self.give(from, Outgoing::Message, msg, len);
         self.drain(from);
+    }
+
+    /// Engine `from` sends `msg` as `how`, with its bytes when the harness carries them.
+    fn give(&mut self, from: usize, how: Outgoing, msg: MsgId, len: u64) {
+        if self.carry {
+            self.lengths.insert(msg, len);
+            self.eps[from].send_bytes(self.now, how, msg, &pattern(msg, len));
+            return;
+        }
+        match how {
+            Outgoing::Message => self.eps[from].send_message(self.now, msg, len),
+            Outgoing::Request => self.eps[from].send_request(self.now, msg, len),
+            Outgoing::Response { request } => self.eps[from].send_response(self.now, request, msg, len),
+        }
+    }
+
+    /// With `carry`, checks the bytes of message `msg` that engine `side` received.
+    fn check_bytes(&mut self, side: usize, msg: MsgId) {
+        if !self.carry {
+            return;
+        }
+        let want = self.lengths.get(&msg).map(|&len| pattern(msg, len));
+        match (self.eps[side].take_bytes(msg), want) {
+            (Some(got), Some(want)) if got == want => self.bytes_checked += got.len() as u64,
+            _ => self.corrupt.push((side, msg)),
+        }
     }
 
     /// Engine 0 sends request `msg`; engine 1 answers it with `response` of `response_len` bytes.
@@ -141,7 +193,7 @@ impl<E: Engine> Harness<E> {
         self.responses.insert(msg, (response, response_len));
         self.start();
         self.eps[1].expect_request(msg, len);
-        self.eps[0].send_request(self.now, msg, len);
+        self.give(0, Outgoing::Request, msg, len);
         self.drain(0);
     }
 
@@ -163,13 +215,16 @@ impl<E: Engine> Harness<E> {
         let mut answers = Vec::new();
         while let Some(ev) = self.eps[side].poll_event() {
             self.events.push((self.now, side, ev));
-            if let (1, AppEvent::MessageReceived { msg }) = (side, ev) {
-                answers.extend(self.responses.get(&msg).map(|&(resp, len)| (msg, resp, len)));
+            if let AppEvent::MessageReceived { msg } = ev {
+                self.check_bytes(side, msg);
+                if side == 1 {
+                    answers.extend(self.responses.get(&msg).map(|&(resp, len)| (msg, resp, len)));
+                }
             }
         }
         for (request, msg, len) in answers {
             self.eps[1 - side].expect_response(request, msg, len);
-            self.eps[side].send_response(self.now, request, msg, len);
+            self.give(side, Outgoing::Response { request }, msg, len);
             self.drain(side);
         }
     }
@@ -204,10 +259,11 @@ impl<E: Engine> Harness<E> {
             payload: payload.clone(),
             fate,
         });
+        // A trimming element cuts the bytes with the payload.
         let flight = Flight {
             to: 1 - from,
+            payload: if rewritten.trimmed { Vec::new() } else { payload },
             pkt: rewritten,
-            payload,
         };
         match fate {
             Fate::Drop => {}

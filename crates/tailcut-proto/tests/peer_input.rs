@@ -137,7 +137,7 @@ proptest! {
             drain(&mut e, now);
             // Decoded messages (with carry_bytes) wait for the application; it takes them.
             let id = payload.get(3).copied().unwrap_or(0);
-            while e.take_data(id.into()).is_some() {}
+            while e.take_bytes(id.into()).is_some() {}
         }
     }
 }

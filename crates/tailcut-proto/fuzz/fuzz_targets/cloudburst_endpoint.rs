@@ -158,7 +158,7 @@ fuzz_target!(|data: &[u8]| {
                 e.handle_packet(now, &pkt, &payload);
                 drain(&mut e, now);
             }
-            while e.take_data(u64::from(r[5])).is_some() {}
+            while e.take_bytes(u64::from(r[5])).is_some() {}
             assert!(e.held_bytes() <= HELD, "held {} bytes", e.held_bytes());
         }
     }

@@ -62,7 +62,7 @@ pub struct CloudBurstConfig {
     /// IP + UDP + CloudBurst header bytes per packet.
     pub header_bytes: u32,
     /// Carry real symbol bytes after the header (sockets; byte-exact delivery through
-    /// `send_data`/`take_data`). Off in simulation, where only the header travels.
+    /// `Engine::send_bytes`/`Engine::take_bytes`). Off in simulation, where only the header travels.
     pub carry_bytes: bool,
     /// Messages of any size (our extension): a message is cut into blocks of at most 64 source
     /// packets, each coded and STOPped as the paper's message, and every header carries the block

@@ -7,7 +7,7 @@
 //! the 12-byte header, LT decodes coefficient vectors only (the same elimination as the byte codec,
 //! over [`crate::fec::NoBytes`]) and RaptorQ decodes tiny synthetic symbols (see `code.rs`). With
 //! `carry_bytes`, every coded packet carries its real symbol after the header, as on a socket:
-//! [`CloudBurstEndpoint::send_data`] sends bytes and [`CloudBurstEndpoint::take_data`] returns them.
+//! [`Engine::send_bytes`] sends bytes and [`Engine::take_bytes`] returns them.
 //! With `multi_block` (the default; our extension) a message of any size is cut into blocks of at
 //! most 64 source packets, each coded, decoded and STOPped as the paper's message, a window of
 //! them at once sharing the message's rate (`docs/cloudburst.md`, "Messages of any size").
@@ -24,7 +24,7 @@ pub use header::{
 };
 
 use crate::config_error::ConfigError;
-use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
+use crate::engine::{AppEvent, Engine, MessageStats, MsgId, Outgoing};
 use crate::packet::{FiveTuple, Header, Packet, Proto, Route};
 use crate::rng::{mix64, Rng};
 use crate::time::{Dur, Time};
@@ -238,20 +238,6 @@ impl CloudBurstEndpoint {
     /// forgotten beyond it.
     pub fn max_done(&self) -> usize {
         64 * self.cfg.max_decoders as usize
-    }
-
-    /// Sends `data` as message `msg` (with `carry_bytes`; otherwise only its length counts).
-    pub fn send_data(&mut self, now: Time, msg: MsgId, data: &[u8]) {
-        self.start(now, msg, data.len() as u64, Some(data));
-    }
-
-    /// The bytes of a received message (with `carry_bytes`), once: the endpoint keeps the last
-    /// `max_decoders` untaken messages.
-    pub fn take_data(&mut self, msg: MsgId) -> Option<Vec<u8>> {
-        let i = self.received.iter().position(|(m, _)| *m == msg)?;
-        let (_, d) = self.received.remove(i)?;
-        self.received_bytes -= d.len() as u64;
-        Some(d)
     }
 
     /// Algorithm 1 lines 1-3: refuse messages too large (over one block without `multi_block`, as
@@ -577,7 +563,7 @@ impl CloudBurstEndpoint {
         self.events.push_back(AppEvent::MessageReceived { msg });
     }
 
-    /// Keeps a decoded message for `take_data`, dropping the oldest beyond `max_decoders` messages
+    /// Keeps a decoded message for `take_bytes`, dropping the oldest beyond `max_decoders` messages
     /// or `max_held_bytes`.
     fn hold(&mut self, msg: MsgId, data: Vec<u8>) {
         let len = data.len() as u64;
@@ -599,7 +585,7 @@ impl CloudBurstEndpoint {
 }
 
 impl Engine for CloudBurstEndpoint {
-    /// With `carry_bytes`, the message's bytes are zeros (use [`CloudBurstEndpoint::send_data`]).
+    /// With `carry_bytes`, the message's bytes are zeros (use [`Engine::send_bytes`]).
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
         if self.cfg.carry_bytes && len_bytes <= self.cfg.max_message_bytes() {
             let zeros = vec![0u8; len_bytes as usize];
@@ -607,6 +593,21 @@ impl Engine for CloudBurstEndpoint {
         } else {
             self.start(now, msg, len_bytes, None);
         }
+    }
+
+    /// Sends `data` as message `msg` (with `carry_bytes`; otherwise only its length counts). The
+    /// wire has no requests: every kind travels as a message.
+    fn send_bytes(&mut self, now: Time, _how: Outgoing, msg: MsgId, data: &[u8]) {
+        self.start(now, msg, data.len() as u64, Some(data));
+    }
+
+    /// The bytes of a received message (with `carry_bytes`), once: the endpoint keeps the last
+    /// `max_decoders` untaken messages.
+    fn take_bytes(&mut self, msg: MsgId) -> Option<Vec<u8>> {
+        let i = self.received.iter().position(|(m, _)| *m == msg)?;
+        let (_, d) = self.received.remove(i)?;
+        self.received_bytes -= d.len() as u64;
+        Some(d)
     }
 
     /// Maps the 8-bit wire id back to the application's id, and forgets an older finished message

@@ -3,6 +3,7 @@
 use super::*;
 use crate::packet::Addr;
 use crate::testing::{Fate, Harness};
+use crate::engine::Outgoing;
 use rand::SeedableRng;
 
 const DELAY: Dur = Dur(10_000);
@@ -372,19 +373,19 @@ fn carry_bytes_is_byte_exact_under_loss_for_both_codecs() {
                 })
                 .collect();
             for (m, d) in msgs.iter().enumerate() {
-                h.eps[0].send_data(Time::ZERO, m as u64, d);
+                h.eps[0].send_bytes(Time::ZERO, Outgoing::Message, m as u64, d);
                 h.eps[1].expect_message(m as u64, d.len() as u64);
             }
             let log = run(&mut h, Time(50_000_000), move |_, _| r.random::<f64>() < 0.2);
             assert_eq!(log.b_events.len(), 4, "{codec:?} seed {seed}");
             for (m, d) in msgs.iter().enumerate() {
                 assert_eq!(
-                    h.eps[1].take_data(m as u64).as_ref(),
+                    h.eps[1].take_bytes(m as u64).as_ref(),
                     Some(d),
                     "{codec:?} msg {m}"
                 );
             }
-            assert_eq!(h.eps[1].take_data(0), None, "taken once");
+            assert_eq!(h.eps[1].take_bytes(0), None, "taken once");
             // Every coded packet carried a whole symbol after its header.
             assert!(log
                 .sent
@@ -657,7 +658,7 @@ fn a_1_mb_message_is_delivered_byte_exact_in_blocks_under_loss() {
         assert_eq!(blocks, (1u64 << 20).div_ceil(64 * 1456));
         let mut h = harness(cfg);
         let data = random_bytes(1 << 20, 3);
-        h.eps[0].send_data(Time::ZERO, 4, &data);
+        h.eps[0].send_bytes(Time::ZERO, Outgoing::Message, 4, &data);
         h.eps[1].expect_message(4, data.len() as u64);
         let mut r = Rng::seed_from_u64(9);
         let log = run(&mut h, Time(100_000_000), move |_, _| r.random::<f64>() < 0.1);
@@ -665,7 +666,7 @@ fn a_1_mb_message_is_delivered_byte_exact_in_blocks_under_loss() {
             log.b_events,
             vec![(log.b_events[0].0, AppEvent::MessageReceived { msg: 4 })]
         );
-        assert_eq!(h.eps[1].take_data(4).as_deref(), Some(&data[..]), "{codec:?}");
+        assert_eq!(h.eps[1].take_bytes(4).as_deref(), Some(&data[..]), "{codec:?}");
         let acks: Vec<_> = log
             .a_events
             .iter()
@@ -758,13 +759,13 @@ fn the_receiver_never_holds_more_than_max_held_bytes() {
     let mut h = harness(cfg);
     let big = random_bytes(1 << 20, 1);
     let small = random_bytes(200_000, 2);
-    h.eps[0].send_data(Time::ZERO, 1, &big);
-    h.eps[0].send_data(Time::ZERO, 2, &small);
+    h.eps[0].send_bytes(Time::ZERO, Outgoing::Message, 1, &big);
+    h.eps[0].send_bytes(Time::ZERO, Outgoing::Message, 2, &small);
     run(&mut h, Time(100_000_000), |_, _| false);
     // The message larger than the limit cannot be held; the one within it is delivered.
     assert!(h.eps[1].counters().held_dropped >= 1);
-    assert_eq!(h.eps[1].take_data(1), None);
-    assert_eq!(h.eps[1].take_data(2).as_deref(), Some(&small[..]));
+    assert_eq!(h.eps[1].take_bytes(1), None);
+    assert_eq!(h.eps[1].take_bytes(2).as_deref(), Some(&small[..]));
     assert_eq!(h.eps[1].held_bytes(), 0);
 }
 

@@ -6,10 +6,11 @@ use super::config::MptcpConfig;
 use super::fuso::{self, PathView};
 use super::lia::{self, Lia};
 use super::subflow::{Subflow, DSN_MASK, PROTECTED, RECOVERY};
-use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
+use crate::engine::{AppEvent, Engine, MessageStats, MsgId, Outgoing};
 use crate::packet::{Ecn, FiveTuple, Packet, TcpExt, TcpFlags};
 use crate::rng::Rng;
 use crate::seq::Seq;
+use crate::tcp::bytes::SendBytes;
 use crate::tcp::cc::Algorithm;
 use crate::tcp::ext::{self, Extensions};
 use crate::tcp::ledger::{Charge, SendLedger};
@@ -70,6 +71,8 @@ pub struct MptcpEndpoint {
     warm_hold_until: Option<Time>,
     /// The warm-up and its idle period are over (or there is none).
     warm_done: bool,
+    /// The data stream's unacknowledged bytes, when the driver carries bytes (`tcp/bytes.rs`).
+    send_bytes: Option<SendBytes>,
     // ---- data-level receiver ----
     data_rx: Receiver,
     events: VecDeque<AppEvent>,
@@ -124,10 +127,17 @@ impl MptcpEndpoint {
                 }
             })
             .collect();
+        let mut data_rx = Receiver::new(tcp.rcv_window_bytes, tcp.mss_bytes, None, EcnEcho::Off);
+        if tcp.carry_bytes {
+            data_rx.carry_bytes(0);
+        }
         let mut ep = MptcpEndpoint {
             mss: u64::from(tcp.mss_bytes.max(1)),
             peer_window: u64::from(tcp.rcv_window_bytes),
-            data_rx: Receiver::new(tcp.rcv_window_bytes, tcp.mss_bytes, None, EcnEcho::Off),
+            send_bytes: tcp
+                .carry_bytes
+                .then(|| SendBytes::with_leading_zeros(cfg.warmup_bytes)),
+            data_rx,
             tcp: sub_cfg,
             class: 0,
             subs,
@@ -156,6 +166,12 @@ impl MptcpEndpoint {
             ep.scratch.clear();
         }
         ep
+    }
+
+    /// Payload bytes held for the peer and the application (0 without `carry_bytes`).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.send_bytes.as_ref().map_or(0, |b| b.held()) + self.data_rx.bytes().map_or(0, |b| b.held())
     }
 
     pub fn set_class(&mut self, class: u8) {
@@ -203,6 +219,8 @@ impl MptcpEndpoint {
             );
             if !hidden {
                 self.events.push_back(ev);
+            } else if ev == (AppEvent::MessageReceived { msg: WARMUP_MSG }) {
+                self.data_rx.take_bytes(WARMUP_MSG);
             }
         }
     }
@@ -446,6 +464,14 @@ impl MptcpEndpoint {
         self.send_chunk(b, now, dsn, len, RECOVERY)
     }
 
+    /// Message `msg` takes the next `len_bytes` bytes of the data stream.
+    fn queue(&mut self, msg: MsgId, len_bytes: u64) {
+        let start = self.stream_end;
+        self.stream_end += len_bytes;
+        self.ledger.push(msg, start, self.stream_end, &mut self.scratch);
+        self.move_events();
+    }
+
     fn pure_ack(&mut self, i: usize, now: Time) -> Packet {
         let p = self.ack_packet(i, now);
         self.subs[i].receiver.on_ack_sent();
@@ -539,6 +565,9 @@ impl MptcpEndpoint {
             return;
         }
         self.data_una = data_ack;
+        if let Some(b) = self.send_bytes.as_mut() {
+            b.release_to(data_ack);
+        }
         self.ledger.ack_to(data_ack, &mut self.scratch);
         self.move_events();
         while self
@@ -561,9 +590,14 @@ impl MptcpEndpoint {
         }
     }
 
-    fn on_subflow_data(&mut self, i: usize, now: Time, pkt: &Packet, dsn: u64) {
+    fn on_subflow_data(&mut self, i: usize, now: Time, pkt: &Packet, dsn: u64, payload: &[u8]) {
         let Some(h) = pkt.tcp() else { return };
         let len = pkt.payload_len();
+        // The bytes go to the data level at once, wherever the segment stands at sub-flow level;
+        // the data level's accounting says when they are in order.
+        if !self.data_rx.accept_bytes(dsn, len, payload) {
+            return;
+        }
         let s = &mut self.subs[i];
         let Some(start) = s.receiver.arrival(h, s.peer_isn) else {
             return;
@@ -633,10 +667,22 @@ impl MptcpEndpoint {
 
 impl Engine for MptcpEndpoint {
     fn send_message(&mut self, _now: Time, msg: MsgId, len_bytes: u64) {
-        let start = self.stream_end;
-        self.stream_end += len_bytes;
-        self.ledger.push(msg, start, self.stream_end, &mut self.scratch);
-        self.move_events();
+        if let Some(b) = self.send_bytes.as_mut() {
+            // A message given by length only, on a connection that carries bytes, is zeros.
+            b.push(&vec![0; len_bytes as usize]);
+        }
+        self.queue(msg, len_bytes);
+    }
+
+    fn send_bytes(&mut self, _now: Time, _how: Outgoing, msg: MsgId, data: &[u8]) {
+        if let Some(b) = self.send_bytes.as_mut() {
+            b.push(data);
+        }
+        self.queue(msg, data.len() as u64);
+    }
+
+    fn take_bytes(&mut self, msg: MsgId) -> Option<Vec<u8>> {
+        self.data_rx.take_bytes(msg)
     }
 
     fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
@@ -644,8 +690,12 @@ impl Engine for MptcpEndpoint {
         self.move_events();
     }
 
-    fn handle_packet(&mut self, now: Time, pkt: &Packet, _payload: &[u8]) {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {
         let Some(h) = pkt.tcp() else { return };
+        if self.data_rx.carries_bytes() && payload.len() != pkt.payload_len() as usize {
+            // Its bytes disagree with its header: dropped whole, as a segment failing its checksum.
+            return;
+        }
         let i = usize::from(pkt.tuple.dst_port.wrapping_sub(self.local_port));
         if i >= self.subs.len() {
             return;
@@ -665,7 +715,7 @@ impl Engine for MptcpEndpoint {
             return;
         }
         if pkt.payload_len() > 0 {
-            self.on_subflow_data(i, now, pkt, dsn);
+            self.on_subflow_data(i, now, pkt, dsn, payload);
         }
     }
 
@@ -675,7 +725,33 @@ impl Engine for MptcpEndpoint {
         }
     }
 
-    fn poll_transmit(&mut self, now: Time, _payload: &mut Vec<u8>) -> Option<Packet> {
+    fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
+        let p = self.next_packet(now)?;
+        if let (Some(b), Some(h)) = (self.send_bytes.as_ref(), p.tcp()) {
+            if let (TcpExt::Dss { dsn, .. }, true) = (h.ext, p.payload_len() > 0) {
+                b.copy_to(dsn, h.payload_len, payload);
+            }
+        }
+        Some(p)
+    }
+
+    fn poll_timeout(&self) -> Option<Time> {
+        self.next_deadline()
+    }
+
+    fn poll_event(&mut self) -> Option<AppEvent> {
+        self.events.pop_front()
+    }
+
+    fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
+        self.ledger.stats(msg)
+    }
+}
+
+impl MptcpEndpoint {
+    /// The next packet: sub-flow control ACKs, sub-flow retransmissions and queued chunks, then new,
+    /// opportunistic or FUSO recovery data through the scheduler, then due ACKs.
+    fn next_packet(&mut self, now: Time) -> Option<Packet> {
         for s in &mut self.subs {
             if let Some(p) = s.control.pop_front() {
                 s.sender.stats.segments_sent += 1;
@@ -715,7 +791,7 @@ impl Engine for MptcpEndpoint {
         Some(p)
     }
 
-    fn poll_timeout(&self) -> Option<Time> {
+    fn next_deadline(&self) -> Option<Time> {
         let mut t: Option<Time> = None;
         for s in &self.subs {
             for d in [s.sender.deadline(&s.ext), s.receiver.ack_deadline]
@@ -731,13 +807,5 @@ impl Engine for MptcpEndpoint {
             }
         }
         t
-    }
-
-    fn poll_event(&mut self) -> Option<AppEvent> {
-        self.events.pop_front()
-    }
-
-    fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
-        self.ledger.stats(msg)
     }
 }

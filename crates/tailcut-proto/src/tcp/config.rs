@@ -162,6 +162,12 @@ pub struct TcpConfig {
     /// ACKs keep the connection's route.
     #[serde(skip_serializing_if = "is_zero")]
     pub spray_paths: u32,
+    /// Carry real payload bytes (set by drivers that move them: `tailcut-net`, byte-exact tests). The
+    /// sender keeps the unacknowledged bytes and writes each segment's payload; the receiver
+    /// reassembles them and hands each message over (`Engine::take_bytes`). Packets and timing are
+    /// the same either way (`docs/net.md`).
+    #[serde(skip)]
+    pub carry_bytes: bool,
 }
 
 fn is_zero(v: &u32) -> bool {
@@ -253,6 +259,7 @@ impl Default for TcpConfig {
             pfabric_probe_after: None,
             cp: false,
             spray_paths: 0,
+            carry_bytes: false,
         }
     }
 }

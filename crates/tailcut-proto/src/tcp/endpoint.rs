@@ -2,13 +2,14 @@
 //! to the [`Engine`] contract and to wire sequence numbers, and calling the installed extensions
 //! (`ext/`) at their points.
 
+use super::bytes::SendBytes;
 use super::cc::CongestionControl as _;
 use super::config::{CongestionControl, TcpConfig};
 use super::ext::{Extension, Extensions};
 use super::receiver::{EcnEcho, Receiver, SegmentOutcome};
 use super::sender::{AckInfo, Sender, Transmission};
 use super::stats::ConnStats;
-use crate::engine::{AppEvent, Engine, EngineProbe, MessageStats, MsgId};
+use crate::engine::{AppEvent, Engine, EngineProbe, MessageStats, MsgId, Outgoing};
 use crate::packet::{Ecn, FiveTuple, Header, Packet, Route, SackBlocks, TcpExt, TcpFlags, TcpHeader};
 use crate::seq::Seq;
 use crate::time::{earliest, Dur, Time};
@@ -57,6 +58,8 @@ pub(crate) struct Conn {
     /// Pure ACKs that must precede anything else (DCTCP CE-state flush, extensions' ACKs).
     pub(crate) control: VecDeque<Packet>,
     pub(crate) events: VecDeque<AppEvent>,
+    /// The unacknowledged send-stream bytes, when the driver carries bytes (`bytes.rs`).
+    send_bytes: Option<SendBytes>,
 }
 
 impl TcpEndpoint {
@@ -79,9 +82,16 @@ impl TcpEndpoint {
             (true, Role::Server) => State::Listen,
         };
         let ext = Extensions::new(&cfg);
+        let mut receiver = Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn);
+        if cfg.carry_bytes {
+            // TCP-IR rebuilds a lost segment from the others of its block, some already in order.
+            let block = cfg.tcp_ir.map_or(0, |ir| ir.max_block_segments as usize * cfg.mss_bytes as usize);
+            receiver.carry_bytes(block);
+        }
         let conn = Conn {
             sender: Sender::new(&cfg),
-            receiver: Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn),
+            receiver,
+            send_bytes: cfg.carry_bytes.then(SendBytes::default),
             cfg,
             tuple,
             class: 0,
@@ -149,6 +159,12 @@ impl TcpEndpoint {
     /// Receive stream: bytes delivered in order.
     pub fn rcv_nxt(&self) -> u64 {
         self.conn.receiver.rcv_nxt
+    }
+
+    /// Payload bytes held for the peer and the application (0 without `carry_bytes`).
+    #[cfg(test)]
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.conn.send_bytes.as_ref().map_or(0, |b| b.held()) + self.conn.receiver.bytes().map_or(0, |b| b.held())
     }
 
     /// Retransmit the segment holding send-stream offset `offset` at the next `poll_transmit`,
@@ -325,6 +341,10 @@ impl Conn {
     }
 
     fn send_message(&mut self, msg: MsgId, len_bytes: u64) {
+        if let Some(b) = self.send_bytes.as_mut() {
+            // A message given by length only, on a connection that carries bytes, is zeros.
+            b.push(&vec![0; len_bytes as usize]);
+        }
         self.sender.queue_message(msg, len_bytes, &mut self.events);
     }
 
@@ -332,8 +352,12 @@ impl Conn {
         self.receiver.expect_message(msg, len_bytes, &mut self.events);
     }
 
-    fn handle_packet(&mut self, now: Time, pkt: &Packet, ext: &mut Extensions) {
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8], ext: &mut Extensions) {
         let Some(h) = pkt.tcp() else { return };
+        if self.receiver.carries_bytes() && payload.len() != pkt.payload_len() as usize {
+            // Its bytes disagree with its header: dropped whole, as a segment failing its checksum.
+            return;
+        }
         if (self.state != State::Established || h.flags.contains(TcpFlags::SYN))
             && self.handle_handshake(now, h)
         {
@@ -346,7 +370,7 @@ impl Conn {
             self.sender.on_ack(now, info, blocks, &mut self.events, ext);
             ext.on_ack_received(self, now, h);
         }
-        if ext.on_segment(self, now, pkt, h) {
+        if ext.on_segment(self, now, pkt, h, payload) {
             return;
         }
         let Some(start) = self.receiver.arrival(h, self.peer_isn) else {
@@ -356,9 +380,47 @@ impl Conn {
             ext.on_cut_segment(self, now, h);
             return;
         }
-        if pkt.payload_len() > 0 {
+        if pkt.payload_len() > 0 && self.receiver.accept_bytes(start, h.payload_len, payload) {
             let out = self.receiver.on_segment(now, start, pkt, h, &mut self.events);
             self.after_data(now, out);
+        }
+        if let Some(b) = self.send_bytes.as_mut() {
+            b.release_to(ext.hold_from().map_or(self.sender.snd_una, |o| o.min(self.sender.snd_una)));
+        }
+    }
+
+    /// Writes the payload of `p`, about to leave, when the connection carries bytes: the stream
+    /// bytes it names, or for a TCP-IR coded packet the XOR of its block's segments.
+    fn write_payload(&self, p: &Packet, out: &mut Vec<u8>) {
+        let (Some(b), Some(h)) = (self.send_bytes.as_ref(), p.tcp()) else {
+            return;
+        };
+        if p.payload_len() == 0 {
+            return;
+        }
+        if let TcpExt::XorCoded {
+            start,
+            len_bytes,
+            seg_bytes,
+        } = h.ext
+        {
+            let Some(start) = start.unwrap_near(self.isn, self.sender.snd_una) else {
+                return;
+            };
+            let at = out.len();
+            out.resize(at + seg_bytes as usize, 0);
+            let seg = u64::from(seg_bytes.max(1));
+            let end = start + u64::from(len_bytes);
+            let mut lo = start;
+            while lo < end {
+                let n = (end - lo).min(seg) as usize;
+                b.xor_into(lo, &mut out[at..at + n]);
+                lo += seg;
+            }
+            return;
+        }
+        if let Some(start) = h.seq.unwrap_near(self.isn, self.sender.snd_una) {
+            b.copy_to(start, h.payload_len, out);
         }
     }
 
@@ -428,16 +490,29 @@ impl Engine for TcpEndpoint {
         self.conn.expect_message(msg, len_bytes);
     }
 
-    fn handle_packet(&mut self, now: Time, pkt: &Packet, _payload: &[u8]) {
-        self.conn.handle_packet(now, pkt, &mut self.ext);
+    fn send_bytes(&mut self, _now: Time, _how: Outgoing, msg: MsgId, data: &[u8]) {
+        if let Some(b) = self.conn.send_bytes.as_mut() {
+            b.push(data);
+        }
+        self.conn.sender.queue_message(msg, data.len() as u64, &mut self.conn.events);
+    }
+
+    fn take_bytes(&mut self, msg: MsgId) -> Option<Vec<u8>> {
+        self.conn.receiver.take_bytes(msg)
+    }
+
+    fn handle_packet(&mut self, now: Time, pkt: &Packet, payload: &[u8]) {
+        self.conn.handle_packet(now, pkt, payload, &mut self.ext);
     }
 
     fn handle_timeout(&mut self, now: Time) {
         self.conn.handle_timeout(now, &mut self.ext);
     }
 
-    fn poll_transmit(&mut self, now: Time, _payload: &mut Vec<u8>) -> Option<Packet> {
-        self.conn.poll_transmit(now, &mut self.ext)
+    fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
+        let p = self.conn.poll_transmit(now, &mut self.ext)?;
+        self.conn.write_payload(&p, payload);
+        Some(p)
     }
 
     fn poll_timeout(&self) -> Option<Time> {

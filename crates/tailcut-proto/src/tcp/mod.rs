@@ -31,6 +31,7 @@
 //! `retransmit_segment` hook, and the RTT / congestion parts.
 
 // The parts are crate-visible so schemes built on TCP (TLP, TCP-IR, CP, MPTCP subflows) can reuse them.
+pub(crate) mod bytes;
 pub(crate) mod cc;
 mod config;
 pub(crate) mod endpoint;

@@ -5,7 +5,8 @@
 //! TCP-IR / coded-ACK extensions arrive), and well-formed segments with sequence and ACK numbers near
 //! the connection's (so they land in its windows), any flags, SACK blocks, timestamps, ECN and trimmed
 //! payloads, at arbitrary times. The endpoint is a sender (client with a message in flight) or a receiver (server
-//! expecting one), under each loss detection, with CP, delayed ACKs, the handshake and ECN on or off.
+//! expecting one), under each loss detection, with CP, delayed ACKs, the handshake, ECN and carrying
+//! real bytes (with TCP-IR's rebuild when CP is also on) on or off.
 //!
 //! It panics on a property violation: a hang (a timer that fires without moving its deadline on, an
 //! output loop without end) or any panic inside the engine.
@@ -15,7 +16,8 @@
 use crate::engine::Engine;
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto, TcpFlags, TcpHeader};
 use crate::seq::Seq;
-use crate::tcp::{LossDetection, Role, TcpConfig, TcpEndpoint};
+use crate::engine::Outgoing;
+use crate::tcp::{LossDetection, Role, TcpConfig, TcpEndpoint, TcpIrConfig};
 use crate::time::{Dur, Time};
 use crate::wire::tcp_udp::{build, parse};
 
@@ -34,10 +36,12 @@ const MAX_OUTPUT: usize = 100_000;
 fn drain(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
     for _ in 0..MAX_OUTPUT {
         buf.clear();
-        if e.poll_transmit(now, buf).is_none() {
+        let Some(p) = e.poll_transmit(now, buf) else {
             while e.poll_event().is_some() {}
             return;
-        }
+        };
+        // With bytes, a packet's bytes are its payload; without, there are none.
+        assert!(buf.is_empty() || buf.len() == p.payload_len() as usize, "payload bytes disagree with the header");
     }
     panic!("poll_transmit offers packets without end at {now:?}");
 }
@@ -116,6 +120,8 @@ pub fn exercise(data: &[u8]) {
         delayed_ack: (sel & 16 != 0).then(|| Dur::from_micros(200)),
         handshake: sel & 32 != 0,
         ecn: sel & 64 != 0,
+        carry_bytes: sel & 128 != 0,
+        tcp_ir: (sel & 0x88 == 0x88).then(TcpIrConfig::default),
         ..TcpConfig::default()
     };
     let client = sel & 1 != 0;
@@ -131,7 +137,7 @@ pub fn exercise(data: &[u8]) {
     let mut now = Time::ZERO;
     let mut buf = Vec::new();
     if client {
-        e.send_message(now, 1, MESSAGE);
+        e.send_bytes(now, Outgoing::Message, 1, &vec![0xa5; MESSAGE as usize]);
     } else {
         e.expect_message(1, MESSAGE);
     }
@@ -177,4 +183,7 @@ pub fn exercise(data: &[u8]) {
     }
     // Long after the last packet: the timers back off to their cap and keep ending.
     run_timers(&mut e, now + Dur::from_millis(2_000), &mut buf);
+    if let Some(d) = e.take_bytes(1) {
+        assert_eq!(d.len() as u64, MESSAGE, "a message's bytes are its length");
+    }
 }

@@ -1,6 +1,8 @@
-//! The receiving half of a TCP connection: reassembly bookkeeping (no payload is stored), cumulative
-//! and selective acknowledgement, delayed ACKs, ECN echo, and in-order message delivery.
+//! The receiving half of a TCP connection: reassembly bookkeeping, cumulative and selective
+//! acknowledgement, delayed ACKs, ECN echo, and in-order message delivery. Payload bytes are kept
+//! only when the driver carries them (`bytes.rs`); the bookkeeping never reads them.
 
+use super::bytes::RecvBytes;
 use crate::engine::{AppEvent, MsgId};
 use crate::packet::{Ecn, Packet, SackBlocks, TcpFlags, TcpHeader};
 use crate::seq::Seq;
@@ -77,6 +79,8 @@ pub(crate) struct Receiver {
     /// Expected messages: (id, end offset), in stream order.
     msgs: VecDeque<(MsgId, u64)>,
     expected_end: u64,
+    /// The payload bytes, when the driver carries them.
+    bytes: Option<RecvBytes>,
 }
 
 impl Receiver {
@@ -97,7 +101,44 @@ impl Receiver {
             ts_recent: 0,
             msgs: VecDeque::new(),
             expected_end: 0,
+            bytes: None,
         }
+    }
+
+    /// Keep payload bytes and hand each message's over (`take_bytes`); `history` in-order bytes
+    /// stay for TCP-IR's rebuild of a lost segment.
+    pub(crate) fn carry_bytes(&mut self, history: usize) {
+        let mut b = RecvBytes::new(self.window_bytes);
+        b.keep_history(history);
+        self.bytes = Some(b);
+    }
+
+    pub(crate) fn carries_bytes(&self) -> bool {
+        self.bytes.is_some()
+    }
+
+    /// Stores the payload of a data segment at stream offset `start` whose header says `len` bytes.
+    /// False (the segment is to be dropped unseen) when the receiver carries bytes and the payload
+    /// is not `len` bytes long or lies beyond its buffer; always true without bytes.
+    pub(crate) fn accept_bytes(&mut self, start: u64, len: u32, payload: &[u8]) -> bool {
+        let Some(b) = self.bytes.as_mut() else {
+            return true;
+        };
+        if payload.len() != len as usize || !b.acceptable(start + u64::from(len), self.expected_end) {
+            return false;
+        }
+        b.store(start, payload);
+        true
+    }
+
+    /// The bytes of received message `msg`, once.
+    pub(crate) fn take_bytes(&mut self, msg: MsgId) -> Option<Vec<u8>> {
+        self.bytes.as_mut()?.take(msg)
+    }
+
+    /// The receiver's bytes, when it carries them.
+    pub(crate) fn bytes(&self) -> Option<&RecvBytes> {
+        self.bytes.as_ref()
     }
 
     pub(crate) fn window_bytes(&self) -> u32 {
@@ -108,6 +149,9 @@ impl Receiver {
     pub(crate) fn expect_message(&mut self, msg: MsgId, len_bytes: u64, events: &mut VecDeque<AppEvent>) {
         self.expected_end += len_bytes;
         if len_bytes == 0 {
+            if let Some(b) = self.bytes.as_mut() {
+                b.finish_empty(msg);
+            }
             events.push_back(AppEvent::MessageReceived { msg });
             return;
         }
@@ -119,6 +163,9 @@ impl Receiver {
         while let Some(&(msg, end)) = self.msgs.front() {
             if end > self.rcv_nxt {
                 break;
+            }
+            if let Some(b) = self.bytes.as_mut() {
+                b.finish(msg, end);
             }
             events.push_back(AppEvent::MessageReceived { msg });
             self.msgs.pop_front();
@@ -195,6 +242,9 @@ impl Receiver {
                 self.ooo.drain(..n);
             }
             out.delivered_bytes = self.rcv_nxt - before;
+            if let Some(b) = self.bytes.as_mut() {
+                b.advance(self.rcv_nxt);
+            }
             self.deliver_messages(events);
             if had_holes {
                 // RFC 5681 Sec. 4.2: a segment that fills (part of) a hole is acknowledged at once.

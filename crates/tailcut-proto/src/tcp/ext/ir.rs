@@ -48,6 +48,8 @@ enum CodedOutcome {
 pub(crate) struct TcpIr {
     cfg: TcpIrConfig,
     blocks: VecDeque<CodedBlock>,
+    /// The rebuilt segment's bytes, when the connection carries bytes (reused).
+    rebuilt: Vec<u8>,
 }
 
 impl TcpIr {
@@ -55,6 +57,7 @@ impl TcpIr {
         TcpIr {
             cfg,
             blocks: VecDeque::new(),
+            rebuilt: Vec::new(),
         }
     }
 
@@ -124,7 +127,13 @@ impl TcpIr {
     /// The receiver's side: rebuild the single missing segment of the block, or, if more are
     /// missing, answer at once with an ACK that tells the sender the block did not arrive whole. A
     /// block that arrived whole is acknowledged at once too.
-    fn on_coded(c: &mut Conn, now: Time, pkt: &Packet, start: Seq, len_bytes: u32, seg_bytes: u32) {
+    fn on_coded(&mut self, c: &mut Conn, now: Time, pkt: &Packet, coded: Coded<'_>) {
+        let Coded {
+            start,
+            len_bytes,
+            seg_bytes,
+            payload,
+        } = coded;
         let Some(start) = start.unwrap_near(c.peer_isn, c.receiver.rcv_nxt) else {
             return;
         };
@@ -133,7 +142,14 @@ impl TcpIr {
             // Acknowledged like any arriving segment: if the ACKs of the block were lost, this one
             // spares the sender a timeout.
             CodedOutcome::Complete => c.receiver.request_ack(),
-            CodedOutcome::Rebuild { start, len_bytes } => {
+            CodedOutcome::Rebuild {
+                start: lo,
+                len_bytes: n,
+            } => {
+                if c.receiver.carries_bytes() && !self.rebuild_bytes(c, start, end, seg_bytes, lo, n, payload) {
+                    return;
+                }
+                let (start, len_bytes) = (lo, n);
                 c.sender.stats.coded_recoveries += 1;
                 let out = c
                     .receiver
@@ -151,6 +167,44 @@ impl TcpIr {
                 c.control.push_back(p);
             }
         }
+    }
+}
+
+/// A coded packet as it arrived.
+struct Coded<'a> {
+    start: Seq,
+    len_bytes: u32,
+    seg_bytes: u32,
+    payload: &'a [u8],
+}
+
+impl TcpIr {
+    /// With bytes: the missing segment `[lo, lo + n)` of block `[start, end)` is the coded payload
+    /// XOR every other segment of the block, some in order already (the receiver's history), some
+    /// above its cumulative ACK. Stores it; false if the coded packet cannot rebuild it (a payload
+    /// whose length is not the segment size, or a block longer than the history kept).
+    #[allow(clippy::too_many_arguments)]
+    fn rebuild_bytes(&mut self, c: &mut Conn, start: u64, end: u64, seg_bytes: u32, lo: u64, n: u32, payload: &[u8]) -> bool {
+        let Some(bytes) = c.receiver.bytes() else {
+            return false;
+        };
+        let seg = u64::from(seg_bytes.max(1));
+        let history = self.cfg.max_block_segments as u64 * seg;
+        if seg_bytes == 0 || payload.len() != seg_bytes as usize || n > seg_bytes || end - start > history {
+            return false;
+        }
+        self.rebuilt.clear();
+        self.rebuilt.extend_from_slice(&payload[..seg_bytes as usize]);
+        let mut at = start;
+        while at < end {
+            let k = (end - at).min(seg) as usize;
+            if at != lo {
+                bytes.xor_into(at, &mut self.rebuilt[..k]);
+            }
+            at += seg;
+        }
+        let rebuilt = &self.rebuilt[..n as usize];
+        c.receiver.accept_bytes(lo, n, rebuilt)
     }
 }
 
@@ -185,6 +239,10 @@ impl Extension for TcpIr {
         self.blocks.front().map(|b| b.due)
     }
 
+    fn hold_from(&self) -> Option<u64> {
+        self.blocks.front().map(|b| b.start)
+    }
+
     /// Blocks not yet coded are abandoned (go-back-N retransmits them anyway).
     fn on_rto(&mut self, _consecutive: u32) -> bool {
         self.blocks.clear();
@@ -205,14 +263,20 @@ impl Extension for TcpIr {
         Some((p, Some(first)))
     }
 
-    fn on_segment(&mut self, c: &mut Conn, now: Time, pkt: &Packet, h: &TcpHeader) -> bool {
+    fn on_segment(&mut self, c: &mut Conn, now: Time, pkt: &Packet, h: &TcpHeader, payload: &[u8]) -> bool {
         match h.ext {
             TcpExt::XorCoded {
                 start,
                 len_bytes,
                 seg_bytes,
             } => {
-                Self::on_coded(c, now, pkt, start, len_bytes, seg_bytes);
+                let coded = Coded {
+                    start,
+                    len_bytes,
+                    seg_bytes,
+                    payload,
+                };
+                self.on_coded(c, now, pkt, coded);
                 true
             }
             TcpExt::CodedAck { end } => {

@@ -93,9 +93,16 @@ pub(crate) trait Extension {
     /// An incoming segment's ACK fields were processed by the sender.
     fn on_ack_received(&mut self, _c: &mut Conn, _now: Time, _h: &TcpHeader) {}
 
-    /// An incoming segment, before the receiver sees it; true consumes it.
-    fn on_segment(&mut self, _c: &mut Conn, _now: Time, _pkt: &Packet, _h: &TcpHeader) -> bool {
+    /// An incoming segment with its payload bytes (empty unless the connection carries bytes),
+    /// before the receiver sees it; true consumes it.
+    fn on_segment(&mut self, _c: &mut Conn, _now: Time, _pkt: &Packet, _h: &TcpHeader, _payload: &[u8]) -> bool {
         false
+    }
+
+    /// The oldest send-stream byte the extension may still read (a coded packet not yet sent),
+    /// which a connection carrying bytes must keep even once acknowledged.
+    fn hold_from(&self) -> Option<u64> {
+        None
     }
 
     /// An incoming data segment whose payload a switch cut off (it carries no data).
@@ -287,8 +294,12 @@ impl Extension for Extensions {
         }
     }
 
-    fn on_segment(&mut self, c: &mut Conn, now: Time, pkt: &Packet, h: &TcpHeader) -> bool {
-        self.installed && self.ir.as_mut().is_some_and(|e| e.on_segment(c, now, pkt, h))
+    fn on_segment(&mut self, c: &mut Conn, now: Time, pkt: &Packet, h: &TcpHeader, payload: &[u8]) -> bool {
+        self.installed && self.ir.as_mut().is_some_and(|e| e.on_segment(c, now, pkt, h, payload))
+    }
+
+    fn hold_from(&self) -> Option<u64> {
+        self.ir.as_ref().and_then(|e| e.hold_from())
     }
 
     fn on_cut_segment(&mut self, c: &mut Conn, now: Time, h: &TcpHeader) {

@@ -1,6 +1,7 @@
 //! Two-endpoint tests on virtual time: a scripted wire (`harness.rs`), exact scenario tests by
 //! concern (`loss.rs`, `ecn.rs`, `connection.rs`, `cp.rs`) and property tests (`props.rs`).
 
+mod bytes;
 mod connection;
 mod cp;
 mod ecn;
