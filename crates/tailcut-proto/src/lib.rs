@@ -13,6 +13,7 @@ pub mod engine;
 pub mod fec;
 pub mod mptcp;
 pub mod packet;
+pub mod pattern;
 pub mod reconnect;
 pub mod rng;
 pub mod seq;

@@ -86,18 +86,11 @@ pub struct Harness<E: Engine> {
     started: bool,
 }
 
-/// The bytes of message `msg` when the harness carries bytes: `len` bytes of a stream seeded by the
-/// id, so a byte moved, lost or taken from another message shows.
+/// The bytes of message `msg` when the harness carries bytes ([`crate::pattern`]).
 pub fn pattern(msg: MsgId, len: u64) -> Vec<u8> {
-    let mut x = msg.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
+    let mut v = Vec::new();
+    crate::pattern::message_pattern(msg, len, &mut v);
+    v
 }
 
 /// Drops the `n`th packet (from 0) of the direction the script is installed on.

@@ -48,6 +48,11 @@ impl PacketArena {
         buf.extend_from_slice(bytes);
     }
 
+    /// A trimming port cut the packet's payload bytes.
+    pub fn cut_payload(&mut self, id: PktId) {
+        self.payloads[id.0 as usize].clear();
+    }
+
     pub fn payload(&self, id: PktId) -> &[u8] {
         &self.payloads[id.0 as usize]
     }

@@ -76,6 +76,12 @@ pub struct Experiment {
         skip_serializing_if = "is_default_stall_timeout"
     )]
     pub stall_timeout: Dur,
+    /// Carry real bytes in every message and check them where they arrive: each message holds a
+    /// pattern seeded by its id, engines that can carry bytes do (TCP and the schemes built on it,
+    /// MPTCP/FUSO, CloudBurst), and the run info counts messages received intact, corrupt, or
+    /// without bytes (`app_bytes_*`). Flow tables are the same as without; slower (docs/net.md).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub check_bytes: bool,
     /// The network's shape: `kind` and that kind's keys.
     pub topology: TopologyConfig,
     /// Queues of switch ports and host NICs; every key has a default.
@@ -110,6 +116,10 @@ pub const DEFAULT_STALL_TIMEOUT: Dur = Dur(300 * 1_000_000_000);
 
 fn default_stall_timeout() -> Dur {
     DEFAULT_STALL_TIMEOUT
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn is_default_stall_timeout(d: &Dur) -> bool {

@@ -266,6 +266,7 @@ fn run_scheme<'p, const TRACED: bool>(
         prep.exp.max_time,
     );
     sim.set_stall_timeout(prep.exp.stall_timeout);
+    sim.set_check_bytes(prep.exp.check_bytes);
     install_shims(&mut sim, shim.as_ref(), prep.exp.seed);
     if let Some((flows, max_events)) = trace {
         sim.start_trace(flows, max_events);

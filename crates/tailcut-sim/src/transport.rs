@@ -130,6 +130,8 @@ pub struct ConnSetup {
     /// The fastest NIC of the sender's and of the receiver's host, in bit/s.
     pub sender_nic_bps: u64,
     pub receiver_nic_bps: u64,
+    /// The run checks bytes (`check_bytes`): engines that can carry real payloads do.
+    pub carry_bytes: bool,
 }
 
 /// One end of a connection as its engine sees it.
@@ -145,6 +147,8 @@ pub struct EndSetup<'a> {
     /// The fastest NIC of this end's host, in bit/s.
     pub nic_bps: u64,
     pub rng: Rng,
+    /// Carry real payload bytes (the run's `check_bytes`).
+    pub carry_bytes: bool,
 }
 
 impl ConnSetup {
@@ -159,6 +163,7 @@ impl ConnSetup {
                 addrs: &self.sender_addrs,
                 nic_bps: self.sender_nic_bps,
                 rng: rng_sender,
+                carry_bytes: self.carry_bytes,
             },
             EndSetup {
                 tuple: self.tuple.reversed(),
@@ -168,6 +173,7 @@ impl ConnSetup {
                 addrs: &self.receiver_addrs,
                 nic_bps: self.receiver_nic_bps,
                 rng: rng_receiver,
+                carry_bytes: self.carry_bytes,
             },
         ]
     }

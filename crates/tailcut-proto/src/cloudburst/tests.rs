@@ -1,9 +1,9 @@
 //! Scripted two-endpoint tests on virtual time, through the generic harness (`crate::testing`).
 
 use super::*;
+use crate::engine::Outgoing;
 use crate::packet::Addr;
 use crate::testing::{Fate, Harness};
-use crate::engine::Outgoing;
 use rand::SeedableRng;
 
 const DELAY: Dur = Dur(10_000);

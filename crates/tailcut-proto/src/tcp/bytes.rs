@@ -77,7 +77,12 @@ impl SendBytes {
         let from = start + released;
         let held_end = end.min(self.base + self.buf.len() as u64);
         if from < held_end {
-            extend_from_deque(out, &self.buf, (from - self.base) as usize, (held_end - self.base) as usize);
+            extend_from_deque(
+                out,
+                &self.buf,
+                (from - self.base) as usize,
+                (held_end - self.base) as usize,
+            );
         }
         let missing = end - from.max(held_end);
         debug_assert_eq!(missing, 0, "segment [{start}, {end}) past the written stream");
@@ -91,7 +96,11 @@ impl SendBytes {
         let to = end.min(self.base + self.buf.len() as u64);
         if from < to {
             let k = (from - start) as usize;
-            xor_from_deque(&mut dst[k..k + (to - from) as usize], &self.buf, (from - self.base) as usize);
+            xor_from_deque(
+                &mut dst[k..k + (to - from) as usize],
+                &self.buf,
+                (from - self.base) as usize,
+            );
         }
     }
 }
@@ -216,22 +225,28 @@ impl RecvBytes {
         let hi = end.min(self.next);
         if lo < hi {
             let k = (lo - start) as usize;
-            xor_from_deque(&mut dst[k..k + (hi - lo) as usize], &self.recent, (lo - recent_base) as usize);
+            xor_from_deque(
+                &mut dst[k..k + (hi - lo) as usize],
+                &self.recent,
+                (lo - recent_base) as usize,
+            );
         }
         let lo = start.max(self.next);
         let hi = end.min(self.next + self.pending.len() as u64);
         if lo < hi {
             let k = (lo - start) as usize;
-            xor_from_deque(&mut dst[k..k + (hi - lo) as usize], &self.pending, (lo - self.next) as usize);
+            xor_from_deque(
+                &mut dst[k..k + (hi - lo) as usize],
+                &self.pending,
+                (lo - self.next) as usize,
+            );
         }
     }
 
     /// Bytes held in all buffers but the TCP-IR history (for memory bounds in tests).
     #[cfg(test)]
     pub(crate) fn held(&self) -> usize {
-        self.pending.len()
-            + self.inorder.len()
-            + self.done.iter().map(|(_, d)| d.len()).sum::<usize>()
+        self.pending.len() + self.inorder.len() + self.done.iter().map(|(_, d)| d.len()).sum::<usize>()
     }
 }
 

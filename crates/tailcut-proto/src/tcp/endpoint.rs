@@ -85,7 +85,9 @@ impl TcpEndpoint {
         let mut receiver = Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn);
         if cfg.carry_bytes {
             // TCP-IR rebuilds a lost segment from the others of its block, some already in order.
-            let block = cfg.tcp_ir.map_or(0, |ir| ir.max_block_segments as usize * cfg.mss_bytes as usize);
+            let block = cfg
+                .tcp_ir
+                .map_or(0, |ir| ir.max_block_segments as usize * cfg.mss_bytes as usize);
             receiver.carry_bytes(block);
         }
         let conn = Conn {
@@ -164,7 +166,8 @@ impl TcpEndpoint {
     /// Payload bytes held for the peer and the application (0 without `carry_bytes`).
     #[cfg(test)]
     pub(crate) fn held_bytes(&self) -> usize {
-        self.conn.send_bytes.as_ref().map_or(0, |b| b.held()) + self.conn.receiver.bytes().map_or(0, |b| b.held())
+        self.conn.send_bytes.as_ref().map_or(0, |b| b.held())
+            + self.conn.receiver.bytes().map_or(0, |b| b.held())
     }
 
     /// Retransmit the segment holding send-stream offset `offset` at the next `poll_transmit`,
@@ -385,7 +388,10 @@ impl Conn {
             self.after_data(now, out);
         }
         if let Some(b) = self.send_bytes.as_mut() {
-            b.release_to(ext.hold_from().map_or(self.sender.snd_una, |o| o.min(self.sender.snd_una)));
+            b.release_to(
+                ext.hold_from()
+                    .map_or(self.sender.snd_una, |o| o.min(self.sender.snd_una)),
+            );
         }
     }
 
@@ -494,7 +500,9 @@ impl Engine for TcpEndpoint {
         if let Some(b) = self.conn.send_bytes.as_mut() {
             b.push(data);
         }
-        self.conn.sender.queue_message(msg, data.len() as u64, &mut self.conn.events);
+        self.conn
+            .sender
+            .queue_message(msg, data.len() as u64, &mut self.conn.events);
     }
 
     fn take_bytes(&mut self, msg: MsgId) -> Option<Vec<u8>> {

@@ -14,9 +14,9 @@
 //! Input: byte 0 picks the configuration; then records of `[dt, op, len]` followed by `len` bytes.
 
 use crate::engine::Engine;
+use crate::engine::Outgoing;
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto, TcpFlags, TcpHeader};
 use crate::seq::Seq;
-use crate::engine::Outgoing;
 use crate::tcp::{LossDetection, Role, TcpConfig, TcpEndpoint, TcpIrConfig};
 use crate::time::{Dur, Time};
 use crate::wire::tcp_udp::{build, parse};
@@ -41,7 +41,10 @@ fn drain(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
             return;
         };
         // With bytes, a packet's bytes are its payload; without, there are none.
-        assert!(buf.is_empty() || buf.len() == p.payload_len() as usize, "payload bytes disagree with the header");
+        assert!(
+            buf.is_empty() || buf.len() == p.payload_len() as usize,
+            "payload bytes disagree with the header"
+        );
     }
     panic!("poll_transmit offers packets without end at {now:?}");
 }
@@ -121,6 +124,9 @@ pub fn exercise(data: &[u8]) {
         handshake: sel & 32 != 0,
         ecn: sel & 64 != 0,
         carry_bytes: sel & 128 != 0,
+        // A receiver carrying bytes holds up to its window of them (docs/net.md); a socket runtime
+        // sizes it, as here, far below the simulator's 16 MB default.
+        rcv_window_bytes: if sel & 128 != 0 { 1 << 20 } else { 16 << 20 },
         tcp_ir: (sel & 0x88 == 0x88).then(TcpIrConfig::default),
         ..TcpConfig::default()
     };

@@ -7,8 +7,9 @@ use crate::event::EngineId;
 use crate::transport::{ConnSetup, MAX_COPIES};
 use crate::workload::FlowSpec;
 use rand::Rng as _;
+use tailcut_proto::pattern::{is_message_pattern, message_pattern};
 use tailcut_proto::rng::{self, Stream};
-use tailcut_proto::{AppEvent, FiveTuple, MessageStats, MsgId, Proto, Seq, Time};
+use tailcut_proto::{AppEvent, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Proto, Seq, Time};
 
 /// The parts of a flow. The application numbers a flow's messages `flow << 1 | part`; engines treat
 /// the ids as opaque (the role of each message is in the call that hands it over).
@@ -33,6 +34,34 @@ fn part_of(msg: MsgId) -> Part {
         Part::Request
     } else {
         Part::Data
+    }
+}
+
+/// The run's `check_bytes` mode: messages carry their pattern bytes, checked where they arrive.
+#[derive(Default)]
+pub(super) struct ByteCheck {
+    pub(super) intact: u64,
+    pub(super) corrupt: u64,
+    /// Messages whose engine carries no bytes (DCQUIC and the reconnecting client do not yet).
+    pub(super) uncarried: u64,
+    buf: Vec<u8>,
+}
+
+impl ByteCheck {
+    /// Hands message `msg` of `len` bytes to `engine` as `how`, with its pattern bytes.
+    fn send(&mut self, engine: &mut dyn Engine, now: Time, how: Outgoing, msg: MsgId, len: u64) {
+        self.buf.clear();
+        message_pattern(msg, len, &mut self.buf);
+        engine.send_bytes(now, how, msg, &self.buf);
+    }
+
+    /// Message `msg` of `len` bytes arrived at `engine`.
+    fn received(&mut self, engine: &mut dyn Engine, msg: MsgId, len: u64) {
+        match engine.take_bytes(msg) {
+            Some(d) if is_message_pattern(msg, len, &d) => self.intact += 1,
+            Some(_) => self.corrupt += 1,
+            None => self.uncarried += 1,
+        }
     }
 }
 
@@ -120,17 +149,47 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
         let conn = self.engines[e as usize].conn;
         match ev {
             AppEvent::Connected => {}
-            AppEvent::MessageReceived { msg } => match part_of(msg) {
-                Part::Request => self.answer(conn, msg),
-                Part::Data => {
-                    if self.flow_state[flow_of(msg)].data_arrived(conn, self.now) {
-                        self.flows_finished += 1;
+            AppEvent::MessageReceived { msg } => {
+                self.check_received(e, msg);
+                match part_of(msg) {
+                    Part::Request => self.answer(conn, msg),
+                    Part::Data => {
+                        if self.flow_state[flow_of(msg)].data_arrived(conn, self.now) {
+                            self.flows_finished += 1;
+                        }
                     }
                 }
-            },
+            }
             AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
                 self.flow_state[flow_of(msg)].message_final(conn, part_of(msg), stats);
             }
+        }
+    }
+
+    /// With `check_bytes`: checks the bytes of message `msg` that engine `e` received. The
+    /// application goes on either way, as it would on a network that corrupted a message.
+    fn check_received(&mut self, e: EngineId, msg: MsgId) {
+        if self.byte_check.is_none() {
+            return;
+        }
+        let spec = &self.flows[flow_of(msg)];
+        let len = match part_of(msg) {
+            Part::Request => spec.request_bytes,
+            Part::Data => spec.size_bytes,
+        };
+        if let Some(check) = self.byte_check.as_mut() {
+            check.received(self.engines[e as usize].engine.as_mut(), msg, len);
+        }
+    }
+
+    /// Engine `e` sends message `msg` of `len` bytes as `how` (with its bytes under `check_bytes`).
+    fn give(&mut self, e: EngineId, how: Outgoing, msg: MsgId, len: u64) {
+        let engine = self.engines[e as usize].engine.as_mut();
+        match (self.byte_check.as_mut(), how) {
+            (Some(check), _) => check.send(engine, self.now, how, msg, len),
+            (None, Outgoing::Message) => engine.send_message(self.now, msg, len),
+            (None, Outgoing::Request) => engine.send_request(self.now, msg, len),
+            (None, Outgoing::Response { request }) => engine.send_response(self.now, request, msg, len),
         }
     }
 
@@ -144,9 +203,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
         self.engines[b as usize]
             .engine
             .expect_response(request, resp, len);
-        self.engines[a as usize]
-            .engine
-            .send_response(self.now, request, resp, len);
+        self.give(a, Outgoing::Response { request }, resp, len);
         self.drain_stack.push(a);
     }
 
@@ -186,9 +243,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
                 self.engines[a as usize]
                     .engine
                     .expect_request(req, spec.request_bytes);
-                self.engines[b as usize]
-                    .engine
-                    .send_request(self.now, req, spec.request_bytes);
+                let len = spec.request_bytes;
+                self.give(b, Outgoing::Request, req, len);
                 self.drain(b);
             } else {
                 // A one-way flow has no request: its counters are final from the start.
@@ -197,9 +253,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
                 self.engines[b as usize]
                     .engine
                     .expect_message(data, spec.size_bytes);
-                self.engines[a as usize]
-                    .engine
-                    .send_message(self.now, data, spec.size_bytes);
+                let len = spec.size_bytes;
+                self.give(a, Outgoing::Message, data, len);
                 self.drain(a);
             }
         }
@@ -267,6 +322,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             receiver_addrs: self.net.host_addrs[spec.dst as usize].clone(),
             sender_nic_bps: self.net.host_nic_rate_bps[spec.src as usize],
             receiver_nic_bps: self.net.host_nic_rate_bps[spec.dst as usize],
+            carry_bytes: self.byte_check.is_some(),
         };
         let comp = &self.components[spec.component as usize];
         let (ea, eb) = comp.transport.connect(

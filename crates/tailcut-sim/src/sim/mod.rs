@@ -128,6 +128,8 @@ pub struct Sim<'a, const TRACED: bool = false> {
     /// TCP small queues: whether engines have a budget of bytes in their NIC queue (each slot's
     /// `tsq_limit`). docs/simulator.md, "TCP small queues".
     tsq_on: bool,
+    /// The `check_bytes` mode, when on.
+    byte_check: Option<Box<app::ByteCheck>>,
     /// Times an engine was held back by `host_tsq`.
     tsq_holds: u64,
     watchdog: Watchdog,
@@ -194,6 +196,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             paths: FxMap::default(),
             cons: Conservation::default(),
             tsq_on,
+            byte_check: None,
             tsq_holds: 0,
             watchdog: Watchdog {
                 timeout: Dur(0),
@@ -212,6 +215,12 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             sim.events.push(Time::ZERO + *at, Event::Fault(i as u32));
         }
         sim
+    }
+
+    /// Carry real bytes in every message and check them where they arrive (`check_bytes`); call
+    /// before the run starts.
+    pub fn set_check_bytes(&mut self, on: bool) {
+        self.byte_check = on.then(Box::default);
     }
 
     /// Ends the run early when it stalls: no packet reaches any host for `timeout` of simulated time

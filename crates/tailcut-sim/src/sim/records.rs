@@ -142,6 +142,11 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
                 *m.entry(k.to_string()).or_insert(0) += v;
             }
         }
+        if let Some(c) = &self.byte_check {
+            m.insert("app_bytes_intact_messages".to_string(), c.intact);
+            m.insert("app_bytes_corrupt_messages".to_string(), c.corrupt);
+            m.insert("app_bytes_uncarried_messages".to_string(), c.uncarried);
+        }
         m
     }
 

@@ -38,6 +38,7 @@ impl EngineFactory for CloudBurstTransport {
             if self.nic_rate_from_host && e.nic_bps > 0 {
                 cfg.nic_rate = Rate(e.nic_bps);
             }
+            cfg.carry_bytes |= e.carry_bytes;
             CloudBurstEndpoint::new(cfg, e.tuple, e.rng)
                 .expect("the cloudburst scheme validates its configuration")
         })

@@ -25,14 +25,11 @@ impl EngineFactory for MptcpTransport {
         rng_receiver: Rng,
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
         s.pair(rng_sender, rng_receiver, |e| {
-            MptcpEndpoint::new(
-                self.tcp.clone(),
-                self.cfg.clone(),
-                e.tuple,
-                e.isn_local,
-                e.isn_peer,
-                e.rng,
-            )
+            let tcp = TcpConfig {
+                carry_bytes: e.carry_bytes,
+                ..self.tcp.clone()
+            };
+            MptcpEndpoint::new(tcp, self.cfg.clone(), e.tuple, e.isn_local, e.isn_peer, e.rng)
         })
     }
 

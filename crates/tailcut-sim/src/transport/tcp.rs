@@ -50,7 +50,11 @@ impl EngineFactory for TcpTransport {
     ) -> (Box<dyn Engine>, Box<dyn Engine>) {
         s.pair(rng_sender, rng_receiver, |e| {
             let role = if e.opens { Role::Client } else { Role::Server };
-            TcpEndpoint::new(self.cfg.clone(), e.tuple, role, e.isn_local, e.isn_peer)
+            let cfg = TcpConfig {
+                carry_bytes: e.carry_bytes,
+                ..self.cfg.clone()
+            };
+            TcpEndpoint::new(cfg, e.tuple, role, e.isn_local, e.isn_peer)
         })
     }
 

@@ -7,6 +7,7 @@ mod common;
 
 mod bad_inputs;
 mod baselines;
+mod bytes;
 mod cloudburst;
 mod cp;
 mod dcquic;

@@ -146,7 +146,8 @@ impl TcpIr {
                 start: lo,
                 len_bytes: n,
             } => {
-                if c.receiver.carries_bytes() && !self.rebuild_bytes(c, start, end, seg_bytes, lo, n, payload) {
+                if c.receiver.carries_bytes() && !self.rebuild_bytes(c, start, end, seg_bytes, lo, n, payload)
+                {
                     return;
                 }
                 let (start, len_bytes) = (lo, n);
@@ -184,7 +185,16 @@ impl TcpIr {
     /// above its cumulative ACK. Stores it; false if the coded packet cannot rebuild it (a payload
     /// whose length is not the segment size, or a block longer than the history kept).
     #[allow(clippy::too_many_arguments)]
-    fn rebuild_bytes(&mut self, c: &mut Conn, start: u64, end: u64, seg_bytes: u32, lo: u64, n: u32, payload: &[u8]) -> bool {
+    fn rebuild_bytes(
+        &mut self,
+        c: &mut Conn,
+        start: u64,
+        end: u64,
+        seg_bytes: u32,
+        lo: u64,
+        n: u32,
+        payload: &[u8],
+    ) -> bool {
         let Some(bytes) = c.receiver.bytes() else {
             return false;
         };

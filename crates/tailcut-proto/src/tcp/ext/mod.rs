@@ -95,7 +95,14 @@ pub(crate) trait Extension {
 
     /// An incoming segment with its payload bytes (empty unless the connection carries bytes),
     /// before the receiver sees it; true consumes it.
-    fn on_segment(&mut self, _c: &mut Conn, _now: Time, _pkt: &Packet, _h: &TcpHeader, _payload: &[u8]) -> bool {
+    fn on_segment(
+        &mut self,
+        _c: &mut Conn,
+        _now: Time,
+        _pkt: &Packet,
+        _h: &TcpHeader,
+        _payload: &[u8],
+    ) -> bool {
         false
     }
 
@@ -295,7 +302,11 @@ impl Extension for Extensions {
     }
 
     fn on_segment(&mut self, c: &mut Conn, now: Time, pkt: &Packet, h: &TcpHeader, payload: &[u8]) -> bool {
-        self.installed && self.ir.as_mut().is_some_and(|e| e.on_segment(c, now, pkt, h, payload))
+        self.installed
+            && self
+                .ir
+                .as_mut()
+                .is_some_and(|e| e.on_segment(c, now, pkt, h, payload))
     }
 
     fn hold_from(&self) -> Option<u64> {

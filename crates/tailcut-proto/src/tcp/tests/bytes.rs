@@ -74,7 +74,9 @@ fn tcp_scheme(k: usize) -> (TcpConfig, bool) {
             ..base()
         },
         5 => TcpConfig {
-            tcp_ir: Some(TcpIrConfig { max_block_segments: 4 }),
+            tcp_ir: Some(TcpIrConfig {
+                max_block_segments: 4,
+            }),
             ..base()
         },
         6 => TcpConfig {
@@ -98,7 +100,11 @@ fn tcp_scheme(k: usize) -> (TcpConfig, bool) {
             sack: false,
             loss_detection: LossDetection::Dupthresh,
             ecn: k == 10,
-            congestion_control: if k == 10 { dctcp } else { CongestionControl::NewReno },
+            congestion_control: if k == 10 {
+                dctcp
+            } else {
+                CongestionControl::NewReno
+            },
             ..base()
         },
         _ => TcpConfig {
@@ -206,7 +212,10 @@ fn faults(sc: &Scenario, cut: bool) -> impl FnMut(&mut Wire<'_>) -> Fate + 'stat
 }
 
 /// What must not depend on whether bytes are carried: every packet (headers, time, fate) and event.
-type Trace = (Vec<(Time, usize, Packet, Fate)>, Vec<(Time, usize, crate::engine::AppEvent)>);
+type Trace = (
+    Vec<(Time, usize, Packet, Fate)>,
+    Vec<(Time, usize, crate::engine::AppEvent)>,
+);
 
 fn run<E: Engine>(sc: &Scenario, a: E, b: E, cut: bool, carry: bool) -> (Harness<E>, Trace) {
     let mut h = Harness::new(a, b);
@@ -237,7 +246,14 @@ fn tcp_pair(cfg: &TcpConfig) -> (TcpEndpoint, TcpEndpoint) {
 fn mptcp_pair(tcp: &TcpConfig, cfg: &MptcpConfig, seed: u64) -> (MptcpEndpoint, MptcpEndpoint) {
     let mk = |side: usize| {
         let rng = Rng::seed_from_u64(seed ^ side as u64);
-        MptcpEndpoint::new(tcp.clone(), cfg.clone(), tuple(side), ISN[side], ISN[1 - side], rng)
+        MptcpEndpoint::new(
+            tcp.clone(),
+            cfg.clone(),
+            tuple(side),
+            ISN[side],
+            ISN[1 - side],
+            rng,
+        )
     };
     (mk(0), mk(1))
 }
@@ -263,7 +279,13 @@ fn check(sc: &Scenario) -> (u64, usize, usize, bool, usize) {
         let (a, b) = tcp_pair(&cfg);
         let (h, carried) = run(sc, a, b, cut, true);
         let held = h.eps.iter().map(|e| e.held_bytes()).sum();
-        (h.bytes_checked, h.corrupt.len(), received(&carried.1), plain == carried, held)
+        (
+            h.bytes_checked,
+            h.corrupt.len(),
+            received(&carried.1),
+            plain == carried,
+            held,
+        )
     } else {
         let (mut tcp, cfg, cut) = mptcp_scheme(sc.scheme);
         let (a, b) = mptcp_pair(&tcp, &cfg, sc.seed);
@@ -272,7 +294,13 @@ fn check(sc: &Scenario) -> (u64, usize, usize, bool, usize) {
         let (a, b) = mptcp_pair(&tcp, &cfg, sc.seed);
         let (h, carried) = run(sc, a, b, cut, true);
         let held = h.eps.iter().map(|e| e.held_bytes()).sum();
-        (h.bytes_checked, h.corrupt.len(), received(&carried.1), plain == carried, held)
+        (
+            h.bytes_checked,
+            h.corrupt.len(),
+            received(&carried.1),
+            plain == carried,
+            held,
+        )
     }
 }
 
@@ -298,7 +326,13 @@ fn every_scheme_survives_heavy_faults_byte_exact() {
         let sc = Scenario {
             scheme,
             seed: 7 + scheme as u64,
-            msgs: vec![(30_000, Some(12_345)), (1, None), (0, Some(0)), (17_001, None), (2_500, Some(64_000))],
+            msgs: vec![
+                (30_000, Some(12_345)),
+                (1, None),
+                (0, Some(0)),
+                (17_001, None),
+                (2_500, Some(64_000)),
+            ],
             drop: 100,
             dup: 50,
             reorder: 50,
@@ -307,7 +341,11 @@ fn every_scheme_survives_heavy_faults_byte_exact() {
         let (checked, corrupt, received, same, held) = check(&sc);
         assert_eq!(corrupt, 0, "scheme {scheme}");
         assert_eq!(received, messages(&sc), "scheme {scheme}");
-        assert_eq!(checked, 30_000 + 12_345 + 1 + 17_001 + 2_500 + 64_000, "scheme {scheme}");
+        assert_eq!(
+            checked,
+            30_000 + 12_345 + 1 + 17_001 + 2_500 + 64_000,
+            "scheme {scheme}"
+        );
         assert!(same, "scheme {scheme}: packets differ with bytes");
         assert_eq!(held, 0, "scheme {scheme}");
     }

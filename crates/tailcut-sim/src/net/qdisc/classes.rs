@@ -157,6 +157,11 @@ impl PortQueue {
                     let p = arena.get_mut(id);
                     p.trimmed = true;
                     p.size_bytes = bytes as u32;
+                    // A TCP segment's bytes are all payload (its header is the record); a datagram's
+                    // bytes hold its own header (CloudBurst's), which a trimmer keeps.
+                    if p.tcp().is_some() {
+                        arena.cut_payload(id);
+                    }
                 }
                 match self.headers.as_mut().filter(|_| trim.priority_headers) {
                     Some(h) => {
