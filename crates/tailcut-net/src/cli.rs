@@ -35,6 +35,7 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
             rate,
             seed: flag(args, "--seed")?.unwrap_or(1),
             path: flag(args, "--loss-path")?,
+            ..SendLoss::default()
         });
     }
     cfg.validate().map_err(|e| e.to_string())?;

@@ -1,24 +1,29 @@
 //! The client: one association (several paths) to one server, request/response calls.
 //!
 //! `call` hands the request to the runtime thread over a bounded channel and blocks for the response.
-//! CloudBurst names a message with 8 bits on the wire, so at most 256 calls are in flight per client
-//! and a finished call's id rests for [`NetConfig::id_quarantine`] before reuse (see there); calls
-//! beyond that wait in the runtime, and [`CallStats::waited_for_id`] says how long.
+//! The loop is the same for every scheme; what a call is to the engine is the scheme's
+//! ([`ClientScheme`]: `cloudburst.rs`, `tcp.rs`). CloudBurst names a message with 8 bits on the wire,
+//! so at most 256 of its calls are in flight per client and a finished call's id rests for
+//! [`NetConfig::id_quarantine`] before reuse (see there); calls beyond that wait in the runtime, and
+//! [`CallStats::waited_for_id`] says how long. A stream scheme (TCP) frames calls on its byte stream
+//! (`stream.rs`) and never waits for an id.
 
-use crate::config::NetConfig;
+use crate::codec::Codec;
+use crate::config::{NetConfig, Scheme};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
-use crate::frame::{Preamble, SCHEME_CLOUDBURST};
+use crate::frame::Preamble;
 use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
-use std::collections::VecDeque;
+use crate::{cloudburst, tcp};
+use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
-use tailcut_proto::cloudburst::{CloudBurstEndpoint, TableSizes};
-use tailcut_proto::rng::{derive_seed, stream, Stream};
-use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Packet, Time};
+use tailcut_proto::cloudburst::TableSizes;
+use tailcut_proto::rng::{derive_seed, Stream};
+use tailcut_proto::{AppEvent, Dur, Engine, MessageStats, Time};
 
 /// Per-call measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,7 +58,7 @@ impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallError::TooLarge { len, max } => {
-                write!(f, "request of {len} bytes; CloudBurst carries at most {max}")
+                write!(f, "request of {len} bytes; the scheme carries at most {max}")
             }
             CallError::Timeout => write!(f, "no response before the call timeout"),
             CallError::Closed => write!(f, "the client's runtime thread has stopped"),
@@ -75,8 +80,12 @@ pub struct ClientStats {
     pub foreign_datagrams: u64,
     pub dropped_by_hook: u64,
     pub tx: TxCounters,
+    /// CloudBurst's engine tables (zero for other schemes).
     pub tables: TableSizes,
     pub engine_malformed: u64,
+    /// A stream peer broke the framing (announced a message over the limit); the association's later
+    /// calls time out.
+    pub protocol_errors: u64,
 }
 
 type ReplyTx = SyncSender<Result<Reply, CallError>>;
@@ -117,7 +126,7 @@ struct ClosedLoop {
     reply: LoopTx,
 }
 
-/// A CloudBurst RPC client. Calls may come from several threads at once.
+/// An RPC client of one scheme ([`NetConfig::scheme`]). Calls may come from several threads at once.
 pub struct Client {
     commands: SyncSender<Command>,
     runtime: RuntimeThread,
@@ -138,7 +147,7 @@ impl Client {
             IpAddr::V6(a) if a.is_loopback() => Ipv6Addr::LOCALHOST.into(),
             IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
         };
-        let socks = (0..cfg.cloudburst.paths)
+        let socks = (0..cfg.paths())
             .map(|_| PathSocket::bind(SocketAddr::new(ip, 0), cfg.socket_buffer_bytes))
             .collect::<io::Result<Vec<_>>>()?;
         let local = socks
@@ -151,17 +160,19 @@ impl Client {
         let (commands, rx) = mpsc::sync_channel(1024);
         let stats = Arc::new(Mutex::new(ClientStats::default()));
         let max_message_bytes = cfg.max_message_bytes();
-        let engine = CloudBurstEndpoint::new(
-            cfg.engine_config(),
-            FiveTuple::default(),
-            stream(cfg.seed, Stream::Engine, association),
-        )
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let driver = Driver::new(socks, wake_rx, &cfg)?;
         let shared = stats.clone();
-        let runtime = RuntimeThread::spawn("tailcut-net-client", wake, move || {
-            ClientLoop::new(driver, engine, association, server, cfg, rx, shared).run()
-        })?;
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let runtime = match cfg.scheme {
+            Scheme::CloudBurst => {
+                let scheme = cloudburst::ClientSide::new(&cfg, association).map_err(invalid)?;
+                spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
+            }
+            Scheme::Tcp => {
+                let scheme = tcp::ClientSide::new(&cfg, association);
+                spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
+            }
+        };
         Ok(Client {
             commands,
             runtime,
@@ -230,8 +241,69 @@ impl Drop for Client {
     }
 }
 
+/// Starts the runtime thread of a client speaking `scheme`.
+#[allow(clippy::too_many_arguments)]
+fn spawn<S: ClientScheme>(
+    d: Driver,
+    scheme: S,
+    association: u64,
+    server: SocketAddr,
+    cfg: NetConfig,
+    commands: Receiver<Command>,
+    shared: Arc<Mutex<ClientStats>>,
+    wake: UnixDatagram,
+) -> io::Result<RuntimeThread> {
+    RuntimeThread::spawn("tailcut-net-client", wake, move || {
+        ClientLoop {
+            d,
+            scheme,
+            association,
+            server,
+            cfg,
+            commands,
+            calls: BTreeMap::new(),
+            waiting: VecDeque::new(),
+            closed_loop: None,
+            started: 0,
+            stats: ClientStats::default(),
+            shared,
+        }
+        .run()
+    })
+}
+
+/// What an engine event means to the calls.
+pub enum CallEvent {
+    /// The response of call `key` arrived.
+    Response { key: u64, bytes: Vec<u8> },
+    /// Call `key`'s request is acknowledged or given up: its counters are final.
+    RequestFinal { key: u64, stats: MessageStats },
+    /// The peer broke the scheme's framing; nothing more will arrive.
+    Broken,
+}
+
+/// A scheme's side of the client loop: its engine, how a call becomes engine messages, how engine
+/// events become responses.
+pub trait ClientScheme: Send + 'static {
+    type E: Codec + Send;
+    fn engine(&mut self) -> &mut Self::E;
+    fn engine_ref(&self) -> &Self::E;
+    /// Hands call `data` to the engine and returns its key, or `None` if the call must wait (no free
+    /// message id yet).
+    fn start(&mut self, now: Time, data: &[u8]) -> Option<u64>;
+    /// When a waiting call may start, if not now.
+    fn next_start(&self) -> Option<Time> {
+        None
+    }
+    /// Engine event `ev`, in terms of calls.
+    fn on_event(&mut self, now: Time, ev: AppEvent) -> Option<CallEvent>;
+    /// Call `key` is over (answered or timed out, its request final); its id may be reused.
+    fn release(&mut self, _now: Time, _key: u64) {}
+    /// Scheme counters into the published stats.
+    fn publish(&self, _stats: &mut ClientStats) {}
+}
+
 struct Pending {
-    msg: MsgId,
     started: Time,
     waited: Dur,
     deadline: Time,
@@ -239,53 +311,24 @@ struct Pending {
     request_final: Option<MessageStats>,
 }
 
-struct ClientLoop {
+struct ClientLoop<S: ClientScheme> {
     d: Driver,
-    engine: CloudBurstEndpoint,
+    scheme: S,
     association: u64,
     server: SocketAddr,
     cfg: NetConfig,
     commands: Receiver<Command>,
-    /// Indexed by the 8-bit wire id.
-    slots: Vec<Option<Pending>>,
-    in_flight: usize,
-    /// Free wire ids and the time each becomes usable, in that order (the quarantine is constant).
-    free: VecDeque<(u8, Time)>,
+    /// Calls started and not yet released, by key.
+    calls: BTreeMap<u64, Pending>,
     waiting: VecDeque<(Vec<u8>, Waiter, Time)>,
     closed_loop: Option<ClosedLoop>,
-    generation: u64,
+    /// Calls started so far.
+    started: u64,
     stats: ClientStats,
     shared: Arc<Mutex<ClientStats>>,
 }
 
-impl ClientLoop {
-    fn new(
-        d: Driver,
-        engine: CloudBurstEndpoint,
-        association: u64,
-        server: SocketAddr,
-        cfg: NetConfig,
-        commands: Receiver<Command>,
-        shared: Arc<Mutex<ClientStats>>,
-    ) -> ClientLoop {
-        ClientLoop {
-            d,
-            engine,
-            association,
-            server,
-            cfg,
-            commands,
-            slots: (0..256).map(|_| None).collect(),
-            in_flight: 0,
-            free: (0..=255u8).map(|w| (w, Time::ZERO)).collect(),
-            waiting: VecDeque::new(),
-            closed_loop: None,
-            generation: 0,
-            stats: ClientStats::default(),
-            shared,
-        }
-    }
-
+impl<S: ClientScheme> ClientLoop<S> {
     fn run(&mut self) -> io::Result<()> {
         loop {
             let deadline = self.next_deadline();
@@ -304,8 +347,9 @@ impl ClientLoop {
                 }
             }
             let now = self.d.clock.now();
-            if self.engine.poll_timeout().is_some_and(|t| t <= now) {
-                self.engine.handle_timeout(now);
+            let engine = self.scheme.engine();
+            if engine.poll_timeout().is_some_and(|t| t <= now) {
+                engine.handle_timeout(now);
             }
             self.expire_calls(now);
             self.start_calls(now);
@@ -341,7 +385,7 @@ impl ClientLoop {
     }
 
     fn receive(&mut self, k: usize) -> io::Result<()> {
-        let engine = &mut self.engine;
+        let engine = self.scheme.engine();
         let stats = &mut self.stats;
         let association = self.association;
         let server = self.server;
@@ -350,15 +394,11 @@ impl ClientLoop {
             let n = self.d.rx.recv(&self.d.socks[k], |dg| {
                 stats.datagrams_in += 1;
                 let ours = Preamble::parse(dg.bytes).filter(|(p, _)| {
-                    p.scheme == SCHEME_CLOUDBURST && p.association == association && dg.from == server
+                    p.scheme == S::E::SCHEME && p.association == association && dg.from == server
                 });
-                let Some((_, payload)) = ours else {
+                let Some((pkt, payload)) = ours.and_then(|(_, b)| S::E::decode(b, dg.ecn)) else {
                     stats.foreign_datagrams += 1;
                     return;
-                };
-                let pkt = Packet {
-                    ecn: dg.ecn,
-                    ..Packet::default()
                 };
                 engine.handle_packet(clock.now(), &pkt, payload);
             })?;
@@ -369,72 +409,61 @@ impl ClientLoop {
         Ok(())
     }
 
-    /// Starts waiting calls while message ids are free.
+    /// Starts waiting calls while the scheme takes them.
     fn start_calls(&mut self, now: Time) {
-        while !self.waiting.is_empty() {
-            let Some(&(w, at)) = self.free.front() else {
+        while let Some((data, _, _)) = self.waiting.front() {
+            let Some(key) = self.scheme.start(now, data) else {
                 return;
             };
-            if at > now {
-                return;
-            }
-            self.free.pop_front();
-            let Some((data, reply, queued)) = self.waiting.pop_front() else {
+            let Some((_, reply, queued)) = self.waiting.pop_front() else {
                 return;
             };
-            self.generation += 1;
-            let msg = self.generation << 8 | u64::from(w);
-            self.engine.send_bytes(now, Outgoing::Message, msg, &data);
-            // The response travels under the same wire id in the other direction.
-            self.engine.expect_message(msg, 0);
-            self.slots[w as usize] = Some(Pending {
-                msg,
-                started: now,
-                waited: now.saturating_sub(queued),
-                deadline: now + self.cfg.call_timeout(),
-                reply: Some(reply),
-                request_final: None,
-            });
-            self.in_flight += 1;
+            self.started += 1;
+            self.calls.insert(
+                key,
+                Pending {
+                    started: now,
+                    waited: now.saturating_sub(queued),
+                    deadline: now + self.cfg.call_timeout(),
+                    reply: Some(reply),
+                    request_final: None,
+                },
+            );
         }
     }
 
     /// The drain of `docs/architecture.md`; a response can start the closed loop's next call, whose
-    /// first round then leaves in the same wake-up.
+    /// first packets then leave in the same wake-up.
     fn drain(&mut self, now: Time) {
         let server = self.server;
         loop {
             self.d
-                .drain_transmits(now, &mut self.engine, self.association, |p| Some((p, server)));
-            while let Some(ev) = self.engine.poll_event() {
-                match ev {
-                    AppEvent::MessageReceived { msg } => self.on_response(now, msg),
-                    AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
-                        if let Some(p) = self.slot_of(msg) {
+                .drain_transmits(now, self.scheme.engine(), self.association, |p| Some((p, server)));
+            while let Some(ev) = self.scheme.engine().poll_event() {
+                match self.scheme.on_event(now, ev) {
+                    Some(CallEvent::Response { key, bytes }) => self.on_response(now, key, bytes),
+                    Some(CallEvent::RequestFinal { key, stats }) => {
+                        if let Some(p) = self.calls.get_mut(&key) {
                             p.request_final = Some(stats);
                         }
-                        self.release(now, msg as u8);
+                        self.release(now, key);
                     }
-                    AppEvent::Connected => {}
+                    Some(CallEvent::Broken) => self.stats.protocol_errors += 1,
+                    None => {}
                 }
             }
-            let before = self.generation;
+            let before = self.started;
             self.start_calls(now);
-            if self.generation == before {
+            if self.started == before {
                 break;
             }
         }
         self.d.flush();
     }
 
-    fn slot_of(&mut self, msg: MsgId) -> Option<&mut Pending> {
-        self.slots[msg as u8 as usize].as_mut().filter(|p| p.msg == msg)
-    }
-
-    fn on_response(&mut self, now: Time, msg: MsgId) {
-        let data = self.engine.take_bytes(msg);
-        let request_so_far = self.engine.message_stats(msg);
-        let Some(p) = self.slot_of(msg) else {
+    fn on_response(&mut self, now: Time, key: u64, bytes: Vec<u8>) {
+        let request_so_far = self.scheme.engine_ref().message_stats(key);
+        let Some(p) = self.calls.get_mut(&key) else {
             self.stats.stale_responses += 1;
             return;
         };
@@ -447,7 +476,6 @@ impl ClientLoop {
             waited_for_id: p.waited,
             request: p.request_final.or(request_so_far).unwrap_or_default(),
         };
-        let bytes = data.unwrap_or_default();
         match reply {
             Waiter::Caller(tx) => {
                 let _ = tx.send(Ok(Reply { bytes, stats }));
@@ -455,7 +483,7 @@ impl ClientLoop {
             Waiter::Loop => self.loop_step(now, &bytes, stats),
         }
         self.stats.calls_completed += 1;
-        self.release(now, msg as u8);
+        self.release(now, key);
     }
 
     /// The closed loop got a response: record it and start the next call at once.
@@ -473,72 +501,62 @@ impl ClientLoop {
         }
     }
 
-    /// Frees wire id `w` once its call is answered (or timed out) and its request is final.
-    fn release(&mut self, now: Time, w: u8) {
-        let done = self.slots[w as usize]
-            .as_ref()
+    /// Forgets call `key` once it is answered (or timed out) and its request is final.
+    fn release(&mut self, now: Time, key: u64) {
+        let done = self
+            .calls
+            .get(&key)
             .is_some_and(|p| p.reply.is_none() && p.request_final.is_some());
         if done {
-            self.slots[w as usize] = None;
-            self.in_flight -= 1;
-            self.free.push_back((w, now + self.cfg.id_quarantine()));
+            self.calls.remove(&key);
+            self.scheme.release(now, key);
         }
     }
 
     fn expire_calls(&mut self, now: Time) {
-        if self.in_flight == 0 {
-            return;
-        }
-        for w in 0..=255u8 {
-            let Some(p) = self.slots[w as usize].as_mut() else {
+        let due: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, p)| p.reply.is_some() && p.deadline <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in due {
+            let Some(p) = self.calls.get_mut(&key) else {
                 continue;
             };
-            if p.deadline <= now {
-                match p.reply.take() {
-                    Some(Waiter::Caller(tx)) => {
-                        let _ = tx.send(Err(CallError::Timeout));
-                        self.stats.calls_timed_out += 1;
-                    }
-                    Some(Waiter::Loop) => {
-                        self.stats.calls_timed_out += 1;
-                        if let Some(l) = self.closed_loop.take() {
-                            let _ = l.reply.send(Err(CallError::Timeout));
-                        }
-                    }
-                    None => {}
+            match p.reply.take() {
+                Some(Waiter::Caller(tx)) => {
+                    let _ = tx.send(Err(CallError::Timeout));
+                    self.stats.calls_timed_out += 1;
                 }
-                let Some(p) = self.slots[w as usize].as_mut() else {
-                    continue;
-                };
-                // A request the engine never reported final cannot exist past the call timeout
-                // (transmission_timeout is shorter); treat it as final so the id comes back.
-                if p.request_final.is_none() && self.engine.message_stats(p.msg).is_none() {
-                    p.request_final = Some(MessageStats::default());
+                Some(Waiter::Loop) => {
+                    self.stats.calls_timed_out += 1;
+                    if let Some(l) = self.closed_loop.take() {
+                        let _ = l.reply.send(Err(CallError::Timeout));
+                    }
                 }
-                self.release(now, w);
+                None => {}
             }
+            // A request the engine no longer holds will never be reported final: treat it as
+            // final so the call (and its id) goes.
+            if p.request_final.is_none() && self.scheme.engine_ref().message_stats(key).is_none() {
+                p.request_final = Some(MessageStats::default());
+            }
+            self.release(now, key);
         }
     }
 
     fn next_deadline(&self) -> Option<Time> {
-        // Only unanswered calls: an answered call waits for its request's STOP or failure, which
-        // the engine's own deadline brings.
-        let calls = if self.in_flight > 0 {
-            self.slots
-                .iter()
-                .flatten()
-                .filter(|p| p.reply.is_some())
-                .map(|p| p.deadline)
-                .min()
-        } else {
-            None
-        };
-        let ids = self
-            .free
-            .front()
-            .map(|&(_, at)| at)
-            .filter(|_| !self.waiting.is_empty());
-        [self.engine.poll_timeout(), calls, ids]
+        // Only unanswered calls: an answered call waits for its request to be final, which the
+        // engine's own deadline brings.
+        let calls = self
+            .calls
+            .values()
+            .filter(|p| p.reply.is_some())
+            .map(|p| p.deadline)
+            .min();
+        let start = self.scheme.next_start().filter(|_| !self.waiting.is_empty());
+        [self.scheme.engine_ref().poll_timeout(), calls, start]
             .into_iter()
             .flatten()
             .min()
@@ -547,8 +565,7 @@ impl ClientLoop {
     fn publish(&mut self) {
         self.stats.dropped_by_hook = self.d.dropped_by_hook;
         self.stats.tx = self.d.lanes.counters;
-        self.stats.tables = self.engine.table_sizes();
-        self.stats.engine_malformed = self.engine.counters().malformed;
+        self.scheme.publish(&mut self.stats);
         *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = self.stats;
     }
 }

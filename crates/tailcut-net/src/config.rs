@@ -2,22 +2,61 @@
 
 use crate::frame::{MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::MAX_DATAGRAM_BYTES;
+use crate::stream::HEADER_BYTES;
 use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
+use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::units::Rate;
 use tailcut_proto::{ConfigError, Dur};
 
-/// A test hook: the runtime drops this share of its outgoing datagrams before they reach the socket,
-/// drawn from a seeded RNG (the same seed drops the same positions of the send sequence). With
-/// `path`, only that path's datagrams are dropped (rate 1: a black-holed path).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// A test hook: the runtime drops `rate` of its outgoing datagrams before they reach the socket,
+/// sends `duplicate` of them twice, and holds `reorder` of them back until the next one has gone,
+/// drawn from a seeded RNG (the same seed hits the same positions of the send sequence). With
+/// `path`, only that path's datagrams are touched (rate 1: a black-holed path).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SendLoss {
     pub rate: f64,
     pub seed: u64,
     pub path: Option<u32>,
+    pub duplicate: f64,
+    pub reorder: f64,
 }
+
+/// The scheme a client and server speak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scheme {
+    /// CloudBurst's coded multipath messages (`cloudburst`).
+    #[default]
+    CloudBurst,
+    /// tailcut's TCP engine over the TCP-in-UDP encapsulation (`tcp`): the like-for-like baseline,
+    /// and the base of CP and DCTCP (`tcp.cp`, `tcp.congestion_control`).
+    Tcp,
+}
+
+impl std::str::FromStr for Scheme {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Scheme, String> {
+        match s {
+            "cloudburst" => Ok(Scheme::CloudBurst),
+            "tcp" => Ok(Scheme::Tcp),
+            _ => Err(format!("unknown scheme '{s}' (cloudburst, tcp)")),
+        }
+    }
+}
+
+/// Largest TCP-in-UDP header: 28 fixed bytes, four SACK blocks, the 16-byte DSS.
+const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetConfig {
+    pub scheme: Scheme,
+    /// The TCP engine's parameters (`Scheme::Tcp`). The runtime forces the handshake (the server
+    /// learns the client's initial sequence number from its SYN) and `carry_bytes`.
+    pub tcp: TcpConfig,
+    /// Largest request or response a stream scheme (TCP) accepts; a peer announcing more is dropped.
+    pub stream_max_message_bytes: u64,
+    /// A stream scheme's call without a response by then fails (the stream still delivers it later,
+    /// and the response is then dropped as stale).
+    pub stream_call_timeout: Dur,
     /// The CloudBurst engine's parameters. The runtime forces `carry_bytes` and explicit paths
     /// (path `i` is the client's `i`-th socket); `paths` is the number of client sockets.
     pub cloudburst: CloudBurstConfig,
@@ -33,6 +72,18 @@ pub struct NetConfig {
 impl Default for NetConfig {
     fn default() -> Self {
         NetConfig {
+            scheme: Scheme::CloudBurst,
+            tcp: TcpConfig {
+                // A 1500 B MTU: 1500 - 20 (IP) - 8 (UDP) - 12 (preamble) - the largest TCP-in-UDP header.
+                mss_bytes: 1460 - 12 - TCP_UDP_MAX_HEADER,
+                header_bytes: 40 + 12 + TCP_UDP_MAX_HEADER,
+                // What one connection may hold above its cumulative ACK (and the window it offers):
+                // a real socket buffer, not the simulator's 16 MB.
+                rcv_window_bytes: 1 << 20,
+                ..TcpConfig::default()
+            },
+            stream_max_message_bytes: 16 << 20,
+            stream_call_timeout: Dur::from_millis(10_000),
             cloudburst: CloudBurstConfig {
                 paths: 4,
                 // A 1500 B MTU: 1500 - 20 (IP) - 8 (UDP) - 12 (preamble) - 12 (CloudBurst header).
@@ -73,7 +124,35 @@ impl NetConfig {
         }
     }
 
+    /// The TCP engine configuration the runtime actually uses.
+    pub fn tcp_config(&self) -> TcpConfig {
+        TcpConfig {
+            handshake: true,
+            carry_bytes: true,
+            ..self.tcp.clone()
+        }
+    }
+
+    /// Paths (client sockets) of an association.
+    pub fn paths(&self) -> usize {
+        match self.scheme {
+            Scheme::CloudBurst => self.cloudburst.paths as usize,
+            Scheme::Tcp => 1,
+        }
+    }
+
+    /// Largest datagram the runtime builds.
+    pub fn max_datagram_bytes(&self) -> usize {
+        match self.scheme {
+            Scheme::CloudBurst => self.cloudburst.symbol_bytes as usize + 64,
+            Scheme::Tcp => (self.tcp.mss_bytes + TCP_UDP_MAX_HEADER) as usize + PREAMBLE_BYTES,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.scheme == Scheme::Tcp {
+            self.validate_tcp()?;
+        }
         self.engine_config().validate()?;
         let cb = &self.cloudburst;
         if cb.paths as usize > MAX_PATHS {
@@ -100,13 +179,55 @@ impl NetConfig {
                     format!("must be in [0, {max}], got {}", l.rate),
                 ));
             }
+            for (field, v) in [
+                ("send_loss.duplicate", l.duplicate),
+                ("send_loss.reorder", l.reorder),
+            ] {
+                if !(0.0..=1.0).contains(&v) {
+                    return Err(ConfigError::new(field, format!("must be in [0, 1], got {v}")));
+                }
+            }
+            if l.rate + l.duplicate + l.reorder > 1.0 {
+                return Err(ConfigError::new(
+                    "send_loss",
+                    "rate + duplicate + reorder must be at most 1",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_tcp(&self) -> Result<(), ConfigError> {
+        if self.tcp.mss_bytes == 0 || self.max_datagram_bytes() > MAX_DATAGRAM_BYTES {
+            return Err(ConfigError::new(
+                "tcp.mss_bytes",
+                format!("must be >= 1 and leave a datagram of at most {MAX_DATAGRAM_BYTES} bytes"),
+            ));
+        }
+        if self.tcp.rcv_window_bytes < self.tcp.mss_bytes {
+            return Err(ConfigError::new(
+                "tcp.rcv_window_bytes",
+                "must hold at least one segment",
+            ));
+        }
+        if self.stream_call_timeout == Dur::ZERO {
+            return Err(ConfigError::new("stream_call_timeout", "must be > 0"));
+        }
+        if self.stream_max_message_bytes > u64::from(u32::MAX) - HEADER_BYTES as u64 {
+            return Err(ConfigError::new(
+                "stream_max_message_bytes",
+                "at most 4 GiB (the frame header's length is 32 bits)",
+            ));
         }
         Ok(())
     }
 
     /// Largest request or response.
     pub fn max_message_bytes(&self) -> u64 {
-        self.engine_config().max_message_bytes()
+        match self.scheme {
+            Scheme::CloudBurst => self.engine_config().max_message_bytes(),
+            Scheme::Tcp => self.stream_max_message_bytes,
+        }
     }
 
     /// How long a client keeps a finished call's 8-bit CloudBurst message id unused. The server's
@@ -122,6 +243,9 @@ impl NetConfig {
     /// A call without a response by then fails.
     pub fn call_timeout(&self) -> Dur {
         let cb = &self.cloudburst;
-        cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout
+        match self.scheme {
+            Scheme::CloudBurst => cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout,
+            Scheme::Tcp => self.stream_call_timeout,
+        }
     }
 }

@@ -2,8 +2,9 @@
 //! wake-up channel from application threads, the send-loss test hook, and the engine drain.
 
 use crate::clock::Clock;
-use crate::config::NetConfig;
-use crate::frame::{Preamble, SCHEME_CLOUDBURST};
+use crate::codec::Codec;
+use crate::config::{NetConfig, SendLoss};
+use crate::frame::Preamble;
 use crate::io::{PathSocket, RxBufs, TxLanes, RX_SLOTS};
 use rand::Rng as _;
 use rand::SeedableRng;
@@ -11,9 +12,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
-use tailcut_proto::cloudburst::CloudBurstEndpoint;
 use tailcut_proto::rng::Rng;
-use tailcut_proto::{Ecn, Engine, Route, Time};
+use tailcut_proto::{Ecn, Time};
 use tailcut_sys::poll::{Poller, TIMER_TOKEN};
 
 /// Poller token of the wake-up socket; socket `k` has token `k`.
@@ -22,6 +22,15 @@ pub const WAKE_TOKEN: u64 = TIMER_TOKEN - 1;
 pub const STOP_BYTE: u8 = 0;
 /// `recvmmsg` calls per socket per wake-up, so timers are not starved by a flood.
 pub const RX_BUDGET: usize = 64;
+
+/// What the send hook does with one datagram.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    Send,
+    Drop,
+    Twice,
+    Hold,
+}
 
 pub struct Driver {
     pub clock: Clock,
@@ -32,7 +41,9 @@ pub struct Driver {
     wake: UnixDatagram,
     armed_ns: u64,
     pub ready: Vec<u64>,
-    loss: Option<(f64, Option<u32>, Rng)>,
+    faults: Option<(SendLoss, Rng)>,
+    /// A datagram the reorder hook holds back: (path, socket, destination, bytes).
+    held: Option<(usize, usize, SocketAddr, Vec<u8>)>,
     /// The engine's payload of the datagram being built, then the datagram itself.
     payload: Vec<u8>,
     datagram: Vec<u8>,
@@ -50,19 +61,18 @@ impl Driver {
         for (k, s) in socks.iter().enumerate() {
             poller.add(s.socket.as_fd(), k as u64)?;
         }
-        let max = cfg.cloudburst.symbol_bytes as usize + 64;
+        let max = cfg.max_datagram_bytes();
         Ok(Driver {
             clock: Clock::start(),
             poller,
-            lanes: TxLanes::new(cfg.cloudburst.paths as usize),
+            lanes: TxLanes::new(cfg.paths()),
             socks,
             rx: RxBufs::default(),
             wake,
             armed_ns: 0,
             ready: Vec::with_capacity(64),
-            loss: cfg
-                .send_loss
-                .map(|l| (l.rate, l.path, Rng::seed_from_u64(l.seed))),
+            faults: cfg.send_loss.map(|l| (l, Rng::seed_from_u64(l.seed))),
+            held: None,
             payload: Vec::with_capacity(max),
             datagram: Vec::with_capacity(max),
             dropped_by_hook: 0,
@@ -100,10 +110,10 @@ impl Driver {
 
     /// Drains `engine`'s transmits into the send lanes. `dest` maps a path to (socket, destination);
     /// a path with no destination yet drops the datagram (as a dead path would).
-    pub fn drain_transmits(
+    pub fn drain_transmits<E: Codec>(
         &mut self,
         now: Time,
-        engine: &mut CloudBurstEndpoint,
+        engine: &mut E,
         association: u64,
         dest: impl Fn(usize) -> Option<(usize, SocketAddr)>,
     ) {
@@ -113,29 +123,55 @@ impl Driver {
             let Some(pkt) = engine.poll_transmit(now, &mut self.payload) else {
                 break;
             };
-            let path = match pkt.route {
-                Route::Path(p) => p as usize % lanes,
-                Route::Ecmp => 0,
-            };
+            let path = E::path_of(&pkt) % lanes;
             let Some((sock, to)) = dest(path) else {
                 continue;
             };
-            if let Some((rate, only, rng)) = &mut self.loss {
-                let here = only.is_none_or(|p| p as usize == path);
-                if here && rng.random::<f64>() < *rate {
-                    self.dropped_by_hook += 1;
-                    continue;
+            let mut fate = Fate::Send;
+            if let Some((f, rng)) = &mut self.faults {
+                if f.path.is_none_or(|p| p as usize == path) {
+                    let r = rng.random::<f64>();
+                    fate = if r < f.rate {
+                        Fate::Drop
+                    } else if r < f.rate + f.duplicate {
+                        Fate::Twice
+                    } else if r < f.rate + f.duplicate + f.reorder {
+                        Fate::Hold
+                    } else {
+                        Fate::Send
+                    };
                 }
+            }
+            if fate == Fate::Drop {
+                self.dropped_by_hook += 1;
+                continue;
             }
             self.datagram.clear();
             Preamble {
-                scheme: SCHEME_CLOUDBURST,
+                scheme: E::SCHEME,
                 path: path as u8,
                 association,
             }
             .write(&mut self.datagram);
-            self.datagram.extend_from_slice(&self.payload);
+            if !E::encode(&pkt, &self.payload, &mut self.datagram) {
+                continue;
+            }
+            if fate == Fate::Hold && self.held.is_none() {
+                self.held = Some((path, sock, to, self.datagram.clone()));
+                continue;
+            }
             self.lanes.push(&self.socks, path, sock, to, &self.datagram);
+            if fate == Fate::Twice {
+                self.lanes.push(&self.socks, path, sock, to, &self.datagram);
+            }
+            self.release_held();
+        }
+    }
+
+    /// The reorder hook's held datagram goes out now, behind what was sent since.
+    fn release_held(&mut self) {
+        if let Some((path, sock, to, d)) = self.held.take() {
+            self.lanes.push(&self.socks, path, sock, to, &d);
         }
     }
 
@@ -144,6 +180,7 @@ impl Driver {
     }
 
     pub fn flush(&mut self) {
+        self.release_held();
         self.lanes.flush(&self.socks);
     }
 }

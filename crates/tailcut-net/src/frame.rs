@@ -1,7 +1,8 @@
 //! The runtime's 12-byte preamble in front of every engine datagram.
 //!
 //! CloudBurst's own header (Fig. 4) names a message, not an association, and a multipath association
-//! arrives from several source ports, so the server cannot key its engines on the 4-tuple. The
+//! arrives from several source ports, so the server cannot key its engines on the 4-tuple (TCP over
+//! the runtime uses the same preamble, so one server loop serves every scheme). The
 //! preamble names the association (a random 64-bit id the client draws) and the path the datagram
 //! took, so replies go back along the same path.
 //!
@@ -14,6 +15,8 @@ pub const PREAMBLE_BYTES: usize = 12;
 pub const VERSION: u8 = 1;
 /// Scheme byte of CloudBurst datagrams.
 pub const SCHEME_CLOUDBURST: u8 = 1;
+/// Scheme byte of TCP-in-UDP datagrams (TCP, DCTCP and CP over the runtime).
+pub const SCHEME_TCP: u8 = 2;
 /// Most paths per association (the path byte is checked against it before it indexes anything).
 pub const MAX_PATHS: usize = 16;
 

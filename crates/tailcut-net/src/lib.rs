@@ -26,14 +26,18 @@
 pub mod cli;
 pub mod client;
 pub mod clock;
+mod cloudburst;
+pub mod codec;
 pub mod config;
 mod driver;
 pub mod frame;
 pub mod io;
 mod runtime_thread;
 pub mod server;
+pub mod stream;
+mod tcp;
 pub mod timers;
 
 pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
-pub use config::{NetConfig, SendLoss};
+pub use config::{NetConfig, Scheme, SendLoss};
 pub use server::{Server, ServerStats};

@@ -1,27 +1,32 @@
-//! The server: answers CloudBurst requests from any number of clients, one engine per association.
+//! The server: answers requests of one scheme from any number of clients, one engine per association.
+//! The loop is the same for every scheme; what a request is to the engine is the scheme's
+//! ([`ServerScheme`]: `cloudburst.rs`, `tcp.rs`).
 //!
 //! The handler runs on the runtime thread (`request bytes -> response bytes` into a reused buffer), so
 //! a slow handler delays every association; hand work to other threads inside it if that matters.
 //!
 //! Memory is bounded under any peer input: at most `max_associations` engines (the least recently
-//! active is dropped for a new one, and only a well-formed coded CloudBurst packet creates one), each
-//! engine's tables are capped by its configuration and the 256 wire ids, and every other per-association
+//! active is dropped for a new one, and only a datagram that opens a connection of the scheme creates
+//! one: a coded CloudBurst packet, a TCP SYN), each engine's state is capped by its configuration
+//! (CloudBurst's tables and 256 wire ids; TCP's receive window, and messages up to
+//! `stream_max_message_bytes`, a peer announcing more is dropped), and every other per-association
 //! array has a fixed size.
 
-use crate::config::NetConfig;
+use crate::codec::Codec;
+use crate::config::{NetConfig, Scheme};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
-use crate::frame::{Preamble, MAX_PATHS, PREAMBLE_BYTES, SCHEME_CLOUDBURST};
+use crate::frame::{Preamble, MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
 use crate::timers::Timers;
+use crate::{cloudburst, tcp};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
-use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Kind, TableSizes};
-use tailcut_proto::rng::{stream, Stream};
-use tailcut_proto::{AppEvent, Dur, Ecn, Engine, FiveTuple, MsgId, Outgoing, Packet, Time};
+use tailcut_proto::cloudburst::TableSizes;
+use tailcut_proto::{AppEvent, Ecn, Engine, MsgId, Time};
 
 /// Server-side totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,15 +38,18 @@ pub struct ServerStats {
     pub responses_acked: u64,
     pub responses_failed: u64,
     pub datagrams_in: u64,
-    /// Datagrams with no valid preamble, or that would open an association without being a coded
-    /// CloudBurst packet.
+    /// Datagrams with no valid preamble or encoding, or that would open an association without
+    /// opening a connection of the scheme (a coded CloudBurst packet, a TCP SYN).
     pub foreign_datagrams: u64,
     pub associations: u64,
     pub associations_opened: u64,
     pub associations_evicted: u64,
-    /// Entries summed over every association's engine tables.
+    /// Entries summed over every association's engine tables (CloudBurst).
     pub tables: TableSizes,
     pub engine_malformed: u64,
+    /// Associations dropped because the peer broke the scheme's framing (a stream message over the
+    /// limit).
+    pub protocol_errors: u64,
     pub dropped_by_hook: u64,
     pub tx: TxCounters,
 }
@@ -71,9 +79,16 @@ impl Server {
         let stats = Arc::new(Mutex::new(ServerStats::default()));
         let shared = stats.clone();
         let handler: Handler = Box::new(handler);
-        let runtime = RuntimeThread::spawn("tailcut-net-server", wake, move || {
-            ServerLoop::new(driver, cfg, handler, shared).run()
-        })?;
+        let runtime = match cfg.scheme {
+            Scheme::CloudBurst => {
+                let scheme = cloudburst::ServerSide::new(&cfg);
+                spawn(driver, scheme, cfg, handler, shared, wake)?
+            }
+            Scheme::Tcp => {
+                let scheme = tcp::ServerSide::new(&cfg);
+                spawn(driver, scheme, cfg, handler, shared, wake)?
+            }
+        };
         Ok(Server {
             runtime,
             stats,
@@ -95,32 +110,18 @@ impl Server {
     }
 }
 
-struct Association {
-    engine: CloudBurstEndpoint,
-    /// Where each path's datagrams come from: replies on path `i` go there.
-    remotes: [Option<SocketAddr>; MAX_PATHS],
-    /// When each wire id's request was last handed to the handler.
-    delivered: [Option<Time>; 256],
-    last_active: Time,
-}
-
-struct ServerLoop {
+fn spawn<S: ServerScheme>(
     d: Driver,
+    scheme: S,
     cfg: NetConfig,
-    engine_cfg: CloudBurstConfig,
     handler: Handler,
-    assocs: BTreeMap<u64, Association>,
-    timers: Timers,
-    response: Vec<u8>,
-    stats: ServerStats,
     shared: Arc<Mutex<ServerStats>>,
-}
-
-impl ServerLoop {
-    fn new(d: Driver, cfg: NetConfig, handler: Handler, shared: Arc<Mutex<ServerStats>>) -> ServerLoop {
+    wake: UnixDatagram,
+) -> io::Result<RuntimeThread> {
+    RuntimeThread::spawn("tailcut-net-server", wake, move || {
         ServerLoop {
             d,
-            engine_cfg: cfg.engine_config(),
+            scheme,
             cfg,
             handler,
             assocs: BTreeMap::new(),
@@ -129,8 +130,62 @@ impl ServerLoop {
             stats: ServerStats::default(),
             shared,
         }
-    }
+        .run()
+    })
+}
 
+/// What a received message is to the server.
+pub enum Request {
+    /// A request to hand to the handler; its response goes out under `key`.
+    Answer { key: u64, data: Vec<u8> },
+    /// A request already answered (decoded again from late packets).
+    Duplicate,
+    /// Not a request (part of the scheme's framing).
+    None,
+    /// The peer broke the scheme's framing: the association is dropped.
+    Broken,
+}
+
+/// A scheme's side of the server loop.
+pub trait ServerScheme: Send + 'static {
+    type E: Codec + Send;
+    /// Per-association state of the scheme (duplicate detection, stream framing).
+    type State: Send;
+    /// May this datagram (its bytes after the preamble) open an association?
+    fn opens(&self, bytes: &[u8]) -> bool;
+    /// The engine and state of a new association `id`.
+    fn open(&self, id: u64) -> Option<(Self::E, Self::State)>;
+    /// The engine received message `msg`.
+    fn request(&self, e: &mut Self::E, st: &mut Self::State, now: Time, msg: MsgId) -> Request;
+    /// Queue the response to the request `key`.
+    fn respond(&self, e: &mut Self::E, st: &mut Self::State, now: Time, key: u64, response: &[u8]);
+    /// Scheme counters over every association's engine into the published stats.
+    fn publish<'a>(&self, engines: impl Iterator<Item = &'a Self::E>, stats: &mut ServerStats)
+    where
+        Self::E: 'a;
+}
+
+struct Association<S: ServerScheme> {
+    engine: S::E,
+    state: S::State,
+    /// Where each path's datagrams come from: replies on path `i` go there.
+    remotes: [Option<SocketAddr>; MAX_PATHS],
+    last_active: Time,
+}
+
+struct ServerLoop<S: ServerScheme> {
+    d: Driver,
+    scheme: S,
+    cfg: NetConfig,
+    handler: Handler,
+    assocs: BTreeMap<u64, Association<S>>,
+    timers: Timers,
+    response: Vec<u8>,
+    stats: ServerStats,
+    shared: Arc<Mutex<ServerStats>>,
+}
+
+impl<S: ServerScheme> ServerLoop<S> {
     fn run(&mut self) -> io::Result<()> {
         loop {
             let deadline = self.timers.earliest();
@@ -180,16 +235,14 @@ impl ServerLoop {
         let now = self.d.clock.now();
         let preamble = Preamble::parse(self.d.rx.bytes(at, len))
             .map(|(p, _)| p)
-            .filter(|p| p.scheme == SCHEME_CLOUDBURST);
+            .filter(|p| p.scheme == S::E::SCHEME);
         let Some(p) = preamble else {
             self.stats.foreign_datagrams += 1;
             return;
         };
         let (pat, plen) = (at + PREAMBLE_BYTES, len - PREAMBLE_BYTES);
         if !self.assocs.contains_key(&p.association) {
-            let opens = CbHeader::parse(self.engine_cfg.layout(), self.d.rx.bytes(pat, plen))
-                .is_ok_and(|h| h.kind != Kind::Stop);
-            if !opens {
+            if !self.scheme.opens(self.d.rx.bytes(pat, plen)) {
                 self.stats.foreign_datagrams += 1;
                 return;
             }
@@ -198,13 +251,13 @@ impl ServerLoop {
         let Some(a) = self.assocs.get_mut(&p.association) else {
             return;
         };
+        let Some((pkt, payload)) = S::E::decode(self.d.rx.bytes(pat, plen), ecn) else {
+            self.stats.foreign_datagrams += 1;
+            return;
+        };
         a.remotes[p.path as usize] = Some(from);
         a.last_active = now;
-        let pkt = Packet {
-            ecn,
-            ..Packet::default()
-        };
-        a.engine.handle_packet(now, &pkt, self.d.rx.bytes(pat, plen));
+        a.engine.handle_packet(now, &pkt, payload);
         self.drain(now, p.association);
     }
 
@@ -216,34 +269,34 @@ impl ServerLoop {
                 .min_by_key(|(k, a)| (a.last_active, **k))
                 .map(|(k, _)| *k);
             if let Some(k) = oldest {
-                self.assocs.remove(&k);
-                self.timers.set(k, None);
+                self.drop_association(k);
                 self.stats.associations_evicted += 1;
             }
         }
-        let Ok(engine) = CloudBurstEndpoint::new(
-            self.engine_cfg.clone(),
-            FiveTuple::default(),
-            stream(self.cfg.seed, Stream::Engine, id),
-        ) else {
-            return; // The configuration was validated at bind time.
+        // The configuration was validated at bind time.
+        let Some((engine, state)) = self.scheme.open(id) else {
+            return;
         };
         self.assocs.insert(
             id,
             Association {
                 engine,
+                state,
                 remotes: [None; MAX_PATHS],
-                delivered: [None; 256],
                 last_active: now,
             },
         );
         self.stats.associations_opened += 1;
     }
 
+    fn drop_association(&mut self, id: u64) {
+        self.assocs.remove(&id);
+        self.timers.set(id, None);
+    }
+
     /// The drain of `docs/architecture.md` for one association: transmits, then events (a request
     /// runs the handler and queues the response, so transmits again), then the next deadline.
     fn drain(&mut self, now: Time, id: u64) {
-        let dedup = self.cfg.cloudburst.transmission_timeout + Dur::from_millis(1);
         let Some(a) = self.assocs.get_mut(&id) else {
             self.timers.set(id, None);
             return;
@@ -258,15 +311,23 @@ impl ServerLoop {
             while let Some(ev) = a.engine.poll_event() {
                 match ev {
                     AppEvent::MessageReceived { msg } => {
-                        answered |= on_request(
-                            now,
-                            dedup,
-                            a,
-                            msg,
-                            &mut self.handler,
-                            &mut self.response,
-                            &mut self.stats,
-                        );
+                        match self.scheme.request(&mut a.engine, &mut a.state, now, msg) {
+                            Request::Answer { key, data } => {
+                                self.stats.requests += 1;
+                                self.response.clear();
+                                (self.handler)(&data, &mut self.response);
+                                self.scheme
+                                    .respond(&mut a.engine, &mut a.state, now, key, &self.response);
+                                answered = true;
+                            }
+                            Request::Duplicate => self.stats.duplicate_requests += 1,
+                            Request::None => {}
+                            Request::Broken => {
+                                self.stats.protocol_errors += 1;
+                                self.drop_association(id);
+                                return;
+                            }
+                        }
                     }
                     AppEvent::MessageAcked { .. } => self.stats.responses_acked += 1,
                     AppEvent::MessageFailed { .. } => self.stats.responses_failed += 1,
@@ -281,52 +342,11 @@ impl ServerLoop {
     }
 
     fn publish(&mut self) {
-        let mut t = TableSizes::default();
-        let mut malformed = 0;
-        for a in self.assocs.values() {
-            let s = a.engine.table_sizes();
-            t.sending += s.sending;
-            t.decoders += s.decoders;
-            t.finished += s.finished;
-            t.expected += s.expected;
-            t.untaken += s.untaken;
-            t.stops_queued += s.stops_queued;
-            malformed += a.engine.counters().malformed;
-        }
-        self.stats.tables = t;
-        self.stats.engine_malformed = malformed;
+        self.scheme
+            .publish(self.assocs.values().map(|a| &a.engine), &mut self.stats);
         self.stats.associations = self.assocs.len() as u64;
         self.stats.dropped_by_hook = self.d.dropped_by_hook;
         self.stats.tx = self.d.lanes.counters;
         *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = self.stats;
     }
-}
-
-/// Hands a decoded request to the handler once and queues its response under the same wire id (the
-/// client expects it there). Returns whether a response was queued.
-fn on_request(
-    now: Time,
-    dedup: Dur,
-    a: &mut Association,
-    msg: MsgId,
-    handler: &mut Handler,
-    response: &mut Vec<u8>,
-    stats: &mut ServerStats,
-) -> bool {
-    let Some(data) = a.engine.take_bytes(msg) else {
-        return false;
-    };
-    let w = msg as u8 as usize;
-    // A client reuses a wire id only after `id_quarantine` (> dedup); a decode of the same id sooner
-    // is the same request decoded again from late packets.
-    if a.delivered[w].is_some_and(|t| now.saturating_sub(t) < dedup) {
-        stats.duplicate_requests += 1;
-        return false;
-    }
-    a.delivered[w] = Some(now);
-    stats.requests += 1;
-    response.clear();
-    handler(&data, response);
-    a.engine.send_bytes(now, Outgoing::Message, msg, response);
-    true
 }

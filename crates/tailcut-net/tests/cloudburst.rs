@@ -126,12 +126,14 @@ fn dropped_datagrams_still_deliver_byte_exact() {
         rate: 0.05,
         seed: 3,
         path: None,
+        ..SendLoss::default()
     });
     let s = server(NetConfig {
         send_loss: Some(SendLoss {
             rate: 0.05,
             seed: 4,
             path: None,
+            ..SendLoss::default()
         }),
         ..cfg.clone()
     });
@@ -164,6 +166,7 @@ fn one_black_holed_path_of_three_loses_no_call() {
             rate: 1.0,
             seed,
             path: Some(1),
+            ..SendLoss::default()
         })
     };
     let s = server(NetConfig {

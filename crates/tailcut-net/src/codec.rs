@@ -1,0 +1,72 @@
+//! How each scheme's engine packets travel in the datagram after the runtime's preamble, and which
+//! path (socket) a packet leaves on. One implementation per engine type.
+//!
+//! - CloudBurst: the engine's own bytes (Fig. 4 header and symbol); every packet names its path.
+//! - TCP (and the schemes built on it): the TCP-in-UDP encapsulation (`tailcut_proto::wire::tcp_udp`,
+//!   `docs/net.md`) of the packet's `TcpHeader` and the payload the engine wrote; one path, or the
+//!   spraying label.
+
+use crate::frame::{SCHEME_CLOUDBURST, SCHEME_TCP};
+use tailcut_proto::cloudburst::CloudBurstEndpoint;
+use tailcut_proto::tcp::TcpEndpoint;
+use tailcut_proto::wire::tcp_udp;
+use tailcut_proto::{Ecn, Engine, Header, Packet, Route};
+
+pub trait Codec: Engine {
+    /// The preamble's scheme byte.
+    const SCHEME: u8;
+
+    /// The path (client socket) `pkt` leaves on, before it is taken modulo the sockets.
+    fn path_of(pkt: &Packet) -> usize {
+        match pkt.route {
+            Route::Path(p) => p as usize,
+            Route::Ecmp => 0,
+        }
+    }
+
+    /// Appends the datagram bytes of `pkt`, whose payload the engine wrote to `payload`; false if the
+    /// packet has no encoding (it is then not sent).
+    fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool;
+
+    /// The packet and the engine's bytes of a datagram that arrived with `ecn`; `None` if malformed.
+    fn decode(bytes: &[u8], ecn: Ecn) -> Option<(Packet, &[u8])>;
+}
+
+impl Codec for CloudBurstEndpoint {
+    const SCHEME: u8 = SCHEME_CLOUDBURST;
+
+    fn encode(_pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
+        out.extend_from_slice(payload);
+        true
+    }
+
+    /// The engine parses its own header (and counts what does not parse).
+    fn decode(bytes: &[u8], ecn: Ecn) -> Option<(Packet, &[u8])> {
+        let pkt = Packet {
+            ecn,
+            ..Packet::default()
+        };
+        Some((pkt, bytes))
+    }
+}
+
+impl Codec for TcpEndpoint {
+    const SCHEME: u8 = SCHEME_TCP;
+
+    fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
+        pkt.tcp()
+            .is_some_and(|h| tcp_udp::build(h, pkt.trimmed, payload, out).is_ok())
+    }
+
+    fn decode(bytes: &[u8], ecn: Ecn) -> Option<(Packet, &[u8])> {
+        let seg = tcp_udp::parse(bytes).ok()?;
+        let pkt = Packet {
+            ecn,
+            size_bytes: bytes.len() as u32,
+            trimmed: seg.trimmed,
+            header: Header::Tcp(seg.header),
+            ..Packet::default()
+        };
+        Some((pkt, seg.payload))
+    }
+}

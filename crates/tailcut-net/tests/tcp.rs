@@ -1,0 +1,231 @@
+//! tailcut's TCP engine over real UDP sockets on loopback (TCP-in-UDP, calls framed on the stream).
+//! Functional facts only (bytes, counters), never timings: the machine running the tests is shared.
+
+use rand::{Rng as _, SeedableRng};
+use std::net::{SocketAddr, UdpSocket};
+use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server, ServerStats};
+use tailcut_proto::rng::{mix64, Rng};
+use tailcut_proto::wire::tcp_udp;
+use tailcut_proto::{Dur, Seq, TcpFlags, TcpHeader};
+
+const LOOPBACK: &str = "127.0.0.1:0";
+
+/// TCP with datacenter timers (5 ms minimum RTO), so lost tails cost milliseconds, not Linux's 200.
+fn config() -> NetConfig {
+    let mut cfg = NetConfig {
+        scheme: Scheme::Tcp,
+        ..NetConfig::default()
+    };
+    cfg.tcp.min_rto = Dur::from_millis(5);
+    cfg.tcp.initial_rto = Dur::from_millis(20);
+    cfg
+}
+
+/// The request reversed, then its length: a response paired with the wrong request or cut short
+/// fails.
+fn answer(req: &[u8], out: &mut Vec<u8>) {
+    out.extend(req.iter().rev());
+    out.extend_from_slice(&(req.len() as u32).to_be_bytes());
+}
+
+fn expected(req: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    answer(req, &mut v);
+    v
+}
+
+/// Sizes from 0 bytes to ~100 KB, and contents, from a seed.
+fn request(seed: u64, i: u64) -> Vec<u8> {
+    let mut rng = Rng::seed_from_u64(mix64(seed ^ i));
+    let len = match i % 4 {
+        0 => rng.random_range(0..200),
+        1 => rng.random_range(200..4_000),
+        2 => rng.random_range(4_000..20_000),
+        _ => rng.random_range(20_000..100_000),
+    };
+    (0..len).map(|_| rng.random()).collect()
+}
+
+fn eventually<T>(read: impl Fn() -> T, ok: impl Fn(&T) -> bool) -> T {
+    for _ in 0..500 {
+        let st = read();
+        if ok(&st) {
+            return st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    read()
+}
+
+fn settled(s: &Server, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
+    eventually(|| s.stats(), ok)
+}
+
+fn server(cfg: NetConfig) -> Server {
+    Server::bind(LOOPBACK.parse().unwrap(), cfg, answer).unwrap()
+}
+
+fn faults(seed: u64) -> Option<SendLoss> {
+    Some(SendLoss {
+        rate: 0.02,
+        seed,
+        path: None,
+        duplicate: 0.02,
+        reorder: 0.02,
+    })
+}
+
+#[test]
+fn thousand_mixed_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
+    let s = server(NetConfig {
+        send_loss: faults(1),
+        ..config()
+    });
+    let c = Client::connect(
+        s.local_addr(),
+        NetConfig {
+            send_loss: faults(2),
+            ..config()
+        },
+    )
+    .unwrap();
+    let mut retransmitted = 0;
+    for i in 0..1_000 {
+        let req = request(7, i);
+        let r = c.call(&req).unwrap_or_else(|e| {
+            panic!(
+                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                req.len(),
+                c.stats(),
+                s.stats()
+            )
+        });
+        assert_eq!(r.bytes, expected(&req), "call {i}");
+        retransmitted += r.stats.request.retransmitted_bytes;
+    }
+    let ss = settled(&s, |st| st.requests == 1_000);
+    let cs = c.stats();
+    assert_eq!(ss.requests, 1_000, "{ss:?}\n{cs:?}");
+    assert_eq!((cs.calls_completed, cs.calls_timed_out), (1_000, 0));
+    assert_eq!(ss.associations, 1);
+    // The hook did drop, and TCP repaired it by retransmitting.
+    assert!(cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0, "{cs:?}\n{ss:?}");
+    assert!(retransmitted > 0);
+    assert_eq!(ss.protocol_errors + cs.protocol_errors, 0);
+}
+
+#[test]
+fn pipelined_calls_from_several_threads_share_one_connection() {
+    let s = server(config());
+    let c = Client::connect(s.local_addr(), config()).unwrap();
+    std::thread::scope(|sc| {
+        for t in 0..4u64 {
+            let c = &c;
+            sc.spawn(move || {
+                for i in 0..100 {
+                    let req = request(t, i);
+                    assert_eq!(c.call(&req).unwrap().bytes, expected(&req));
+                }
+            });
+        }
+    });
+    let st = settled(&s, |st| st.requests == 400);
+    assert_eq!((st.requests, st.associations), (400, 1));
+}
+
+#[test]
+fn a_peer_announcing_a_message_over_the_limit_is_dropped() {
+    let s = server(NetConfig {
+        stream_max_message_bytes: 1_000,
+        ..config()
+    });
+    let c = Client::connect(
+        s.local_addr(),
+        NetConfig {
+            stream_call_timeout: Dur::from_millis(300),
+            ..config()
+        },
+    )
+    .unwrap();
+    assert_eq!(c.call(&[7; 100]).unwrap().bytes, expected(&[7; 100]));
+    assert!(c.call(&[7; 5_000]).is_err());
+    let st = settled(&s, |st| st.protocol_errors == 1);
+    assert_eq!((st.protocol_errors, st.associations), (1, 0), "{st:?}");
+    // A new client is served.
+    let c = Client::connect(s.local_addr(), config()).unwrap();
+    assert_eq!(c.call(&[9; 500]).unwrap().bytes, expected(&[9; 500]));
+}
+
+#[test]
+fn garbage_and_forged_syns_keep_memory_bounded_and_service_up() {
+    let cfg = NetConfig {
+        max_associations: 8,
+        ..config()
+    };
+    let s = server(cfg.clone());
+    let to: SocketAddr = s.local_addr();
+    let flood = UdpSocket::bind(LOOPBACK).unwrap();
+    let mut rng = Rng::seed_from_u64(99);
+    let mut buf = Vec::new();
+    let mut sent = 0u64;
+    for i in 0..30_000u64 {
+        buf.clear();
+        // A valid preamble for TCP (scheme 2) and a bogus association.
+        buf.extend_from_slice(&[1, 2, 0, 0]);
+        buf.extend_from_slice(&rng.random_range(0..1_000u64).to_be_bytes());
+        match i % 3 {
+            0 => buf.extend((0..rng.random_range(0..1600)).map(|_| rng.random::<u8>())),
+            // Well-formed segments: SYNs that open associations, and data with any numbers.
+            _ => {
+                let syn = i % 3 == 1;
+                let len = if syn { 0 } else { rng.random_range(0..1300u32) };
+                let h = TcpHeader {
+                    seq: Seq(rng.random()),
+                    ack: Seq(rng.random()),
+                    flags: if syn {
+                        TcpFlags::SYN
+                    } else {
+                        TcpFlags(rng.random())
+                    },
+                    window: rng.random(),
+                    payload_len: len,
+                    ..TcpHeader::default()
+                };
+                let payload: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+                tcp_udp::build(&h, false, &payload, &mut buf).unwrap();
+            }
+        }
+        if flood.send_to(&buf, to).is_ok() {
+            sent += 1;
+        }
+        if i % 1000 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    let c = Client::connect(to, cfg).unwrap();
+    for i in 0..50 {
+        let req = request(5, i);
+        assert_eq!(c.call(&req).unwrap().bytes, expected(&req));
+    }
+    let st = settled(&s, |st| st.requests >= 50);
+    assert_eq!(st.requests, 50, "forged segments are never a request: {st:?}");
+    assert!(st.datagrams_in > sent / 2, "{st:?}");
+    assert!(st.associations <= 8, "{st:?}");
+    assert!(st.associations_evicted > 0, "{st:?}");
+    assert!(st.foreign_datagrams > 0, "{st:?}");
+}
+
+#[test]
+fn closed_loop_on_the_runtime_thread_echoes_every_call() {
+    let s = Server::bind(
+        LOOPBACK.parse().unwrap(),
+        config(),
+        |r: &[u8], o: &mut Vec<u8>| o.extend_from_slice(r),
+    )
+    .unwrap();
+    let c = Client::connect(s.local_addr(), config()).unwrap();
+    let req = request(17, 3);
+    let rep = c.closed_loop(&req, 500).unwrap();
+    assert_eq!((rep.calls.len(), rep.not_echoed), (500, 0));
+    assert_eq!(c.call(&req).unwrap().bytes, req);
+}
