@@ -1,9 +1,10 @@
 //! The `tailcut-net` command's subcommands: `serve` and `bench`.
 
-use crate::{Client, NetConfig, SendLoss, Server};
+use crate::{Client, NetConfig, Scheme, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use tailcut_proto::units::{format_bytes, parse_bytes, parse_rate, Rate};
+use tailcut_proto::Dur;
 use tailcut_sys::clock::monotonic_ns;
 
 /// Value of `--name` in `args`, parsed.
@@ -19,8 +20,30 @@ fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, 
     }
 }
 
+/// A duration flag in microseconds.
+fn micros(args: &[String], name: &str) -> Result<Option<Dur>, String> {
+    Ok(flag::<u64>(args, name)?.map(Dur::from_micros))
+}
+
 fn config(args: &[String]) -> Result<NetConfig, String> {
     let mut cfg = NetConfig::default();
+    if let Some(s) = flag::<String>(args, "--scheme")? {
+        if s != "kernel-tcp" {
+            cfg.scheme = s.parse::<Scheme>().map_err(|e| format!("--scheme: {e}"))?;
+        }
+    }
+    if let Some(d) = micros(args, "--min-rto-us")? {
+        cfg.tcp.min_rto = d;
+    }
+    if let Some(d) = micros(args, "--initial-rto-us")? {
+        cfg.tcp.initial_rto = d;
+    }
+    if let Some(m) = flag(args, "--mss")? {
+        cfg.tcp.mss_bytes = m;
+    }
+    if let Some(n) = flag(args, "--subflows")? {
+        cfg.mptcp.subflows = n;
+    }
     if let Some(p) = flag(args, "--paths")? {
         cfg.cloudburst.paths = p;
     }
@@ -48,8 +71,10 @@ fn echo(req: &[u8], out: &mut Vec<u8>) {
 
 pub fn serve(args: &[String]) -> Result<(), String> {
     let bind: SocketAddr = flag(args, "--bind")?.unwrap_or_else(|| ([127, 0, 0, 1], 7000).into());
-    let s = Server::bind(bind, config(args)?, echo).map_err(|e| format!("bind {bind}: {e}"))?;
-    println!("serving CloudBurst echo RPCs on {}", s.local_addr());
+    let cfg = config(args)?;
+    let scheme = cfg.scheme;
+    let s = Server::bind(bind, cfg, echo).map_err(|e| format!("bind {bind}: {e}"))?;
+    println!("serving {scheme:?} echo RPCs on {}", s.local_addr());
     loop {
         std::thread::sleep(std::time::Duration::from_secs(10));
         let st = s.stats();
@@ -77,7 +102,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let mut engine_ns = Vec::with_capacity(count);
     let mut waited_ns = Vec::with_capacity(count);
     match scheme.as_str() {
-        "cloudburst" => {
+        "cloudburst" | "tcp" | "mptcp" | "fuso" => {
             let cfg = config(args)?;
             let local = match server {
                 Some(_) => None,
@@ -119,7 +144,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             }
             let st = c.stats();
             println!(
-                "cloudburst {} x {}, {} paths: {} datagrams in {} sendmsg calls (GSO batches), {} dropped by --loss, {} timed out",
+                "{scheme} {} x {}, {} paths: {} datagrams in {} sendmsg calls (GSO batches), {} dropped by --loss, {} timed out",
                 count,
                 format_bytes(size as u64),
                 c.local_addrs().len(),
@@ -129,7 +154,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 st.calls_timed_out
             );
         }
-        "tcp" => {
+        "kernel-tcp" => {
             let (to, _server) = match server {
                 Some(a) => (a, None),
                 None => {
@@ -163,7 +188,11 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 format_bytes(size as u64)
             );
         }
-        other => return Err(format!("--scheme: unknown '{other}' (cloudburst or tcp)")),
+        other => {
+            return Err(format!(
+                "--scheme: unknown '{other}' (cloudburst, tcp, mptcp, fuso or kernel-tcp)"
+            ))
+        }
     }
     print_dist("call (application thread)", &mut lat_ns);
     if !engine_ns.is_empty() {

@@ -22,7 +22,9 @@ use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use tailcut_proto::cloudburst::TableSizes;
+use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::rng::{derive_seed, Stream};
+use tailcut_proto::tcp::TcpEndpoint;
 use tailcut_proto::{AppEvent, Dur, Engine, MessageStats, Time};
 
 /// Per-call measurements.
@@ -169,7 +171,11 @@ impl Client {
                 spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
             }
             Scheme::Tcp => {
-                let scheme = tcp::ClientSide::new(&cfg, association);
+                let scheme = tcp::ClientSide::<TcpEndpoint>::new(&cfg, association);
+                spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
+            }
+            Scheme::Mptcp | Scheme::Fuso => {
+                let scheme = tcp::ClientSide::<MptcpEndpoint>::new(&cfg, association);
                 spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
             }
         };
@@ -396,7 +402,7 @@ impl<S: ClientScheme> ClientLoop<S> {
                 let ours = Preamble::parse(dg.bytes).filter(|(p, _)| {
                     p.scheme == S::E::SCHEME && p.association == association && dg.from == server
                 });
-                let Some((pkt, payload)) = ours.and_then(|(_, b)| S::E::decode(b, dg.ecn)) else {
+                let Some((pkt, payload)) = ours.and_then(|(p, b)| S::E::decode(b, dg.ecn, p.path)) else {
                     stats.foreign_datagrams += 1;
                     return;
                 };

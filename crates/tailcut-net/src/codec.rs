@@ -5,12 +5,16 @@
 //! - TCP (and the schemes built on it): the TCP-in-UDP encapsulation (`tailcut_proto::wire::tcp_udp`,
 //!   `docs/net.md`) of the packet's `TcpHeader` and the payload the engine wrote; one path, or the
 //!   spraying label.
+//! - MPTCP (and FUSO): the same encapsulation (the DSS travels in it); sub-flow `i` is path `i`. The
+//!   engine numbers its sub-flows by port (sub-flow `i` uses its base port + `i`); the runtime gives
+//!   both ends base port 0, so a sub-flow's port is its path.
 
-use crate::frame::{SCHEME_CLOUDBURST, SCHEME_TCP};
+use crate::frame::{SCHEME_CLOUDBURST, SCHEME_MPTCP, SCHEME_TCP};
 use tailcut_proto::cloudburst::CloudBurstEndpoint;
+use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::tcp::TcpEndpoint;
 use tailcut_proto::wire::tcp_udp;
-use tailcut_proto::{Ecn, Engine, Header, Packet, Route};
+use tailcut_proto::{Ecn, Engine, FiveTuple, Header, Packet, Route};
 
 pub trait Codec: Engine {
     /// The preamble's scheme byte.
@@ -28,8 +32,9 @@ pub trait Codec: Engine {
     /// packet has no encoding (it is then not sent).
     fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool;
 
-    /// The packet and the engine's bytes of a datagram that arrived with `ecn`; `None` if malformed.
-    fn decode(bytes: &[u8], ecn: Ecn) -> Option<(Packet, &[u8])>;
+    /// The packet and the engine's bytes of a datagram that arrived on `path` with `ecn`; `None` if
+    /// malformed.
+    fn decode(bytes: &[u8], ecn: Ecn, path: u8) -> Option<(Packet, &[u8])>;
 }
 
 impl Codec for CloudBurstEndpoint {
@@ -41,7 +46,7 @@ impl Codec for CloudBurstEndpoint {
     }
 
     /// The engine parses its own header (and counts what does not parse).
-    fn decode(bytes: &[u8], ecn: Ecn) -> Option<(Packet, &[u8])> {
+    fn decode(bytes: &[u8], ecn: Ecn, _path: u8) -> Option<(Packet, &[u8])> {
         let pkt = Packet {
             ecn,
             ..Packet::default()
@@ -54,19 +59,51 @@ impl Codec for TcpEndpoint {
     const SCHEME: u8 = SCHEME_TCP;
 
     fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
-        pkt.tcp()
-            .is_some_and(|h| tcp_udp::build(h, pkt.trimmed, payload, out).is_ok())
+        encode_tcp(pkt, payload, out)
     }
 
-    fn decode(bytes: &[u8], ecn: Ecn) -> Option<(Packet, &[u8])> {
-        let seg = tcp_udp::parse(bytes).ok()?;
-        let pkt = Packet {
-            ecn,
-            size_bytes: bytes.len() as u32,
-            trimmed: seg.trimmed,
-            header: Header::Tcp(seg.header),
-            ..Packet::default()
-        };
-        Some((pkt, seg.payload))
+    fn decode(bytes: &[u8], ecn: Ecn, _path: u8) -> Option<(Packet, &[u8])> {
+        decode_tcp(bytes, ecn, FiveTuple::default())
     }
+}
+
+impl Codec for MptcpEndpoint {
+    const SCHEME: u8 = SCHEME_MPTCP;
+
+    fn path_of(pkt: &Packet) -> usize {
+        usize::from(pkt.tuple.src_port)
+    }
+
+    fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
+        encode_tcp(pkt, payload, out)
+    }
+
+    /// The sub-flow is the path: its ports are the path's number.
+    fn decode(bytes: &[u8], ecn: Ecn, path: u8) -> Option<(Packet, &[u8])> {
+        let port = u16::from(path);
+        let tuple = FiveTuple {
+            src_port: port,
+            dst_port: port,
+            ..FiveTuple::default()
+        };
+        decode_tcp(bytes, ecn, tuple)
+    }
+}
+
+fn encode_tcp(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
+    pkt.tcp()
+        .is_some_and(|h| tcp_udp::build(h, pkt.trimmed, payload, out).is_ok())
+}
+
+fn decode_tcp(bytes: &[u8], ecn: Ecn, tuple: FiveTuple) -> Option<(Packet, &[u8])> {
+    let seg = tcp_udp::parse(bytes).ok()?;
+    let pkt = Packet {
+        tuple,
+        ecn,
+        size_bytes: bytes.len() as u32,
+        trimmed: seg.trimmed,
+        header: Header::Tcp(seg.header),
+        ..Packet::default()
+    };
+    Some((pkt, seg.payload))
 }

@@ -4,6 +4,7 @@ use crate::frame::{MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::MAX_DATAGRAM_BYTES;
 use crate::stream::HEADER_BYTES;
 use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
+use tailcut_proto::mptcp::MptcpConfig;
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::units::Rate;
 use tailcut_proto::{ConfigError, Dur};
@@ -30,6 +31,10 @@ pub enum Scheme {
     /// tailcut's TCP engine over the TCP-in-UDP encapsulation (`tcp`): the like-for-like baseline,
     /// and the base of CP and DCTCP (`tcp.cp`, `tcp.congestion_control`).
     Tcp,
+    /// MPTCP (`mptcp`): one sub-flow per path, Linux MPTCP's scheduler and recovery.
+    Mptcp,
+    /// FUSO (`fuso`): MPTCP whose idle sub-flows resend the worst sub-flow's oldest un-ACKed packet.
+    Fuso,
 }
 
 impl std::str::FromStr for Scheme {
@@ -38,7 +43,9 @@ impl std::str::FromStr for Scheme {
         match s {
             "cloudburst" => Ok(Scheme::CloudBurst),
             "tcp" => Ok(Scheme::Tcp),
-            _ => Err(format!("unknown scheme '{s}' (cloudburst, tcp)")),
+            "mptcp" => Ok(Scheme::Mptcp),
+            "fuso" => Ok(Scheme::Fuso),
+            _ => Err(format!("unknown scheme '{s}' (cloudburst, tcp, mptcp, fuso)")),
         }
     }
 }
@@ -52,6 +59,10 @@ pub struct NetConfig {
     /// The TCP engine's parameters (`Scheme::Tcp`). The runtime forces the handshake (the server
     /// learns the client's initial sequence number from its SYN) and `carry_bytes`.
     pub tcp: TcpConfig,
+    /// The multipath layer of `Scheme::Mptcp` and `Scheme::Fuso` (each sub-flow runs `tcp`); FUSO
+    /// switches its recovery on with the paper's defaults when `fuso` is unset. `subflows` is the
+    /// number of client sockets (paths).
+    pub mptcp: MptcpConfig,
     /// Largest request or response a stream scheme (TCP) accepts; a peer announcing more is dropped.
     pub stream_max_message_bytes: u64,
     /// A stream scheme's call without a response by then fails (the stream still delivers it later,
@@ -82,6 +93,7 @@ impl Default for NetConfig {
                 rcv_window_bytes: 1 << 20,
                 ..TcpConfig::default()
             },
+            mptcp: MptcpConfig::default(),
             stream_max_message_bytes: 16 << 20,
             stream_call_timeout: Dur::from_millis(10_000),
             cloudburst: CloudBurstConfig {
@@ -133,11 +145,27 @@ impl NetConfig {
         }
     }
 
+    /// The multipath configuration the runtime uses (`Scheme::Mptcp` never runs FUSO's recovery).
+    pub fn mptcp_config(&self) -> MptcpConfig {
+        match self.scheme {
+            Scheme::Fuso => MptcpConfig {
+                fuso: Some(self.mptcp.fuso.unwrap_or_default()),
+                ofo_to_data_level: true,
+                ..self.mptcp.clone()
+            },
+            _ => MptcpConfig {
+                fuso: None,
+                ..self.mptcp.clone()
+            },
+        }
+    }
+
     /// Paths (client sockets) of an association.
     pub fn paths(&self) -> usize {
         match self.scheme {
             Scheme::CloudBurst => self.cloudburst.paths as usize,
             Scheme::Tcp => 1,
+            Scheme::Mptcp | Scheme::Fuso => self.mptcp.subflows as usize,
         }
     }
 
@@ -145,13 +173,26 @@ impl NetConfig {
     pub fn max_datagram_bytes(&self) -> usize {
         match self.scheme {
             Scheme::CloudBurst => self.cloudburst.symbol_bytes as usize + 64,
-            Scheme::Tcp => (self.tcp.mss_bytes + TCP_UDP_MAX_HEADER) as usize + PREAMBLE_BYTES,
+            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => {
+                (self.tcp.mss_bytes + TCP_UDP_MAX_HEADER) as usize + PREAMBLE_BYTES
+            }
         }
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.scheme == Scheme::Tcp {
+        if self.scheme != Scheme::CloudBurst {
             self.validate_tcp()?;
+        }
+        if matches!(self.scheme, Scheme::Mptcp | Scheme::Fuso) {
+            self.mptcp_config()
+                .validate()
+                .map_err(|e| ConfigError::new("mptcp", e))?;
+            if self.mptcp.subflows as usize > MAX_PATHS {
+                return Err(ConfigError::new(
+                    "mptcp.subflows",
+                    format!("at most {MAX_PATHS} paths per association"),
+                ));
+            }
         }
         self.engine_config().validate()?;
         let cb = &self.cloudburst;
@@ -226,7 +267,7 @@ impl NetConfig {
     pub fn max_message_bytes(&self) -> u64 {
         match self.scheme {
             Scheme::CloudBurst => self.engine_config().max_message_bytes(),
-            Scheme::Tcp => self.stream_max_message_bytes,
+            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => self.stream_max_message_bytes,
         }
     }
 
@@ -245,7 +286,7 @@ impl NetConfig {
         let cb = &self.cloudburst;
         match self.scheme {
             Scheme::CloudBurst => cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout,
-            Scheme::Tcp => self.stream_call_timeout,
+            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => self.stream_call_timeout,
         }
     }
 }

@@ -17,6 +17,8 @@ pub const VERSION: u8 = 1;
 pub const SCHEME_CLOUDBURST: u8 = 1;
 /// Scheme byte of TCP-in-UDP datagrams (TCP, DCTCP and CP over the runtime).
 pub const SCHEME_TCP: u8 = 2;
+/// Scheme byte of MPTCP sub-flow datagrams (MPTCP and FUSO over the runtime).
+pub const SCHEME_MPTCP: u8 = 3;
 /// Most paths per association (the path byte is checked against it before it indexes anything).
 pub const MAX_PATHS: usize = 16;
 

@@ -6,8 +6,9 @@
 //! `poll_event` until `None`, then reads `poll_timeout`. It sleeps in `epoll` with a `timerfd`
 //! deadline (nanoseconds; `epoll_wait`'s milliseconds are too coarse for µs timers) and reads the
 //! clock in one place ([`clock::Clock`]). Receives use GRO and `recvmmsg` (quinn-udp), with
-//! `IP_RECVTOS` for ECN. The scheme so far is CloudBurst (its engine carries real bytes); paths are
-//! the client's UDP source ports, so an ECMP fabric spreads them. See `docs/net.md`.
+//! `IP_RECVTOS` for ECN. Schemes ([`Scheme`]): CloudBurst, and tailcut's TCP engine over the
+//! TCP-in-UDP encapsulation with calls framed on its stream; both engines carry real bytes. Paths
+//! are the client's UDP source ports, so an ECMP fabric spreads them. See `docs/net.md`.
 //!
 //! ```
 //! use tailcut_net::{Client, NetConfig, Server};

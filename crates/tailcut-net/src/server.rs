@@ -26,6 +26,8 @@ use std::net::SocketAddr;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
 use tailcut_proto::cloudburst::TableSizes;
+use tailcut_proto::mptcp::MptcpEndpoint;
+use tailcut_proto::tcp::TcpEndpoint;
 use tailcut_proto::{AppEvent, Ecn, Engine, MsgId, Time};
 
 /// Server-side totals.
@@ -85,7 +87,11 @@ impl Server {
                 spawn(driver, scheme, cfg, handler, shared, wake)?
             }
             Scheme::Tcp => {
-                let scheme = tcp::ServerSide::new(&cfg);
+                let scheme = tcp::ServerSide::<TcpEndpoint>::new(&cfg);
+                spawn(driver, scheme, cfg, handler, shared, wake)?
+            }
+            Scheme::Mptcp | Scheme::Fuso => {
+                let scheme = tcp::ServerSide::<MptcpEndpoint>::new(&cfg);
                 spawn(driver, scheme, cfg, handler, shared, wake)?
             }
         };
@@ -251,7 +257,7 @@ impl<S: ServerScheme> ServerLoop<S> {
         let Some(a) = self.assocs.get_mut(&p.association) else {
             return;
         };
-        let Some((pkt, payload)) = S::E::decode(self.d.rx.bytes(pat, plen), ecn) else {
+        let Some((pkt, payload)) = S::E::decode(self.d.rx.bytes(pat, plen), ecn, p.path) else {
             self.stats.foreign_datagrams += 1;
             return;
         };

@@ -1,29 +1,101 @@
-//! TCP over the runtime (and CP or DCTCP through its configuration): tailcut's TCP engine, unchanged,
-//! over the TCP-in-UDP encapsulation, with calls framed on its byte stream (`stream.rs`).
+//! The stream schemes over the runtime: tailcut's TCP engine (and CP or DCTCP through its
+//! configuration) and its MPTCP engine (and FUSO), unchanged, over the TCP-in-UDP encapsulation, with
+//! calls framed on their byte stream (`stream.rs`).
 //!
-//! The client opens the connection with a SYN (the server learns its initial sequence number there),
-//! pipelines calls on the one stream, and matches responses by the call id in their frame header.
-//! The server answers in order.
+//! The client pipelines calls on its one connection and matches responses by the call id in their
+//! frame header; the server answers in order. TCP opens with a SYN (the server learns the client's
+//! initial sequence number there, and only a SYN opens an association). MPTCP's sub-flows start
+//! established (its MP_CAPABLE / MP_JOIN handshakes are not modelled), so both ends derive every
+//! initial sequence number from the association id, and any well-formed segment with a DSS opens an
+//! association; sub-flow `i` is path `i` (the client's `i`-th socket).
 
 use crate::client::{CallEvent, ClientScheme};
+use crate::codec::Codec;
 use crate::config::NetConfig;
 use crate::server::{Request, ServerScheme, ServerStats};
 use crate::stream::StreamFraming;
-use tailcut_proto::rng::{derive_seed, Stream};
+use tailcut_proto::mptcp::{MptcpConfig, MptcpEndpoint};
+use tailcut_proto::rng::{derive_seed, mix64, stream, Stream};
 use tailcut_proto::tcp::{Role, TcpConfig, TcpEndpoint};
 use tailcut_proto::wire::tcp_udp;
-use tailcut_proto::{AppEvent, FiveTuple, MsgId, Seq, TcpFlags, Time};
+use tailcut_proto::{AppEvent, FiveTuple, MsgId, Seq, TcpExt, TcpFlags, Time};
 
-pub struct ClientSide {
-    engine: TcpEndpoint,
+/// Builds one end's engine of a stream scheme.
+pub trait StreamEngine: Codec + Send + Sized + 'static {
+    /// The engine configuration the runtime uses.
+    type Config: Clone + Send + 'static;
+    fn config(cfg: &NetConfig) -> Self::Config;
+    fn client(c: &Self::Config, seed: u64, association: u64) -> Self;
+    fn server(c: &Self::Config, seed: u64, association: u64) -> Self;
+    /// May this datagram (its bytes after the preamble) open an association?
+    fn opens(bytes: &[u8]) -> bool;
+}
+
+impl StreamEngine for TcpEndpoint {
+    type Config = TcpConfig;
+
+    fn config(cfg: &NetConfig) -> TcpConfig {
+        cfg.tcp_config()
+    }
+
+    fn client(c: &TcpConfig, seed: u64, association: u64) -> TcpEndpoint {
+        let isn = Seq(derive_seed(seed, Stream::Engine, association) as u32);
+        TcpEndpoint::new(c.clone(), FiveTuple::default(), Role::Client, isn, Seq(0))
+    }
+
+    fn server(c: &TcpConfig, seed: u64, association: u64) -> TcpEndpoint {
+        let isn = Seq(derive_seed(seed, Stream::Engine, !association) as u32);
+        TcpEndpoint::new(c.clone(), FiveTuple::default(), Role::Server, isn, Seq(0))
+    }
+
+    /// Only a SYN opens an association, as a listening socket.
+    fn opens(bytes: &[u8]) -> bool {
+        tcp_udp::parse(bytes).is_ok_and(|s| {
+            let f = s.header.flags;
+            f.contains(TcpFlags::SYN) && !f.contains(TcpFlags::ACK)
+        })
+    }
+}
+
+/// Both ends derive the initial sequence numbers from the association id alone (their seeds may
+/// differ): the client's, then the server's.
+fn mptcp_isns(association: u64) -> (Seq, Seq) {
+    (Seq(mix64(association) as u32), Seq(mix64(!association) as u32))
+}
+
+impl StreamEngine for MptcpEndpoint {
+    type Config = (TcpConfig, MptcpConfig);
+
+    fn config(cfg: &NetConfig) -> (TcpConfig, MptcpConfig) {
+        (cfg.tcp_config(), cfg.mptcp_config())
+    }
+
+    fn client(c: &Self::Config, seed: u64, association: u64) -> MptcpEndpoint {
+        let (a, b) = mptcp_isns(association);
+        let rng = stream(seed, Stream::Engine, association);
+        MptcpEndpoint::new(c.0.clone(), c.1.clone(), FiveTuple::default(), a, b, rng)
+    }
+
+    fn server(c: &Self::Config, seed: u64, association: u64) -> MptcpEndpoint {
+        let (a, b) = mptcp_isns(association);
+        let rng = stream(seed, Stream::Engine, !association);
+        MptcpEndpoint::new(c.0.clone(), c.1.clone(), FiveTuple::default(), b, a, rng)
+    }
+
+    fn opens(bytes: &[u8]) -> bool {
+        tcp_udp::parse(bytes).is_ok_and(|s| matches!(s.header.ext, TcpExt::Dss { .. }))
+    }
+}
+
+pub struct ClientSide<E: StreamEngine> {
+    engine: E,
     framing: StreamFraming,
     next: u64,
 }
 
-impl ClientSide {
-    pub fn new(cfg: &NetConfig, association: u64) -> ClientSide {
-        let isn = Seq(derive_seed(cfg.seed, Stream::Engine, association) as u32);
-        let mut engine = TcpEndpoint::new(cfg.tcp_config(), FiveTuple::default(), Role::Client, isn, Seq(0));
+impl<E: StreamEngine> ClientSide<E> {
+    pub fn new(cfg: &NetConfig, association: u64) -> ClientSide<E> {
+        let mut engine = E::client(&E::config(cfg), cfg.seed, association);
         let framing = StreamFraming::new(&mut engine, cfg.max_message_bytes());
         ClientSide {
             engine,
@@ -33,14 +105,14 @@ impl ClientSide {
     }
 }
 
-impl ClientScheme for ClientSide {
-    type E = TcpEndpoint;
+impl<E: StreamEngine> ClientScheme for ClientSide<E> {
+    type E = E;
 
-    fn engine(&mut self) -> &mut TcpEndpoint {
+    fn engine(&mut self) -> &mut E {
         &mut self.engine
     }
 
-    fn engine_ref(&self) -> &TcpEndpoint {
+    fn engine_ref(&self) -> &E {
         &self.engine
     }
 
@@ -66,42 +138,37 @@ impl ClientScheme for ClientSide {
     }
 }
 
-pub struct ServerSide {
-    tcp: TcpConfig,
+pub struct ServerSide<E: StreamEngine> {
+    engine_cfg: E::Config,
     seed: u64,
     max_message: u64,
 }
 
-impl ServerSide {
-    pub fn new(cfg: &NetConfig) -> ServerSide {
+impl<E: StreamEngine> ServerSide<E> {
+    pub fn new(cfg: &NetConfig) -> ServerSide<E> {
         ServerSide {
-            tcp: cfg.tcp_config(),
+            engine_cfg: E::config(cfg),
             seed: cfg.seed,
             max_message: cfg.max_message_bytes(),
         }
     }
 }
 
-impl ServerScheme for ServerSide {
-    type E = TcpEndpoint;
+impl<E: StreamEngine> ServerScheme for ServerSide<E> {
+    type E = E;
     type State = StreamFraming;
 
-    /// Only a SYN opens an association, as a listening socket.
     fn opens(&self, bytes: &[u8]) -> bool {
-        tcp_udp::parse(bytes).is_ok_and(|s| {
-            let f = s.header.flags;
-            f.contains(TcpFlags::SYN) && !f.contains(TcpFlags::ACK)
-        })
+        E::opens(bytes)
     }
 
-    fn open(&self, id: u64) -> Option<(TcpEndpoint, StreamFraming)> {
-        let isn = Seq(derive_seed(self.seed, Stream::Engine, !id) as u32);
-        let mut e = TcpEndpoint::new(self.tcp.clone(), FiveTuple::default(), Role::Server, isn, Seq(0));
+    fn open(&self, id: u64) -> Option<(E, StreamFraming)> {
+        let mut e = E::server(&self.engine_cfg, self.seed, id);
         let framing = StreamFraming::new(&mut e, self.max_message);
         Some((e, framing))
     }
 
-    fn request(&self, e: &mut TcpEndpoint, st: &mut StreamFraming, _now: Time, msg: MsgId) -> Request {
+    fn request(&self, e: &mut E, st: &mut StreamFraming, _now: Time, msg: MsgId) -> Request {
         match st.on_received(e, msg) {
             Ok(Some((key, data))) => Request::Answer { key, data },
             Ok(None) => Request::None,
@@ -109,9 +176,9 @@ impl ServerScheme for ServerSide {
         }
     }
 
-    fn respond(&self, e: &mut TcpEndpoint, st: &mut StreamFraming, now: Time, key: u64, response: &[u8]) {
+    fn respond(&self, e: &mut E, st: &mut StreamFraming, now: Time, key: u64, response: &[u8]) {
         st.send(e, now, key, response);
     }
 
-    fn publish<'a>(&self, _engines: impl Iterator<Item = &'a TcpEndpoint>, _stats: &mut ServerStats) {}
+    fn publish<'a>(&self, _engines: impl Iterator<Item = &'a E>, _stats: &mut ServerStats) {}
 }

@@ -1,19 +1,24 @@
-//! `tailcut-net`: serve CloudBurst RPCs on a UDP port, or measure RPC latency on loopback (CloudBurst
+//! `tailcut-net`: serve RPCs of one scheme on a UDP port, or measure RPC latency on loopback (a scheme
 //! over the runtime, or kernel TCP for comparison). See `docs/net.md`.
 
 use std::process::ExitCode;
 
 const USAGE: &str = "\
 usage:
-  tailcut-net serve [--bind 127.0.0.1:7000] [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
+  tailcut-net serve [--scheme cloudburst|tcp|mptcp|fuso] [--bind 127.0.0.1:7000] [scheme flags]
       echo server: each request is answered with its own bytes
-  tailcut-net bench [--scheme cloudburst|tcp] [--size 10KB] [--count 2000] [--warmup 200]
-                    [--server ADDR] [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
-                    [--loss RATE [--loss-path P] [--seed 1]] [--think-us 0] [--inline]
+  tailcut-net bench [--scheme cloudburst|tcp|mptcp|fuso|kernel-tcp] [--size 10KB] [--count 2000] [--warmup 200]
+                    [--server ADDR] [scheme flags] [--loss RATE [--loss-path P] [--seed 1]]
+                    [--think-us 0] [--inline]
       closed-loop echo RPCs (one outstanding); without --server an echo server runs in-process on
-      127.0.0.1. --loss drops that share of each side's CloudBurst datagrams before the socket
-      (only path P's with --loss-path). --inline issues the calls from the CloudBurst runtime thread
-      itself (no thread hop; only the engine latency is printed). Prints the latency distribution.";
+      127.0.0.1. cloudburst, tcp, mptcp and fuso run over the runtime (tailcut's engines; the last
+      three over TCP-in-UDP); kernel-tcp is the kernel's TCP on the same loopback. --loss drops that share of
+      each side's datagrams before the socket (only path P's with --loss-path). --inline issues the
+      calls from the runtime thread itself (no thread hop; only the engine latency is printed).
+      Prints the latency distribution.
+  scheme flags: cloudburst: [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
+                tcp, mptcp, fuso: [--mss 1372] [--min-rto-us 200000] [--initial-rto-us 1000000]
+                mptcp, fuso: [--subflows 4]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

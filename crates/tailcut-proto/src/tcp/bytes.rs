@@ -166,13 +166,14 @@ impl RecvBytes {
             self.pending.resize(off + data.len(), 0);
         }
         let (x, y) = self.pending.as_mut_slices();
-        for (k, &b) in data.iter().enumerate() {
-            let i = off + k;
-            if i < x.len() {
-                x[i] = b;
-            } else {
-                y[i - x.len()] = b;
-            }
+        let first = x.len().saturating_sub(off).min(data.len());
+        if first > 0 {
+            x[off..off + first].copy_from_slice(&data[..first]);
+        }
+        let rest = &data[first..];
+        if !rest.is_empty() {
+            let at = off + first - x.len();
+            y[at..at + rest.len()].copy_from_slice(rest);
         }
     }
 
@@ -186,12 +187,17 @@ impl RecvBytes {
         if self.pending.len() < n {
             self.pending.resize(n, 0);
         }
+        let (x, y) = self.pending.as_slices();
+        let (x, y) = (&x[..n.min(x.len())], &y[..n - n.min(x.len())]);
         if self.history > 0 {
-            self.recent.extend(self.pending.range(..n));
+            self.recent.extend(x);
+            self.recent.extend(y);
             let over = self.recent.len().saturating_sub(self.history);
             self.recent.drain(..over);
         }
-        self.inorder.extend(self.pending.drain(..n));
+        self.inorder.extend(x);
+        self.inorder.extend(y);
+        self.pending.drain(..n);
         self.next = rcv_nxt;
     }
 

@@ -1,5 +1,6 @@
-//! tailcut's TCP engine over real UDP sockets on loopback (TCP-in-UDP, calls framed on the stream).
-//! Functional facts only (bytes, counters), never timings: the machine running the tests is shared.
+//! The stream schemes over real UDP sockets on loopback: tailcut's TCP, MPTCP and FUSO engines
+//! (TCP-in-UDP, calls framed on the stream). Functional facts only (bytes, counters), never timings:
+//! the machine running the tests is shared.
 
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
@@ -10,15 +11,23 @@ use tailcut_proto::{Dur, Seq, TcpFlags, TcpHeader};
 
 const LOOPBACK: &str = "127.0.0.1:0";
 
-/// TCP with datacenter timers (5 ms minimum RTO), so lost tails cost milliseconds, not Linux's 200.
-fn config() -> NetConfig {
+const SCHEMES: [Scheme; 3] = [Scheme::Tcp, Scheme::Mptcp, Scheme::Fuso];
+
+/// `scheme` with datacenter timers (5 ms minimum RTO), so lost tails cost milliseconds, not Linux's
+/// 200; three sub-flows for the multipath schemes.
+fn config_of(scheme: Scheme) -> NetConfig {
     let mut cfg = NetConfig {
-        scheme: Scheme::Tcp,
+        scheme,
         ..NetConfig::default()
     };
     cfg.tcp.min_rto = Dur::from_millis(5);
     cfg.tcp.initial_rto = Dur::from_millis(20);
+    cfg.mptcp.subflows = 3;
     cfg
+}
+
+fn config() -> NetConfig {
+    config_of(Scheme::Tcp)
 }
 
 /// The request reversed, then its length: a response paired with the wrong request or cut short
@@ -75,17 +84,20 @@ fn faults(seed: u64) -> Option<SendLoss> {
     })
 }
 
-#[test]
-fn thousand_mixed_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
+/// 1,000 calls of `scheme`, every response checked, through each side's send hook.
+fn thousand_calls(
+    scheme: Scheme,
+    hook: impl Fn(u64) -> Option<SendLoss>,
+) -> (ServerStats, tailcut_net::ClientStats, u64) {
     let s = server(NetConfig {
-        send_loss: faults(1),
-        ..config()
+        send_loss: hook(1),
+        ..config_of(scheme)
     });
     let c = Client::connect(
         s.local_addr(),
         NetConfig {
-            send_loss: faults(2),
-            ..config()
+            send_loss: hook(2),
+            ..config_of(scheme)
         },
     )
     .unwrap();
@@ -94,43 +106,75 @@ fn thousand_mixed_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication
         let req = request(7, i);
         let r = c.call(&req).unwrap_or_else(|e| {
             panic!(
-                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                "{scheme:?} call {i} ({} B): {e}\n{:?}\n{:?}",
                 req.len(),
                 c.stats(),
                 s.stats()
             )
         });
-        assert_eq!(r.bytes, expected(&req), "call {i}");
-        retransmitted += r.stats.request.retransmitted_bytes;
+        assert_eq!(r.bytes, expected(&req), "{scheme:?} call {i}");
+        retransmitted += r.stats.request.retransmitted_bytes + r.stats.request.redundant_bytes;
     }
     let ss = settled(&s, |st| st.requests == 1_000);
     let cs = c.stats();
-    assert_eq!(ss.requests, 1_000, "{ss:?}\n{cs:?}");
-    assert_eq!((cs.calls_completed, cs.calls_timed_out), (1_000, 0));
-    assert_eq!(ss.associations, 1);
-    // The hook did drop, and TCP repaired it by retransmitting.
-    assert!(cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0, "{cs:?}\n{ss:?}");
-    assert!(retransmitted > 0);
-    assert_eq!(ss.protocol_errors + cs.protocol_errors, 0);
+    assert_eq!(ss.requests, 1_000, "{scheme:?}\n{ss:?}\n{cs:?}");
+    assert_eq!((cs.calls_completed, cs.calls_timed_out), (1_000, 0), "{scheme:?}");
+    assert_eq!(ss.associations, 1, "{scheme:?}");
+    assert_eq!(ss.protocol_errors + cs.protocol_errors, 0, "{scheme:?}");
+    (ss, cs, retransmitted)
+}
+
+#[test]
+fn thousand_mixed_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
+    for scheme in SCHEMES {
+        let (ss, cs, resent) = thousand_calls(scheme, faults);
+        // The hook did drop, and the scheme repaired it by sending again.
+        assert!(
+            cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0,
+            "{scheme:?}: {cs:?}\n{ss:?}"
+        );
+        assert!(resent > 0, "{scheme:?}");
+    }
+}
+
+#[test]
+fn multipath_schemes_complete_every_call_with_one_of_three_paths_black_holed() {
+    let hole = |seed| {
+        Some(SendLoss {
+            rate: 1.0,
+            seed,
+            path: Some(1),
+            ..SendLoss::default()
+        })
+    };
+    for scheme in [Scheme::Mptcp, Scheme::Fuso] {
+        let (ss, cs, _) = thousand_calls(scheme, hole);
+        assert!(
+            cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0,
+            "{scheme:?}: {cs:?}\n{ss:?}"
+        );
+    }
 }
 
 #[test]
 fn pipelined_calls_from_several_threads_share_one_connection() {
-    let s = server(config());
-    let c = Client::connect(s.local_addr(), config()).unwrap();
-    std::thread::scope(|sc| {
-        for t in 0..4u64 {
-            let c = &c;
-            sc.spawn(move || {
-                for i in 0..100 {
-                    let req = request(t, i);
-                    assert_eq!(c.call(&req).unwrap().bytes, expected(&req));
-                }
-            });
-        }
-    });
-    let st = settled(&s, |st| st.requests == 400);
-    assert_eq!((st.requests, st.associations), (400, 1));
+    for scheme in SCHEMES {
+        let s = server(config_of(scheme));
+        let c = Client::connect(s.local_addr(), config_of(scheme)).unwrap();
+        std::thread::scope(|sc| {
+            for t in 0..4u64 {
+                let c = &c;
+                sc.spawn(move || {
+                    for i in 0..100 {
+                        let req = request(t, i);
+                        assert_eq!(c.call(&req).unwrap().bytes, expected(&req), "{scheme:?}");
+                    }
+                });
+            }
+        });
+        let st = settled(&s, |st| st.requests == 400);
+        assert_eq!((st.requests, st.associations), (400, 1), "{scheme:?}");
+    }
 }
 
 #[test]
