@@ -24,6 +24,10 @@ for size in 100B 10KB 100KB; do
     row "$size" "kernel TCP" --scheme kernel-tcp
     row "$size" "tcp over UDP" --scheme tcp
     row "$size" "tcp over UDP, 1% loss" --scheme tcp --loss 0.01
+    row "$size" "mptcp, 4 sub-flows" --scheme mptcp
+    row "$size" "mptcp, 1% loss on path 0 of 4" --scheme mptcp --loss 0.01 --loss-path 0
+    row "$size" "fuso, 4 sub-flows" --scheme fuso
+    row "$size" "fuso, 1% loss on path 0 of 4" --scheme fuso --loss 0.01 --loss-path 0
     row "$size" "cloudburst" --scheme cloudburst "${cb[@]}"
     row "$size" "cloudburst, 1% loss on path 0 of 4" --scheme cloudburst "${cb[@]}" --loss 0.01 --loss-path 0
 done

@@ -44,6 +44,10 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
     if let Some(n) = flag(args, "--subflows")? {
         cfg.mptcp.subflows = n;
     }
+    if args.iter().any(|a| a == "--dctcp") {
+        cfg.tcp.ecn = true;
+        cfg.tcp.congestion_control = tailcut_proto::tcp::CongestionControl::Dctcp { g: 1.0 / 16.0 };
+    }
     if let Some(p) = flag(args, "--paths")? {
         cfg.cloudburst.paths = p;
     }

@@ -42,8 +42,8 @@ pub struct Driver {
     armed_ns: u64,
     pub ready: Vec<u64>,
     faults: Option<(SendLoss, Rng)>,
-    /// A datagram the reorder hook holds back: (path, socket, destination, bytes).
-    held: Option<(usize, usize, SocketAddr, Vec<u8>)>,
+    /// A datagram the reorder hook holds back: (path, socket, destination, ECN, bytes).
+    held: Option<(usize, usize, SocketAddr, Ecn, Vec<u8>)>,
     /// The engine's payload of the datagram being built, then the datagram itself.
     payload: Vec<u8>,
     datagram: Vec<u8>,
@@ -156,13 +156,15 @@ impl Driver {
             if !E::encode(&pkt, &self.payload, &mut self.datagram) {
                 continue;
             }
+            // Data is sent with the engine's ECN codepoint (DCTCP's ECT(0)), one `IP_TOS` per batch.
+            let ecn = pkt.ecn;
             if fate == Fate::Hold && self.held.is_none() {
-                self.held = Some((path, sock, to, self.datagram.clone()));
+                self.held = Some((path, sock, to, ecn, self.datagram.clone()));
                 continue;
             }
-            self.lanes.push(&self.socks, path, sock, to, &self.datagram);
+            self.lanes.push(&self.socks, path, sock, to, ecn, &self.datagram);
             if fate == Fate::Twice {
-                self.lanes.push(&self.socks, path, sock, to, &self.datagram);
+                self.lanes.push(&self.socks, path, sock, to, ecn, &self.datagram);
             }
             self.release_held();
         }
@@ -170,8 +172,8 @@ impl Driver {
 
     /// The reorder hook's held datagram goes out now, behind what was sent since.
     fn release_held(&mut self) {
-        if let Some((path, sock, to, d)) = self.held.take() {
-            self.lanes.push(&self.socks, path, sock, to, &d);
+        if let Some((path, sock, to, ecn, d)) = self.held.take() {
+            self.lanes.push(&self.socks, path, sock, to, ecn, &d);
         }
     }
 

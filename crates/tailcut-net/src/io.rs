@@ -41,10 +41,15 @@ impl PathSocket {
         self.state.max_gso_segments().max(1)
     }
 
-    fn send(&self, dest: SocketAddr, contents: &[u8], segment: usize) -> io::Result<()> {
+    fn send(&self, dest: SocketAddr, ecn: Ecn, contents: &[u8], segment: usize) -> io::Result<()> {
+        let ecn = match ecn {
+            Ecn::NotEct => None,
+            Ecn::Ect0 => Some(EcnCodepoint::Ect0),
+            Ecn::Ce => Some(EcnCodepoint::Ce),
+        };
         let t = Transmit {
             destination: dest,
-            ecn: None,
+            ecn,
             contents,
             segment_size: (contents.len() > segment).then_some(segment),
             src_ip: None,
@@ -58,6 +63,8 @@ impl PathSocket {
 struct Lane {
     sock: usize,
     dest: Option<SocketAddr>,
+    /// The ECN codepoint of every datagram of the batch (one `IP_TOS` per send).
+    ecn: Ecn,
     buf: Vec<u8>,
     segment: usize,
     count: usize,
@@ -102,6 +109,7 @@ impl TxLanes {
         path: usize,
         sock: usize,
         dest: SocketAddr,
+        ecn: Ecn,
         datagram: &[u8],
     ) {
         let Some(lane) = self.lanes.get_mut(path) else {
@@ -111,6 +119,7 @@ impl TxLanes {
         let joins = lane.count > 0
             && lane.sock == sock
             && lane.dest == Some(dest)
+            && lane.ecn == ecn
             && !lane.closed
             && len <= lane.segment
             && lane.buf.len() + len <= MAX_BATCH_BYTES
@@ -119,6 +128,7 @@ impl TxLanes {
             Self::flush_lane(lane, socks, &mut self.counters);
             lane.sock = sock;
             lane.dest = Some(dest);
+            lane.ecn = ecn;
             lane.segment = len;
         }
         lane.buf.extend_from_slice(datagram);
@@ -140,7 +150,7 @@ impl TxLanes {
         }
         if let (Some(s), Some(dest)) = (socks.get(lane.sock), lane.dest) {
             c.sends += 1;
-            if s.send(dest, &lane.buf, lane.segment).is_err() {
+            if s.send(dest, lane.ecn, &lane.buf, lane.segment).is_err() {
                 c.send_errors += lane.count as u64;
             }
         }
@@ -249,7 +259,7 @@ mod tests {
         sent.push(vec![10; 300]);
         sent.push(vec![11; 1000]);
         for d in &sent {
-            lanes.push(&socks, 0, 0, to, d);
+            lanes.push(&socks, 0, 0, to, Ecn::NotEct, d);
         }
         lanes.flush(&socks);
         let gso = socks[0].max_segments() > 1;
@@ -260,6 +270,35 @@ mod tests {
         let mut got = Vec::new();
         for _ in 0..1000 {
             bufs.recv(&rx, |d| got.push(d.bytes.to_vec())).unwrap();
+            if got.len() >= sent.len() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(got, sent);
+    }
+
+    /// Datagrams leave with their ECN codepoint and arrive with it (`IP_TOS` out, `IP_RECVTOS` in);
+    /// a change of codepoint starts a new batch.
+    #[test]
+    fn datagrams_carry_their_ecn_codepoint() {
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let tx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let rx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let to = rx.local_addr().unwrap();
+        let socks = [tx];
+        let mut lanes = TxLanes::new(1);
+        let sent = [(Ecn::Ect0, 1u8), (Ecn::Ect0, 2), (Ecn::NotEct, 3), (Ecn::Ect0, 4)];
+        for &(ecn, b) in &sent {
+            lanes.push(&socks, 0, 0, to, ecn, &[b; 500]);
+        }
+        lanes.flush(&socks);
+        let gso = socks[0].max_segments() > 1;
+        assert_eq!(lanes.counters.sends, if gso { 3 } else { 4 });
+        let mut bufs = RxBufs::default();
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            bufs.recv(&rx, |d| got.push((d.ecn, d.bytes[0]))).unwrap();
             if got.len() >= sent.len() {
                 break;
             }

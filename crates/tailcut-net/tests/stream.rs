@@ -6,6 +6,7 @@ use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server, ServerStats};
 use tailcut_proto::rng::{mix64, Rng};
+use tailcut_proto::tcp::CongestionControl;
 use tailcut_proto::wire::tcp_udp;
 use tailcut_proto::{Dur, Seq, TcpFlags, TcpHeader};
 
@@ -154,6 +155,24 @@ fn multipath_schemes_complete_every_call_with_one_of_three_paths_black_holed() {
             "{scheme:?}: {cs:?}\n{ss:?}"
         );
     }
+}
+
+#[test]
+fn dctcp_over_udp_delivers_byte_exact_through_loss() {
+    let dctcp = |seed| {
+        let mut cfg = config();
+        cfg.tcp.ecn = true;
+        cfg.tcp.congestion_control = CongestionControl::Dctcp { g: 1.0 / 16.0 };
+        cfg.send_loss = faults(seed);
+        cfg
+    };
+    let s = server(dctcp(3));
+    let c = Client::connect(s.local_addr(), dctcp(4)).unwrap();
+    for i in 0..300 {
+        let req = request(9, i);
+        assert_eq!(c.call(&req).unwrap().bytes, expected(&req), "call {i}");
+    }
+    assert_eq!(settled(&s, |st| st.requests == 300).requests, 300);
 }
 
 #[test]

@@ -18,6 +18,7 @@ usage:
       Prints the latency distribution.
   scheme flags: cloudburst: [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
                 tcp, mptcp, fuso: [--mss 1372] [--min-rto-us 200000] [--initial-rto-us 1000000]
+                                  [--dctcp] (DCTCP, g = 1/16: data sent ECT(0), CE echoed)
                 mptcp, fuso: [--subflows 4]";
 
 fn main() -> ExitCode {
