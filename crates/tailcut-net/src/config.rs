@@ -184,9 +184,13 @@ impl NetConfig {
             self.validate_tcp()?;
         }
         if matches!(self.scheme, Scheme::Mptcp | Scheme::Fuso) {
+            // Its messages start with the field they name.
             self.mptcp_config()
                 .validate()
-                .map_err(|e| ConfigError::new("mptcp", e))?;
+                .map_err(|e| match e.split_once(": ") {
+                    Some((field, reason)) => ConfigError::new(format!("mptcp.{field}"), reason),
+                    None => ConfigError::new("mptcp", e),
+                })?;
             if self.mptcp.subflows as usize > MAX_PATHS {
                 return Err(ConfigError::new(
                     "mptcp.subflows",

@@ -4,6 +4,8 @@
 //! schema and of the result layout; this crate only moves strings, releases the GIL while the simulator runs,
 //! and turns Rust errors into the two Python exception classes users catch.
 
+mod net;
+
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
@@ -76,7 +78,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
 
 /// `ConfigError(message)` carrying the offending field's `path` and the `reason` as attributes, for
 /// callers that point at the field themselves (the compare-suite checker).
-fn config_error(py: Python<'_>, path: &str, reason: &str, message: String) -> PyErr {
+pub(crate) fn config_error(py: Python<'_>, path: &str, reason: &str, message: String) -> PyErr {
     let err = ConfigError::new_err(message);
     let value = err.value(py);
     match value
@@ -257,5 +259,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(check_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_class::<net::NetClient>()?;
+    m.add_class::<net::NetServer>()?;
     Ok(())
 }

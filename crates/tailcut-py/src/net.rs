@@ -1,0 +1,226 @@
+//! `tailcut._core.NetClient` / `NetServer`: the UDP runtime (`tailcut-net`) from Python. A call
+//! releases the GIL while it waits; a Python request handler runs on the server's runtime thread and
+//! takes the GIL for each request.
+
+use crate::{config_error, ConfigError};
+use pyo3::exceptions::{PyOSError, PyTimeoutError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use serde_json::{Map, Value};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tailcut_net::{CallError, Client, NetConfig, Scheme, Server};
+use tailcut_proto::tcp::CongestionControl;
+use tailcut_proto::units::{parse_rate, Rate};
+use tailcut_proto::Dur;
+
+/// The runtime configuration from `options_json`, a JSON object of the keys below; an unknown key or
+/// a bad value raises `ConfigError` naming it (`path` = `net.<key>`).
+fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
+    let bad = |key: &str, reason: String| {
+        let path = format!("net.{key}");
+        config_error(py, &path, &reason, format!("{path}: {reason}"))
+    };
+    let opts: Map<String, Value> =
+        serde_json::from_str(options_json).map_err(|e| bad("", format!("not a JSON object: {e}")))?;
+    let mut cfg = NetConfig::default();
+    for (key, v) in &opts {
+        let uint = || {
+            v.as_u64()
+                .ok_or_else(|| bad(key, format!("must be a non-negative integer, got {v}")))
+        };
+        match key.as_str() {
+            "scheme" => {
+                let s = v.as_str().ok_or_else(|| bad(key, "must be a string".into()))?;
+                cfg.scheme = s.parse::<Scheme>().map_err(|e| bad(key, e))?;
+            }
+            "seed" => cfg.seed = uint()?,
+            "paths" => cfg.cloudburst.paths = uint()? as u32,
+            "symbol_bytes" => cfg.cloudburst.symbol_bytes = uint()? as u32,
+            "nic_rate" => {
+                let s = v
+                    .as_str()
+                    .ok_or_else(|| bad(key, "must be a rate like '2Gbps'".into()))?;
+                cfg.cloudburst.nic_rate = Rate(parse_rate(s).map_err(|e| bad(key, e))?);
+            }
+            "subflows" => cfg.mptcp.subflows = uint()? as u32,
+            "mss" => cfg.tcp.mss_bytes = uint()? as u32,
+            "min_rto_us" => cfg.tcp.min_rto = Dur::from_micros(uint()?),
+            "initial_rto_us" => cfg.tcp.initial_rto = Dur::from_micros(uint()?),
+            "dctcp" => {
+                if v.as_bool()
+                    .ok_or_else(|| bad(key, "must be true or false".into()))?
+                {
+                    cfg.tcp.ecn = true;
+                    cfg.tcp.congestion_control = CongestionControl::Dctcp { g: 1.0 / 16.0 };
+                }
+            }
+            "call_timeout_ms" => cfg.stream_call_timeout = Dur::from_millis(uint()?),
+            "max_message_bytes" => cfg.stream_max_message_bytes = uint()?,
+            "max_associations" => cfg.max_associations = uint()? as usize,
+            _ => return Err(bad(key, "unknown option".into())),
+        }
+    }
+    cfg.validate().map_err(|e| {
+        let path = format!("net.{}", e.path);
+        config_error(py, &path, &e.reason, format!("{path}: {}", e.reason))
+    })?;
+    Ok(cfg)
+}
+
+fn address(py: Python<'_>, what: &str, s: &str) -> PyResult<SocketAddr> {
+    s.parse().map_err(|_| {
+        config_error(
+            py,
+            what,
+            "not an address like 127.0.0.1:7000",
+            format!("{what}: '{s}' is not an address like 127.0.0.1:7000"),
+        )
+    })
+}
+
+/// A client of one scheme; `call` blocks without holding the GIL.
+#[pyclass(module = "tailcut._core")]
+pub struct NetClient {
+    client: Option<Client>,
+}
+
+#[pymethods]
+impl NetClient {
+    #[new]
+    fn new(py: Python<'_>, server: &str, options_json: &str) -> PyResult<NetClient> {
+        let cfg = config(py, options_json)?;
+        let to = address(py, "server", server)?;
+        let client = py
+            .allow_threads(|| Client::connect(to, cfg))
+            .map_err(|e| PyOSError::new_err(format!("connect to {to}: {e}")))?;
+        Ok(NetClient { client: Some(client) })
+    }
+
+    /// Sends `request` and returns `(response, latency_ns)`.
+    fn call<'py>(&self, py: Python<'py>, request: &[u8]) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+        let c = self
+            .client
+            .as_ref()
+            .ok_or_else(|| PyOSError::new_err("the client is closed"))?;
+        let reply = py.allow_threads(|| c.call(request)).map_err(|e| match e {
+            CallError::Timeout => PyTimeoutError::new_err(e.to_string()),
+            CallError::TooLarge { .. } => ConfigError::new_err(e.to_string()),
+            CallError::Closed => PyOSError::new_err(e.to_string()),
+        })?;
+        Ok((PyBytes::new(py, &reply.bytes), reply.stats.latency.0))
+    }
+
+    /// The client's counters as JSON.
+    fn stats_json(&self) -> String {
+        let Some(c) = self.client.as_ref() else {
+            return "{}".into();
+        };
+        let s = c.stats();
+        serde_json::json!({
+            "calls_completed": s.calls_completed,
+            "calls_timed_out": s.calls_timed_out,
+            "stale_responses": s.stale_responses,
+            "datagrams_in": s.datagrams_in,
+            "foreign_datagrams": s.foreign_datagrams,
+            "datagrams_out": s.tx.datagrams,
+            "sends": s.tx.sends,
+            "send_errors": s.tx.send_errors,
+            "protocol_errors": s.protocol_errors,
+        })
+        .to_string()
+    }
+
+    /// Stops the runtime thread.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.client.take() {
+            Some(c) => py
+                .allow_threads(|| c.shutdown())
+                .map_err(|e| PyOSError::new_err(e.to_string())),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A server of one scheme: answers each request with `handler(request) -> bytes` (an echo without
+/// a handler), on its runtime thread.
+#[pyclass(module = "tailcut._core")]
+pub struct NetServer {
+    server: Option<Server>,
+    handler_errors: Arc<AtomicU64>,
+}
+
+#[pymethods]
+impl NetServer {
+    #[new]
+    #[pyo3(signature = (bind, options_json, handler=None))]
+    fn new(py: Python<'_>, bind: &str, options_json: &str, handler: Option<PyObject>) -> PyResult<NetServer> {
+        let cfg = config(py, options_json)?;
+        let at = address(py, "bind", bind)?;
+        let errors = Arc::new(AtomicU64::new(0));
+        let counted = errors.clone();
+        let answer = move |req: &[u8], out: &mut Vec<u8>| match &handler {
+            None => out.extend_from_slice(req),
+            // A handler that raises or returns something other than bytes answers with nothing, and
+            // is counted; the server goes on.
+            Some(h) => Python::with_gil(|py| {
+                let got = h
+                    .call1(py, (PyBytes::new(py, req),))
+                    .and_then(|r| r.extract::<Vec<u8>>(py));
+                match got {
+                    Ok(b) => out.extend_from_slice(&b),
+                    Err(e) => {
+                        counted.fetch_add(1, Ordering::Relaxed);
+                        e.print(py);
+                    }
+                }
+            }),
+        };
+        let server = py
+            .allow_threads(|| Server::bind(at, cfg, answer))
+            .map_err(|e| PyOSError::new_err(format!("bind {at}: {e}")))?;
+        Ok(NetServer {
+            server: Some(server),
+            handler_errors: errors,
+        })
+    }
+
+    /// The bound address, e.g. `127.0.0.1:41234`.
+    #[getter]
+    fn local_addr(&self) -> Option<String> {
+        self.server.as_ref().map(|s| s.local_addr().to_string())
+    }
+
+    /// The server's counters as JSON.
+    fn stats_json(&self) -> String {
+        let Some(s) = self.server.as_ref() else {
+            return "{}".into();
+        };
+        let st = s.stats();
+        serde_json::json!({
+            "requests": st.requests,
+            "duplicate_requests": st.duplicate_requests,
+            "responses_acked": st.responses_acked,
+            "responses_failed": st.responses_failed,
+            "datagrams_in": st.datagrams_in,
+            "foreign_datagrams": st.foreign_datagrams,
+            "associations": st.associations,
+            "associations_opened": st.associations_opened,
+            "associations_evicted": st.associations_evicted,
+            "protocol_errors": st.protocol_errors,
+            "handler_errors": self.handler_errors.load(Ordering::Relaxed),
+        })
+        .to_string()
+    }
+
+    /// Stops the runtime thread.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.server.take() {
+            Some(s) => py
+                .allow_threads(|| s.shutdown())
+                .map_err(|e| PyOSError::new_err(e.to_string())),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,94 @@
+"""Real RPCs over UDP with tailcut's schemes: the ``tailcut-net`` runtime from Python.
+
+Each :class:`Server` and :class:`Client` owns a runtime thread with its sockets and engine (see
+``docs/net.md``). :meth:`Client.call` blocks without holding the GIL, so several Python threads can
+call at once; a Python ``handler`` runs on the server's runtime thread and takes the GIL per request::
+
+    from tailcut import net
+
+    with net.Server(scheme="fuso") as server:  # an echo server on 127.0.0.1
+        with net.Client(server.address, scheme="fuso") as client:
+            assert client.call(b"hello") == b"hello"
+
+Schemes: ``cloudburst``, ``tcp`` (tailcut's TCP engine over UDP), ``mptcp``, ``fuso``. Options
+(keyword arguments, the same on both ends): ``seed``; CloudBurst's ``paths``, ``symbol_bytes``,
+``nic_rate`` (e.g. ``"2Gbps"``); the stream schemes' ``mss``, ``min_rto_us``, ``initial_rto_us``,
+``dctcp`` (bool), ``call_timeout_ms``, ``max_message_bytes``; MPTCP/FUSO's ``subflows``; the server's
+``max_associations``. A bad option raises :class:`tailcut.ConfigError` naming it (``net.<option>``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from tailcut._core import NetClient, NetServer
+
+__all__ = ["Client", "Server"]
+
+
+def _options(scheme: str, options: dict[str, Any]) -> str:
+    return json.dumps({"scheme": scheme, **options})
+
+
+class Server:
+    """Answers requests of one scheme with ``handler(request) -> bytes`` (an echo without one).
+
+    A handler that raises, or returns something other than bytes, answers with no bytes; the error
+    is printed and counted in ``stats()["handler_errors"]``, and the server goes on.
+    """
+
+    def __init__(
+        self,
+        bind: str = "127.0.0.1:0",
+        scheme: str = "cloudburst",
+        handler: Callable[[bytes], bytes] | None = None,
+        **options: Any,
+    ) -> None:
+        self._server = NetServer(bind, _options(scheme, options), handler)
+
+    @property
+    def address(self) -> str:
+        """The bound address, e.g. ``127.0.0.1:41234``."""
+        return self._server.local_addr or ""
+
+    def stats(self) -> dict[str, int]:
+        return json.loads(self._server.stats_json())
+
+    def close(self) -> None:
+        self._server.close()
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Client:
+    """One association to a server of the same scheme; calls may come from several threads."""
+
+    def __init__(self, server: str, scheme: str = "cloudburst", **options: Any) -> None:
+        self._client = NetClient(server, _options(scheme, options))
+
+    def call(self, request: bytes) -> bytes:
+        """Sends ``request`` and returns the response; raises ``TimeoutError`` without one."""
+        return self._client.call(request)[0]
+
+    def call_timed(self, request: bytes) -> tuple[bytes, float]:
+        """The response and the call's latency in seconds, measured on the runtime thread."""
+        response, ns = self._client.call(request)
+        return response, ns / 1e9
+
+    def stats(self) -> dict[str, int]:
+        return json.loads(self._client.stats_json())
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

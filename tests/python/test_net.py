@@ -1,0 +1,93 @@
+"""The UDP runtime from Python (``tailcut.net``): real sockets on loopback, functional facts only."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+
+import tailcut
+from tailcut import net
+
+SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso"]
+# Datacenter timers for the stream schemes; CloudBurst ignores them.
+FAST = {"min_rto_us": 5_000, "initial_rto_us": 20_000}
+
+
+def _options(scheme: str) -> dict:
+    return FAST if scheme != "cloudburst" else {}
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_echo_calls_arrive_byte_exact(scheme: str) -> None:
+    rng = random.Random(scheme)
+    with (
+        net.Server(scheme=scheme, **_options(scheme)) as s,
+        net.Client(s.address, scheme=scheme, **_options(scheme)) as c,
+    ):
+        for _ in range(50):
+            req = rng.randbytes(rng.randrange(0, 60_000))
+            assert c.call(req) == req
+        assert c.stats()["calls_completed"] == 50
+        reply, seconds = c.call_timed(b"x")
+        assert reply == b"x" and seconds > 0
+
+
+def test_a_python_handler_answers_from_several_calling_threads() -> None:
+    # Calls release the GIL: the handler, which needs it on the server's thread, still runs.
+    with (
+        net.Server(scheme="tcp", handler=lambda r: r[::-1], **FAST) as s,
+        net.Client(s.address, scheme="tcp", **FAST) as c,
+    ):
+        errors: list[str] = []
+
+        def work(t: int) -> None:
+            for i in range(50):
+                req = bytes([t, i]) * (i + 1)
+                if c.call(req) != req[::-1]:
+                    errors.append(f"thread {t} call {i}")
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+
+
+def test_a_failing_handler_is_counted_and_the_server_goes_on() -> None:
+    def handler(req: bytes) -> bytes:
+        if req == b"boom":
+            raise ValueError("boom")
+        return req
+
+    with (
+        net.Server(scheme="tcp", handler=handler, **FAST) as s,
+        net.Client(s.address, scheme="tcp", **FAST) as c,
+    ):
+        assert c.call(b"boom") == b""
+        assert c.call(b"fine") == b"fine"
+        assert s.stats()["handler_errors"] == 1
+
+
+@pytest.mark.parametrize(
+    ("options", "path"),
+    [
+        ({"scheme": "quic"}, "net.scheme"),
+        ({"mss": -1}, "net.mss"),
+        ({"colour": "red"}, "net.colour"),
+        ({"subflows": 99, "scheme": "fuso"}, "net.mptcp.subflows"),
+    ],
+)
+def test_bad_options_raise_config_error_naming_the_option(options: dict, path: str) -> None:
+    scheme = options.pop("scheme", "tcp")
+    with pytest.raises(tailcut.ConfigError) as e:
+        net.Server(scheme=scheme, **options)
+    assert e.value.path == path
+
+
+def test_bad_address_is_a_config_error() -> None:
+    with pytest.raises(tailcut.ConfigError) as e:
+        net.Client("not-an-address")
+    assert e.value.path == "server"
