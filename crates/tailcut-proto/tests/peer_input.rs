@@ -193,4 +193,11 @@ proptest! {
     fn tcp_endpoints_survive_arbitrary_segments(data in proptest::collection::vec(any::<u8>(), 0..3000)) {
         tailcut_proto::tcp::peer_input::exercise(&data);
     }
+
+    /// MPTCP's and FUSO's receive path over the same encapsulation, on every sub-flow: the
+    /// `mptcp_endpoint` fuzz target's driver (`mptcp::peer_input`).
+    #[test]
+    fn mptcp_endpoints_survive_arbitrary_segments(data in proptest::collection::vec(any::<u8>(), 0..3000)) {
+        tailcut_proto::mptcp::peer_input::exercise(&data);
+    }
 }

@@ -18,6 +18,7 @@ mod config;
 mod endpoint;
 mod fuso;
 mod lia;
+pub mod peer_input;
 mod subflow;
 
 #[cfg(test)]

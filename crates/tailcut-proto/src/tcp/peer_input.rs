@@ -33,7 +33,7 @@ const MESSAGE: u64 = 200 * 1448;
 /// runtime's drain loop).
 const MAX_OUTPUT: usize = 100_000;
 
-fn drain(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
+pub(crate) fn drain(e: &mut impl Engine, now: Time, buf: &mut Vec<u8>) {
     for _ in 0..MAX_OUTPUT {
         buf.clear();
         let Some(p) = e.poll_transmit(now, buf) else {
@@ -49,7 +49,7 @@ fn drain(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
     panic!("poll_transmit offers packets without end at {now:?}");
 }
 
-fn run_timers(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
+pub(crate) fn run_timers(e: &mut impl Engine, now: Time, buf: &mut Vec<u8>) {
     for _ in 0..MAX_OUTPUT {
         match e.poll_timeout() {
             Some(t) if t <= now => {
@@ -62,11 +62,11 @@ fn run_timers(e: &mut TcpEndpoint, now: Time, buf: &mut Vec<u8>) {
     panic!("the timer fires without end at {now:?}");
 }
 
-fn byte(b: &[u8], i: usize) -> u8 {
+pub(crate) fn byte(b: &[u8], i: usize) -> u8 {
     b.get(i).copied().unwrap_or(0)
 }
 
-fn word(b: &[u8], i: usize) -> u32 {
+pub(crate) fn word(b: &[u8], i: usize) -> u32 {
     u32::from(u16::from_le_bytes([byte(b, i), byte(b, i + 1)]))
 }
 
@@ -75,8 +75,9 @@ fn word(b: &[u8], i: usize) -> u32 {
 const STEP: u32 = 181;
 
 /// A segment from `b`: sequence numbers after the peer's ISN and ACK numbers and SACK edges after
-/// ours, in `STEP`s (a few MB at most), exact or off by a few bytes; and whether it is trimmed.
-fn header(b: &[u8]) -> (TcpHeader, bool) {
+/// ours (`isn`), in `STEP`s (a few MB at most), exact or off by a few bytes; and whether it is
+/// trimmed.
+pub(crate) fn header(b: &[u8], isn: Seq, peer_isn: Seq) -> (TcpHeader, bool) {
     let jitter = if byte(b, 2) & 8 != 0 {
         u32::from(byte(b, 2) & 7)
     } else {
@@ -84,8 +85,8 @@ fn header(b: &[u8]) -> (TcpHeader, bool) {
     };
     let near = |isn: Seq, i: usize| Seq(isn.0.wrapping_add(1 + word(b, i) * STEP + jitter));
     let mut h = TcpHeader {
-        seq: near(PEER_ISN, 0),
-        ack: near(ISN, 3),
+        seq: near(peer_isn, 0),
+        ack: near(isn, 3),
         flags: TcpFlags(byte(b, 5)),
         window: word(b, 6) << (byte(b, 8) & 15),
         payload_len: u32::from(byte(b, 9) % 50) * STEP,
@@ -94,7 +95,7 @@ fn header(b: &[u8]) -> (TcpHeader, bool) {
         ..TcpHeader::default()
     };
     for k in 0..usize::from(byte(b, 13) % 5) {
-        let left = near(ISN, 14 + 3 * k);
+        let left = near(isn, 14 + 3 * k);
         h.sack.push(
             left,
             Seq(left.0.wrapping_add(u32::from(byte(b, 16 + 3 * k)) * 1448)),
@@ -161,7 +162,7 @@ pub fn exercise(data: &[u8]) {
         if r[1] & 1 == 0 {
             // Built as a sender would, then parsed back: what reaches the engine is always what the
             // parser gives it.
-            let (h, trimmed) = header(body);
+            let (h, trimmed) = header(body, ISN, PEER_ISN);
             let len = if trimmed { 0 } else { h.payload_len as usize };
             if build(&h, trimmed, &payload[..len], &mut datagram).is_err() {
                 continue;
