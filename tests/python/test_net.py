@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import pytest
 
@@ -29,6 +30,10 @@ def test_echo_calls_arrive_byte_exact(scheme: str) -> None:
         for _ in range(50):
             req = rng.randbytes(rng.randrange(0, 60_000))
             assert c.call(req) == req
+        # The runtime publishes its counters a moment after the reply that proves the call done.
+        deadline = time.monotonic() + 5
+        while c.stats()["calls_completed"] < 50 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert c.stats()["calls_completed"] == 50
         reply, seconds = c.call_timed(b"x")
         assert reply == b"x" and seconds > 0

@@ -242,6 +242,20 @@ impl TxLanes {
 mod tests {
     use super::*;
 
+    /// What `each` makes of the first `n` datagrams `rx` receives (waiting a second at most).
+    fn receive<T>(rx: &PathSocket, n: usize, mut each: impl FnMut(Datagram<'_>) -> T) -> Vec<T> {
+        let mut bufs = RxBufs::default();
+        let mut got = Vec::new();
+        for _ in 0..1000 {
+            bufs.recv(rx, |d| got.push(each(d))).unwrap();
+            if got.len() >= n {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        got
+    }
+
     /// Ten equal datagrams and a shorter last one on one lane leave as one GSO send and arrive as
     /// eleven intact datagrams; a longer one after that starts a new batch.
     #[test]
@@ -266,16 +280,7 @@ mod tests {
         assert_eq!(lanes.counters.sends, if gso { 2 } else { 12 });
         assert_eq!(lanes.counters.datagrams, 12);
         assert_eq!(lanes.counters.send_errors, 0);
-        let mut bufs = RxBufs::default();
-        let mut got = Vec::new();
-        for _ in 0..1000 {
-            bufs.recv(&rx, |d| got.push(d.bytes.to_vec())).unwrap();
-            if got.len() >= sent.len() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert_eq!(got, sent);
+        assert_eq!(receive(&rx, sent.len(), |d| d.bytes.to_vec()), sent);
     }
 
     /// Datagrams leave with their ECN codepoint and arrive with it (`IP_TOS` out, `IP_RECVTOS` in);
@@ -295,15 +300,6 @@ mod tests {
         lanes.flush(&socks);
         let gso = socks[0].max_segments() > 1;
         assert_eq!(lanes.counters.sends, if gso { 3 } else { 4 });
-        let mut bufs = RxBufs::default();
-        let mut got = Vec::new();
-        for _ in 0..1000 {
-            bufs.recv(&rx, |d| got.push((d.ecn, d.bytes[0]))).unwrap();
-            if got.len() >= sent.len() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        assert_eq!(got, sent);
+        assert_eq!(receive(&rx, sent.len(), |d| (d.ecn, d.bytes[0])), sent);
     }
 }

@@ -1,14 +1,15 @@
 //! CloudBurst RPCs over real UDP sockets on loopback. Functional facts only (bytes, counters), never
 //! timings: the machine running the tests is shared.
 
+mod common;
+
+use common::{answer, eventually, expected, settled, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
-use tailcut_net::{Client, NetConfig, SendLoss, Server, ServerStats};
+use tailcut_net::{Client, NetConfig, SendLoss, Server};
 use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
 use tailcut_proto::rng::{mix64, Rng};
 use tailcut_proto::Dur;
-
-const LOOPBACK: &str = "127.0.0.1:0";
 
 /// The defaults with timeouts that survive a runtime thread descheduled for tens of milliseconds:
 /// the tests run in parallel on a shared 2-vCPU machine, and CloudBurst gives a message up for good
@@ -18,19 +19,6 @@ fn config() -> NetConfig {
     cfg.cloudburst.transmission_timeout = Dur::from_millis(100);
     cfg.cloudburst.decoder_timeout = Dur::from_millis(20);
     cfg
-}
-
-/// The response is a function of the request the client can check: the request reversed, then its
-/// length, so a response paired with the wrong request or cut short fails.
-fn answer(req: &[u8], out: &mut Vec<u8>) {
-    out.extend(req.iter().rev());
-    out.extend_from_slice(&(req.len() as u32).to_be_bytes());
-}
-
-fn expected(req: &[u8]) -> Vec<u8> {
-    let mut v = Vec::new();
-    answer(req, &mut v);
-    v
 }
 
 /// Sizes from 1 byte to ~64 KB (the default 1448 B symbols carry at most 64 x 1448 B per message),
@@ -44,23 +32,6 @@ fn request(seed: u64, i: u64, max: usize) -> Vec<u8> {
         _ => rng.random_range(20_000..max - 4),
     };
     (0..len).map(|_| rng.random()).collect()
-}
-
-/// Waits (boundedly) until counters satisfy `ok`: a runtime thread publishes them a moment after the
-/// responses that prove the work was done.
-fn eventually<T>(read: impl Fn() -> T, ok: impl Fn(&T) -> bool) -> T {
-    for _ in 0..500 {
-        let st = read();
-        if ok(&st) {
-            return st;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    read()
-}
-
-fn settled(s: &Server, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
-    eventually(|| s.stats(), ok)
 }
 
 fn server(cfg: NetConfig) -> Server {

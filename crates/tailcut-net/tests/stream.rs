@@ -2,6 +2,9 @@
 //! (TCP-in-UDP, calls framed on the stream). Functional facts only (bytes, counters), never timings:
 //! the machine running the tests is shared.
 
+mod common;
+
+use common::{answer, eventually, expected, settled, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server, ServerStats};
@@ -9,8 +12,6 @@ use tailcut_proto::rng::{mix64, Rng};
 use tailcut_proto::tcp::CongestionControl;
 use tailcut_proto::wire::tcp_udp;
 use tailcut_proto::{Dur, Seq, TcpFlags, TcpHeader};
-
-const LOOPBACK: &str = "127.0.0.1:0";
 
 const SCHEMES: [Scheme; 3] = [Scheme::Tcp, Scheme::Mptcp, Scheme::Fuso];
 
@@ -31,19 +32,6 @@ fn config() -> NetConfig {
     config_of(Scheme::Tcp)
 }
 
-/// The request reversed, then its length: a response paired with the wrong request or cut short
-/// fails.
-fn answer(req: &[u8], out: &mut Vec<u8>) {
-    out.extend(req.iter().rev());
-    out.extend_from_slice(&(req.len() as u32).to_be_bytes());
-}
-
-fn expected(req: &[u8]) -> Vec<u8> {
-    let mut v = Vec::new();
-    answer(req, &mut v);
-    v
-}
-
 /// Sizes from 0 bytes to ~100 KB, and contents, from a seed.
 fn request(seed: u64, i: u64) -> Vec<u8> {
     let mut rng = Rng::seed_from_u64(mix64(seed ^ i));
@@ -54,21 +42,6 @@ fn request(seed: u64, i: u64) -> Vec<u8> {
         _ => rng.random_range(20_000..100_000),
     };
     (0..len).map(|_| rng.random()).collect()
-}
-
-fn eventually<T>(read: impl Fn() -> T, ok: impl Fn(&T) -> bool) -> T {
-    for _ in 0..500 {
-        let st = read();
-        if ok(&st) {
-            return st;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    read()
-}
-
-fn settled(s: &Server, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
-    eventually(|| s.stats(), ok)
 }
 
 fn server(cfg: NetConfig) -> Server {
@@ -117,7 +90,8 @@ fn thousand_calls(
         retransmitted += r.stats.request.retransmitted_bytes + r.stats.request.redundant_bytes;
     }
     let ss = settled(&s, |st| st.requests == 1_000);
-    let cs = c.stats();
+    // The runtime publishes its counters a moment after the reply that proves the call done.
+    let cs = eventually(|| c.stats(), |st| st.calls_completed == 1_000);
     assert_eq!(ss.requests, 1_000, "{scheme:?}\n{ss:?}\n{cs:?}");
     assert_eq!((cs.calls_completed, cs.calls_timed_out), (1_000, 0), "{scheme:?}");
     assert_eq!(ss.associations, 1, "{scheme:?}");

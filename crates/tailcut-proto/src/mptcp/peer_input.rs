@@ -17,13 +17,12 @@
 
 use super::{MptcpConfig, MptcpEndpoint};
 use crate::engine::{Engine, Outgoing};
-use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto, TcpExt};
+use crate::packet::{Addr, FiveTuple, Proto, TcpExt};
 use crate::rng::Rng;
 use crate::seq::Seq;
-use crate::tcp::peer_input::{byte, drain, header, run_timers, word};
+use crate::tcp::peer_input::{arrival, build_datagram, byte, drain, header, records, run_timers, word};
 use crate::tcp::{LossDetection, TcpConfig};
 use crate::time::{Dur, Time};
-use crate::wire::tcp_udp::{build, parse};
 use rand::SeedableRng;
 
 const ISN: Seq = Seq(1_000);
@@ -40,7 +39,7 @@ fn spread(isn: Seq, i: u32) -> Seq {
 
 /// Runs one input (see the module's documentation).
 pub fn exercise(data: &[u8]) {
-    let Some((&sel, mut rest)) = data.split_first() else {
+    let Some((&sel, rest)) = data.split_first() else {
         return;
     };
     let carry = sel & 128 != 0;
@@ -89,52 +88,31 @@ pub fn exercise(data: &[u8]) {
     }
     drain(&mut e, now, &mut buf);
     let mut datagram = Vec::new();
-    let payload = [0x5au8; 9000];
-    while rest.len() >= 3 {
-        let (r, tail) = rest.split_at(3);
-        let n = usize::from(r[2]).min(tail.len());
-        let (body, tail) = tail.split_at(n);
-        rest = tail;
-        now += Dur::from_micros(u64::from(r[0]) * 20);
+    for (dt, op, body) in records(rest) {
+        now += Dur::from_micros(u64::from(dt) * 20);
         run_timers(&mut e, now, &mut buf);
-        let sub = u32::from(r[1] >> 1) & 3;
-        datagram.clear();
-        if r[1] & 1 == 0 {
-            // Built as a sender would, then parsed back: what reaches the engine is always what the
-            // parser gives it.
+        let sub = u32::from(op >> 1) & 3;
+        let segment = || {
             let (mut h, trimmed) = header(body, spread(ISN, sub), spread(PEER_ISN, sub));
             h.ext = TcpExt::Dss {
                 dsn: u64::from(word(body, 30)) * 181 + u64::from(byte(body, 32) & 7),
                 data_ack: u64::from(word(body, 33)) * 181,
             };
-            let len = if trimmed { 0 } else { h.payload_len as usize };
-            if build(&h, trimmed, &payload[..len], &mut datagram).is_err() {
-                continue;
-            }
-        } else {
-            datagram.extend_from_slice(body);
+            (h, trimmed)
+        };
+        if !build_datagram(op, body, segment, &mut datagram) {
+            continue;
         }
-        let Ok(seg) = parse(&datagram) else {
+        let port = sub as u16;
+        let from = FiveTuple {
+            src_port: 80 + port,
+            dst_port: 1000 + port,
+            ..tuple.reversed()
+        };
+        let Some((pkt, payload)) = arrival(&datagram, op, from) else {
             continue;
         };
-        let port = sub as u16;
-        let pkt = Packet {
-            tuple: FiveTuple {
-                src_port: 80 + port,
-                dst_port: 1000 + port,
-                ..tuple.reversed()
-            },
-            size_bytes: datagram.len() as u32 + 28,
-            ecn: match r[1] >> 6 {
-                0 => Ecn::NotEct,
-                1 => Ecn::Ect0,
-                _ => Ecn::Ce,
-            },
-            trimmed: seg.trimmed,
-            header: Header::Tcp(seg.header),
-            ..Packet::default()
-        };
-        e.handle_packet(now, &pkt, seg.payload);
+        e.handle_packet(now, &pkt, payload);
         drain(&mut e, now, &mut buf);
     }
     // Long after the last packet: the timers back off to their cap and keep ending.

@@ -104,9 +104,59 @@ pub(crate) fn header(b: &[u8], isn: Seq, peer_isn: Seq) -> (TcpHeader, bool) {
     (h, byte(b, 29) & 1 != 0)
 }
 
+/// The records of an input after its configuration byte: `(dt, op, body)` from `[dt, op, len]` and
+/// the `len` bytes after it (fewer at the end of the input).
+pub(crate) fn records(mut rest: &[u8]) -> impl Iterator<Item = (u8, u8, &[u8])> {
+    std::iter::from_fn(move || {
+        let (r, tail) = rest.split_first_chunk::<3>()?;
+        let n = usize::from(r[2]).min(tail.len());
+        let (body, tail) = tail.split_at(n);
+        rest = tail;
+        Some((r[0], r[1], body))
+    })
+}
+
+/// Writes a record's datagram into `out`: its body as it is (`op` bit 0), or the segment `segment`
+/// makes, built as a sender would with the payload its length says; false if that does not build.
+pub(crate) fn build_datagram(
+    op: u8,
+    body: &[u8],
+    segment: impl FnOnce() -> (TcpHeader, bool),
+    out: &mut Vec<u8>,
+) -> bool {
+    const PAYLOAD: [u8; 9000] = [0x5a; 9000];
+    out.clear();
+    if op & 1 != 0 {
+        out.extend_from_slice(body);
+        return true;
+    }
+    let (h, trimmed) = segment();
+    let len = if trimmed { 0 } else { h.payload_len as usize };
+    build(&h, trimmed, &PAYLOAD[..len], out).is_ok()
+}
+
+/// The packet a datagram arriving on `tuple` makes once parsed (what reaches an engine is always what
+/// the parser gives it), with the ECN codepoint in `op`'s top two bits, and its payload.
+pub(crate) fn arrival(datagram: &[u8], op: u8, tuple: FiveTuple) -> Option<(Packet, &[u8])> {
+    let seg = parse(datagram).ok()?;
+    let pkt = Packet {
+        tuple,
+        size_bytes: datagram.len() as u32 + 28,
+        ecn: match op >> 6 {
+            0 => Ecn::NotEct,
+            1 => Ecn::Ect0,
+            _ => Ecn::Ce,
+        },
+        trimmed: seg.trimmed,
+        header: Header::Tcp(seg.header),
+        ..Packet::default()
+    };
+    Some((pkt, seg.payload))
+}
+
 /// Runs one input (see the module's documentation).
 pub fn exercise(data: &[u8]) {
-    let Some((&sel, mut rest)) = data.split_first() else {
+    let Some((&sel, rest)) = data.split_first() else {
         return;
     };
     let cfg = TcpConfig {
@@ -150,42 +200,16 @@ pub fn exercise(data: &[u8]) {
     }
     drain(&mut e, now, &mut buf);
     let mut datagram = Vec::new();
-    let payload = [0x5au8; 9000];
-    while rest.len() >= 3 {
-        let (r, tail) = rest.split_at(3);
-        let n = usize::from(r[2]).min(tail.len());
-        let (body, tail) = tail.split_at(n);
-        rest = tail;
-        now += Dur::from_micros(u64::from(r[0]) * 20);
+    for (dt, op, body) in records(rest) {
+        now += Dur::from_micros(u64::from(dt) * 20);
         run_timers(&mut e, now, &mut buf);
-        datagram.clear();
-        if r[1] & 1 == 0 {
-            // Built as a sender would, then parsed back: what reaches the engine is always what the
-            // parser gives it.
-            let (h, trimmed) = header(body, ISN, PEER_ISN);
-            let len = if trimmed { 0 } else { h.payload_len as usize };
-            if build(&h, trimmed, &payload[..len], &mut datagram).is_err() {
-                continue;
-            }
-        } else {
-            datagram.extend_from_slice(body);
+        if !build_datagram(op, body, || header(body, ISN, PEER_ISN), &mut datagram) {
+            continue;
         }
-        let Ok(seg) = parse(&datagram) else {
+        let Some((pkt, payload)) = arrival(&datagram, op, tuple.reversed()) else {
             continue;
         };
-        let pkt = Packet {
-            tuple: tuple.reversed(),
-            size_bytes: datagram.len() as u32 + 28,
-            ecn: match r[1] >> 6 {
-                0 => Ecn::NotEct,
-                1 => Ecn::Ect0,
-                _ => Ecn::Ce,
-            },
-            trimmed: seg.trimmed,
-            header: Header::Tcp(seg.header),
-            ..Packet::default()
-        };
-        e.handle_packet(now, &pkt, seg.payload);
+        e.handle_packet(now, &pkt, payload);
         drain(&mut e, now, &mut buf);
     }
     // Long after the last packet: the timers back off to their cap and keep ending.
