@@ -361,15 +361,24 @@ impl Fabric {
     fn deliver(&mut self, port: u32, id: PktId) {
         let pkt = *self.arena.get(id);
         let tun = self.tun_of_port[port as usize];
-        // A cut packet has no receiver in a Linux host (CP's receiver lives in our own engines), so
-        // the cut is a loss there; it is counted apart from drops.
-        if pkt.trimmed || tun == u32::MAX {
+        if tun == u32::MAX {
             self.rejects.cut_delivered += u64::from(pkt.trimmed);
             self.arena.remove(id);
             return;
         }
         self.tx.clear();
         self.tx.extend_from_slice(self.arena.payload(id));
+        // A cut packet reaches the host as its header alone when a receiver there understands it (a
+        // tailcut-net TCP-in-UDP segment: CP's receiver lives in our engines); a kernel TCP segment
+        // has none, so the cut is a loss there, counted apart from drops.
+        if pkt.trimmed {
+            if !wire::cut_encapsulated(&mut self.tx) {
+                self.rejects.cut_delivered += 1;
+                self.arena.remove(id);
+                return;
+            }
+            self.rejects.cut_forwarded += 1;
+        }
         if pkt.ecn == Ecn::Ce {
             wire::set_ce(&mut self.tx);
         }

@@ -33,6 +33,9 @@ pub struct Rejects {
     pub no_route: u64,
     /// Payload-cut packets reaching a Linux host, which cannot use them: counted as lost.
     pub cut_delivered: u64,
+    /// Payload-cut `tailcut-net` TCP-in-UDP datagrams written to their host as the header alone
+    /// (trimmed bit set): CP's PACK comes from them. Not losses.
+    pub cut_forwarded: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -1,7 +1,9 @@
 //! IPv4 packets as the emulator sees them: the fields the port model and routing need, read from the
 //! bytes with every length checked first (input comes from real stacks and must never panic the
-//! loop), and the one rewrite the fabric makes: setting CE with the header checksum fixed.
+//! loop), and the two rewrites the fabric makes: setting CE with the header checksum fixed, and
+//! cutting the payload of a `tailcut-net` TCP-in-UDP datagram (CP).
 
+use tailcut_proto::wire::{preamble, tcp_udp};
 use tailcut_proto::{Addr, Ecn, FiveTuple, Header, Packet, Proto, Route};
 
 /// Why a read packet cannot enter the fabric (each counted, never fatal).
@@ -136,6 +138,52 @@ pub fn header_checksum_valid(header: &[u8]) -> bool {
     sum == 0xffff
 }
 
+/// What a CP switch does to a cut packet, for the one kind a host can use: a `tailcut-net` UDP
+/// datagram carrying a TCP-in-UDP segment (the runtime's preamble with a TCP or MPTCP scheme byte).
+/// Keeps the IPv4 and UDP headers, the preamble and the segment's header, sets the segment's trimmed
+/// bit, and rewrites the IPv4 total length (header checksum fixed) and the UDP length (checksum
+/// zeroed, which IPv4 allows). Returns false, and leaves `bytes` alone, for anything else (a kernel
+/// TCP segment has no receiver for a cut packet).
+pub fn cut_encapsulated(bytes: &mut Vec<u8>) -> bool {
+    if bytes.len() < 20 || bytes[0] >> 4 != 4 || bytes[9] != IPPROTO_UDP {
+        return false;
+    }
+    let udp = usize::from(bytes[0] & 0x0f) * 4;
+    let seg = udp + 8 + preamble::PREAMBLE_BYTES;
+    let ours = bytes
+        .get(udp + 8..)
+        .and_then(preamble::Preamble::parse)
+        .is_some_and(|(p, _)| preamble::carries_tcp_udp(p.scheme));
+    if udp < 20 || !ours || !tcp_udp::trim_from(bytes, seg) {
+        return false;
+    }
+    let total = bytes.len() as u16;
+    bytes[2..4].copy_from_slice(&total.to_be_bytes());
+    bytes[udp + 4..udp + 6].copy_from_slice(&(total - udp as u16).to_be_bytes());
+    bytes[udp + 6..udp + 8].copy_from_slice(&[0, 0]);
+    fix_header_checksum(bytes)
+}
+
+/// [`cut_encapsulated`]'s properties on any bytes: it never panics; when it cuts, the result is shorter,
+/// its IPv4 total length is its length, its header checksum is valid, and after the preamble comes a
+/// segment that parses, trimmed, with the header it had; when it does not, the bytes are unchanged.
+pub fn check_cut(bytes: &[u8]) {
+    let mut cut = bytes.to_vec();
+    if !cut_encapsulated(&mut cut) {
+        assert_eq!(cut, bytes, "cut_encapsulated changed bytes it says it left alone");
+        return;
+    }
+    assert!(cut.len() <= bytes.len());
+    assert_eq!(usize::from(u16::from_be_bytes([cut[2], cut[3]])), cut.len());
+    let ihl = usize::from(cut[0] & 0x0f) * 4;
+    assert!(header_checksum_valid(&cut[..ihl]));
+    let at = ihl + 8 + preamble::PREAMBLE_BYTES;
+    let after = tcp_udp::parse(&cut[at..]).expect("a cut segment parses");
+    let before = tcp_udp::parse(&bytes[at..]).expect("it parsed before the cut");
+    assert!(after.trimmed && after.payload.is_empty());
+    assert_eq!(after.header, before.header);
+}
+
 /// Writes a valid header checksum into `bytes` if they hold an IPv4 header of a plausible length
 /// (`ihl` >= 5 words, all present); returns whether it did. For the fuzz target and tests, which
 /// could otherwise hardly reach the checksum property of [`set_ce`].
@@ -166,7 +214,9 @@ pub fn check_table(ip: u32) -> Option<Addr> {
 /// - [`set_ce`] never panics; when it rewrites, it changes only the ECN bits (to CE) and the checksum
 ///   field, a header whose checksum was valid stays valid, parsing gives the same record with
 ///   `ecn = Ce`, and a second mark changes nothing. When it does not rewrite, the bytes are unchanged.
+/// - [`cut_encapsulated`] as [`check_cut`] says.
 pub fn check_packet(bytes: &[u8]) {
+    check_cut(bytes);
     let parsed = parse(bytes, check_table);
     if let Ok(p) = &parsed {
         let total = usize::from(u16::from_be_bytes([bytes[2], bytes[3]]));

@@ -1331,3 +1331,76 @@ fn dctcp_is_unregistered_when_the_emulator_is_killed() {
         .collect();
     assert!(leftovers.is_empty(), "build folders left: {leftovers:?}");
 }
+
+/// CP over the UDP runtime through a trimming port (`docs/net.md`): the fabric cuts requests at the
+/// bottleneck toward the server, writes their headers to the host with the trimmed bit set, the
+/// server's engine answers each with a PACK, and the client retransmits exactly the cut segment.
+#[test]
+fn cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout() {
+    let Some(_g) = realnet("cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout") else {
+        return;
+    };
+    use tailcut_net::{Client, NetConfig, Scheme, Server};
+    let trim = AqmConfig::Trim {
+        header_bytes: Bytes(80),
+        threshold: None,
+        header_headroom: Bytes(3_000),
+        priority_headers: false,
+        ecn_k: None,
+    };
+    // 100 Mbit/s into the switch, 10 Mbit/s out toward the server, 6 KB of buffer: a window of
+    // requests overflows it.
+    let tb = start(
+        two_hosts(100_000_000, 10_000_000, 6_000, trim),
+        vec![],
+        HostSetup::default(),
+    );
+    let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    let mut cfg = NetConfig {
+        scheme: Scheme::Tcp,
+        ..NetConfig::default()
+    };
+    // CP as the simulator's `cp` scheme runs it: SACK on, no duplicate-ACK threshold, PACKs.
+    cfg.tcp.cp = true;
+    cfg.tcp.sack = true;
+    cfg.tcp.dupack_threshold = u32::MAX;
+    let server_cfg = cfg.clone();
+    let at = addr(h1.ips[0], 0);
+    let server = h1
+        .run(move || Server::bind(at, server_cfg, |r: &[u8], o: &mut Vec<u8>| o.extend_from_slice(r)))
+        .unwrap()
+        .expect("server binds in its namespace");
+    let to = server.local_addr();
+    let calls = h0
+        .run(move || {
+            let c = Client::connect(to, cfg).expect("client");
+            (0..30u64)
+                .map(|i| {
+                    let req = pattern(i + 1, 64_000);
+                    let r = c.call(&req).expect("call answered");
+                    (r.bytes == req, r.stats.request)
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap();
+    let st = server.stats();
+    server.shutdown().unwrap();
+    let report = tb.stop().unwrap();
+    let trimmed = report.port("sw0", "h1").unwrap().counters.trimmed;
+    assert!(calls.iter().all(|(intact, _)| *intact), "every echo intact");
+    assert!(trimmed > 0, "the port cut payloads");
+    assert_eq!(
+        report.rejects.cut_forwarded, trimmed,
+        "every cut header reached the server"
+    );
+    assert_eq!(report.rejects.cut_delivered, 0);
+    let timeouts: u32 = calls.iter().map(|(_, s)| s.timeouts).sum();
+    let recoveries: u32 = calls.iter().map(|(_, s)| s.fast_retransmits).sum();
+    let resent: u64 = calls.iter().map(|(_, s)| s.retransmitted_bytes).sum();
+    assert_eq!(timeouts, 0, "no cut request waited for a timeout");
+    assert!(
+        recoveries > 0 && resent > 0,
+        "PACKs started precise retransmissions"
+    );
+    assert_eq!(st.requests, 30);
+}

@@ -273,12 +273,18 @@ pub fn parse(bytes: &[u8]) -> Result<Segment<'_>, WireError> {
 /// What a trimming switch (CP) does to a datagram: cut the payload, keep the header, set the trimmed
 /// bit. Returns false (and leaves `datagram` alone) when it is not a valid segment.
 pub fn trim(datagram: &mut Vec<u8>) -> bool {
-    let Ok(seg) = parse(datagram) else {
+    trim_from(datagram, 0)
+}
+
+/// [`trim`] for a segment that starts at `start` of `buf` (after the headers in front of it); false
+/// (and `buf` left alone) when there is no valid segment there.
+pub fn trim_from(buf: &mut Vec<u8>, start: usize) -> bool {
+    let Some(Ok(seg)) = buf.get(start..).map(parse) else {
         return false;
     };
     let keep = header_len(&seg.header);
-    datagram.truncate(keep);
-    datagram[3] |= TRIMMED;
+    buf.truncate(start + keep);
+    buf[start + 3] |= TRIMMED;
     true
 }
 

@@ -57,6 +57,48 @@ fn ecn_codepoints_and_rejections() {
     assert_eq!(parse(&udp(0, 10)[..27], table), Err(Reject::Malformed));
 }
 
+/// A UDP packet whose payload is `preamble(scheme) | segment`, lengths and checksum valid.
+fn encapsulated(scheme: u8, payload_len: u32) -> Vec<u8> {
+    let h = tailcut_proto::TcpHeader {
+        payload_len,
+        ..tailcut_proto::TcpHeader::default()
+    };
+    let mut seg = Vec::new();
+    let pre = preamble::Preamble {
+        scheme,
+        path: 0,
+        association: 7,
+    };
+    pre.write(&mut seg);
+    tcp_udp::build(&h, false, &vec![0xab; payload_len as usize], &mut seg).unwrap();
+    let mut p = udp(0x02, seg.len());
+    p[28..].copy_from_slice(&seg);
+    p[24..26].copy_from_slice(&((8 + seg.len()) as u16).to_be_bytes());
+    p
+}
+
+#[test]
+fn a_cut_encapsulated_segment_keeps_its_headers_and_says_it_was_cut() {
+    let mut p = encapsulated(preamble::SCHEME_TCP, 1000);
+    assert!(cut_encapsulated(&mut p));
+    // IPv4 20 + UDP 8 + preamble 12 + the segment's 28-byte header.
+    assert_eq!(p.len(), 68);
+    assert_eq!(u16::from_be_bytes([p[2], p[3]]), 68);
+    assert_eq!(u16::from_be_bytes([p[24], p[25]]), 48);
+    assert!(header_checksum_valid(&p[..20]));
+    let seg = tcp_udp::parse(&p[40..]).unwrap();
+    assert!(seg.trimmed);
+    assert_eq!(seg.header.payload_len, 1000, "the receiver learns what was cut");
+    let rec = parse(&p, table).unwrap();
+    assert_eq!(rec.payload_len(), 40);
+    // Anything else is left alone: CloudBurst's datagrams, plain UDP, a segment already cut.
+    for mut other in [encapsulated(preamble::SCHEME_CLOUDBURST, 1000), udp(0, 100)] {
+        let before = other.clone();
+        assert!(!cut_encapsulated(&mut other));
+        assert_eq!(other, before);
+    }
+}
+
 #[test]
 fn ce_mark_keeps_the_header_checksum_valid() {
     let mut p = udp(0x02, 0);

@@ -1,0 +1,87 @@
+//! The UDP runtime's (`tailcut-net`) 12-byte preamble in front of every engine datagram. It lives
+//! here, with the other wire formats, because a trimming element (the testbed's fabric) must
+//! recognise the datagrams it may cut.
+//!
+//! CloudBurst's own header (Fig. 4) names a message, not an association, and a multipath association
+//! arrives from several source ports, so the server cannot key its engines on the 4-tuple (TCP over
+//! the runtime uses the same preamble, so one server loop serves every scheme). The
+//! preamble names the association (a random 64-bit id the client draws) and the path the datagram
+//! took, so replies go back along the same path.
+//!
+//! ```text
+//! | version (1) | scheme | path | reserved (0) | association id (u64, big endian) |
+//! ```
+
+/// Preamble bytes.
+pub const PREAMBLE_BYTES: usize = 12;
+pub const VERSION: u8 = 1;
+/// Scheme byte of CloudBurst datagrams.
+pub const SCHEME_CLOUDBURST: u8 = 1;
+/// Scheme byte of TCP-in-UDP datagrams (TCP, DCTCP and CP over the runtime).
+pub const SCHEME_TCP: u8 = 2;
+/// Scheme byte of MPTCP sub-flow datagrams (MPTCP and FUSO over the runtime).
+pub const SCHEME_MPTCP: u8 = 3;
+
+/// Whether datagrams of `scheme` carry a TCP-in-UDP segment after the preamble.
+pub fn carries_tcp_udp(scheme: u8) -> bool {
+    scheme == SCHEME_TCP || scheme == SCHEME_MPTCP
+}
+/// Most paths per association (the path byte is checked against it before it indexes anything).
+pub const MAX_PATHS: usize = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Preamble {
+    pub scheme: u8,
+    pub path: u8,
+    pub association: u64,
+}
+
+impl Preamble {
+    pub fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[VERSION, self.scheme, self.path, 0]);
+        out.extend_from_slice(&self.association.to_be_bytes());
+    }
+
+    /// The preamble and the engine's bytes after it; `None` for anything this runtime did not send.
+    pub fn parse(bytes: &[u8]) -> Option<(Preamble, &[u8])> {
+        let (head, rest) = bytes.split_first_chunk::<PREAMBLE_BYTES>()?;
+        if head[0] != VERSION || head[3] != 0 || usize::from(head[2]) >= MAX_PATHS {
+            return None;
+        }
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&head[4..]);
+        Some((
+            Preamble {
+                scheme: head[1],
+                path: head[2],
+                association: u64::from_be_bytes(id),
+            },
+            rest,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preamble_round_trips_and_rejects_foreign_bytes() {
+        let p = Preamble {
+            scheme: SCHEME_CLOUDBURST,
+            path: 3,
+            association: 0x0102_0304_0506_0708,
+        };
+        let mut b = Vec::new();
+        p.write(&mut b);
+        b.extend_from_slice(b"xyz");
+        assert_eq!(Preamble::parse(&b), Some((p, &b"xyz"[..])));
+        assert_eq!(Preamble::parse(&b[..11]), None);
+        let mut bad = b.clone();
+        bad[0] = 2;
+        assert_eq!(Preamble::parse(&bad), None);
+        let mut bad = b.clone();
+        bad[2] = MAX_PATHS as u8;
+        assert_eq!(Preamble::parse(&bad), None);
+    }
+}
