@@ -201,3 +201,12 @@ proptest! {
         tailcut_proto::mptcp::peer_input::exercise(&data);
     }
 }
+
+/// Found by the `mptcp_endpoint` fuzz target: a forged ACK shrank a sub-flow's peer window below the
+/// chunk queued on it, the sub-flow sent the chunk in pieces, and the rest later went out in one
+/// segment with the next chunk under the first one's DSN (bytes past the written stream). Each piece
+/// now carries its own DSN and no chunk joins an unsent rest.
+#[test]
+fn an_mptcp_chunk_sent_in_pieces_keeps_each_piece_s_dsn() {
+    tailcut_proto::mptcp::peer_input::exercise(include_bytes!("data/mptcp_partial_chunk.bin"));
+}

@@ -275,7 +275,12 @@ impl MptcpEndpoint {
         let s = &mut self.subs[i];
         let mut tx = s.sender.next_transmission(now, &mut s.ext)?;
         if !tx.retransmit {
-            let tag = s.queued.take().unwrap_or(0);
+            let (tag, left) = s.queued.take().unwrap_or((0, 0));
+            let sent = u64::from(tx.len_bytes);
+            if sent < left {
+                // The DSN (low bits of the tag) of the rest moves on; the marks stay.
+                s.queued = Some((tag + sent, left - sent));
+            }
             if let Some(idx) = s.sender.scoreboard.find(tx.start) {
                 s.sender.scoreboard.set_tag(idx, tag);
             }
@@ -290,7 +295,7 @@ impl MptcpEndpoint {
         debug_assert!(s.queued.is_none());
         s.sender.queue_message(0, u64::from(len), &mut self.scratch);
         self.scratch.clear();
-        s.queued = Some(dsn | flags);
+        s.queued = Some((dsn | flags, u64::from(len)));
         self.subflow_transmit(i, now)
     }
 

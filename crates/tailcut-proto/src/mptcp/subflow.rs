@@ -28,8 +28,10 @@ pub(super) struct Subflow {
     pub(super) receiver: Receiver,
     /// ACKs that must go out before anything else (DCTCP CE-state flush).
     pub(super) control: VecDeque<Packet>,
-    /// The tag of the one data chunk queued on the sender and not yet sent.
-    pub(super) queued: Option<u64>,
+    /// The one data chunk queued on the sender and not yet wholly sent: the tag of its unsent part
+    /// and that part's length. A peer window smaller than the chunk makes the sub-flow send it in
+    /// pieces; each piece carries its own DSN, and no other chunk joins it meanwhile.
+    pub(super) queued: Option<(u64, u64)>,
     /// Segments received out of sequence at sub-flow level and not yet handed to the data level:
     /// (sub-flow start, sub-flow end, data sequence number). Unused with `ofo_to_data_level`.
     pub(super) held: Vec<(u64, u64, u64)>,
