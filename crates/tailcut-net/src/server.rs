@@ -50,7 +50,7 @@ pub struct ServerStats {
     pub tables: TableSizes,
     pub engine_malformed: u64,
     /// Associations dropped because the peer broke the scheme's framing (a stream message over the
-    /// limit).
+    /// limit) or stopped reading its responses (more than twice the largest message unacknowledged).
     pub protocol_errors: u64,
     pub dropped_by_hook: u64,
     pub tx: TxCounters,
@@ -165,6 +165,8 @@ pub trait ServerScheme: Send + 'static {
     fn request(&self, e: &mut Self::E, st: &mut Self::State, now: Time, msg: MsgId) -> Request;
     /// Queue the response to the request `key`.
     fn respond(&self, e: &mut Self::E, st: &mut Self::State, now: Time, key: u64, response: &[u8]);
+    /// The engine acknowledged (or gave up) the response `msg`.
+    fn acked(&self, _st: &mut Self::State, _msg: MsgId) {}
     /// Scheme counters over every association's engine into the published stats.
     fn publish<'a>(&self, engines: impl Iterator<Item = &'a Self::E>, stats: &mut ServerStats)
     where
@@ -335,8 +337,14 @@ impl<S: ServerScheme> ServerLoop<S> {
                             }
                         }
                     }
-                    AppEvent::MessageAcked { .. } => self.stats.responses_acked += 1,
-                    AppEvent::MessageFailed { .. } => self.stats.responses_failed += 1,
+                    AppEvent::MessageAcked { msg, .. } => {
+                        self.stats.responses_acked += 1;
+                        self.scheme.acked(&mut a.state, msg);
+                    }
+                    AppEvent::MessageFailed { msg, .. } => {
+                        self.stats.responses_failed += 1;
+                        self.scheme.acked(&mut a.state, msg);
+                    }
                     AppEvent::Connected => {}
                 }
             }

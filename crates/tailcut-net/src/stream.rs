@@ -6,6 +6,7 @@
 //! (`docs/net.md`, "Engines carrying bytes"). Receive-side message ids are `2k` for the `k`-th header
 //! and `2k + 1` for its body; they are the receiver's own and never travel.
 
+use std::collections::VecDeque;
 use tailcut_proto::{Engine, MsgId, Outgoing, Time};
 
 pub const HEADER_BYTES: usize = 12;
@@ -21,6 +22,9 @@ pub struct StreamFraming {
     /// The call whose body is expected next.
     body_of: Option<u64>,
     frame: Vec<u8>,
+    /// Messages sent and not yet acknowledged (call, frame bytes), in stream order, and their sum.
+    unacked: VecDeque<(u64, u64)>,
+    unacked_bytes: u64,
 }
 
 impl StreamFraming {
@@ -31,6 +35,8 @@ impl StreamFraming {
             max_message,
             body_of: None,
             frame: Vec::new(),
+            unacked: VecDeque::new(),
+            unacked_bytes: 0,
         }
     }
 
@@ -42,6 +48,28 @@ impl StreamFraming {
         self.frame.extend_from_slice(&(data.len() as u32).to_be_bytes());
         self.frame.extend_from_slice(data);
         engine.send_bytes(now, Outgoing::Message, call, &self.frame);
+        let len = self.frame.len() as u64;
+        self.unacked.push_back((call, len));
+        self.unacked_bytes += len;
+    }
+
+    /// The engine acknowledged (or gave up) the message sent for `call`: a stream acknowledges in
+    /// order, so it and everything before it are done.
+    pub fn acked(&mut self, call: u64) {
+        if !self.unacked.iter().any(|&(c, _)| c == call) {
+            return;
+        }
+        while let Some((c, len)) = self.unacked.pop_front() {
+            self.unacked_bytes -= len;
+            if c == call {
+                break;
+            }
+        }
+    }
+
+    /// Bytes sent and not yet acknowledged: what a peer that does not read holds here.
+    pub fn unacked_bytes(&self) -> u64 {
+        self.unacked_bytes
     }
 
     /// Receive-side message `msg` of `engine` is complete: `Some((call, bytes))` when it was a body.

@@ -168,7 +168,13 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
         Some((e, framing))
     }
 
+    /// A peer that sends requests but does not read (acknowledge) the responses would make them pile
+    /// up here without end; past twice the largest message (at least 2 MB) of unacknowledged
+    /// responses its association goes, as a socket whose send buffer stays full would be closed.
     fn request(&self, e: &mut E, st: &mut StreamFraming, _now: Time, msg: MsgId) -> Request {
+        if st.unacked_bytes() > 2 * self.max_message.max(1 << 20) {
+            return Request::Broken;
+        }
         match st.on_received(e, msg) {
             Ok(Some((key, data))) => Request::Answer { key, data },
             Ok(None) => Request::None,
@@ -178,6 +184,10 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
 
     fn respond(&self, e: &mut E, st: &mut StreamFraming, now: Time, key: u64, response: &[u8]) {
         st.send(e, now, key, response);
+    }
+
+    fn acked(&self, st: &mut StreamFraming, msg: MsgId) {
+        st.acked(msg);
     }
 
     fn publish<'a>(&self, _engines: impl Iterator<Item = &'a E>, _stats: &mut ServerStats) {}

@@ -266,3 +266,84 @@ fn closed_loop_on_the_runtime_thread_echoes_every_call() {
     assert_eq!((rep.calls.len(), rep.not_echoed), (500, 0));
     assert_eq!(c.call(&req).unwrap().bytes, req);
 }
+
+/// A client that sends requests but never reads (acknowledges) the responses: the server's queued
+/// responses would grow without end, so its association is dropped once they pass twice the largest
+/// message. The client is the runtime's own TCP engine, wire format and framing, driven by hand over
+/// a plain socket: it takes the ACK fields of what arrives and never its data.
+#[test]
+fn a_client_that_never_reads_its_responses_is_dropped() {
+    use tailcut_net::clock::Clock;
+    use tailcut_net::frame::{Preamble, SCHEME_TCP};
+    use tailcut_net::stream::StreamFraming;
+    use tailcut_proto::tcp::{Role, TcpEndpoint};
+    use tailcut_proto::{Engine, FiveTuple, Header, Packet, Time};
+
+    let cfg = NetConfig {
+        stream_max_message_bytes: 1 << 20,
+        ..config()
+    };
+    let s = Server::bind(
+        LOOPBACK.parse().unwrap(),
+        cfg.clone(),
+        |_r: &[u8], o: &mut Vec<u8>| o.resize(1 << 20, 7),
+    )
+    .unwrap();
+    let sock = UdpSocket::bind(LOOPBACK).unwrap();
+    sock.connect(s.local_addr()).unwrap();
+    sock.set_nonblocking(true).unwrap();
+    let mut e = TcpEndpoint::new(
+        cfg.tcp_config(),
+        FiveTuple::default(),
+        Role::Client,
+        Seq(1),
+        Seq(0),
+    );
+    let mut framing = StreamFraming::new(&mut e, 1 << 20);
+    let clock = Clock::start();
+    let now = || clock.now();
+    let (mut payload, mut datagram, mut buf) = (Vec::new(), Vec::new(), vec![0u8; 65_536]);
+    for k in 0..20u64 {
+        framing.send(&mut e, now(), k, b"");
+    }
+    while s.stats().protocol_errors == 0 && now() < Time::ZERO + tailcut_proto::Dur::from_millis(20_000) {
+        if e.poll_timeout().is_some_and(|t| t <= now()) {
+            e.handle_timeout(now());
+        }
+        loop {
+            payload.clear();
+            let Some(p) = e.poll_transmit(now(), &mut payload) else {
+                break;
+            };
+            datagram.clear();
+            Preamble {
+                scheme: SCHEME_TCP,
+                path: 0,
+                association: 42,
+            }
+            .write(&mut datagram);
+            tcp_udp::build(p.tcp().unwrap(), false, &payload, &mut datagram).unwrap();
+            let _ = sock.send(&datagram);
+        }
+        while let Ok(n) = sock.recv(&mut buf) {
+            let Some((_, rest)) = Preamble::parse(&buf[..n]) else {
+                continue;
+            };
+            let Ok(seg) = tcp_udp::parse(rest) else { continue };
+            // Only the ACK fields: the data is never taken, so never acknowledged.
+            let mut h = seg.header;
+            h.payload_len = 0;
+            let pkt = Packet {
+                header: Header::Tcp(h),
+                ..Packet::default()
+            };
+            e.handle_packet(now(), &pkt, &[]);
+        }
+        while e.poll_event().is_some() {}
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let st = settled(&s, |st| st.associations == 0);
+    assert_eq!((st.protocol_errors, st.associations), (1, 0), "{st:?}");
+    // Two 1 MB responses (with their frame headers) pass the 2 MB bound.
+    assert_eq!(st.requests, 2, "answered until the responses piled up: {st:?}");
+}
