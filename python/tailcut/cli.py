@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailcut import _core, testbed
+from tailcut import _core, netcmd, testbed
 from tailcut.config import (
     apply_overrides,
     experiment_name,
@@ -235,6 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_args(p)
 
     testbed.add_parser(sub)
+    netcmd.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
     p.add_argument("dirs", nargs="+", type=Path, help="result folders of tailcut run, sweep or compare")
@@ -584,6 +585,7 @@ COMMANDS = {
     "report": cmd_report,
     "reproduce": cmd_reproduce,
     "testbed": testbed.cmd,
+    "net": netcmd.cmd,
     "trace": cmd_trace,
 }
 

@@ -78,8 +78,23 @@ class Client:
 
     def call_timed(self, request: bytes) -> tuple[bytes, float]:
         """The response and the call's latency in seconds, measured on the runtime thread."""
-        response, ns = self._client.call(request)
+        response, ns, *_ = self._client.call(request)
         return response, ns / 1e9
+
+    def call_stats(self, request: bytes) -> tuple[bytes, dict[str, int]]:
+        """The response, and the call's latency (``latency_ns``) with its request's sender counters
+        (``timeouts``, ``fast_retransmits``, ``retransmitted_bytes``, ``redundant_bytes``,
+        ``sent_bytes``) as the simulator's flow table names them."""
+        response, *numbers = self._client.call(request)
+        keys = (
+            "latency_ns",
+            "timeouts",
+            "fast_retransmits",
+            "retransmitted_bytes",
+            "redundant_bytes",
+            "sent_bytes",
+        )
+        return response, dict(zip(keys, numbers, strict=True))
 
     def stats(self) -> dict[str, int]:
         return json.loads(self._client.stats_json())

@@ -49,6 +49,7 @@ FILES = {
         "error.txt",
         "pcap",
         "testbed.json",
+        "net.json",
     },
     "trace": {
         "events.parquet",

@@ -98,8 +98,15 @@ impl NetClient {
         Ok(NetClient { client: Some(client) })
     }
 
-    /// Sends `request` and returns `(response, latency_ns)`.
-    fn call<'py>(&self, py: Python<'py>, request: &[u8]) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+    /// Sends `request` and returns `(response, latency_ns, timeouts, fast_retransmits,
+    /// retransmitted_bytes, redundant_bytes, sent_bytes)`: the last five are the request's sender
+    /// counters (final if its acknowledgement came before the response).
+    #[allow(clippy::type_complexity)]
+    fn call<'py>(
+        &self,
+        py: Python<'py>,
+        request: &[u8],
+    ) -> PyResult<(Bound<'py, PyBytes>, u64, u32, u32, u64, u64, u64)> {
         let c = self
             .client
             .as_ref()
@@ -109,7 +116,16 @@ impl NetClient {
             CallError::TooLarge { .. } => ConfigError::new_err(e.to_string()),
             CallError::Closed => PyOSError::new_err(e.to_string()),
         })?;
-        Ok((PyBytes::new(py, &reply.bytes), reply.stats.latency.0))
+        let r = reply.stats.request;
+        Ok((
+            PyBytes::new(py, &reply.bytes),
+            reply.stats.latency.0,
+            r.timeouts,
+            r.fast_retransmits,
+            r.retransmitted_bytes,
+            r.redundant_bytes,
+            r.sent_bytes,
+        ))
     }
 
     /// The client's counters as JSON.

@@ -1,0 +1,240 @@
+"""``tailcut net serve`` and ``tailcut net bench``: real RPCs over UDP with a scheme of the runtime.
+
+``bench`` runs echo RPCs against a server (one started in-process on 127.0.0.1 unless ``--server``
+names one), in a closed loop (``--concurrency`` callers back to back) or as Poisson arrivals at
+``--rate`` calls/s, with request sizes drawn from ``--size``. It prints the latency distribution per
+size and, with ``--out``, writes ``flows.parquet`` with the simulator's flow columns (one row per
+call: ``start_ns`` the call's arrival, ``fct_ns`` until its response, the request's sender counters;
+calls without a response are kept, ``completed`` false) and ``net.json`` (the options and both ends'
+counters). See ``docs/net.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from tailcut.config import parse_bytes
+from tailcut.outdir import atomic_dir, claim, write_marker
+
+SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso"]
+
+
+def size_list(text: str) -> list[int]:
+    return [parse_bytes(s) for s in text.split(",") if s.strip()]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``tailcut net serve`` and ``tailcut net bench``."""
+    p = sub.add_parser(
+        "net", help="serve or measure real RPCs over UDP with a scheme (the tailcut-net runtime)"
+    )
+    nsub = p.add_subparsers(dest="net_command", required=True)
+    serve = nsub.add_parser("serve", help="an echo server of one scheme")
+    serve.add_argument(
+        "--bind", default="127.0.0.1:7000", help="address to serve on (default 127.0.0.1:7000)"
+    )
+    serve.add_argument(
+        "--seconds", type=float, default=0, help="stop after this long (default: until Ctrl-C)"
+    )
+    bench = nsub.add_parser("bench", help="closed-loop or Poisson echo RPCs; latency and flows.parquet")
+    bench.add_argument(
+        "--server", help="address of a running server of the same scheme (default: one in-process)"
+    )
+    bench.add_argument(
+        "--size", type=size_list, default=[10_000], help="request sizes, drawn uniformly: 100B,10KB"
+    )
+    bench.add_argument("--count", type=int, default=1000, help="calls measured (default 1000)")
+    bench.add_argument("--warmup", type=int, default=100, help="calls before the measured ones (default 100)")
+    bench.add_argument("--load", choices=["closed", "poisson"], default="closed", help="arrival process")
+    bench.add_argument(
+        "--rate", type=float, default=1000.0, help="calls/s with --load poisson (default 1000)"
+    )
+    bench.add_argument("--concurrency", type=int, default=1, help="callers at once (default 1)")
+    bench.add_argument("--out", type=Path, help="result folder: flows.parquet and net.json")
+    bench.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    for q in (serve, bench):
+        q.add_argument("--scheme", choices=SCHEMES, default="cloudburst")
+        q.add_argument("--seed", type=int, default=1)
+        q.add_argument("--min-rto-us", type=int, help="stream schemes: minimum RTO")
+        q.add_argument("--initial-rto-us", type=int, help="stream schemes: RTO before the first sample")
+        q.add_argument("--mss", type=int, help="stream schemes: payload bytes per segment")
+        q.add_argument("--dctcp", action="store_true", help="stream schemes: DCTCP (ECT(0) data, g = 1/16)")
+        q.add_argument("--subflows", type=int, help="mptcp, fuso: sub-flows (client sockets)")
+        q.add_argument("--paths", type=int, help="cloudburst: paths (client sockets)")
+        q.add_argument("--symbol-bytes", type=int, help="cloudburst: symbol size")
+        q.add_argument("--nic-rate", help="cloudburst: pacing rate, e.g. 2Gbps")
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    keys = ("seed", "min_rto_us", "initial_rto_us", "mss", "subflows", "paths", "symbol_bytes", "nic_rate")
+    opts = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
+    if args.dctcp:
+        opts["dctcp"] = True
+    return opts
+
+
+def cmd(args: argparse.Namespace) -> int:
+    from tailcut import net
+
+    if args.net_command == "serve":
+        with net.Server(args.bind, args.scheme, **_options(args)) as s:
+            print(f"serving {args.scheme} echo RPCs on {s.address}", flush=True)
+            deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
+            while deadline is None or time.monotonic() < deadline:
+                time.sleep(min(10.0, args.seconds or 10.0))
+                print(json.dumps(s.stats()), flush=True)
+        return 0
+    return bench(args)
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.count < 1 or args.warmup < 0 or args.concurrency < 1:
+        raise ValueError("--count and --concurrency must be >= 1, --warmup >= 0")
+    if args.load == "poisson" and not args.rate > 0:
+        raise ValueError("--rate must be > 0")
+    if not args.size:
+        raise ValueError("--size: give at least one size")
+
+
+def bench(args: argparse.Namespace) -> int:
+    from tailcut import net
+
+    _check(args)
+    if args.out is not None:
+        claim(args.out, "run", overwrite=args.overwrite)
+    opts = _options(args)
+    rng = random.Random(args.seed)
+    sizes = [rng.choice(args.size) for _ in range(args.count)]
+    # Requests are slices of one random buffer, so every call's bytes differ and the echo is checked.
+    base = rng.randbytes(2 * max(args.size))
+    offsets = [rng.randrange(max(args.size)) for _ in range(args.count)]
+    arrivals = _arrivals(rng, args)
+    local = None if args.server else net.Server(scheme=args.scheme, **opts)
+    address = args.server or (local.address if local else "")
+    try:
+        with net.Client(address, args.scheme, **opts) as client:
+            for i in range(args.warmup):
+                client.call(base[: sizes[i % len(sizes)]])
+            rows, wrong = _run(client, sizes, offsets, base, arrivals, args.concurrency)
+            ends = {"client": client.stats(), "server": local.stats() if local else None}
+    finally:
+        if local is not None:
+            local.close()
+    _print(args, rows)
+    if args.out is not None:
+        _write(args, address, rows, ends, opts)
+    if wrong:
+        print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _arrivals(rng: random.Random, args: argparse.Namespace) -> list[float] | None:
+    """Arrival times in seconds from the start, for Poisson load; None for a closed loop."""
+    if args.load == "closed":
+        return None
+    t, out = 0.0, []
+    for _ in range(args.count):
+        t += rng.expovariate(args.rate)
+        out.append(t)
+    return out
+
+
+def _run(
+    client: Any, sizes: list[int], offsets: list[int], base: bytes, arrivals: list[float] | None, workers: int
+):
+    rows: list[dict[str, Any] | None] = [None] * len(sizes)
+    wrong = 0
+    lock = threading.Lock()
+    t0 = time.monotonic_ns()
+
+    def one(i: int, start_ns: int) -> None:
+        nonlocal wrong
+        req = base[offsets[i] : offsets[i] + sizes[i]]
+        row: dict[str, Any] = {"flow_id": i, "size_bytes": sizes[i], "start_ns": start_ns}
+        try:
+            reply, stats = client.call_stats(req)
+        except TimeoutError:
+            row.update(finish_ns=None, fct_ns=None, completed=False)
+        else:
+            finish = time.monotonic_ns() - t0
+            row.update(finish_ns=finish, fct_ns=finish - start_ns, completed=True)
+            row.update({k: v for k, v in stats.items() if k != "latency_ns"})
+            if reply != req:
+                with lock:
+                    wrong += 1
+        rows[i] = row
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        if arrivals is None:
+            nxt = iter(range(len(sizes)))
+
+            def worker() -> None:
+                while True:
+                    with lock:
+                        i = next(nxt, None)
+                    if i is None:
+                        return
+                    one(i, time.monotonic_ns() - t0)
+
+            for f in [pool.submit(worker) for _ in range(workers)]:
+                f.result()
+        else:
+            futures = []
+            for i, at in enumerate(arrivals):
+                delay = t0 + int(at * 1e9) - time.monotonic_ns()
+                if delay > 0:
+                    time.sleep(delay / 1e9)
+                futures.append(pool.submit(one, i, int(at * 1e9)))
+            for f in futures:
+                f.result()
+    return [r for r in rows if r is not None], wrong
+
+
+def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    print(f"{args.scheme}, {args.load} load, {len(rows)} calls")
+    for size in sorted(set(args.size)):
+        fct = sorted(r["fct_ns"] for r in rows if r["size_bytes"] == size and r["completed"])
+        failed = sum(1 for r in rows if r["size_bytes"] == size and not r["completed"])
+        if not fct:
+            print(f"  {size:>9} B: no call completed ({failed} failed)")
+            continue
+
+        def q(p: float, fct: list[int] = fct) -> float:
+            return fct[min(len(fct) - 1, int(p * len(fct)))] / 1e3
+
+        print(
+            f"  {size:>9} B: p50 {q(0.5):9.1f} us  p99 {q(0.99):9.1f} us  p99.9 {q(0.999):9.1f} us"
+            f"  max {fct[-1] / 1e3:9.1f} us  ({len(fct)} calls, {failed} failed)"
+        )
+
+
+def _write(
+    args: argparse.Namespace, address: str, rows: list[dict[str, Any]], ends: dict, opts: dict
+) -> None:
+    import pandas as pd
+
+    from tailcut.results import FLOW_COLUMNS
+
+    frame = pd.DataFrame(rows)
+    frame["scheme"] = args.scheme
+    frame["component"] = "rpc"
+    frame["src"] = "client"
+    frame["dst"] = address
+    for col in FLOW_COLUMNS:
+        if col not in frame.columns:
+            frame[col] = None
+    frame = frame[FLOW_COLUMNS]
+    with atomic_dir(args.out) as tmp:
+        frame.to_parquet(tmp / "flows.parquet", index=False)
+        meta = {"scheme": args.scheme, "load": args.load, "options": opts, "ends": ends}
+        (tmp / "net.json").write_text(json.dumps(meta, indent=2))
+        write_marker(tmp, "run", source="net")
