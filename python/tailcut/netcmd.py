@@ -61,8 +61,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--out", type=Path, help="result folder: flows.parquet and net.json")
     bench.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     for q in (serve, bench):
-        q.add_argument("--scheme", choices=SCHEMES, default="cloudburst")
-        q.add_argument("--seed", type=int, default=1)
+        q.add_argument(
+            "--scheme", choices=SCHEMES, default="cloudburst", help="the scheme (default cloudburst)"
+        )
+        q.add_argument(
+            "--seed", type=int, default=1, help="seed of the engines and of the request sizes (default 1)"
+        )
         q.add_argument("--min-rto-us", type=int, help="stream schemes: minimum RTO")
         q.add_argument("--initial-rto-us", type=int, help="stream schemes: RTO before the first sample")
         q.add_argument("--mss", type=int, help="stream schemes: payload bytes per segment")
