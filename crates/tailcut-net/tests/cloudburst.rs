@@ -128,6 +128,48 @@ fn dropped_datagrams_still_deliver_byte_exact() {
 }
 
 #[test]
+fn thousand_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
+    let cfg = config();
+    let max = cfg.max_message_bytes() as usize;
+    let faults = |seed| {
+        Some(SendLoss {
+            rate: 0.02,
+            seed,
+            path: None,
+            duplicate: 0.02,
+            reorder: 0.02,
+        })
+    };
+    let s = server(NetConfig {
+        send_loss: faults(5),
+        ..cfg.clone()
+    });
+    let c = Client::connect(
+        s.local_addr(),
+        NetConfig {
+            send_loss: faults(6),
+            ..cfg
+        },
+    )
+    .unwrap();
+    for i in 0..1_000 {
+        let req = request(19, i, max);
+        let r = c.call(&req).unwrap_or_else(|e| {
+            panic!(
+                "call {i} ({} B): {e}\n{:?}\n{:?}",
+                req.len(),
+                c.stats(),
+                s.stats()
+            )
+        });
+        assert_eq!(r.bytes, expected(&req), "call {i}");
+    }
+    let ss = settled(&s, |st| st.requests == 1_000);
+    assert_eq!(ss.requests, 1_000, "{ss:?}");
+    assert!(c.stats().dropped_by_hook > 0 && ss.dropped_by_hook > 0);
+}
+
+#[test]
 fn one_black_holed_path_of_three_loses_no_call() {
     let mut cfg = config();
     cfg.cloudburst.paths = 3;
