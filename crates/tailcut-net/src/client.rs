@@ -139,7 +139,7 @@ pub struct Client {
 
 impl Client {
     /// Binds one UDP socket per path (ephemeral ports on the address family's loopback or
-    /// unspecified address) and starts the runtime thread.
+    /// unspecified address, or on [`NetConfig::path_addrs`]) and starts the runtime thread.
     pub fn connect(server: SocketAddr, cfg: NetConfig) -> io::Result<Client> {
         cfg.validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
@@ -149,8 +149,13 @@ impl Client {
             IpAddr::V6(a) if a.is_loopback() => Ipv6Addr::LOCALHOST.into(),
             IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
         };
+        let via = |i: usize| match cfg.path_addrs.len() {
+            0 => (ip, server),
+            n => (cfg.path_addrs[i % n].local, cfg.path_addrs[i % n].remote),
+        };
+        let remotes: Vec<SocketAddr> = (0..cfg.paths()).map(|i| via(i).1).collect();
         let socks = (0..cfg.paths())
-            .map(|_| PathSocket::bind(SocketAddr::new(ip, 0), cfg.socket_buffer_bytes))
+            .map(|i| PathSocket::bind(SocketAddr::new(via(i).0, 0), cfg.socket_buffer_bytes))
             .collect::<io::Result<Vec<_>>>()?;
         let local = socks
             .iter()
@@ -168,15 +173,15 @@ impl Client {
         let runtime = match cfg.scheme {
             Scheme::CloudBurst => {
                 let scheme = cloudburst::ClientSide::new(&cfg, association).map_err(invalid)?;
-                spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
+                spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
             Scheme::Tcp => {
                 let scheme = tcp::ClientSide::<TcpEndpoint>::new(&cfg, association);
-                spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
+                spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
             Scheme::Mptcp | Scheme::Fuso => {
                 let scheme = tcp::ClientSide::<MptcpEndpoint>::new(&cfg, association);
-                spawn(driver, scheme, association, server, cfg, rx, shared, wake)?
+                spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
         };
         Ok(Client {
@@ -253,7 +258,7 @@ fn spawn<S: ClientScheme>(
     d: Driver,
     scheme: S,
     association: u64,
-    server: SocketAddr,
+    remotes: Vec<SocketAddr>,
     cfg: NetConfig,
     commands: Receiver<Command>,
     shared: Arc<Mutex<ClientStats>>,
@@ -264,7 +269,7 @@ fn spawn<S: ClientScheme>(
             d,
             scheme,
             association,
-            server,
+            remotes,
             cfg,
             commands,
             calls: BTreeMap::new(),
@@ -321,7 +326,8 @@ struct ClientLoop<S: ClientScheme> {
     d: Driver,
     scheme: S,
     association: u64,
-    server: SocketAddr,
+    /// The server address each path (socket) sends to and accepts datagrams from.
+    remotes: Vec<SocketAddr>,
     cfg: NetConfig,
     commands: Receiver<Command>,
     /// Calls started and not yet released, by key.
@@ -394,7 +400,7 @@ impl<S: ClientScheme> ClientLoop<S> {
         let engine = self.scheme.engine();
         let stats = &mut self.stats;
         let association = self.association;
-        let server = self.server;
+        let server = self.remotes[k];
         let clock = self.d.clock;
         for _ in 0..RX_BUDGET {
             let n = self.d.rx.recv(&self.d.socks[k], |dg| {
@@ -441,10 +447,12 @@ impl<S: ClientScheme> ClientLoop<S> {
     /// The drain of `docs/architecture.md`; a response can start the closed loop's next call, whose
     /// first packets then leave in the same wake-up.
     fn drain(&mut self, now: Time) {
-        let server = self.server;
         loop {
+            let remotes = &self.remotes;
             self.d
-                .drain_transmits(now, self.scheme.engine(), self.association, |p| Some((p, server)));
+                .drain_transmits(now, self.scheme.engine(), self.association, |p| {
+                    remotes.get(p).map(|&to| (p, to))
+                });
             while let Some(ev) = self.scheme.engine().poll_event() {
                 match self.scheme.on_event(now, ev) {
                     Some(CallEvent::Response { key, bytes }) => self.on_response(now, key, bytes),

@@ -3,6 +3,7 @@
 use crate::frame::{MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::MAX_DATAGRAM_BYTES;
 use crate::stream::HEADER_BYTES;
+use std::net::{IpAddr, SocketAddr};
 use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
 use tailcut_proto::mptcp::MptcpConfig;
 use tailcut_proto::tcp::TcpConfig;
@@ -53,9 +54,23 @@ impl std::str::FromStr for Scheme {
 /// Largest TCP-in-UDP header: 28 fixed bytes, four SACK blocks, the 16-byte DSS.
 const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 
+/// Where one client path goes: the local address its socket binds (which picks the interface, so the
+/// host's routes choose the NIC) and the server address it sends to (on a multi-homed server, the
+/// address on that NIC's network).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PathAddrs {
+    pub local: IpAddr,
+    pub remote: SocketAddr,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetConfig {
     pub scheme: Scheme,
+    /// A client's paths over several interfaces: path `i` uses entry `i` modulo their number, so
+    /// paths are (interface x UDP source port) pairs. Empty: every path from the loopback or
+    /// unspecified address to the address `Client::connect` is given. Ignored by servers (bind
+    /// `0.0.0.0` to serve every interface; replies go to the address each path came from).
+    pub path_addrs: Vec<PathAddrs>,
     /// The TCP engine's parameters (`Scheme::Tcp`). The runtime forces the handshake (the server
     /// learns the client's initial sequence number from its SYN) and `carry_bytes`.
     pub tcp: TcpConfig,
@@ -84,6 +99,7 @@ impl Default for NetConfig {
     fn default() -> Self {
         NetConfig {
             scheme: Scheme::CloudBurst,
+            path_addrs: Vec::new(),
             tcp: TcpConfig {
                 // A 1500 B MTU: 1500 - 20 (IP) - 8 (UDP) - 12 (preamble) - the largest TCP-in-UDP header.
                 mss_bytes: 1460 - 12 - TCP_UDP_MAX_HEADER,
@@ -210,6 +226,16 @@ impl NetConfig {
             return Err(ConfigError::new(
                 "cloudburst.symbol_bytes",
                 format!("a datagram holds at most {MAX_DATAGRAM_BYTES} bytes"),
+            ));
+        }
+        if self
+            .path_addrs
+            .iter()
+            .any(|p| p.local.is_ipv4() != p.remote.is_ipv4())
+        {
+            return Err(ConfigError::new(
+                "path_addrs",
+                "a path's local and remote addresses must be of one family",
             ));
         }
         if self.max_associations == 0 {

@@ -40,5 +40,5 @@ mod tcp;
 pub mod timers;
 
 pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
-pub use config::{NetConfig, Scheme, SendLoss};
+pub use config::{NetConfig, PathAddrs, Scheme, SendLoss};
 pub use server::{Server, ServerStats};

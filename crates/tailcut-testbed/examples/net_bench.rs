@@ -8,13 +8,13 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
-use std::time::Instant;
 use tailcut_net::{Client, NetConfig, Scheme, Server};
 use tailcut_proto::units::Rate;
 use tailcut_proto::Dur;
 use tailcut_sim::fault::{Direction, FaultConfig, LinkRef};
 use tailcut_sim::net::link::LossConfig;
 use tailcut_sim::topo::{self, LeafSpine, SwitchQueues};
+use tailcut_sys::clock::monotonic_ns;
 use tailcut_testbed::fabric::LoopConfig;
 use tailcut_testbed::{HostSetup, Testbed, TestbedSpec};
 
@@ -121,12 +121,12 @@ fn kernel_tcp(tb: &Testbed, size: usize, calls: usize) -> Vec<u64> {
             let mut lat = Vec::with_capacity(calls);
             for i in 0..calls {
                 let s = &mut conns[i % SINGLE_PATH_CONNECTIONS];
-                let t = Instant::now();
+                let t = monotonic_ns();
                 s.write_all(&(size as u32).to_be_bytes()).unwrap();
                 s.write_all(&req).unwrap();
                 s.read_exact(&mut [0u8; 4]).unwrap();
                 s.read_exact(&mut back).unwrap();
-                lat.push(t.elapsed().as_nanos() as u64);
+                lat.push(monotonic_ns() - t);
             }
             lat
         })
@@ -167,12 +167,12 @@ fn runtime(tb: &Testbed, scheme: Scheme, size: usize, calls: usize) -> Vec<u64> 
             let req = vec![7u8; size];
             let mut lat = Vec::with_capacity(calls);
             for i in 0..calls {
-                let t = Instant::now();
+                let t = monotonic_ns();
                 match cs[i % clients].call(&req) {
                     Ok(r) => assert_eq!(r.bytes, req),
                     Err(e) => eprintln!("{scheme:?} {size} B call {i}: {e}"),
                 }
-                lat.push(t.elapsed().as_nanos() as u64);
+                lat.push(monotonic_ns() - t);
             }
             lat
         })

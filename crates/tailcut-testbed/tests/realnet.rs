@@ -1404,3 +1404,61 @@ fn cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout() {
     );
     assert_eq!(st.requests, 30);
 }
+
+/// FUSO and CloudBurst over the UDP runtime with one path per NIC of a two-plane fabric: path `i`
+/// binds the client's address on plane `i` and sends to the server's address there, so the hosts'
+/// routes put each path on its own plane. Plane one is black-holed toward the server from the
+/// start; every call still completes byte-exact over plane two.
+#[test]
+fn runtime_paths_over_two_nics_survive_a_black_holed_plane() {
+    let Some(_g) = realnet("runtime_paths_over_two_nics_survive_a_black_holed_plane") else {
+        return;
+    };
+    use tailcut_net::{Client, NetConfig, PathAddrs, Scheme, Server};
+    for scheme in [Scheme::Fuso, Scheme::CloudBurst] {
+        let tb = start(two_planes(), vec![blackhole_plane_one()], HostSetup::default());
+        let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+        let mut cfg = NetConfig {
+            scheme,
+            ..NetConfig::default()
+        };
+        cfg.mptcp.subflows = 2;
+        cfg.cloudburst.paths = 2;
+        cfg.cloudburst.nic_rate = Rate(50_000_000);
+        cfg.tcp.min_rto = Dur::from_millis(5);
+        let scfg = cfg.clone();
+        let any = addr(Ipv4Addr::UNSPECIFIED, 0);
+        let server = h1
+            .run(move || Server::bind(any, scfg, |r: &[u8], o: &mut Vec<u8>| o.extend_from_slice(r)))
+            .unwrap()
+            .expect("server binds");
+        let port = server.local_addr().port();
+        cfg.path_addrs = (0..2)
+            .map(|k| PathAddrs {
+                local: h0.ips[k].into(),
+                remote: addr(h1.ips[k], port),
+            })
+            .collect();
+        let intact = h0
+            .run(move || {
+                let c = Client::connect(addr(h1.ips[0], port), cfg).expect("client");
+                (0..100u64).all(|i| {
+                    let req = pattern(i + 1, 5_000);
+                    c.call(&req).is_ok_and(|r| r.bytes == req)
+                })
+            })
+            .unwrap();
+        server.shutdown().unwrap();
+        let report = tb.stop().unwrap();
+        let c = |node: &str, peer: &str| report.port(node, peer).unwrap().counters;
+        assert!(intact, "{scheme:?}: every call answered byte-exact");
+        assert!(
+            c("s1", "h1").dropped_link_loss > 0,
+            "{scheme:?}: plane one carried a path into the hole"
+        );
+        assert!(
+            c("s2", "h1").tx_packets > 0,
+            "{scheme:?}: plane two carried the other path"
+        );
+    }
+}
