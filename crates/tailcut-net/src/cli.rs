@@ -172,11 +172,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             let mut buf = vec![0u8; size];
             for i in 0..warmup + count {
                 let t0 = monotonic_ns();
-                s.write_all(&(size as u32).to_be_bytes())
-                    .and_then(|_| s.write_all(&req))
-                    .and_then(|_| s.read_exact(&mut [0u8; 4]))
-                    .and_then(|_| s.read_exact(&mut buf))
-                    .map_err(|e| format!("call {i}: {e}"))?;
+                framed_call(&mut s, &req, &mut buf).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
                 if buf != req {
                     return Err(format!("call {i}: the echo differs from the request"));
@@ -206,9 +202,16 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Echo server for the TCP baseline: 4-byte length, then that many bytes, answered in kind.
+/// Echo server for the kernel-TCP baseline: serves the first connection `l` accepts.
 fn tcp_echo(l: TcpListener) {
-    let Ok((mut s, _)) = l.accept() else { return };
+    if let Ok((s, _)) = l.accept() {
+        echo_framed(s);
+    }
+}
+
+/// Answers each frame (4-byte big-endian length, then that many bytes) on `s` with the same frame,
+/// until the peer closes: the kernel-TCP baseline's server side (also the testbed benchmark's).
+pub fn echo_framed(mut s: TcpStream) {
     let _ = s.set_nodelay(true);
     let mut buf = Vec::new();
     loop {
@@ -221,6 +224,14 @@ fn tcp_echo(l: TcpListener) {
             return;
         }
     }
+}
+
+/// One framed call on `s`: sends `req`, reads the echo into `back` (as long as `req`).
+pub fn framed_call(s: &mut TcpStream, req: &[u8], back: &mut [u8]) -> std::io::Result<()> {
+    s.write_all(&(req.len() as u32).to_be_bytes())?;
+    s.write_all(req)?;
+    s.read_exact(&mut [0u8; 4])?;
+    s.read_exact(back)
 }
 
 fn print_dist(what: &str, ns: &mut [u64]) {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{answer, eventually, expected, settled, LOOPBACK};
+use common::{answer, calls_through, eventually, expected, settled, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server};
@@ -91,40 +91,18 @@ fn rpcs_from_several_threads_share_one_client() {
 
 #[test]
 fn dropped_datagrams_still_deliver_byte_exact() {
-    let mut cfg = config();
+    let cfg = config();
     let max = cfg.max_message_bytes() as usize;
-    cfg.send_loss = Some(SendLoss {
-        rate: 0.05,
-        seed: 3,
-        path: None,
-        ..SendLoss::default()
-    });
-    let s = server(NetConfig {
-        send_loss: Some(SendLoss {
+    let loss = |seed| {
+        Some(SendLoss {
             rate: 0.05,
-            seed: 4,
-            path: None,
+            seed,
             ..SendLoss::default()
-        }),
-        ..cfg.clone()
-    });
-    let c = Client::connect(s.local_addr(), cfg).unwrap();
-    for i in 0..300 {
-        let req = request(11, i, max);
-        let r = c.call(&req).unwrap_or_else(|e| {
-            panic!(
-                "call {i} ({} B): {e}\n{:?}\n{:?}",
-                req.len(),
-                c.stats(),
-                s.stats()
-            )
-        });
-        assert_eq!(r.bytes, expected(&req), "call {i}");
-    }
-    let (ss, cs) = (settled(&s, |st| st.requests == 300), c.stats());
+        })
+    };
+    let (ss, cs, _) = calls_through(&cfg, loss, 300, |i| request(11, i, max));
     assert!(cs.dropped_by_hook > 100, "{cs:?}");
     assert!(ss.dropped_by_hook > 20, "{ss:?}");
-    assert_eq!(ss.requests, 300);
 }
 
 #[test]
@@ -140,33 +118,8 @@ fn thousand_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
             reorder: 0.02,
         })
     };
-    let s = server(NetConfig {
-        send_loss: faults(5),
-        ..cfg.clone()
-    });
-    let c = Client::connect(
-        s.local_addr(),
-        NetConfig {
-            send_loss: faults(6),
-            ..cfg
-        },
-    )
-    .unwrap();
-    for i in 0..1_000 {
-        let req = request(19, i, max);
-        let r = c.call(&req).unwrap_or_else(|e| {
-            panic!(
-                "call {i} ({} B): {e}\n{:?}\n{:?}",
-                req.len(),
-                c.stats(),
-                s.stats()
-            )
-        });
-        assert_eq!(r.bytes, expected(&req), "call {i}");
-    }
-    let ss = settled(&s, |st| st.requests == 1_000);
-    assert_eq!(ss.requests, 1_000, "{ss:?}");
-    assert!(c.stats().dropped_by_hook > 0 && ss.dropped_by_hook > 0);
+    let (ss, cs, _) = calls_through(&cfg, faults, 1_000, |i| request(19, i, max));
+    assert!(cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0);
 }
 
 #[test]
@@ -182,34 +135,10 @@ fn one_black_holed_path_of_three_loses_no_call() {
             ..SendLoss::default()
         })
     };
-    let s = server(NetConfig {
-        send_loss: hole(1),
-        ..cfg.clone()
-    });
-    let c = Client::connect(
-        s.local_addr(),
-        NetConfig {
-            send_loss: hole(2),
-            ..cfg
-        },
-    )
-    .unwrap();
-    for i in 0..300 {
-        let req = request(13, i, max);
-        let r = c.call(&req).unwrap_or_else(|e| {
-            panic!(
-                "call {i} ({} B): {e}\n{:?}\n{:?}",
-                req.len(),
-                c.stats(),
-                s.stats()
-            )
-        });
-        assert_eq!(r.bytes, expected(&req), "call {i}");
-    }
+    let (ss, cs, _) = calls_through(&cfg, hole, 300, |i| request(13, i, max));
     // About a third of every round went into the hole, both ways.
-    let cs = c.stats();
     assert!(cs.dropped_by_hook * 4 > cs.tx.datagrams, "{cs:?}");
-    assert!(settled(&s, |st| st.dropped_by_hook > 0).dropped_by_hook > 0);
+    assert!(ss.dropped_by_hook > 0);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{answer, eventually, expected, settled, LOOPBACK};
+use common::{answer, calls_through, expected, settled, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server, ServerStats};
@@ -71,41 +71,10 @@ fn thousand_calls_with(
     cfg: NetConfig,
     hook: impl Fn(u64) -> Option<SendLoss>,
 ) -> (ServerStats, tailcut_net::ClientStats, u64) {
-    let scheme = cfg.scheme;
-    let s = server(NetConfig {
-        send_loss: hook(1),
-        ..cfg.clone()
-    });
-    let c = Client::connect(
-        s.local_addr(),
-        NetConfig {
-            send_loss: hook(2),
-            ..cfg
-        },
-    )
-    .unwrap();
-    let mut retransmitted = 0;
-    for i in 0..1_000 {
-        let req = request(7, i);
-        let r = c.call(&req).unwrap_or_else(|e| {
-            panic!(
-                "{scheme:?} call {i} ({} B): {e}\n{:?}\n{:?}",
-                req.len(),
-                c.stats(),
-                s.stats()
-            )
-        });
-        assert_eq!(r.bytes, expected(&req), "{scheme:?} call {i}");
-        retransmitted += r.stats.request.retransmitted_bytes + r.stats.request.redundant_bytes;
-    }
-    let ss = settled(&s, |st| st.requests == 1_000);
-    // The runtime publishes its counters a moment after the reply that proves the call done.
-    let cs = eventually(|| c.stats(), |st| st.calls_completed == 1_000);
-    assert_eq!(ss.requests, 1_000, "{scheme:?}\n{ss:?}\n{cs:?}");
-    assert_eq!((cs.calls_completed, cs.calls_timed_out), (1_000, 0), "{scheme:?}");
-    assert_eq!(ss.associations, 1, "{scheme:?}");
-    assert_eq!(ss.protocol_errors + cs.protocol_errors, 0, "{scheme:?}");
-    (ss, cs, retransmitted)
+    let (ss, cs, resent) = calls_through(&cfg, hook, 1_000, |i| request(7, i));
+    assert_eq!(ss.associations, 1, "{:?}", cfg.scheme);
+    assert_eq!(ss.protocol_errors + cs.protocol_errors, 0, "{:?}", cfg.scheme);
+    (ss, cs, resent)
 }
 
 #[test]

@@ -5,9 +5,9 @@
 //!
 //!   cargo run --release -p tailcut-testbed --example net_bench -- [CALLS]
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
+use tailcut_net::cli::{echo_framed, framed_call};
 use tailcut_net::{Client, NetConfig, Scheme, Server};
 use tailcut_proto::units::Rate;
 use tailcut_proto::Dur;
@@ -85,23 +85,8 @@ fn kernel_tcp(tb: &Testbed, size: usize, calls: usize) -> Vec<u64> {
     let server = thread::spawn(move || {
         let mut echoes = Vec::new();
         for _ in 0..SINGLE_PATH_CONNECTIONS {
-            let Ok((mut s, _)) = listener.accept() else { break };
-            echoes.push(thread::spawn(move || {
-                let _ = s.set_nodelay(true);
-                let mut buf = Vec::new();
-                loop {
-                    let mut len = [0u8; 4];
-                    if s.read_exact(&mut len).is_err() {
-                        return;
-                    }
-                    buf.resize(u32::from_be_bytes(len) as usize, 0);
-                    if s.read_exact(&mut buf).is_err()
-                        || s.write_all(&len).and_then(|_| s.write_all(&buf)).is_err()
-                    {
-                        return;
-                    }
-                }
-            }));
+            let Ok((s, _)) = listener.accept() else { break };
+            echoes.push(thread::spawn(move || echo_framed(s)));
         }
         for e in echoes {
             let _ = e.join();
@@ -122,10 +107,7 @@ fn kernel_tcp(tb: &Testbed, size: usize, calls: usize) -> Vec<u64> {
             for i in 0..calls {
                 let s = &mut conns[i % SINGLE_PATH_CONNECTIONS];
                 let t = monotonic_ns();
-                s.write_all(&(size as u32).to_be_bytes()).unwrap();
-                s.write_all(&req).unwrap();
-                s.read_exact(&mut [0u8; 4]).unwrap();
-                s.read_exact(&mut back).unwrap();
+                framed_call(s, &req, &mut back).expect("kernel TCP call");
                 lat.push(monotonic_ns() - t);
             }
             lat
