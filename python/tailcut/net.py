@@ -14,7 +14,8 @@ Schemes: ``cloudburst``, ``tcp`` (tailcut's TCP engine over UDP), ``mptcp``, ``f
 (keyword arguments, the same on both ends): ``seed``; CloudBurst's ``paths``, ``symbol_bytes``,
 ``nic_rate`` (e.g. ``"2Gbps"``); the stream schemes' ``mss``, ``min_rto_us``, ``initial_rto_us``,
 ``dctcp`` (bool), ``call_timeout_ms``, ``max_message_bytes``; MPTCP/FUSO's ``subflows``; the server's
-``max_associations``. A bad option raises :class:`tailcut.ConfigError` naming it (``net.<option>``).
+``max_associations``; ``spin_us`` (busy-poll the sockets that long before each sleep). A bad option
+raises :class:`tailcut.ConfigError` naming it (``net.<option>``).
 """
 
 from __future__ import annotations

@@ -75,10 +75,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--paths", type=int, help="cloudburst: paths (client sockets)")
         q.add_argument("--symbol-bytes", type=int, help="cloudburst: symbol size")
         q.add_argument("--nic-rate", help="cloudburst: pacing rate, e.g. 2Gbps")
+        q.add_argument("--spin-us", type=int, help="busy-poll the sockets this long before each sleep")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    keys = ("seed", "min_rto_us", "initial_rto_us", "mss", "subflows", "paths", "symbol_bytes", "nic_rate")
+    keys = (
+        "seed",
+        "min_rto_us",
+        "initial_rto_us",
+        "mss",
+        "subflows",
+        "paths",
+        "symbol_bytes",
+        "nic_rate",
+        "spin_us",
+    )
     opts = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.dctcp:
         opts["dctcp"] = True

@@ -41,6 +41,9 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
     if let Some(m) = flag(args, "--mss")? {
         cfg.tcp.mss_bytes = m;
     }
+    if let Some(d) = micros(args, "--spin-us")? {
+        cfg.spin = d;
+    }
     if let Some(n) = flag(args, "--subflows")? {
         cfg.mptcp.subflows = n;
     }

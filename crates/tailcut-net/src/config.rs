@@ -92,6 +92,10 @@ pub struct NetConfig {
     pub socket_buffer_bytes: usize,
     /// Master seed of the engines' RNGs and association ids.
     pub seed: u64,
+    /// Before each sleep the runtime thread polls its sockets without sleeping for up to this long
+    /// (busy-polling one core), so a datagram arriving meanwhile skips the wake-up latency. 0 (the
+    /// default): always sleep.
+    pub spin: Dur,
     pub send_loss: Option<SendLoss>,
 }
 
@@ -137,6 +141,7 @@ impl Default for NetConfig {
             // rateless) rather than queue milliseconds of them in front of the next STOP.
             socket_buffer_bytes: 512 << 10,
             seed: 1,
+            spin: Dur::ZERO,
             send_loss: None,
         }
     }
@@ -237,6 +242,9 @@ impl NetConfig {
                 "path_addrs",
                 "a path's local and remote addresses must be of one family",
             ));
+        }
+        if self.spin > Dur::from_millis(1_000) {
+            return Err(ConfigError::new("spin", "at most 1 s"));
         }
         if self.max_associations == 0 {
             return Err(ConfigError::new("max_associations", "must be >= 1"));

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
 use tailcut_proto::rng::Rng;
-use tailcut_proto::{Ecn, Time};
+use tailcut_proto::{Dur, Ecn, Time};
 use tailcut_sys::poll::{Poller, TIMER_TOKEN};
 
 /// Poller token of the wake-up socket; socket `k` has token `k`.
@@ -40,6 +40,8 @@ pub struct Driver {
     pub rx: RxBufs,
     wake: UnixDatagram,
     armed_ns: u64,
+    /// How long [`Driver::wait`] polls before it sleeps (`NetConfig::spin`).
+    spin: Dur,
     pub ready: Vec<u64>,
     faults: Option<(SendLoss, Rng)>,
     /// A datagram the reorder hook holds back: (path, socket, destination, ECN, bytes).
@@ -70,6 +72,7 @@ impl Driver {
             rx: RxBufs::default(),
             wake,
             armed_ns: 0,
+            spin: cfg.spin,
             ready: Vec::with_capacity(64),
             faults: cfg.send_loss.map(|l| (l, Rng::seed_from_u64(l.seed))),
             held: None,
@@ -81,7 +84,24 @@ impl Driver {
     }
 
     /// Sleeps until an fd is ready or `deadline` passes (nanosecond resolution through the timerfd).
+    /// With `spin`, first polls without sleeping for up to that long (or until `deadline`): a
+    /// datagram arriving meanwhile is taken without the wake-up's latency, at the price of a busy
+    /// core.
     pub fn wait(&mut self, deadline: Option<Time>) -> io::Result<()> {
+        if self.spin > Dur::ZERO {
+            let until = self.clock.now() + self.spin;
+            loop {
+                self.poller.wait(&mut self.ready, 0)?;
+                let now = self.clock.now();
+                if !self.ready.is_empty() || deadline.is_some_and(|d| d <= now) {
+                    return Ok(());
+                }
+                if now >= until {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
         let at = deadline.map_or(0, |t| self.clock.deadline_ns(t));
         if at != self.armed_ns {
             self.poller.set_deadline(at)?;

@@ -140,6 +140,17 @@ fn dctcp_over_udp_delivers_byte_exact_through_loss() {
     assert_eq!(settled(&s, |st| st.requests == 300).requests, 300);
 }
 
+/// Busy-polling before each sleep changes when datagrams are taken, not what arrives.
+#[test]
+fn spinning_runtimes_deliver_every_call() {
+    let cfg = NetConfig {
+        spin: Dur::from_micros(50),
+        ..config()
+    };
+    let (ss, _, _) = calls_through(&cfg, faults, 200, |i| request(21, i));
+    assert!(ss.dropped_by_hook > 0);
+}
+
 #[test]
 fn pipelined_calls_from_several_threads_share_one_connection() {
     for scheme in SCHEMES {

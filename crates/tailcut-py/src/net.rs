@@ -57,6 +57,7 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
                 }
             }
             "call_timeout_ms" => cfg.stream_call_timeout = Dur::from_millis(uint()?),
+            "spin_us" => cfg.spin = Dur::from_micros(uint()?),
             "max_message_bytes" => cfg.stream_max_message_bytes = uint()?,
             "max_associations" => cfg.max_associations = uint()? as usize,
             _ => return Err(bad(key, "unknown option".into())),

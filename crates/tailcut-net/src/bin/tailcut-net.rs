@@ -9,13 +9,14 @@ usage:
       echo server: each request is answered with its own bytes
   tailcut-net bench [--scheme cloudburst|tcp|mptcp|fuso|kernel-tcp] [--size 10KB] [--count 2000] [--warmup 200]
                     [--server ADDR] [scheme flags] [--loss RATE [--loss-path P] [--seed 1]]
-                    [--think-us 0] [--inline]
+                    [--think-us 0] [--inline] [--spin-us 0]
       closed-loop echo RPCs (one outstanding); without --server an echo server runs in-process on
       127.0.0.1. cloudburst, tcp, mptcp and fuso run over the runtime (tailcut's engines; the last
       three over TCP-in-UDP); kernel-tcp is the kernel's TCP on the same loopback. --loss drops that share of
       each side's datagrams before the socket (only path P's with --loss-path). --inline issues the
       calls from the runtime thread itself (no thread hop; only the engine latency is printed).
-      Prints the latency distribution.
+      --spin-us busy-polls the sockets that long before each sleep (both ends of an in-process
+      bench). Prints the latency distribution.
   scheme flags: cloudburst: [--paths 4] [--nic-rate 2Gbps] [--symbol-bytes 1448]
                 tcp, mptcp, fuso: [--mss 1372] [--min-rto-us 200000] [--initial-rto-us 1000000]
                                   [--dctcp] (DCTCP, g = 1/16: data sent ECT(0), CE echoed)
