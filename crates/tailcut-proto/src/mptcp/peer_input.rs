@@ -20,8 +20,9 @@ use crate::engine::{Engine, Outgoing};
 use crate::packet::{Addr, FiveTuple, Proto, TcpExt};
 use crate::rng::Rng;
 use crate::seq::Seq;
-use crate::tcp::peer_input::{arrival, build_datagram, byte, drain, header, records, run_timers, word};
-use crate::tcp::{LossDetection, TcpConfig};
+use crate::tcp::peer_input::{
+    arrival, build_datagram, byte, drain, driver_tcp, header, records, run_timers, word,
+};
 use crate::time::{Dur, Time};
 use rand::SeedableRng;
 
@@ -42,24 +43,7 @@ pub fn exercise(data: &[u8]) {
     let Some((&sel, rest)) = data.split_first() else {
         return;
     };
-    let carry = sel & 128 != 0;
-    let tcp = TcpConfig {
-        mss_bytes: 1448,
-        min_rto: Dur::from_millis(1),
-        max_rto: Dur::from_millis(200),
-        initial_rto: Dur::from_millis(10),
-        sack: sel & 2 != 0,
-        loss_detection: if sel & 4 != 0 {
-            LossDetection::RackTlp
-        } else {
-            LossDetection::Dupthresh
-        },
-        cp: sel & 8 != 0,
-        ecn: sel & 64 != 0,
-        carry_bytes: carry,
-        rcv_window_bytes: if carry { 1 << 20 } else { 16 << 20 },
-        ..TcpConfig::default()
-    };
+    let tcp = driver_tcp(sel);
     let base = if sel & 16 != 0 {
         MptcpConfig::fuso()
     } else {

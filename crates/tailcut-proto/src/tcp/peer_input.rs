@@ -154,12 +154,12 @@ pub(crate) fn arrival(datagram: &[u8], op: u8, tuple: FiveTuple) -> Option<(Pack
     Some((pkt, seg.payload))
 }
 
-/// Runs one input (see the module's documentation).
-pub fn exercise(data: &[u8]) {
-    let Some((&sel, rest)) = data.split_first() else {
-        return;
-    };
-    let cfg = TcpConfig {
+/// The TCP configuration both drivers (this one and MPTCP's) take from the selector byte `sel`: bit 1
+/// SACK, bit 2 RACK-TLP (else DupThresh), bit 3 CP, bit 6 ECN, bit 7 carrying bytes; millisecond
+/// timers so that an input's few milliseconds reach timeouts and back-off.
+pub(crate) fn driver_tcp(sel: u8) -> TcpConfig {
+    let carry = sel & 128 != 0;
+    TcpConfig {
         mss_bytes: 1448,
         min_rto: Dur::from_millis(1),
         max_rto: Dur::from_millis(200),
@@ -171,15 +171,25 @@ pub fn exercise(data: &[u8]) {
             LossDetection::Dupthresh
         },
         cp: sel & 8 != 0,
-        delayed_ack: (sel & 16 != 0).then(|| Dur::from_micros(200)),
-        handshake: sel & 32 != 0,
         ecn: sel & 64 != 0,
-        carry_bytes: sel & 128 != 0,
+        carry_bytes: carry,
         // A receiver carrying bytes holds up to its window of them (docs/net.md); a socket runtime
         // sizes it, as here, far below the simulator's 16 MB default.
-        rcv_window_bytes: if sel & 128 != 0 { 1 << 20 } else { 16 << 20 },
-        tcp_ir: (sel & 0x88 == 0x88).then(TcpIrConfig::default),
+        rcv_window_bytes: if carry { 1 << 20 } else { 16 << 20 },
         ..TcpConfig::default()
+    }
+}
+
+/// Runs one input (see the module's documentation).
+pub fn exercise(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let cfg = TcpConfig {
+        delayed_ack: (sel & 16 != 0).then(|| Dur::from_micros(200)),
+        handshake: sel & 32 != 0,
+        tcp_ir: (sel & 0x88 == 0x88).then(TcpIrConfig::default),
+        ..driver_tcp(sel)
     };
     let client = sel & 1 != 0;
     let tuple = FiveTuple {
