@@ -242,6 +242,15 @@ impl TxLanes {
 mod tests {
     use super::*;
 
+    /// A sending socket (as the lanes take it) and a receiving one on loopback, and its address.
+    fn loopback_pair() -> ([PathSocket; 1], PathSocket, SocketAddr) {
+        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let tx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let rx = PathSocket::bind(loopback, 1 << 20).unwrap();
+        let to = rx.local_addr().unwrap();
+        ([tx], rx, to)
+    }
+
     /// What `each` makes of the first `n` datagrams `rx` receives (waiting a second at most).
     fn receive<T>(rx: &PathSocket, n: usize, mut each: impl FnMut(Datagram<'_>) -> T) -> Vec<T> {
         let mut bufs = RxBufs::default();
@@ -260,11 +269,7 @@ mod tests {
     /// eleven intact datagrams; a longer one after that starts a new batch.
     #[test]
     fn a_lane_batches_equal_datagrams_into_one_send_and_they_arrive_intact() {
-        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let tx = PathSocket::bind(loopback, 1 << 20).unwrap();
-        let rx = PathSocket::bind(loopback, 1 << 20).unwrap();
-        let to = rx.local_addr().unwrap();
-        let socks = [tx];
+        let (socks, rx, to) = loopback_pair();
         let mut lanes = TxLanes::new(1);
         let mut sent = Vec::new();
         for i in 0..10u8 {
@@ -287,11 +292,7 @@ mod tests {
     /// a change of codepoint starts a new batch.
     #[test]
     fn datagrams_carry_their_ecn_codepoint() {
-        let loopback: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let tx = PathSocket::bind(loopback, 1 << 20).unwrap();
-        let rx = PathSocket::bind(loopback, 1 << 20).unwrap();
-        let to = rx.local_addr().unwrap();
-        let socks = [tx];
+        let (socks, rx, to) = loopback_pair();
         let mut lanes = TxLanes::new(1);
         let sent = [(Ecn::Ect0, 1u8), (Ecn::Ect0, 2), (Ecn::NotEct, 3), (Ecn::Ect0, 4)];
         for &(ecn, b) in &sent {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{answer, calls_through, eventually, expected, settled, LOOPBACK};
+use common::{answer, calls_through, eventually, expected, faults, settled, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server};
@@ -109,15 +109,6 @@ fn dropped_datagrams_still_deliver_byte_exact() {
 fn thousand_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
     let cfg = config();
     let max = cfg.max_message_bytes() as usize;
-    let faults = |seed| {
-        Some(SendLoss {
-            rate: 0.02,
-            seed,
-            path: None,
-            duplicate: 0.02,
-            reorder: 0.02,
-        })
-    };
     let (ss, cs, _) = calls_through(&cfg, faults, 1_000, |i| request(19, i, max));
     assert!(cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0);
 }

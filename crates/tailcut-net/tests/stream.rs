@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{answer, calls_through, expected, settled, LOOPBACK};
+use common::{answer, calls_through, expected, faults, settled, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server, ServerStats};
@@ -46,16 +46,6 @@ fn request(seed: u64, i: u64) -> Vec<u8> {
 
 fn server(cfg: NetConfig) -> Server {
     Server::bind(LOOPBACK.parse().unwrap(), cfg, answer).unwrap()
-}
-
-fn faults(seed: u64) -> Option<SendLoss> {
-    Some(SendLoss {
-        rate: 0.02,
-        seed,
-        path: None,
-        duplicate: 0.02,
-        reorder: 0.02,
-    })
 }
 
 /// 1,000 calls of `scheme`, every response checked, through each side's send hook.

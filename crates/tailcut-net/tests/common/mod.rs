@@ -35,6 +35,17 @@ pub fn settled(s: &Server, ok: impl Fn(&ServerStats) -> bool) -> ServerStats {
     eventually(|| s.stats(), ok)
 }
 
+/// The send hook that drops 2%, duplicates 2% and reorders 2% of a side's datagrams.
+pub fn faults(seed: u64) -> Option<SendLoss> {
+    Some(SendLoss {
+        rate: 0.02,
+        seed,
+        path: None,
+        duplicate: 0.02,
+        reorder: 0.02,
+    })
+}
+
 /// `n` calls of `request(i)` from a client to an [`answer`] server, `cfg` on both ends with each
 /// side's send hook (`hook(1)` the server's, `hook(2)` the client's); every response checked. Returns
 /// both ends' counters once each has counted every call, and the requests' bytes sent again
