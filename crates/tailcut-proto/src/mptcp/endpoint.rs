@@ -134,9 +134,11 @@ impl MptcpEndpoint {
         let mut ep = MptcpEndpoint {
             mss: u64::from(tcp.mss_bytes.max(1)),
             peer_window: u64::from(tcp.rcv_window_bytes),
-            send_bytes: tcp
-                .carry_bytes
-                .then(|| SendBytes::with_leading_zeros(cfg.warmup_bytes)),
+            send_bytes: tcp.carry_bytes.then(|| {
+                let mut b = SendBytes::default();
+                b.push_zeros(cfg.warmup_bytes);
+                b
+            }),
             data_rx,
             tcp: sub_cfg,
             class: 0,
@@ -674,7 +676,7 @@ impl Engine for MptcpEndpoint {
     fn send_message(&mut self, _now: Time, msg: MsgId, len_bytes: u64) {
         if let Some(b) = self.send_bytes.as_mut() {
             // A message given by length only, on a connection that carries bytes, is zeros.
-            b.push(&vec![0; len_bytes as usize]);
+            b.push_zeros(len_bytes);
         }
         self.queue(msg, len_bytes);
     }

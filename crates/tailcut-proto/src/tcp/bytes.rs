@@ -39,17 +39,15 @@ pub(crate) struct SendBytes {
 }
 
 impl SendBytes {
-    /// A stream that starts with `zeros` bytes the application did not write (MPTCP's warm-up).
-    pub(crate) fn with_leading_zeros(zeros: u64) -> Self {
-        SendBytes {
-            base: 0,
-            buf: std::iter::repeat_n(0, zeros as usize).collect(),
-        }
-    }
-
     /// The application's next bytes.
     pub(crate) fn push(&mut self, data: &[u8]) {
         self.buf.extend(data);
+    }
+
+    /// `n` zero bytes the application did not write: a message given by length only, MPTCP's
+    /// warm-up.
+    pub(crate) fn push_zeros(&mut self, n: u64) {
+        self.buf.resize(self.buf.len() + n as usize, 0);
     }
 
     /// Forgets the bytes below `offset`.

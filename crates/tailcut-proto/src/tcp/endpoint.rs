@@ -346,7 +346,7 @@ impl Conn {
     fn send_message(&mut self, msg: MsgId, len_bytes: u64) {
         if let Some(b) = self.send_bytes.as_mut() {
             // A message given by length only, on a connection that carries bytes, is zeros.
-            b.push(&vec![0; len_bytes as usize]);
+            b.push_zeros(len_bytes);
         }
         self.sender.queue_message(msg, len_bytes, &mut self.events);
     }
