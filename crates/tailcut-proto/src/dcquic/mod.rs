@@ -26,13 +26,17 @@ pub mod cc;
 pub mod crypto;
 pub mod migration;
 pub mod mps;
+pub mod real;
+#[cfg(test)]
+mod real_tests;
+pub mod route;
 mod simrand;
 pub mod tailfec;
 #[cfg(test)]
 mod tests;
 pub mod tickets;
 
-use crate::engine::{AppEvent, Engine, MessageStats, MsgId};
+use crate::engine::{AppEvent, Engine, MessageStats, MsgId, Outgoing};
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto};
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
@@ -200,44 +204,112 @@ impl DcquicConfig {
     }
 }
 
-/// Crypto configurations, built once per transport (parsing the key and certificate is not free),
-/// and with `zero_rtt` the session-ticket store of each client host (one per transport, so one per
-/// run: tickets never cross runs).
+/// What the engines of one transport (simulator) or one runtime (real sockets) share: the
+/// configuration, and the crypto of one of the two modes, which share no source of randomness.
 pub struct Shared {
     pub cfg: DcquicConfig,
-    client: Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
-    server: Arc<quinn_proto::crypto::rustls::QuicServerConfig>,
-    /// Per client host (its first address): its ticket store and the client config that uses it.
-    hosts: Mutex<BTreeMap<Addr, HostTickets>>,
+    mode: Mode,
     /// The `Instant` simulated time is laid on, handed in by the driver: quinn-proto's time type is
     /// `std::time::Instant`, which cannot be built from a number, and an engine reads no clock. Only
     /// differences from it are used, so its value never affects a result.
     epoch: Instant,
 }
 
+enum Mode {
+    /// Seeded, simulation only ([`crypto`], [`simrand`]): crypto configurations built once per
+    /// transport (parsing the key and certificate is not free), and with `zero_rtt` the
+    /// session-ticket store of each client host (one per transport, so one per run: tickets never
+    /// cross runs).
+    Sim {
+        client: Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
+        server: Arc<quinn_proto::crypto::rustls::QuicServerConfig>,
+        hosts: Mutex<BTreeMap<Addr, HostTickets>>,
+    },
+    /// Real sockets ([`real`]).
+    Real(RealShared),
+}
+
+struct RealShared {
+    client: Option<Arc<quinn_proto::crypto::rustls::QuicClientConfig>>,
+    server: Option<Arc<quinn_proto::crypto::rustls::QuicServerConfig>>,
+    server_name: String,
+    path_max_payload: u16,
+    max_message_bytes: u64,
+    max_buffered_bytes: u64,
+}
+
+/// Per client host (its first address): its ticket store and the client config that uses it.
 type HostTickets = (
     Arc<tickets::TicketStore>,
     Arc<quinn_proto::crypto::rustls::QuicClientConfig>,
 );
 
 impl Shared {
+    /// The simulator's mode: seeded crypto, no clock.
     pub fn new(cfg: DcquicConfig, epoch: Instant) -> Shared {
         let server = crypto::server(cfg.zero_rtt);
         Shared {
             cfg,
-            client: crypto::client(None),
-            server,
-            hosts: Mutex::new(BTreeMap::new()),
+            mode: Mode::Sim {
+                client: crypto::client(None),
+                server,
+                hosts: Mutex::new(BTreeMap::new()),
+            },
             epoch,
+        }
+    }
+
+    /// Real sockets: the operating system's randomness, `real`'s certificates and ALPN, messages
+    /// delimited by their stream's FIN. `epoch` is the runtime clock's zero. 0-RTT and tail FEC are
+    /// simulator features here and are refused.
+    pub fn real(cfg: DcquicConfig, epoch: Instant, real: real::RealMode) -> Result<Shared, String> {
+        cfg.validate()?;
+        real.validate()?;
+        if cfg.zero_rtt {
+            return Err("zero_rtt: not available on real sockets (session tickets are simulated)".into());
+        }
+        if cfg.tail_fec {
+            return Err("tail_fec: not available on real sockets".into());
+        }
+        let client = if real.roots.is_empty() {
+            None
+        } else {
+            Some(real::client(&real)?)
+        };
+        let server = match real.identity {
+            Some(_) => Some(real::server(&real)?),
+            None => None,
+        };
+        Ok(Shared {
+            cfg,
+            mode: Mode::Real(RealShared {
+                client,
+                server,
+                server_name: real.server_name,
+                path_max_payload: real.path_max_payload,
+                max_message_bytes: real.max_message_bytes,
+                max_buffered_bytes: real.max_buffered_bytes,
+            }),
+            epoch,
+        })
+    }
+
+    fn real_mode(&self) -> Option<&RealShared> {
+        match &self.mode {
+            Mode::Real(r) => Some(r),
+            Mode::Sim { .. } => None,
         }
     }
 
     /// The client crypto config for connections from `host`: with 0-RTT, the host's own (its tickets).
     fn client_for(&self, host: Addr) -> Arc<quinn_proto::crypto::rustls::QuicClientConfig> {
+        let Mode::Sim { client, hosts, .. } = &self.mode else {
+            unreachable!("simulated engines are built from a simulated Shared")
+        };
         if !self.cfg.zero_rtt {
-            return self.client.clone();
+            return client.clone();
         }
-        let mut m = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = hosts.lock().unwrap_or_else(|e| e.into_inner());
         m.entry(host)
             .or_insert_with(|| {
                 let store = Arc::new(tickets::TicketStore::default());
@@ -249,7 +321,10 @@ impl Shared {
 
     /// Session tickets `host` holds for `server` (0 without `zero_rtt`).
     pub fn tickets(&self, host: Addr, server: Addr) -> usize {
-        let m = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        let Mode::Sim { hosts, .. } = &self.mode else {
+            return 0;
+        };
+        let m = hosts.lock().unwrap_or_else(|e| e.into_inner());
         m.get(&host).map_or(0, |h| h.0.tickets(&server_name(server)))
     }
 }
@@ -289,6 +364,20 @@ fn addr_of(s: SocketAddr) -> Addr {
     }
 }
 
+/// Stateless datagrams an engine holds at most (more are dropped, as a busy server would).
+const STATELESS_QUEUE: usize = 4;
+
+/// A message waiting for a stream: its id, length, stream kind and (real sockets) its bytes.
+type Queued = (MsgId, u64, Dir, Option<Vec<u8>>);
+
+/// Where an engine's keys and randomness come from.
+enum Origin {
+    /// The run's seed (simulation).
+    Sim(Rng),
+    /// The operating system; a server's connection IDs begin with `key`.
+    Real { key: u32 },
+}
+
 #[derive(Debug, Default)]
 struct SendSide {
     msg: MsgId,
@@ -301,6 +390,8 @@ struct SendSide {
     repair_bytes: u64,
     /// The connection's lost bytes (quinn's `PathStats::lost_bytes`) when the message was opened.
     lost_at_open: u64,
+    /// The application's bytes (real sockets); without them the stream carries [`tailfec::payload`]'s.
+    data: Option<Vec<u8>>,
 }
 
 impl SendSide {
@@ -327,6 +418,8 @@ struct RecvSide {
     got: u64,
     fin: bool,
     reported: bool,
+    /// The bytes read so far (real sockets), in order.
+    buf: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -362,6 +455,9 @@ pub struct DcquicCounters {
     pub fec_recovered_bytes: u64,
     pub fec_repairs: u64,
     pub fec_repair_bytes: u64,
+    /// Real sockets: connections closed because the peer sent a message over the limit or held too
+    /// many bytes in messages not yet complete.
+    pub protocol_errors: u64,
 }
 
 /// One end of a DCQUIC connection.
@@ -382,7 +478,7 @@ pub struct DcquicEngine {
     next_check: Option<Time>,
     streams: BTreeMap<StreamId, StreamState>,
     /// Messages waiting for a stream of their kind: bidirectional for a request, else unidirectional.
-    pending: VecDeque<(MsgId, u64, Dir)>,
+    pending: VecDeque<Queued>,
     /// Requests the peer sent on its bidirectional streams, waiting for their responses.
     requests_in: BTreeMap<MsgId, StreamId>,
     /// Our requests, by id, on our bidirectional streams.
@@ -404,6 +500,14 @@ pub struct DcquicEngine {
     fec_scratch: Vec<u8>,
     /// Peer streams accepted so far, per direction [bidi, uni].
     accepted: [u64; 2],
+    /// Real sockets: messages delivered and not yet taken, and the bytes held in them and in streams
+    /// still arriving.
+    inbox: BTreeMap<MsgId, Vec<u8>>,
+    buffered: u64,
+    /// Why the connection ended, as quinn reports it.
+    close_reason: Option<String>,
+    /// Stateless datagrams to send (real sockets): (destination, bytes).
+    stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     /// Reconstructions: (message, start offset of the kept window, its bytes), for tests to check.
     #[cfg(test)]
     fec_log: Vec<(MsgId, u64, Vec<u8>)>,
@@ -412,7 +516,8 @@ pub struct DcquicEngine {
 impl DcquicEngine {
     /// `tuple` is this end's view (src = own address). `client` opens the connection; `local_addrs`
     /// are the host's addresses (migration moves through them; the first must be `tuple.src`);
-    /// `task_bytes` sizes the MPS.
+    /// `task_bytes` sizes the MPS. With a simulated [`Shared`] every key and random comes from `rng`;
+    /// with a real one from the operating system (`rng` then only picks a server's routing key).
     pub fn new(
         shared: Arc<Shared>,
         tuple: FiveTuple,
@@ -422,72 +527,182 @@ impl DcquicEngine {
         mut rng: Rng,
         now: Time,
     ) -> DcquicEngine {
+        let origin = match shared.mode {
+            Mode::Sim { .. } => Origin::Sim(rng),
+            Mode::Real(_) => Origin::Real { key: rng.next_u32() },
+        };
+        DcquicEngine::build(shared, tuple, client, local_addrs, task_bytes, origin, now)
+    }
+
+    /// A client on real sockets ([`Shared::real`]): `local_addrs` name its paths (one per local
+    /// interface address; migration moves through them), `tuple.dst` the server. The MPS follows
+    /// `task_bytes`, capped at what the path carries.
+    pub fn real_client(
+        shared: Arc<Shared>,
+        tuple: FiveTuple,
+        local_addrs: Vec<Addr>,
+        task_bytes: u64,
+        now: Time,
+    ) -> Result<DcquicEngine, String> {
+        match shared.real_mode() {
+            Some(r) if r.client.is_some() => {}
+            _ => return Err("a real client needs a Shared::real with trusted roots".into()),
+        }
+        let origin = Origin::Real { key: 0 };
+        Ok(DcquicEngine::build(
+            shared,
+            tuple,
+            true,
+            local_addrs,
+            task_bytes,
+            origin,
+            now,
+        ))
+    }
+
+    /// A server on real sockets for one connection, whose connection IDs begin with `key`
+    /// ([`real::cid_key`]), so a runtime serving many connections on one socket finds this engine.
+    pub fn real_server(
+        shared: Arc<Shared>,
+        tuple: FiveTuple,
+        key: u32,
+        now: Time,
+    ) -> Result<DcquicEngine, String> {
+        match shared.real_mode() {
+            Some(r) if r.server.is_some() => {}
+            _ => return Err("a real server needs a Shared::real with an identity".into()),
+        }
+        let origin = Origin::Real { key };
+        Ok(DcquicEngine::build(
+            shared,
+            tuple,
+            false,
+            Vec::new(),
+            0,
+            origin,
+            now,
+        ))
+    }
+
+    fn build(
+        shared: Arc<Shared>,
+        tuple: FiveTuple,
+        client: bool,
+        local_addrs: Vec<Addr>,
+        task_bytes: u64,
+        origin: Origin,
+        now: Time,
+    ) -> DcquicEngine {
         let cfg = &shared.cfg;
-        let mps = cfg.mps.select(task_bytes);
-        let mut seed = [0u8; 32];
-        rng.fill_bytes(&mut seed);
-        let mut reset_key = [0u8; 32];
-        rng.fill_bytes(&mut reset_key);
-        let tls_seed = simrand::SimSeed::draw(&mut rng);
-        let mut ep_cfg = EndpointConfig::new(Arc::new(ring::hmac::Key::new(
-            ring::hmac::HMAC_SHA256,
-            &reset_key,
-        )));
-        ep_cfg
-            .cid_generator(tls_seed.cid_generator())
-            .max_udp_payload_size(mps)
-            .expect("validated MPS is a legal UDP payload");
+        let mps = match shared.real_mode() {
+            // A server offers all the path carries; the client's (smaller) choice wins.
+            Some(r) if !client => r.path_max_payload,
+            Some(r) => cfg.mps.select(task_bytes).min(r.path_max_payload),
+            None => cfg.mps.select(task_bytes),
+        };
         let transport = cfg.transport(mps);
         let mut server_cfg = None;
-        if !client {
-            let mut token_key = [0u8; 32];
-            rng.fill_bytes(&mut token_key);
-            let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token_key);
-            let crypto = simrand::SeededServer::new(shared.server.clone(), tls_seed);
-            let mut sc = ServerConfig::new(crypto, Arc::new(prk));
-            let mut tokens = quinn_proto::ValidationTokenConfig::default();
-            // No NEW_TOKEN frames: connections are not re-opened from tokens here, and issuing one
-            // would stamp it with the wall clock.
-            tokens.sent(0);
-            sc.transport_config(transport.clone())
-                .migration(true)
-                .validation_token_config(tokens)
-                .time_source(Arc::new(FrozenClock));
-            server_cfg = Some(Arc::new(sc));
-        }
-        let mut endpoint = Endpoint::new(Arc::new(ep_cfg), server_cfg.clone(), false, Some(seed));
         let local_addrs = if local_addrs.is_empty() {
             vec![tuple.src]
         } else {
             local_addrs
         };
+        let mut counters = DcquicCounters::default();
+        let (mut endpoint, client_cfg) = match origin {
+            Origin::Sim(mut rng) => {
+                let mut seed = [0u8; 32];
+                rng.fill_bytes(&mut seed);
+                let mut reset_key = [0u8; 32];
+                rng.fill_bytes(&mut reset_key);
+                let tls_seed = simrand::SimSeed::draw(&mut rng);
+                let mut ep_cfg = EndpointConfig::new(Arc::new(ring::hmac::Key::new(
+                    ring::hmac::HMAC_SHA256,
+                    &reset_key,
+                )));
+                ep_cfg
+                    .cid_generator(tls_seed.cid_generator())
+                    .max_udp_payload_size(mps)
+                    .expect("validated MPS is a legal UDP payload");
+                if !client {
+                    let Mode::Sim { server, .. } = &shared.mode else {
+                        unreachable!("Origin::Sim comes from a simulated Shared")
+                    };
+                    let mut token_key = [0u8; 32];
+                    rng.fill_bytes(&mut token_key);
+                    let prk = ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token_key);
+                    let crypto = simrand::SeededServer::new(server.clone(), tls_seed);
+                    let mut sc = ServerConfig::new(crypto, Arc::new(prk));
+                    let mut tokens = quinn_proto::ValidationTokenConfig::default();
+                    // No NEW_TOKEN frames: connections are not re-opened from tokens here, and
+                    // issuing one would stamp it with the wall clock.
+                    tokens.sent(0);
+                    sc.transport_config(transport.clone())
+                        .migration(true)
+                        .validation_token_config(tokens)
+                        .time_source(Arc::new(FrozenClock));
+                    server_cfg = Some(Arc::new(sc));
+                }
+                let endpoint = Endpoint::new(Arc::new(ep_cfg), server_cfg.clone(), false, Some(seed));
+                let cc = client.then(|| {
+                    let host = local_addrs.first().copied().unwrap_or(tuple.src);
+                    let mut cc =
+                        ClientConfig::new(simrand::SeededClient::new(shared.client_for(host), tls_seed));
+                    cc.transport_config(transport.clone())
+                        .initial_dst_cid_provider(tls_seed.initial_dst_cid());
+                    cc
+                });
+                (endpoint, cc)
+            }
+            Origin::Real { key } => {
+                let Some(r) = shared.real_mode() else {
+                    unreachable!("Origin::Real comes from a real Shared")
+                };
+                // quinn's defaults draw the reset key, token key and endpoint RNG from the OS.
+                let mut ep_cfg = EndpointConfig::default();
+                ep_cfg
+                    .max_udp_payload_size(mps)
+                    .expect("validated MPS is a legal UDP payload");
+                if !client {
+                    ep_cfg.cid_generator(move || Box::new(real::RoutedCids::new(key)));
+                    if let Some(crypto) = &r.server {
+                        let mut sc = ServerConfig::with_crypto(crypto.clone());
+                        sc.transport_config(transport.clone()).migration(true);
+                        server_cfg = Some(Arc::new(sc));
+                    }
+                }
+                let endpoint = Endpoint::new(Arc::new(ep_cfg), server_cfg.clone(), false, None);
+                let cc = r.client.as_ref().filter(|_| client).map(|crypto| {
+                    let mut cc = ClientConfig::new(crypto.clone());
+                    cc.transport_config(transport.clone());
+                    cc
+                });
+                (endpoint, cc)
+            }
+        };
         let addr_idx = local_addrs.iter().position(|&a| a == tuple.src).unwrap_or(0);
         let mut conn = None;
-        let mut counters = DcquicCounters::default();
-        if client {
-            let host = local_addrs.first().copied().unwrap_or(tuple.src);
-            let mut cc = ClientConfig::new(simrand::SeededClient::new(shared.client_for(host), tls_seed));
-            cc.transport_config(transport)
-                .initial_dst_cid_provider(tls_seed.initial_dst_cid());
-            let name = if cfg.zero_rtt {
-                server_name(tuple.dst)
-            } else {
-                crypto::SERVER_NAME.to_string()
+        if let Some(cc) = client_cfg {
+            let name = match shared.real_mode() {
+                Some(r) => r.server_name.clone(),
+                None if cfg.zero_rtt => server_name(tuple.dst),
+                None => crypto::SERVER_NAME.to_string(),
             };
-            let (ch, c) = endpoint
-                .connect(
-                    to_instant(shared.epoch, now),
-                    cc,
-                    sock(tuple.dst, tuple.dst_port),
-                    &name,
-                )
-                .expect("a fresh endpoint has connection ids and a valid peer address");
-            // 0-RTT keys exist from the start when a ticket was taken: streams open right away and
-            // their data goes out as 0-RTT packets (quinn's `into_0rtt` is this, in the async API).
-            if c.has_0rtt() {
-                counters.zero_rtt_attempts += 1;
+            // A client whose server name is not a valid DNS name or IP fails its first connect: the
+            // engine then has no connection and reports every message as failed.
+            if let Ok((ch, c)) = endpoint.connect(
+                to_instant(shared.epoch, now),
+                cc,
+                sock(tuple.dst, tuple.dst_port),
+                &name,
+            ) {
+                // 0-RTT keys exist from the start when a ticket was taken: streams open right away
+                // and their data goes out as 0-RTT packets (quinn's `into_0rtt` is this, in the
+                // async API).
+                if c.has_0rtt() {
+                    counters.zero_rtt_attempts += 1;
+                }
+                conn = Some((ch, c));
             }
-            conn = Some((ch, c));
         }
         let monitor = Monitor::new(&cfg.migration);
         let mut e = DcquicEngine {
@@ -520,6 +735,10 @@ impl DcquicEngine {
             repairs_due: Vec::new(),
             fec_scratch: Vec::new(),
             accepted: [0; 2],
+            inbox: BTreeMap::new(),
+            buffered: 0,
+            close_reason: None,
+            stateless: VecDeque::new(),
             #[cfg(test)]
             fec_log: Vec::new(),
         };
@@ -584,14 +803,14 @@ impl DcquicEngine {
 
     /// Opens streams for queued messages while the peer's stream limit allows.
     fn open_pending(&mut self, now: Time) {
-        while let Some(&(msg, len, dir)) = self.pending.front() {
+        while let Some(&(msg, len, dir, _)) = self.pending.front() {
             let Some((_, conn)) = self.conn.as_mut() else {
                 return;
             };
             let Some(id) = conn.streams().open(dir) else {
                 break;
             };
-            self.pending.pop_front();
+            let data = self.pending.pop_front().and_then(|q| q.3);
             let lost_at_open = conn.stats().path.lost_bytes;
             self.streams.insert(
                 id,
@@ -601,6 +820,7 @@ impl DcquicEngine {
                         msg,
                         len,
                         lost_at_open,
+                        data,
                         ..SendSide::default()
                     }),
                     recv: RecvSide::default(),
@@ -625,7 +845,11 @@ impl DcquicEngine {
         let mut stream = conn.send_stream(id);
         while s.written < s.len {
             let n = (s.len - s.written).min(tailfec::SPAN as u64) as usize;
-            match stream.write(tailfec::payload(s.msg, s.written, n)) {
+            let bytes = match &s.data {
+                Some(d) => &d[s.written as usize..s.written as usize + n],
+                None => tailfec::payload(s.msg, s.written, n),
+            };
+            match stream.write(bytes) {
                 Ok(k) if k > 0 => s.written += k as u64,
                 _ => break,
             }
@@ -804,12 +1028,25 @@ impl DcquicEngine {
         let Ok(mut chunks) = stream.read(!tail_fec) else {
             return;
         };
+        let limits = self
+            .shared
+            .real_mode()
+            .map(|r| (r.max_message_bytes, r.max_buffered_bytes));
+        let mut over = false;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(c)) => {
                     s.recv.got += c.bytes.len() as u64;
                     if let Some(f) = fec.as_mut() {
                         f.add_data(c.offset, &c.bytes);
+                    }
+                    if let Some((max_message, max_buffered)) = limits {
+                        self.buffered += c.bytes.len() as u64;
+                        if s.recv.got > max_message || self.buffered > max_buffered {
+                            over = true;
+                            break;
+                        }
+                        s.recv.buf.extend_from_slice(&c.bytes);
                     }
                 }
                 Ok(None) => {
@@ -820,6 +1057,20 @@ impl DcquicEngine {
             }
         }
         let _ = chunks.finalize();
+        if over {
+            self.counters.protocol_errors += 1;
+            self.close(now, real::ERROR_TOO_LARGE, "message over the limit");
+            return;
+        }
+        if limits.is_some() && s.recv.fin && s.recv.msg.is_none() {
+            // The FIN delimits the message: a response on our request's stream is the request's id
+            // with the low bit set, anything else is named by its stream.
+            let msg = match &s.send {
+                Some(x) if s.rpc => x.msg | 1,
+                _ => u64::from(id),
+            };
+            s.recv.msg = Some((msg, s.recv.got));
+        }
         if self.side == Side::Client && self.counters.first_bytes == 0 && s.recv.got > 0 {
             self.counters.first_bytes = 1;
             self.counters.first_byte_ns = now.saturating_sub(self.start).0;
@@ -852,6 +1103,9 @@ impl DcquicEngine {
             return;
         };
         s.recv.reported = true;
+        if self.shared.real_mode().is_some() {
+            self.inbox.insert(msg, std::mem::take(&mut s.recv.buf));
+        }
         self.events.push_back(AppEvent::MessageReceived { msg });
         if id.dir() == Dir::Bi && id.initiator() != self.side {
             self.requests_in.insert(msg, id);
@@ -981,30 +1235,9 @@ impl DcquicEngine {
                     }
                     self.open_pending(now);
                 }
-                Event::ConnectionLost { .. } => {
-                    let lost_now = conn.stats().path.lost_bytes;
-                    let mut failed: Vec<(StreamId, MsgId, MessageStats)> = self
-                        .streams
-                        .iter()
-                        .filter_map(|(&id, s)| {
-                            let x = s.send.as_ref().filter(|x| !x.acked)?;
-                            Some((id, x.msg, x.stats(lost_now)))
-                        })
-                        .collect();
-                    failed.sort_unstable_by_key(|f| f.0);
-                    let queued = self.pending.drain(..).map(|(msg, len, _)| {
-                        let stats = MessageStats {
-                            sent_bytes: len,
-                            ..MessageStats::default()
-                        };
-                        (msg, stats)
-                    });
-                    for (msg, stats) in failed.into_iter().map(|(_, m, st)| (m, st)).chain(queued) {
-                        self.events.push_back(AppEvent::MessageFailed { msg, stats });
-                    }
-                    self.streams.clear();
-                    self.fec_rx.clear();
-                    self.repairs_due.clear();
+                Event::ConnectionLost { reason } => {
+                    self.close_reason = Some(reason.to_string());
+                    self.fail_all();
                     self.conn = None;
                     break;
                 }
@@ -1018,6 +1251,64 @@ impl DcquicEngine {
             }
         }
         self.refresh_timeout(now);
+    }
+
+    /// The connection is over: every message not yet acknowledged failed, and stream state goes.
+    fn fail_all(&mut self) {
+        let lost_now = self.lost_bytes();
+        let mut failed: Vec<(StreamId, MsgId, MessageStats)> = self
+            .streams
+            .iter()
+            .filter_map(|(&id, s)| {
+                let x = s.send.as_ref().filter(|x| !x.acked)?;
+                Some((id, x.msg, x.stats(lost_now)))
+            })
+            .collect();
+        failed.sort_unstable_by_key(|f| f.0);
+        let queued = self.pending.drain(..).map(|(msg, len, _, _)| {
+            let stats = MessageStats {
+                sent_bytes: len,
+                ..MessageStats::default()
+            };
+            (msg, stats)
+        });
+        for (msg, stats) in failed.into_iter().map(|(_, m, st)| (m, st)).chain(queued) {
+            self.events.push_back(AppEvent::MessageFailed { msg, stats });
+        }
+        self.streams.clear();
+        self.fec_rx.clear();
+        self.repairs_due.clear();
+        self.buffered = self.inbox.values().map(|b| b.len() as u64).sum();
+    }
+
+    /// Closes the connection (QUIC's CONNECTION_CLOSE with an application error code) and fails what
+    /// it carried; the engine keeps the connection until quinn has sent the close.
+    pub fn close(&mut self, now: Time, code: u32, reason: &str) {
+        let at = to_instant(self.shared.epoch, now);
+        let Some((_, conn)) = self.conn.as_mut() else {
+            return;
+        };
+        if conn.is_closed() {
+            return;
+        }
+        conn.close(
+            at,
+            VarInt::from_u32(code),
+            bytes::Bytes::copy_from_slice(reason.as_bytes()),
+        );
+        self.close_reason = Some(format!("closed locally: {reason}"));
+        self.fail_all();
+        self.process(now);
+    }
+
+    /// Why the connection ended (a peer's close, a timeout, a TLS alert), if it has.
+    pub fn close_reason(&self) -> Option<&str> {
+        self.close_reason.as_deref()
+    }
+
+    /// The connection is closed or gone (or never opened): nothing more will be delivered.
+    pub fn is_closed(&self) -> bool {
+        self.conn.as_ref().is_none_or(|(_, c)| c.is_closed())
     }
 
     /// The server refused our 0-RTT data: quinn has dropped the streams we opened (and what we
@@ -1065,7 +1356,7 @@ impl DcquicEngine {
                     // The new stream limit is below the remembered one: queue it like a new message.
                     if let Some(x) = s.send {
                         self.requests_out.remove(&x.msg);
-                        self.pending.push_back((x.msg, x.len, id.dir()));
+                        self.pending.push_back((x.msg, x.len, id.dir(), x.data));
                     }
                 }
             }
@@ -1111,8 +1402,8 @@ impl DcquicEngine {
 
     /// Queues a message for a stream of its own: bidirectional for a request (its response comes
     /// back on it), unidirectional otherwise.
-    fn queue_message(&mut self, now: Time, msg: MsgId, len_bytes: u64, dir: Dir) {
-        self.pending.push_back((msg, len_bytes, dir));
+    fn queue_message(&mut self, now: Time, msg: MsgId, len_bytes: u64, dir: Dir, data: Option<Vec<u8>>) {
+        self.pending.push_back((msg, len_bytes, dir, data));
         self.open_pending(now);
         self.process(now);
     }
@@ -1120,6 +1411,10 @@ impl DcquicEngine {
     /// Frames the peer's next stream of kind `dir` (peers open streams in the order their
     /// application sends, so the k-th framed message is on the peer's k-th stream).
     fn expect_on(&mut self, dir: Dir, msg: MsgId, len_bytes: u64) {
+        // On real sockets a message is its stream, delimited by the FIN: nothing to frame.
+        if self.shared.real_mode().is_some() {
+            return;
+        }
         let k = dir as usize;
         let idx = self.expect[k].len() as u64;
         self.expect[k].push((msg, len_bytes));
@@ -1133,32 +1428,94 @@ impl DcquicEngine {
     }
 }
 
+impl DcquicEngine {
+    /// Keeps a stateless datagram quinn wrote to `scratch` (a refused handshake's close, a version
+    /// negotiation, a reset) for the next `poll_transmit`: on real sockets only, at most
+    /// [`STATELESS_QUEUE`] at once.
+    fn stateless_out(&mut self, t: &quinn_proto::Transmit) {
+        if self.shared.real_mode().is_some() && self.stateless.len() < STATELESS_QUEUE {
+            let n = t.size.min(self.scratch.len());
+            self.stateless
+                .push_back((t.destination, self.scratch[..n].to_vec()));
+        }
+    }
+
+    /// The packet of a datagram of `size` bytes to `to`.
+    fn datagram(&self, to: SocketAddr, ecn: Option<EcnCodepoint>, size: usize) -> Packet {
+        let tuple = FiveTuple {
+            src: self.tuple.src,
+            dst: addr_of(to),
+            src_port: self.tuple.src_port,
+            dst_port: to.port(),
+            proto: Proto::Udp,
+        };
+        let ecn = match ecn {
+            Some(EcnCodepoint::Ect0) | Some(EcnCodepoint::Ect1) if self.shared.cfg.ecn => Ecn::Ect0,
+            Some(EcnCodepoint::Ce) => Ecn::Ce,
+            _ => Ecn::NotEct,
+        };
+        Packet {
+            tuple,
+            size_bytes: size as u32 + self.shared.cfg.header_bytes,
+            ecn,
+            header: Header::Datagram {
+                payload_len: size as u32,
+            },
+            ..Packet::default()
+        }
+    }
+
+    /// Queues a message as the application asked (`data`: its bytes, on real sockets).
+    fn send(&mut self, now: Time, how: Outgoing, msg: MsgId, len_bytes: u64, data: Option<Vec<u8>>) {
+        match how {
+            Outgoing::Message => self.queue_message(now, msg, len_bytes, Dir::Uni, data),
+            Outgoing::Request => self.queue_message(now, msg, len_bytes, Dir::Bi, data),
+            Outgoing::Response { request } => {
+                if let Some(id) = self.requests_in.remove(&request) {
+                    let lost_at_open = self.lost_bytes();
+                    if let Some(s) = self.streams.get_mut(&id) {
+                        s.send = Some(SendSide {
+                            msg,
+                            len: len_bytes,
+                            lost_at_open,
+                            data,
+                            ..SendSide::default()
+                        });
+                        self.write(id);
+                        self.process(now);
+                        return;
+                    }
+                }
+                // The request's stream is gone: the response travels on a stream of its own.
+                self.queue_message(now, msg, len_bytes, Dir::Uni, data);
+            }
+        }
+    }
+}
+
 impl Engine for DcquicEngine {
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
-        self.queue_message(now, msg, len_bytes, Dir::Uni);
+        self.send(now, Outgoing::Message, msg, len_bytes, None);
     }
 
     fn send_request(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
-        self.queue_message(now, msg, len_bytes, Dir::Bi);
+        self.send(now, Outgoing::Request, msg, len_bytes, None);
     }
 
     fn send_response(&mut self, now: Time, request: MsgId, msg: MsgId, len_bytes: u64) {
-        if let Some(id) = self.requests_in.remove(&request) {
-            let lost_at_open = self.lost_bytes();
-            if let Some(s) = self.streams.get_mut(&id) {
-                s.send = Some(SendSide {
-                    msg,
-                    len: len_bytes,
-                    lost_at_open,
-                    ..SendSide::default()
-                });
-                self.write(id);
-                self.process(now);
-                return;
-            }
-        }
-        // The request's stream is gone: the response travels on a stream of its own.
-        self.queue_message(now, msg, len_bytes, Dir::Uni);
+        self.send(now, Outgoing::Response { request }, msg, len_bytes, None);
+    }
+
+    /// The stream carries `data` itself (real sockets, or a simulation checking bytes).
+    fn send_bytes(&mut self, now: Time, how: Outgoing, msg: MsgId, data: &[u8]) {
+        self.send(now, how, msg, data.len() as u64, Some(data.to_vec()));
+    }
+
+    /// On real sockets: the bytes of a message delivered with `MessageReceived`.
+    fn take_bytes(&mut self, msg: MsgId) -> Option<Vec<u8>> {
+        let b = self.inbox.remove(&msg)?;
+        self.buffered = self.buffered.saturating_sub(b.len() as u64);
+        Some(b)
     }
 
     fn expect_message(&mut self, msg: MsgId, len_bytes: u64) {
@@ -1170,6 +1527,9 @@ impl Engine for DcquicEngine {
     }
 
     fn expect_response(&mut self, request: MsgId, msg: MsgId, len_bytes: u64) {
+        if self.shared.real_mode().is_some() {
+            return;
+        }
         if let Some(&id) = self.requests_out.get(&request) {
             if let Some(s) = self.streams.get_mut(&id) {
                 s.recv.msg = Some((msg, len_bytes));
@@ -1209,21 +1569,29 @@ impl Engine for DcquicEngine {
                 if self.conn.is_none() && self.server_cfg.is_some() {
                     self.tuple.dst = pkt.tuple.src;
                     self.tuple.dst_port = pkt.tuple.src_port;
-                    // A refused handshake (bad Initial) leaves the server waiting for a good one.
-                    if let Ok((ch, c)) = self.endpoint.accept(
+                    // A refused handshake (bad Initial, no common ALPN) leaves the server waiting for a
+                    // good one; on real sockets the refusal goes back to the client.
+                    match self.endpoint.accept(
                         incoming,
                         to_instant(self.shared.epoch, now),
                         &mut self.scratch,
                         self.server_cfg.clone(),
                     ) {
-                        self.conn = Some((ch, c));
+                        Ok((ch, c)) => self.conn = Some((ch, c)),
+                        Err(e) => {
+                            self.close_reason = Some(e.cause.to_string());
+                            if let Some(t) = e.response {
+                                self.stateless_out(&t);
+                            }
+                        }
                     }
                 } else {
                     self.endpoint.ignore(incoming);
                 }
             }
-            // Stateless responses (version negotiation, resets) do not arise between our own peers.
-            Some(DatagramEvent::Response(_)) | None => {}
+            // Stateless responses (version negotiation, resets) do not arise between simulated peers.
+            Some(DatagramEvent::Response(t)) => self.stateless_out(&t),
+            None => {}
         }
         self.report_framed_late(now);
         self.process(now);
@@ -1244,6 +1612,10 @@ impl Engine for DcquicEngine {
     }
 
     fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
+        if let Some((to, bytes)) = self.stateless.pop_front() {
+            payload.extend_from_slice(&bytes);
+            return Some(self.datagram(to, None, bytes.len()));
+        }
         let at = to_instant(self.shared.epoch, now);
         let (_, conn) = self.conn.as_mut()?;
         let mut sent = conn.poll_transmit(at, 1, payload);
@@ -1257,28 +1629,7 @@ impl Engine for DcquicEngine {
             return None;
         };
         payload.truncate(t.size);
-        let dst = addr_of(t.destination);
-        let tuple = FiveTuple {
-            src: self.tuple.src,
-            dst,
-            src_port: self.tuple.src_port,
-            dst_port: t.destination.port(),
-            proto: Proto::Udp,
-        };
-        let ecn = match t.ecn {
-            Some(EcnCodepoint::Ect0) | Some(EcnCodepoint::Ect1) if self.shared.cfg.ecn => Ecn::Ect0,
-            Some(EcnCodepoint::Ce) => Ecn::Ce,
-            _ => Ecn::NotEct,
-        };
-        Some(Packet {
-            tuple,
-            size_bytes: t.size as u32 + self.shared.cfg.header_bytes,
-            ecn,
-            header: Header::Datagram {
-                payload_len: t.size as u32,
-            },
-            ..Packet::default()
-        })
+        Some(self.datagram(t.destination, t.ecn, t.size))
     }
 
     fn poll_timeout(&self) -> Option<Time> {
@@ -1331,6 +1682,7 @@ impl Engine for DcquicEngine {
             ("dcquic_fec_recovered_bytes", c.fec_recovered_bytes),
             ("dcquic_fec_repairs", c.fec_repairs),
             ("dcquic_fec_repair_bytes", c.fec_repair_bytes),
+            ("dcquic_protocol_errors", c.protocol_errors),
         ]
     }
 }
