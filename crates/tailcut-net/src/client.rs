@@ -14,10 +14,11 @@ use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::Preamble;
 use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
-use crate::{cloudburst, tcp};
+use crate::{cloudburst, dcquic, tcp};
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -25,7 +26,7 @@ use tailcut_proto::cloudburst::TableSizes;
 use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::rng::{derive_seed, Stream};
 use tailcut_proto::tcp::TcpEndpoint;
-use tailcut_proto::{AppEvent, Dur, Engine, MessageStats, Time};
+use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MessageStats, Packet, Time};
 
 /// Per-call measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,6 +89,8 @@ pub struct ClientStats {
     /// A stream peer broke the framing (announced a message over the limit); the association's later
     /// calls time out.
     pub protocol_errors: u64,
+    /// DCQUIC's connection counters (`None` for other schemes).
+    pub dcquic: Option<crate::dcquic::DcquicStats>,
 }
 
 type ReplyTx = SyncSender<Result<Reply, CallError>>;
@@ -183,6 +186,15 @@ impl Client {
                 let scheme = tcp::ClientSide::<MptcpEndpoint>::new(&cfg, association);
                 spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
+            Scheme::Dcquic => {
+                let paths: Vec<(IpAddr, SocketAddr)> = (0..cfg.paths()).map(via).collect();
+                let mtu = probe_path_mtu(&paths).map_or(cfg.path_mtu, |m| m.min(cfg.path_mtu));
+                let payload = mtu.saturating_sub(28).min(u32::from(u16::MAX)) as u16;
+                let clock = driver.clock;
+                let engines = dcquic::shared(&cfg, clock.instant_epoch(), payload).map_err(invalid)?;
+                let scheme = dcquic::ClientSide::new(&cfg, engines, clock.now()).map_err(invalid)?;
+                spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
+            }
         };
         Ok(Client {
             commands,
@@ -252,6 +264,21 @@ impl Drop for Client {
     }
 }
 
+/// The smallest MTU the kernel knows on the paths (each a local address and the server's), from a
+/// throwaway socket connected along each (`IP_MTU`); `None` if it cannot say.
+fn probe_path_mtu(paths: &[(IpAddr, SocketAddr)]) -> Option<u32> {
+    paths
+        .iter()
+        .map(|&(local, remote)| {
+            let s = std::net::UdpSocket::bind(SocketAddr::new(local, 0)).ok()?;
+            s.connect(remote).ok()?;
+            tailcut_sys::pmtu::path_mtu(s.as_fd(), remote.is_ipv6()).ok()
+        })
+        .collect::<Option<Vec<u32>>>()?
+        .into_iter()
+        .min()
+}
+
 /// Starts the runtime thread of a client speaking `scheme`.
 #[allow(clippy::too_many_arguments)]
 fn spawn<S: ClientScheme>(
@@ -312,6 +339,13 @@ pub trait ClientScheme: Send + 'static {
     fn release(&mut self, _now: Time, _key: u64) {}
     /// Scheme counters into the published stats.
     fn publish(&self, _stats: &mut ClientStats) {}
+    /// The packet and engine bytes of a datagram that came from the server on socket `k`, if it is
+    /// this association's: by default a preamble naming the scheme and the association.
+    fn decode(bytes: &[u8], ecn: Ecn, _k: usize, association: u64) -> Option<(Packet, &[u8])> {
+        let (p, b) = Preamble::parse(bytes)
+            .filter(|(p, _)| p.scheme == <Self::E as Codec>::SCHEME && p.association == association)?;
+        <Self::E as Codec>::decode(b, ecn, p.path)
+    }
 }
 
 struct Pending {
@@ -405,10 +439,10 @@ impl<S: ClientScheme> ClientLoop<S> {
         for _ in 0..RX_BUDGET {
             let n = self.d.rx.recv(&self.d.socks[k], |dg| {
                 stats.datagrams_in += 1;
-                let ours = Preamble::parse(dg.bytes).filter(|(p, _)| {
-                    p.scheme == S::E::SCHEME && p.association == association && dg.from == server
-                });
-                let Some((pkt, payload)) = ours.and_then(|(p, b)| S::E::decode(b, dg.ecn, p.path)) else {
+                let ours = (dg.from == server)
+                    .then(|| S::decode(dg.bytes, dg.ecn, k, association))
+                    .flatten();
+                let Some((pkt, payload)) = ours else {
                     stats.foreign_datagrams += 1;
                     return;
                 };

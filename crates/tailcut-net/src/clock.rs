@@ -22,6 +22,16 @@ impl Clock {
         Time(monotonic_ns().saturating_sub(self.epoch_ns))
     }
 
+    /// The epoch as an `Instant`, for engines whose library counts time in `Instant`s (quinn-proto);
+    /// they are handed `epoch + now` and use only differences, so the two clock reads here (both
+    /// `CLOCK_MONOTONIC`) agree to within the nanoseconds between them.
+    #[allow(clippy::disallowed_methods)]
+    pub fn instant_epoch(&self) -> std::time::Instant {
+        let now = std::time::Instant::now();
+        now.checked_sub(std::time::Duration::from_nanos(self.now().0))
+            .unwrap_or(now)
+    }
+
     /// `at` as an absolute `CLOCK_MONOTONIC` deadline for the timerfd (never 0, which disarms it).
     pub fn deadline_ns(&self, at: Time) -> u64 {
         self.epoch_ns.saturating_add(at.0).max(1)

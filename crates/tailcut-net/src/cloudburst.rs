@@ -117,7 +117,7 @@ impl ServerScheme for ServerSide {
         CbHeader::parse(self.engine_cfg.layout(), bytes).is_ok_and(|h| h.kind != Kind::Stop)
     }
 
-    fn open(&self, id: u64) -> Option<(CloudBurstEndpoint, Delivered)> {
+    fn open(&self, id: u64, _now: Time) -> Option<(CloudBurstEndpoint, Delivered)> {
         let e = CloudBurstEndpoint::new(
             self.engine_cfg.clone(),
             FiveTuple::default(),

@@ -19,6 +19,9 @@ use tailcut_proto::{Ecn, Engine, FiveTuple, Header, Packet, Route};
 pub trait Codec: Engine {
     /// The preamble's scheme byte.
     const SCHEME: u8;
+    /// Datagrams start with the runtime's preamble; without it (DCQUIC) they are the engine's bytes
+    /// alone, as any peer of the protocol sends them.
+    const PREAMBLE: bool = true;
 
     /// The path (client socket) `pkt` leaves on, before it is taken modulo the sockets.
     fn path_of(pkt: &Packet) -> usize {

@@ -3,8 +3,10 @@
 use crate::frame::{MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::MAX_DATAGRAM_BYTES;
 use crate::stream::HEADER_BYTES;
+use crate::tls::TlsConfig;
 use std::net::{IpAddr, SocketAddr};
 use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
+use tailcut_proto::dcquic::DcquicConfig;
 use tailcut_proto::mptcp::MptcpConfig;
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::units::Rate;
@@ -13,7 +15,9 @@ use tailcut_proto::{ConfigError, Dur};
 /// A test hook: the runtime drops `rate` of its outgoing datagrams before they reach the socket,
 /// sends `duplicate` of them twice, and holds `reorder` of them back until the next one has gone,
 /// drawn from a seeded RNG (the same seed hits the same positions of the send sequence). With
-/// `path`, only that path's datagrams are touched (rate 1: a black-holed path).
+/// `path`, only that path's datagrams are touched (rate 1: a black-holed path). With `after`, the
+/// hook passes that many datagrams (of the paths it touches) untouched first: a fault that starts
+/// mid-run.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SendLoss {
     pub rate: f64,
@@ -21,6 +25,7 @@ pub struct SendLoss {
     pub path: Option<u32>,
     pub duplicate: f64,
     pub reorder: f64,
+    pub after: u64,
 }
 
 /// The scheme a client and server speak.
@@ -36,6 +41,10 @@ pub enum Scheme {
     Mptcp,
     /// FUSO (`fuso`): MPTCP whose idle sub-flows resend the worst sub-flow's oldest un-ACKed packet.
     Fuso,
+    /// DCQUIC (`dcquic`): tailcut's QUIC engine in real mode (TLS 1.3, an ALPN), one stream per call,
+    /// on plain QUIC datagrams that any QUIC v1 peer with the ALPN can exchange; the client's paths
+    /// are its local addresses, which proactive migration moves between.
+    Dcquic,
 }
 
 impl std::str::FromStr for Scheme {
@@ -46,7 +55,10 @@ impl std::str::FromStr for Scheme {
             "tcp" => Ok(Scheme::Tcp),
             "mptcp" => Ok(Scheme::Mptcp),
             "fuso" => Ok(Scheme::Fuso),
-            _ => Err(format!("unknown scheme '{s}' (cloudburst, tcp, mptcp, fuso)")),
+            "dcquic" => Ok(Scheme::Dcquic),
+            _ => Err(format!(
+                "unknown scheme '{s}' (cloudburst, tcp, mptcp, fuso, dcquic)"
+            )),
         }
     }
 }
@@ -78,8 +90,20 @@ pub struct NetConfig {
     /// switches its recovery on with the paper's defaults when `fuso` is unset. `subflows` is the
     /// number of client sockets (paths).
     pub mptcp: MptcpConfig,
-    /// Largest request or response a stream scheme (TCP) accepts; a peer announcing more is dropped.
+    /// Largest request or response a stream scheme (TCP, DCQUIC) accepts; a peer announcing more is
+    /// dropped.
     pub stream_max_message_bytes: u64,
+    /// DCQUIC's engine parameters (`Scheme::Dcquic`; 0-RTT and tail FEC are simulator features).
+    pub dcquic: DcquicConfig,
+    /// DCQUIC's certificates, trusted roots, server name and ALPN.
+    pub tls: TlsConfig,
+    /// The task size a DCQUIC client picks its maximum packet size by (`dcquic.mps`): below
+    /// `mps.large_task` the small-task MPS (9 KB), else the large-task one.
+    pub dcquic_task_bytes: u64,
+    /// Largest IP packet the network carries (DCQUIC's MPS is capped at it less 28 bytes of IPv4 and
+    /// UDP headers). A client also asks the kernel for the path's MTU (`IP_MTU`) and takes the
+    /// smaller.
+    pub path_mtu: u32,
     /// A stream scheme's call without a response by then fails (the stream still delivers it later,
     /// and the response is then dropped as stale).
     pub stream_call_timeout: Dur,
@@ -115,6 +139,11 @@ impl Default for NetConfig {
             },
             mptcp: MptcpConfig::default(),
             stream_max_message_bytes: 16 << 20,
+            dcquic: DcquicConfig::default(),
+            tls: TlsConfig::default(),
+            dcquic_task_bytes: 0,
+            // Jumbo frames, as DCQUIC's MPS rule assumes (loopback, veth and TUN carry them).
+            path_mtu: 9000,
             stream_call_timeout: Dur::from_millis(10_000),
             cloudburst: CloudBurstConfig {
                 paths: 4,
@@ -187,7 +216,13 @@ impl NetConfig {
             Scheme::CloudBurst => self.cloudburst.paths as usize,
             Scheme::Tcp => 1,
             Scheme::Mptcp | Scheme::Fuso => self.mptcp.subflows as usize,
+            Scheme::Dcquic => self.path_addrs.len().max(1),
         }
+    }
+
+    /// Largest UDP payload DCQUIC may send: `path_mtu` less IPv4 and UDP headers.
+    pub fn path_max_payload(&self) -> u16 {
+        self.path_mtu.saturating_sub(28).min(u32::from(u16::MAX)) as u16
     }
 
     /// Largest datagram the runtime builds.
@@ -197,12 +232,34 @@ impl NetConfig {
             Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => {
                 (self.tcp.mss_bytes + TCP_UDP_MAX_HEADER) as usize + PREAMBLE_BYTES
             }
+            Scheme::Dcquic => usize::from(self.path_max_payload()),
         }
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.scheme != Scheme::CloudBurst {
             self.validate_tcp()?;
+        }
+        if self.scheme == Scheme::Dcquic {
+            self.dcquic.validate().map_err(|e| match e.split_once(": ") {
+                Some((field, reason)) => ConfigError::new(format!("dcquic.{field}"), reason),
+                None => ConfigError::new("dcquic", e),
+            })?;
+            if !(1228..=65_535).contains(&self.path_mtu) {
+                return Err(ConfigError::new(
+                    "path_mtu",
+                    format!(
+                        "must be in 1228..=65535 (QUIC needs 1200 B of UDP payload), got {}",
+                        self.path_mtu
+                    ),
+                ));
+            }
+            if self.path_addrs.len() > MAX_PATHS {
+                return Err(ConfigError::new(
+                    "path_addrs",
+                    format!("at most {MAX_PATHS} paths per association"),
+                ));
+            }
         }
         if matches!(self.scheme, Scheme::Mptcp | Scheme::Fuso) {
             // Its messages start with the field they name.
@@ -305,7 +362,7 @@ impl NetConfig {
     pub fn max_message_bytes(&self) -> u64 {
         match self.scheme {
             Scheme::CloudBurst => self.engine_config().max_message_bytes(),
-            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => self.stream_max_message_bytes,
+            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso | Scheme::Dcquic => self.stream_max_message_bytes,
         }
     }
 
@@ -324,7 +381,7 @@ impl NetConfig {
         let cb = &self.cloudburst;
         match self.scheme {
             Scheme::CloudBurst => cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout,
-            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => self.stream_call_timeout,
+            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso | Scheme::Dcquic => self.stream_call_timeout,
         }
     }
 }

@@ -149,7 +149,12 @@ impl Driver {
             };
             let mut fate = Fate::Send;
             if let Some((f, rng)) = &mut self.faults {
-                if f.path.is_none_or(|p| p as usize == path) {
+                let touched = f.path.is_none_or(|p| p as usize == path);
+                let started = touched && f.after == 0;
+                if touched && f.after > 0 {
+                    f.after -= 1;
+                }
+                if started {
                     let r = rng.random::<f64>();
                     fate = if r < f.rate {
                         Fate::Drop
@@ -167,12 +172,14 @@ impl Driver {
                 continue;
             }
             self.datagram.clear();
-            Preamble {
-                scheme: E::SCHEME,
-                path: path as u8,
-                association,
+            if E::PREAMBLE {
+                Preamble {
+                    scheme: E::SCHEME,
+                    path: path as u8,
+                    association,
+                }
+                .write(&mut self.datagram);
             }
-            .write(&mut self.datagram);
             if !E::encode(&pkt, &self.payload, &mut self.datagram) {
                 continue;
             }

@@ -79,6 +79,8 @@ pub struct TxCounters {
     pub sends: u64,
     /// Datagrams the kernel refused (buffer full or unreachable): UDP loss, as on a wire.
     pub send_errors: u64,
+    /// The largest datagram (UDP payload) handed to the kernel.
+    pub max_datagram: u64,
 }
 
 /// Per-path send lanes.
@@ -116,6 +118,7 @@ impl TxLanes {
             return;
         };
         let len = datagram.len();
+        self.counters.max_datagram = self.counters.max_datagram.max(len as u64);
         let joins = lane.count > 0
             && lane.sock == sock
             && lane.dest == Some(dest)

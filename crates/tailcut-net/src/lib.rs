@@ -30,6 +30,7 @@ pub mod clock;
 mod cloudburst;
 pub mod codec;
 pub mod config;
+pub mod dcquic;
 mod driver;
 pub mod frame;
 pub mod io;
@@ -38,6 +39,7 @@ pub mod server;
 pub mod stream;
 mod tcp;
 pub mod timers;
+pub mod tls;
 
 pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
 pub use config::{NetConfig, PathAddrs, Scheme, SendLoss};

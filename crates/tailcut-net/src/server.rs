@@ -19,7 +19,7 @@ use crate::frame::{Preamble, MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
 use crate::timers::Timers;
-use crate::{cloudburst, tcp};
+use crate::{cloudburst, dcquic, tcp};
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
@@ -46,6 +46,8 @@ pub struct ServerStats {
     pub associations: u64,
     pub associations_opened: u64,
     pub associations_evicted: u64,
+    /// Associations whose connection ended (DCQUIC: closed by either end, or timed out).
+    pub associations_finished: u64,
     /// Entries summed over every association's engine tables (CloudBurst).
     pub tables: TableSizes,
     pub engine_malformed: u64,
@@ -94,6 +96,13 @@ impl Server {
                 let scheme = tcp::ServerSide::<MptcpEndpoint>::new(&cfg);
                 spawn(driver, scheme, cfg, handler, shared, wake)?
             }
+            Scheme::Dcquic => {
+                let epoch = driver.clock.instant_epoch();
+                let engines = dcquic::shared(&cfg, epoch, cfg.path_max_payload())
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+                let scheme = dcquic::ServerSide::new(engines);
+                spawn(driver, scheme, cfg, handler, shared, wake)?
+            }
         };
         Ok(Server {
             runtime,
@@ -140,6 +149,27 @@ fn spawn<S: ServerScheme>(
     })
 }
 
+/// Where a datagram goes.
+pub struct Routed {
+    pub id: u64,
+    /// The path it names, or `None`: the path is its source address's slot in the association.
+    pub path: Option<u8>,
+    /// Bytes in front of the engine's.
+    pub skip: usize,
+    /// It opens association `id`, which does not exist yet.
+    pub opens: bool,
+}
+
+/// The slot of source address `from` among an association's remotes: its own, else the first free
+/// one, else the last (a peer with more addresses than slots shares it).
+fn slot_of(remotes: &mut [Option<SocketAddr>; MAX_PATHS], from: SocketAddr) -> usize {
+    remotes
+        .iter()
+        .position(|r| *r == Some(from))
+        .or_else(|| remotes.iter().position(Option::is_none))
+        .unwrap_or(MAX_PATHS - 1)
+}
+
 /// What a received message is to the server.
 pub enum Request {
     /// A request to hand to the handler; its response goes out under `key`.
@@ -159,8 +189,31 @@ pub trait ServerScheme: Send + 'static {
     type State: Send;
     /// May this datagram (its bytes after the preamble) open an association?
     fn opens(&self, bytes: &[u8]) -> bool;
+    /// Which association a datagram belongs to (`live` says whether one exists). By default its
+    /// preamble names the scheme, the association and the path, and only a datagram that
+    /// [`ServerScheme::opens`] one may open it.
+    fn route(&mut self, bytes: &[u8], live: &dyn Fn(u64) -> bool) -> Option<Routed> {
+        let (p, rest) = Preamble::parse(bytes).filter(|(p, _)| p.scheme == <Self::E as Codec>::SCHEME)?;
+        let opens = !live(p.association) && self.opens(rest);
+        if !opens && !live(p.association) {
+            return None;
+        }
+        Some(Routed {
+            id: p.association,
+            path: Some(p.path),
+            skip: PREAMBLE_BYTES,
+            opens,
+        })
+    }
     /// The engine and state of a new association `id`.
-    fn open(&self, id: u64) -> Option<(Self::E, Self::State)>;
+    fn open(&self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
+    /// Association `id` is gone (evicted, broken or finished).
+    fn forget(&mut self, _id: u64) {}
+    /// The engine's connection is over: its association can go (the scheme adds the engine's final
+    /// counters to `stats`).
+    fn finished(&self, _e: &Self::E, _stats: &mut ServerStats) -> bool {
+        false
+    }
     /// The engine received message `msg`.
     fn request(&self, e: &mut Self::E, st: &mut Self::State, now: Time, msg: MsgId) -> Request;
     /// Queue the response to the request `key`.
@@ -241,32 +294,33 @@ impl<S: ServerScheme> ServerLoop<S> {
     fn on_datagram(&mut self, from: SocketAddr, ecn: Ecn, at: usize, len: usize) {
         self.stats.datagrams_in += 1;
         let now = self.d.clock.now();
-        let preamble = Preamble::parse(self.d.rx.bytes(at, len))
-            .map(|(p, _)| p)
-            .filter(|p| p.scheme == S::E::SCHEME);
-        let Some(p) = preamble else {
+        let assocs = &self.assocs;
+        let routed = self
+            .scheme
+            .route(self.d.rx.bytes(at, len), &|id| assocs.contains_key(&id));
+        let Some(r) = routed else {
             self.stats.foreign_datagrams += 1;
             return;
         };
-        let (pat, plen) = (at + PREAMBLE_BYTES, len - PREAMBLE_BYTES);
-        if !self.assocs.contains_key(&p.association) {
-            if !self.scheme.opens(self.d.rx.bytes(pat, plen)) {
-                self.stats.foreign_datagrams += 1;
-                return;
-            }
-            self.open(now, p.association);
+        if r.opens {
+            self.open(now, r.id);
         }
-        let Some(a) = self.assocs.get_mut(&p.association) else {
+        let Some(a) = self.assocs.get_mut(&r.id) else {
             return;
         };
-        let Some((pkt, payload)) = S::E::decode(self.d.rx.bytes(pat, plen), ecn, p.path) else {
+        let path = match r.path {
+            Some(p) => usize::from(p),
+            None => slot_of(&mut a.remotes, from),
+        };
+        let (pat, plen) = (at + r.skip, len - r.skip);
+        let Some((pkt, payload)) = S::E::decode(self.d.rx.bytes(pat, plen), ecn, path as u8) else {
             self.stats.foreign_datagrams += 1;
             return;
         };
-        a.remotes[p.path as usize] = Some(from);
+        a.remotes[path] = Some(from);
         a.last_active = now;
         a.engine.handle_packet(now, &pkt, payload);
-        self.drain(now, p.association);
+        self.drain(now, r.id);
     }
 
     fn open(&mut self, now: Time, id: u64) {
@@ -282,7 +336,7 @@ impl<S: ServerScheme> ServerLoop<S> {
             }
         }
         // The configuration was validated at bind time.
-        let Some((engine, state)) = self.scheme.open(id) else {
+        let Some((engine, state)) = self.scheme.open(id, now) else {
             return;
         };
         self.assocs.insert(
@@ -300,6 +354,7 @@ impl<S: ServerScheme> ServerLoop<S> {
     fn drop_association(&mut self, id: u64) {
         self.assocs.remove(&id);
         self.timers.set(id, None);
+        self.scheme.forget(id);
     }
 
     /// The drain of `docs/architecture.md` for one association: transmits, then events (a request
@@ -351,6 +406,10 @@ impl<S: ServerScheme> ServerLoop<S> {
             if !answered {
                 break;
             }
+        }
+        if self.scheme.finished(&a.engine, &mut self.stats) {
+            self.drop_association(id);
+            return;
         }
         self.timers.set(id, a.engine.poll_timeout());
     }

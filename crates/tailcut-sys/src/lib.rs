@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod link;
 pub mod netns;
+pub mod pmtu;
 pub mod poll;
 pub mod signal;
 pub mod spawn;

@@ -43,6 +43,7 @@ pub fn faults(seed: u64) -> Option<SendLoss> {
         path: None,
         duplicate: 0.02,
         reorder: 0.02,
+        after: 0,
     })
 }
 

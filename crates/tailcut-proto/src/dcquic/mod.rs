@@ -1306,6 +1306,12 @@ impl DcquicEngine {
         self.close_reason.as_deref()
     }
 
+    /// The connection is gone, or closed and drained (its close sent and its IDs retired): the engine
+    /// holds nothing a peer could still need.
+    pub fn is_done(&self) -> bool {
+        self.conn.as_ref().is_none_or(|(_, c)| c.is_drained())
+    }
+
     /// The connection is closed or gone (or never opened): nothing more will be delivered.
     pub fn is_closed(&self) -> bool {
         self.conn.as_ref().is_none_or(|(_, c)| c.is_closed())

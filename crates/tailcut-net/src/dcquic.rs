@@ -1,0 +1,329 @@
+//! DCQUIC over the runtime: tailcut's DCQUIC engine in real mode (`tailcut_proto::dcquic::real`) on
+//! plain QUIC datagrams, with no preamble, so any QUIC v1 implementation that speaks the ALPN is a
+//! peer: a call is one bidirectional stream, the request written and finished by the client, the
+//! response by the server.
+//!
+//! Addresses: the engine names endpoints by `Addr`. The server is [`SERVER_ADDR`]; path `i` is
+//! `Addr(i + 1)`: on a client its `i`-th local socket (migration moves the connection between them,
+//! so the datagrams of the chosen path leave from that socket), on a server the `i`-th source address
+//! an association has been seen from (a migrated client appears at a new one, and quinn validates it).
+//!
+//! A server runs one engine per connection on one socket and finds a datagram's engine by its
+//! destination connection ID ([`tailcut_proto::dcquic::route`]): server-issued IDs begin with the
+//! association's routing key; a client's first flight, whose ID the client chose, is matched by that
+//! ID until the handshake moves it to the server's.
+
+use crate::client::{CallEvent, ClientScheme, ClientStats};
+use crate::codec::Codec;
+use crate::config::NetConfig;
+use crate::server::{Request, Routed, ServerScheme, ServerStats};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tailcut_proto::dcquic::route::{route, Route};
+use tailcut_proto::dcquic::{real::cid_key, DcquicEngine, Shared};
+use tailcut_proto::{Addr, AppEvent, Ecn, Engine, FiveTuple, Header, MsgId, Outgoing, Packet, Proto, Time};
+
+/// The server's address inside the engines.
+pub const SERVER_ADDR: Addr = Addr(0x00FF_0000);
+
+/// The engine address of path `i`.
+fn path_addr(i: usize) -> Addr {
+    Addr(i as u32 + 1)
+}
+
+impl Codec for DcquicEngine {
+    /// Never written: DCQUIC datagrams carry no preamble.
+    const SCHEME: u8 = 0;
+    const PREAMBLE: bool = false;
+
+    /// The path is the non-server end of the packet.
+    fn path_of(pkt: &Packet) -> usize {
+        let a = if pkt.tuple.src == SERVER_ADDR {
+            pkt.tuple.dst
+        } else {
+            pkt.tuple.src
+        };
+        (a.0 as usize).saturating_sub(1)
+    }
+
+    fn encode(_pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
+        out.extend_from_slice(payload);
+        true
+    }
+
+    /// As the server sees it: from path `path`'s address.
+    fn decode(bytes: &[u8], ecn: Ecn, path: u8) -> Option<(Packet, &[u8])> {
+        Some((
+            packet(path_addr(usize::from(path)), SERVER_ADDR, ecn, bytes.len()),
+            bytes,
+        ))
+    }
+}
+
+fn packet(src: Addr, dst: Addr, ecn: Ecn, len: usize) -> Packet {
+    Packet {
+        tuple: FiveTuple {
+            src,
+            dst,
+            src_port: 1,
+            dst_port: 1,
+            proto: Proto::Udp,
+        },
+        ecn,
+        size_bytes: len as u32,
+        header: Header::Datagram {
+            payload_len: len as u32,
+        },
+        ..Packet::default()
+    }
+}
+
+/// The engines' shared state for a runtime: real mode with the configuration's certificates.
+pub fn shared(
+    cfg: &NetConfig,
+    epoch: std::time::Instant,
+    path_max_payload: u16,
+) -> Result<Arc<Shared>, String> {
+    let mode = cfg
+        .tls
+        .real_mode(path_max_payload, cfg.max_message_bytes())
+        .map_err(|e| format!("tls: {e}"))?;
+    Shared::real(cfg.dcquic.clone(), epoch, mode)
+        .map(Arc::new)
+        .map_err(|e| format!("dcquic: {e}"))
+}
+
+pub struct ClientSide {
+    engine: DcquicEngine,
+    shared: Arc<Shared>,
+    paths: usize,
+    task_bytes: u64,
+    /// The next request's message id (even; its response is the id with the low bit set).
+    next: u64,
+    /// Connections opened after the first one ended.
+    reconnects: u64,
+    closed_counters: tailcut_proto::dcquic::DcquicCounters,
+}
+
+impl ClientSide {
+    pub fn new(cfg: &NetConfig, shared: Arc<Shared>, now: Time) -> Result<ClientSide, String> {
+        let paths = cfg.paths();
+        let engine = Self::connect(&shared, paths, cfg.dcquic_task_bytes, now)?;
+        Ok(ClientSide {
+            engine,
+            shared,
+            paths,
+            task_bytes: cfg.dcquic_task_bytes,
+            next: 0,
+            reconnects: 0,
+            closed_counters: Default::default(),
+        })
+    }
+
+    fn connect(shared: &Arc<Shared>, paths: usize, task: u64, now: Time) -> Result<DcquicEngine, String> {
+        let tuple = FiveTuple {
+            src: path_addr(0),
+            dst: SERVER_ADDR,
+            src_port: 1,
+            dst_port: 1,
+            proto: Proto::Udp,
+        };
+        let local = (0..paths).map(path_addr).collect();
+        DcquicEngine::real_client(shared.clone(), tuple, local, task, now)
+    }
+
+    /// The engine's counters over every connection this client opened.
+    pub fn counters(&self) -> tailcut_proto::dcquic::DcquicCounters {
+        let mut c = self.engine.counters();
+        let o = self.closed_counters;
+        c.handshakes += o.handshakes;
+        c.handshake_ns += o.handshake_ns;
+        c.migrations += o.migrations;
+        c.streams_completed += o.streams_completed;
+        c.lost_packets += o.lost_packets;
+        c
+    }
+}
+
+impl ClientScheme for ClientSide {
+    type E = DcquicEngine;
+
+    fn engine(&mut self) -> &mut DcquicEngine {
+        &mut self.engine
+    }
+
+    fn engine_ref(&self) -> &DcquicEngine {
+        &self.engine
+    }
+
+    /// A connection that ended (the server closed it, an idle timeout, a refused handshake) is
+    /// replaced by a new one for the next call.
+    fn start(&mut self, now: Time, data: &[u8]) -> Option<u64> {
+        if self.engine.is_closed() {
+            if let Ok(e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
+                let old = std::mem::replace(&mut self.engine, e);
+                let c = old.counters();
+                self.closed_counters.handshakes += c.handshakes;
+                self.closed_counters.handshake_ns += c.handshake_ns;
+                self.closed_counters.migrations += c.migrations;
+                self.closed_counters.streams_completed += c.streams_completed;
+                self.closed_counters.lost_packets += c.lost_packets;
+                self.reconnects += 1;
+            }
+        }
+        let key = self.next;
+        self.next += 2;
+        self.engine.send_bytes(now, Outgoing::Request, key, data);
+        Some(key)
+    }
+
+    fn on_event(&mut self, _now: Time, ev: AppEvent) -> Option<CallEvent> {
+        match ev {
+            AppEvent::MessageReceived { msg } if msg & 1 == 1 => {
+                let bytes = self.engine.take_bytes(msg)?;
+                Some(CallEvent::Response { key: msg & !1, bytes })
+            }
+            // A stream the server opened: not a call's.
+            AppEvent::MessageReceived { msg } => {
+                self.engine.take_bytes(msg);
+                None
+            }
+            AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
+                Some(CallEvent::RequestFinal { key: msg, stats })
+            }
+            AppEvent::Connected => None,
+        }
+    }
+
+    fn publish(&self, stats: &mut ClientStats) {
+        let c = self.counters();
+        stats.dcquic = Some(DcquicStats {
+            handshakes: c.handshakes,
+            handshake_ns: c.handshake_ns,
+            migrations: c.migrations,
+            reconnects: self.reconnects,
+            lost_packets: c.lost_packets,
+            mps: self.engine.mps().unwrap_or(0),
+            path: self.engine.local_addr().0.saturating_sub(1),
+        });
+        stats.protocol_errors = c.protocol_errors;
+    }
+
+    /// Every datagram from the server's address is QUIC (quinn checks it); it arrived on path `k`.
+    fn decode(bytes: &[u8], ecn: Ecn, k: usize, _association: u64) -> Option<(Packet, &[u8])> {
+        Some((packet(SERVER_ADDR, path_addr(k), ecn, bytes.len()), bytes))
+    }
+}
+
+/// DCQUIC's client counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DcquicStats {
+    pub handshakes: u64,
+    /// Summed over handshakes: from the first Initial to the handshake's completion.
+    pub handshake_ns: u64,
+    pub migrations: u64,
+    pub reconnects: u64,
+    pub lost_packets: u64,
+    /// The current connection's maximum UDP payload.
+    pub mps: u16,
+    /// The path (local socket) the connection uses now.
+    pub path: u32,
+}
+
+pub struct ServerSide {
+    shared: Arc<Shared>,
+    /// Client-chosen destination IDs of first flights, to the association they opened.
+    initials: HashMap<Vec<u8>, u64>,
+    next_key: u32,
+}
+
+impl ServerSide {
+    pub fn new(shared: Arc<Shared>) -> ServerSide {
+        ServerSide {
+            shared,
+            initials: HashMap::new(),
+            next_key: 1,
+        }
+    }
+}
+
+impl ServerScheme for ServerSide {
+    type E = DcquicEngine;
+    type State = ();
+
+    fn opens(&self, bytes: &[u8]) -> bool {
+        matches!(route(bytes), Route::Long { opens: true, .. })
+    }
+
+    /// By connection ID (see the module's documentation); only a full-size Initial opens one. A
+    /// client ID that happens to begin with a live key is taken for that association's (a 2^-32
+    /// chance per live association), whose engine ignores it; the client's retry then fails.
+    fn route(&mut self, bytes: &[u8], live: &dyn Fn(u64) -> bool) -> Option<Routed> {
+        let at = |id: u64, opens: bool| Routed {
+            id,
+            path: None,
+            skip: 0,
+            opens,
+        };
+        match route(bytes) {
+            Route::Short { key } => live(u64::from(key)).then(|| at(u64::from(key), false)),
+            Route::Long { dcid, opens } => {
+                if let Some(&id) = self.initials.get(dcid) {
+                    return live(id).then(|| at(id, false));
+                }
+                if let Some(key) = cid_key(dcid).filter(|k| dcid.len() == 8 && live(u64::from(*k))) {
+                    return Some(at(u64::from(key), false));
+                }
+                if !opens {
+                    return None;
+                }
+                let mut key = self.next_key;
+                while key == 0 || live(u64::from(key)) {
+                    key = key.wrapping_add(1);
+                }
+                self.next_key = key.wrapping_add(1);
+                self.initials.insert(dcid.to_vec(), u64::from(key));
+                Some(at(u64::from(key), true))
+            }
+            Route::Foreign => None,
+        }
+    }
+
+    fn open(&self, id: u64, now: Time) -> Option<(DcquicEngine, ())> {
+        let tuple = FiveTuple {
+            src: SERVER_ADDR,
+            dst: path_addr(0),
+            src_port: 1,
+            dst_port: 1,
+            proto: Proto::Udp,
+        };
+        let e = DcquicEngine::real_server(self.shared.clone(), tuple, id as u32, now).ok()?;
+        Some((e, ()))
+    }
+
+    fn forget(&mut self, id: u64) {
+        self.initials.retain(|_, v| *v != id);
+    }
+
+    fn finished(&self, e: &DcquicEngine, stats: &mut ServerStats) -> bool {
+        if !e.is_done() {
+            return false;
+        }
+        stats.associations_finished += 1;
+        stats.protocol_errors += e.counters().protocol_errors;
+        true
+    }
+
+    fn request(&self, e: &mut DcquicEngine, _st: &mut (), _now: Time, msg: MsgId) -> Request {
+        match e.take_bytes(msg) {
+            Some(data) => Request::Answer { key: msg, data },
+            None => Request::None,
+        }
+    }
+
+    fn respond(&self, e: &mut DcquicEngine, _st: &mut (), now: Time, key: u64, response: &[u8]) {
+        e.send_bytes(now, Outgoing::Response { request: key }, key | 1, response);
+    }
+
+    fn publish<'a>(&self, _engines: impl Iterator<Item = &'a DcquicEngine>, _stats: &mut ServerStats) {}
+}
