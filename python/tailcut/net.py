@@ -10,12 +10,19 @@ call at once; a Python ``handler`` runs on the server's runtime thread and takes
         with net.Client(server.address, scheme="fuso") as client:
             assert client.call(b"hello") == b"hello"
 
-Schemes: ``cloudburst``, ``tcp`` (tailcut's TCP engine over UDP), ``mptcp``, ``fuso``. Options
+Schemes: ``cloudburst``, ``tcp`` (tailcut's TCP engine over UDP), ``mptcp``, ``fuso``, ``dcquic``
+(tailcut's QUIC engine with TLS 1.3 on plain QUIC datagrams: any QUIC v1 peer speaking its ALPN,
+e.g. aioquic, is a peer; see ``docs/dcquic.md``). Options
 (keyword arguments, the same on both ends): ``seed``; CloudBurst's ``paths``, ``symbol_bytes``,
 ``nic_rate`` (e.g. ``"2Gbps"``); the stream schemes' ``mss``, ``min_rto_us``, ``initial_rto_us``,
 ``dctcp`` (bool), ``call_timeout_ms``, ``max_message_bytes``; MPTCP/FUSO's ``subflows``; the server's
-``max_associations``; ``spin_us`` (busy-poll the sockets that long before each sleep). A bad option
-raises :class:`tailcut.ConfigError` naming it (``net.<option>``).
+``max_associations``; ``spin_us`` (busy-poll the sockets that long before each sleep). DCQUIC's:
+``cert`` and ``key`` (a server's PEM files; without them the server makes a throwaway CA, its
+:attr:`Server.ca_pem`), ``ca`` (a PEM file) or ``ca_pem`` (PEM text: the roots a client trusts),
+``server_name`` (default ``localhost``), ``alpn`` (default ``tailcut-rpc``), ``task_bytes`` (the MPS
+rule's task size), ``path_mtu`` (default 9000), ``local_addrs`` (a client's local IP addresses, one
+path each: proactive migration moves between them), ``migration`` (bool). A bad option raises
+:class:`tailcut.ConfigError` naming it (``net.<option>``).
 """
 
 from __future__ import annotations
@@ -25,8 +32,15 @@ from collections.abc import Callable
 from typing import Any
 
 from tailcut._core import NetClient, NetServer
+from tailcut._core import generate_cert as _generate_cert
 
-__all__ = ["Client", "Server"]
+__all__ = ["Client", "Server", "generate_cert"]
+
+
+def generate_cert(names: list[str] | None = None) -> tuple[str, str, str]:
+    """A throwaway CA and a certificate it signed for ``names`` (default ``["localhost"]``), as PEM
+    text ``(ca, cert, key)``. For tests and testbeds only: not a deployment's PKI."""
+    return _generate_cert(names or ["localhost"])
 
 
 def _options(scheme: str, options: dict[str, Any]) -> str:
@@ -53,6 +67,11 @@ class Server:
     def address(self) -> str:
         """The bound address, e.g. ``127.0.0.1:41234``."""
         return self._server.local_addr or ""
+
+    @property
+    def ca_pem(self) -> str | None:
+        """The throwaway CA (PEM) of a DCQUIC server started without ``cert``, for its clients."""
+        return self._server.ca_pem
 
     def stats(self) -> dict[str, int]:
         return json.loads(self._server.stats_json())
@@ -97,7 +116,9 @@ class Client:
         )
         return response, dict(zip(keys, numbers, strict=True))
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
+        """Counters; DCQUIC's ``dcquic_*`` (handshakes, migrations, MPS, path) are None for other
+        schemes."""
         return json.loads(self._client.stats_json())
 
     def close(self) -> None:

@@ -1,8 +1,11 @@
 //! The `tailcut-net` command's subcommands: `serve` and `bench`.
 
+use crate::kernel_tls;
+use crate::tls::TlsConfig;
 use crate::{Client, NetConfig, Scheme, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
 use tailcut_proto::units::{format_bytes, parse_bytes, parse_rate, Rate};
 use tailcut_proto::Dur;
 use tailcut_sys::clock::monotonic_ns;
@@ -28,9 +31,26 @@ fn micros(args: &[String], name: &str) -> Result<Option<Dur>, String> {
 fn config(args: &[String]) -> Result<NetConfig, String> {
     let mut cfg = NetConfig::default();
     if let Some(s) = flag::<String>(args, "--scheme")? {
-        if s != "kernel-tcp" {
+        if s != "kernel-tcp" && s != "kernel-tls" {
             cfg.scheme = s.parse::<Scheme>().map_err(|e| format!("--scheme: {e}"))?;
         }
+    }
+    let path = |name| flag::<PathBuf>(args, name);
+    let (cert, key, ca) = (path("--cert")?, path("--key")?, path("--ca")?);
+    if cert.is_some() || key.is_some() || ca.is_some() {
+        cfg.tls = TlsConfig::from_pem_files(cert.as_deref(), key.as_deref(), ca.as_deref())?;
+    }
+    if let Some(n) = flag(args, "--server-name")? {
+        cfg.tls.server_name = n;
+    }
+    if let Some(a) = flag::<String>(args, "--alpn")? {
+        cfg.tls.alpn = vec![a.into_bytes()];
+    }
+    if let Some(b) = flag::<String>(args, "--task-bytes")? {
+        cfg.dcquic_task_bytes = parse_bytes(&b)?;
+    }
+    if let Some(m) = flag(args, "--path-mtu")? {
+        cfg.path_mtu = m;
     }
     if let Some(d) = micros(args, "--min-rto-us")? {
         cfg.tcp.min_rto = d;
@@ -76,9 +96,61 @@ fn echo(req: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(req);
 }
 
+/// Without certificates a DCQUIC server makes a throwaway CA and leaf (for `--server-name`, else
+/// localhost) and says so; `--ca-out` writes the CA for clients.
+fn ensure_identity(cfg: &mut NetConfig, args: &[String]) -> Result<(), String> {
+    if cfg.scheme != Scheme::Dcquic || !cfg.tls.cert_chain.is_empty() {
+        return Ok(());
+    }
+    let name = cfg.tls.server_name.clone();
+    let (t, g) = TlsConfig::generate(&[name.clone()])?;
+    eprintln!(
+        "tailcut-net: WARNING: no --cert/--key; using a throwaway CA and a certificate for '{name}' made \
+         just now. For tests only: clients must trust that CA (--ca-out writes it)."
+    );
+    if let Some(p) = flag::<PathBuf>(args, "--ca-out")? {
+        std::fs::write(&p, g.ca_pem).map_err(|e| format!("--ca-out {}: {e}", p.display()))?;
+    }
+    let alpn = std::mem::take(&mut cfg.tls.alpn);
+    cfg.tls = TlsConfig { alpn, ..t };
+    Ok(())
+}
+
+/// `tailcut-net cert --out DIR [--name NAME]...`: writes a throwaway CA (ca.pem) and a leaf for the
+/// names (cert.pem, key.pem).
+pub fn cert(args: &[String]) -> Result<(), String> {
+    let out: PathBuf = flag(args, "--out")?.ok_or("--out: missing (a directory)")?;
+    let mut names = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a == "--name" {
+            names.push(args.get(i + 1).ok_or("--name: missing value")?.clone());
+        }
+    }
+    if names.is_empty() {
+        names.push("localhost".into());
+    }
+    let (_, g) = TlsConfig::generate(&names)?;
+    std::fs::create_dir_all(&out).map_err(|e| format!("--out {}: {e}", out.display()))?;
+    for (file, text) in [
+        ("ca.pem", &g.ca_pem),
+        ("cert.pem", &g.cert_pem),
+        ("key.pem", &g.key_pem),
+    ] {
+        let p = out.join(file);
+        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    eprintln!(
+        "tailcut-net: wrote a throwaway CA and a certificate for {names:?} to {}: for tests only \
+         (the key is in a plain file)",
+        out.display()
+    );
+    Ok(())
+}
+
 pub fn serve(args: &[String]) -> Result<(), String> {
     let bind: SocketAddr = flag(args, "--bind")?.unwrap_or_else(|| ([127, 0, 0, 1], 7000).into());
-    let cfg = config(args)?;
+    let mut cfg = config(args)?;
+    ensure_identity(&mut cfg, args)?;
     let scheme = cfg.scheme;
     let s = Server::bind(bind, cfg, echo).map_err(|e| format!("bind {bind}: {e}"))?;
     println!("serving {scheme:?} echo RPCs on {}", s.local_addr());
@@ -108,9 +180,111 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let mut lat_ns = Vec::with_capacity(count);
     let mut engine_ns = Vec::with_capacity(count);
     let mut waited_ns = Vec::with_capacity(count);
+    let fresh = args.iter().any(|a| a == "--fresh");
     match scheme.as_str() {
-        "cloudburst" | "tcp" | "mptcp" | "fuso" => {
-            let cfg = config(args)?;
+        "dcquic" if fresh => {
+            let mut cfg = config(args)?;
+            let local = match server {
+                Some(_) => None,
+                None => {
+                    let (t, _) = TlsConfig::generate(&[cfg.tls.server_name.clone()])?;
+                    let alpn = std::mem::take(&mut cfg.tls.alpn);
+                    cfg.tls = TlsConfig { alpn, ..t };
+                    Some(
+                        Server::bind(([127, 0, 0, 1], 0).into(), cfg.clone(), echo)
+                            .map_err(|e| e.to_string())?,
+                    )
+                }
+            };
+            let to = server
+                .or(local.as_ref().map(Server::local_addr))
+                .ok_or("no server")?;
+            let mut handshake_ns = Vec::with_capacity(count);
+            for i in 0..warmup + count {
+                // Set-up included: the client (its runtime thread and sockets) and the handshake.
+                let t0 = monotonic_ns();
+                let c = Client::connect(to, cfg.clone()).map_err(|e| e.to_string())?;
+                let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
+                let t1 = monotonic_ns();
+                if r.bytes != req {
+                    return Err(format!("call {i}: the echo differs from the request"));
+                }
+                if i >= warmup {
+                    lat_ns.push(t1 - t0);
+                    if let Some(q) = c.stats().dcquic {
+                        handshake_ns.push(q.handshake_ns);
+                    }
+                }
+                drop(c);
+                std::thread::sleep(think);
+            }
+            println!(
+                "dcquic {count} x {}, a new connection per call",
+                format_bytes(size as u64)
+            );
+            print_dist("handshake (first Initial -> connected)", &mut handshake_ns);
+        }
+        "kernel-tls" => {
+            let mut tls = config(args)?.tls;
+            let _server = match server {
+                Some(_) => None,
+                None => {
+                    let (t, _) = TlsConfig::generate(&[tls.server_name.clone()])?;
+                    tls = t;
+                    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+                    let a = l.local_addr().map_err(|e| e.to_string())?;
+                    let cfg = kernel_tls::server_config(&tls).map_err(|e| e.to_string())?;
+                    std::thread::spawn(move || kernel_tls::serve_echo(l, cfg));
+                    Some(a)
+                }
+            };
+            let to = server.or(_server).ok_or("no server")?;
+            let ccfg = kernel_tls::client_config(&tls).map_err(|e| e.to_string())?;
+            let mut buf = vec![0u8; size];
+            let mut handshake_ns = Vec::with_capacity(count);
+            let mut conn = None;
+            for i in 0..warmup + count {
+                let t0 = monotonic_ns();
+                if fresh || conn.is_none() {
+                    conn = Some(
+                        kernel_tls::Conn::connect(to, ccfg.clone(), &tls.server_name)
+                            .map_err(|e| format!("connect: {e}"))?,
+                    );
+                }
+                let th = monotonic_ns();
+                let c = conn.as_mut().ok_or("no connection")?;
+                c.call(&req, &mut buf).map_err(|e| format!("call {i}: {e}"))?;
+                let t1 = monotonic_ns();
+                if buf != req {
+                    return Err(format!("call {i}: the echo differs from the request"));
+                }
+                if i >= warmup {
+                    lat_ns.push(t1 - t0);
+                    if fresh {
+                        handshake_ns.push(th - t0);
+                    }
+                }
+                if fresh {
+                    conn = None;
+                }
+                std::thread::sleep(think);
+            }
+            let how = if fresh {
+                "a new connection per call"
+            } else {
+                "one connection"
+            };
+            println!(
+                "kernel TCP + TLS 1.3 (rustls) {count} x {}, {how}",
+                format_bytes(size as u64)
+            );
+            print_dist("TCP connect + TLS handshake", &mut handshake_ns);
+        }
+        "cloudburst" | "tcp" | "mptcp" | "fuso" | "dcquic" => {
+            let mut cfg = config(args)?;
+            if server.is_none() {
+                ensure_identity(&mut cfg, &[])?;
+            }
             let local = match server {
                 Some(_) => None,
                 None => Some(
@@ -150,6 +324,12 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 }
             }
             let st = c.stats();
+            if let Some(q) = st.dcquic {
+                println!(
+                    "dcquic: {} handshake(s), {} migration(s), MPS {} B, {} lost packets",
+                    q.handshakes, q.migrations, q.mps, q.lost_packets
+                );
+            }
             println!(
                 "{scheme} {} x {}, {} paths: {} datagrams in {} sendmsg calls (GSO batches), {} dropped by --loss, {} timed out",
                 count,
@@ -193,7 +373,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         }
         other => {
             return Err(format!(
-                "--scheme: unknown '{other}' (cloudburst, tcp, mptcp, fuso or kernel-tcp)"
+                "--scheme: unknown '{other}' (cloudburst, tcp, mptcp, fuso, dcquic, kernel-tcp or kernel-tls)"
             ))
         }
     }

@@ -339,6 +339,8 @@ pub trait ClientScheme: Send + 'static {
     fn release(&mut self, _now: Time, _key: u64) {}
     /// Scheme counters into the published stats.
     fn publish(&self, _stats: &mut ClientStats) {}
+    /// The client is shutting down: tell the peer (DCQUIC sends its CONNECTION_CLOSE).
+    fn close(&mut self, _now: Time) {}
     /// The packet and engine bytes of a datagram that came from the server on socket `k`, if it is
     /// this association's: by default a preamble naming the scheme and the association.
     fn decode(bytes: &[u8], ecn: Ecn, _k: usize, association: u64) -> Option<(Packet, &[u8])> {
@@ -385,6 +387,9 @@ impl<S: ClientScheme> ClientLoop<S> {
                     WAKE_TOKEN => {
                         let stop = self.d.drain_wake();
                         if !self.take_commands(now) || stop {
+                            let now = self.d.clock.now();
+                            self.scheme.close(now);
+                            self.drain(now);
                             return Ok(());
                         }
                     }
@@ -485,7 +490,8 @@ impl<S: ClientScheme> ClientLoop<S> {
             let remotes = &self.remotes;
             self.d
                 .drain_transmits(now, self.scheme.engine(), self.association, |p| {
-                    remotes.get(p).map(|&to| (p, to))
+                    let k = p % remotes.len().max(1);
+                    remotes.get(k).map(|&to| (k, to))
                 });
             while let Some(ev) = self.scheme.engine().poll_event() {
                 match self.scheme.on_event(now, ev) {

@@ -195,6 +195,11 @@ impl ClientScheme for ClientSide {
         }
     }
 
+    /// QUIC's application close with code 0 (no error).
+    fn close(&mut self, now: Time) {
+        self.engine.close(now, 0, "");
+    }
+
     fn publish(&self, stats: &mut ClientStats) {
         let c = self.counters();
         stats.dcquic = Some(DcquicStats {
@@ -299,6 +304,10 @@ impl ServerScheme for ServerSide {
         };
         let e = DcquicEngine::real_server(self.shared.clone(), tuple, id as u32, now).ok()?;
         Some((e, ()))
+    }
+
+    fn close(&self, e: &mut DcquicEngine, now: Time) {
+        e.close(now, 0, "");
     }
 
     fn forget(&mut self, id: u64) {

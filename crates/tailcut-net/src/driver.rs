@@ -128,8 +128,9 @@ impl Driver {
         stop
     }
 
-    /// Drains `engine`'s transmits into the send lanes. `dest` maps a path to (socket, destination);
-    /// a path with no destination yet drops the datagram (as a dead path would).
+    /// Drains `engine`'s transmits into the send lanes. `dest` maps the engine's path to (socket,
+    /// destination); a path with no destination yet drops the datagram (as a dead path would). A
+    /// path beyond the lanes shares one (a server has one socket but a path per peer address).
     pub fn drain_transmits<E: Codec>(
         &mut self,
         now: Time,
@@ -143,7 +144,8 @@ impl Driver {
             let Some(pkt) = engine.poll_transmit(now, &mut self.payload) else {
                 break;
             };
-            let path = E::path_of(&pkt) % lanes;
+            let path = E::path_of(&pkt);
+            let lane = path % lanes;
             let Some((sock, to)) = dest(path) else {
                 continue;
             };
@@ -175,7 +177,7 @@ impl Driver {
             if E::PREAMBLE {
                 Preamble {
                     scheme: E::SCHEME,
-                    path: path as u8,
+                    path: lane as u8,
                     association,
                 }
                 .write(&mut self.datagram);
@@ -186,12 +188,12 @@ impl Driver {
             // Data is sent with the engine's ECN codepoint (DCTCP's ECT(0)), one `IP_TOS` per batch.
             let ecn = pkt.ecn;
             if fate == Fate::Hold && self.held.is_none() {
-                self.held = Some((path, sock, to, ecn, self.datagram.clone()));
+                self.held = Some((lane, sock, to, ecn, self.datagram.clone()));
                 continue;
             }
-            self.lanes.push(&self.socks, path, sock, to, ecn, &self.datagram);
+            self.lanes.push(&self.socks, lane, sock, to, ecn, &self.datagram);
             if fate == Fate::Twice {
-                self.lanes.push(&self.socks, path, sock, to, ecn, &self.datagram);
+                self.lanes.push(&self.socks, lane, sock, to, ecn, &self.datagram);
             }
             self.release_held();
         }

@@ -34,6 +34,7 @@ pub mod dcquic;
 mod driver;
 pub mod frame;
 pub mod io;
+pub mod kernel_tls;
 mod runtime_thread;
 pub mod server;
 pub mod stream;

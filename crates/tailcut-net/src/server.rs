@@ -207,6 +207,8 @@ pub trait ServerScheme: Send + 'static {
     }
     /// The engine and state of a new association `id`.
     fn open(&self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
+    /// The server is shutting down: tell the peer of this association (DCQUIC's CONNECTION_CLOSE).
+    fn close(&self, _e: &mut Self::E, _now: Time) {}
     /// Association `id` is gone (evicted, broken or finished).
     fn forget(&mut self, _id: u64) {}
     /// The engine's connection is over: its association can go (the scheme adds the engine's final
@@ -253,7 +255,10 @@ impl<S: ServerScheme> ServerLoop<S> {
             self.d.wait(deadline)?;
             for i in 0..self.d.ready.len() {
                 match self.d.ready[i] {
-                    WAKE_TOKEN if self.d.drain_wake() => return Ok(()),
+                    WAKE_TOKEN if self.d.drain_wake() => {
+                        self.close_all();
+                        return Ok(());
+                    }
                     k if (k as usize) < self.d.socks.len() => self.receive(k as usize)?,
                     _ => {}
                 }
@@ -367,7 +372,11 @@ impl<S: ServerScheme> ServerLoop<S> {
         loop {
             let remotes = a.remotes;
             self.d.drain_transmits(now, &mut a.engine, id, |p| {
-                let to = remotes[p].or_else(|| remotes.iter().flatten().next().copied());
+                let to = remotes
+                    .get(p)
+                    .copied()
+                    .flatten()
+                    .or_else(|| remotes.iter().flatten().next().copied());
                 to.map(|to| (0, to))
             });
             let mut answered = false;
@@ -412,6 +421,19 @@ impl<S: ServerScheme> ServerLoop<S> {
             return;
         }
         self.timers.set(id, a.engine.poll_timeout());
+    }
+
+    /// Closes every association's connection and sends what that makes the engines say.
+    fn close_all(&mut self) {
+        let now = self.d.clock.now();
+        let ids: Vec<u64> = self.assocs.keys().copied().collect();
+        for id in ids {
+            if let Some(a) = self.assocs.get_mut(&id) {
+                self.scheme.close(&mut a.engine, now);
+            }
+            self.drain(now, id);
+        }
+        self.d.flush();
     }
 
     fn publish(&mut self) {

@@ -129,6 +129,18 @@ impl TlsConfig {
     }
 }
 
+/// The certificates in PEM text (roots for a client).
+pub fn certs_in_pem(text: &str) -> Result<Vec<Vec<u8>>, String> {
+    let certs = CertificateDer::pem_slice_iter(text.as_bytes())
+        .map(|c| c.map(|c| c.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    if certs.is_empty() {
+        return Err("no certificate in the text".into());
+    }
+    Ok(certs)
+}
+
 fn certs_in(p: &Path) -> Result<Vec<Vec<u8>>, String> {
     let certs = CertificateDer::pem_file_iter(p)
         .map_err(|e| format!("{}: {e}", p.display()))?

@@ -261,5 +261,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<net::NetClient>()?;
     m.add_class::<net::NetServer>()?;
+    m.add_function(wrap_pyfunction!(net::generate_cert, m)?)?;
     Ok(())
 }

@@ -8,9 +8,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::{Map, Value};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tailcut_net::{CallError, Client, NetConfig, Scheme, Server};
+use tailcut_net::tls::{certs_in_pem, TlsConfig};
+use tailcut_net::{CallError, Client, NetConfig, PathAddrs, Scheme, Server};
 use tailcut_proto::tcp::CongestionControl;
 use tailcut_proto::units::{parse_rate, Rate};
 use tailcut_proto::Dur;
@@ -25,6 +27,12 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
     let opts: Map<String, Value> =
         serde_json::from_str(options_json).map_err(|e| bad("", format!("not a JSON object: {e}")))?;
     let mut cfg = NetConfig::default();
+    let text = |key: &str, v: &Value| {
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| bad(key, "must be a string".into()))
+    };
+    let (mut cert, mut key_file, mut ca) = (None, None, None);
     for (key, v) in &opts {
         let uint = || {
             v.as_u64()
@@ -60,7 +68,43 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             "spin_us" => cfg.spin = Dur::from_micros(uint()?),
             "max_message_bytes" => cfg.stream_max_message_bytes = uint()?,
             "max_associations" => cfg.max_associations = uint()? as usize,
+            "cert" => cert = Some(PathBuf::from(text(key, v)?)),
+            "key" => key_file = Some(PathBuf::from(text(key, v)?)),
+            "ca" => ca = Some(PathBuf::from(text(key, v)?)),
+            "ca_pem" => cfg.tls.roots = certs_in_pem(&text(key, v)?).map_err(|e| bad(key, e))?,
+            "server_name" => cfg.tls.server_name = text(key, v)?,
+            "alpn" => cfg.tls.alpn = vec![text(key, v)?.into_bytes()],
+            "task_bytes" => cfg.dcquic_task_bytes = uint()?,
+            "path_mtu" => cfg.path_mtu = uint()? as u32,
+            "local_addrs" => {
+                let ips = v
+                    .as_array()
+                    .ok_or_else(|| bad(key, "must be a list of IP addresses".into()))?;
+                for ip in ips {
+                    let s = ip.as_str().unwrap_or_default();
+                    let local = s
+                        .parse()
+                        .map_err(|_| bad(key, format!("'{ip}' is not an IP address")))?;
+                    // The server address is filled in by the client.
+                    let remote = SocketAddr::new(local, 0);
+                    cfg.path_addrs.push(PathAddrs { local, remote });
+                }
+            }
+            "migration" => {
+                cfg.dcquic.migration.enabled = v
+                    .as_bool()
+                    .ok_or_else(|| bad(key, "must be true or false".into()))?
+            }
             _ => return Err(bad(key, "unknown option".into())),
+        }
+    }
+    if cert.is_some() || key_file.is_some() || ca.is_some() {
+        let t = TlsConfig::from_pem_files(cert.as_deref(), key_file.as_deref(), ca.as_deref())
+            .map_err(|e| bad("cert", e))?;
+        cfg.tls.cert_chain = t.cert_chain;
+        cfg.tls.key = t.key;
+        if ca.is_some() {
+            cfg.tls.roots = t.roots;
         }
     }
     cfg.validate().map_err(|e| {
@@ -91,8 +135,11 @@ pub struct NetClient {
 impl NetClient {
     #[new]
     fn new(py: Python<'_>, server: &str, options_json: &str) -> PyResult<NetClient> {
-        let cfg = config(py, options_json)?;
+        let mut cfg = config(py, options_json)?;
         let to = address(py, "server", server)?;
+        for p in &mut cfg.path_addrs {
+            p.remote = to;
+        }
         let client = py
             .allow_threads(|| Client::connect(to, cfg))
             .map_err(|e| PyOSError::new_err(format!("connect to {to}: {e}")))?;
@@ -145,6 +192,13 @@ impl NetClient {
             "sends": s.tx.sends,
             "send_errors": s.tx.send_errors,
             "protocol_errors": s.protocol_errors,
+            "max_datagram": s.tx.max_datagram,
+            "dcquic_handshakes": s.dcquic.map(|q| q.handshakes),
+            "dcquic_handshake_ns": s.dcquic.map(|q| q.handshake_ns),
+            "dcquic_migrations": s.dcquic.map(|q| q.migrations),
+            "dcquic_reconnects": s.dcquic.map(|q| q.reconnects),
+            "dcquic_mps": s.dcquic.map(|q| q.mps),
+            "dcquic_path": s.dcquic.map(|q| q.path),
         })
         .to_string()
     }
@@ -166,6 +220,15 @@ impl NetClient {
 pub struct NetServer {
     server: Option<Server>,
     handler_errors: Arc<AtomicU64>,
+    ca_pem: Option<String>,
+}
+
+/// A throwaway CA and a certificate it signed for `names`, as PEM text `(ca, cert, key)`: for tests
+/// and peers such as aioquic that read certificate files. Not a deployment's PKI.
+#[pyfunction]
+pub fn generate_cert(names: Vec<String>) -> PyResult<(String, String, String)> {
+    let (_, g) = TlsConfig::generate(&names).map_err(PyOSError::new_err)?;
+    Ok((g.ca_pem, g.cert_pem, g.key_pem))
 }
 
 #[pymethods]
@@ -173,7 +236,16 @@ impl NetServer {
     #[new]
     #[pyo3(signature = (bind, options_json, handler=None))]
     fn new(py: Python<'_>, bind: &str, options_json: &str, handler: Option<PyObject>) -> PyResult<NetServer> {
-        let cfg = config(py, options_json)?;
+        let mut cfg = config(py, options_json)?;
+        // A DCQUIC server without a certificate gets a throwaway CA and leaf (its CA is `ca_pem`).
+        let mut ca_pem = None;
+        if cfg.scheme == Scheme::Dcquic && cfg.tls.cert_chain.is_empty() {
+            let (t, g) = TlsConfig::generate(&[cfg.tls.server_name.clone()])
+                .map_err(|e| PyOSError::new_err(format!("generating a certificate: {e}")))?;
+            cfg.tls.cert_chain = t.cert_chain;
+            cfg.tls.key = t.key;
+            ca_pem = Some(g.ca_pem);
+        }
         let at = address(py, "bind", bind)?;
         let errors = Arc::new(AtomicU64::new(0));
         let counted = errors.clone();
@@ -200,7 +272,15 @@ impl NetServer {
         Ok(NetServer {
             server: Some(server),
             handler_errors: errors,
+            ca_pem,
         })
+    }
+
+    /// The throwaway CA a DCQUIC server made for itself (no `cert` given), as PEM; clients trust it
+    /// with `ca_pem`.
+    #[getter]
+    fn ca_pem(&self) -> Option<String> {
+        self.ca_pem.clone()
     }
 
     /// The bound address, e.g. `127.0.0.1:41234`.
@@ -226,6 +306,8 @@ impl NetServer {
             "associations_opened": st.associations_opened,
             "associations_evicted": st.associations_evicted,
             "protocol_errors": st.protocol_errors,
+            "associations_finished": st.associations_finished,
+            "max_datagram": st.tx.max_datagram,
             "handler_errors": self.handler_errors.load(Ordering::Relaxed),
         })
         .to_string()

@@ -15,6 +15,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The certificate and key types [`Identity`] and [`RealMode`] take.
+pub use rustls::pki_types;
+
 /// The ALPN tailcut's RPC protocol uses unless told otherwise (QUIC requires one: RFC 9001 Sec. 8.1).
 pub const ALPN: &[u8] = b"tailcut-rpc";
 
