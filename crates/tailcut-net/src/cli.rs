@@ -103,7 +103,7 @@ fn ensure_identity(cfg: &mut NetConfig, args: &[String]) -> Result<(), String> {
         return Ok(());
     }
     let name = cfg.tls.server_name.clone();
-    let (t, g) = TlsConfig::generate(&[name.clone()])?;
+    let (t, g) = TlsConfig::generate(std::slice::from_ref(&name))?;
     eprintln!(
         "tailcut-net: WARNING: no --cert/--key; using a throwaway CA and a certificate for '{name}' made \
          just now. For tests only: clients must trust that CA (--ca-out writes it)."
