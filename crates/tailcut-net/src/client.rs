@@ -341,6 +341,8 @@ pub trait ClientScheme: Send + 'static {
     fn publish(&self, _stats: &mut ClientStats) {}
     /// The client is shutting down: tell the peer (DCQUIC sends its CONNECTION_CLOSE).
     fn close(&mut self, _now: Time) {}
+    /// The runtime thread starts: what the engine sends first leaves now.
+    fn begin(&mut self, _now: Time) {}
     /// The packet and engine bytes of a datagram that came from the server on socket `k`, if it is
     /// this association's: by default a preamble naming the scheme and the association.
     fn decode(bytes: &[u8], ecn: Ecn, _k: usize, association: u64) -> Option<(Packet, &[u8])> {
@@ -378,6 +380,9 @@ struct ClientLoop<S: ClientScheme> {
 
 impl<S: ClientScheme> ClientLoop<S> {
     fn run(&mut self) -> io::Result<()> {
+        let now = self.d.clock.now();
+        self.scheme.begin(now);
+        self.drain(now);
         loop {
             let deadline = self.next_deadline();
             self.d.wait(deadline)?;

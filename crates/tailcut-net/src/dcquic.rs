@@ -195,6 +195,14 @@ impl ClientScheme for ClientSide {
         }
     }
 
+    /// The connection opens on the runtime thread, so its handshake is timed from the first Initial
+    /// on the wire; the engine built with the client never sent anything and goes quietly.
+    fn begin(&mut self, now: Time) {
+        if let Ok(e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
+            self.engine = e;
+        }
+    }
+
     /// QUIC's application close with code 0 (no error).
     fn close(&mut self, now: Time) {
         self.engine.close(now, 0, "");
