@@ -211,6 +211,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 }
                 if i >= warmup {
                     lat_ns.push(t1 - t0);
+                    engine_ns.push(r.stats.latency.0);
                     if let Some(q) = c.stats().dcquic {
                         handshake_ns.push(q.handshake_ns);
                     }

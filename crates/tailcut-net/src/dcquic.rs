@@ -195,12 +195,11 @@ impl ClientScheme for ClientSide {
         }
     }
 
-    /// The connection opens on the runtime thread, so its handshake is timed from the first Initial
-    /// on the wire; the engine built with the client never sent anything and goes quietly.
+    /// The first Initial leaves now: the handshake is timed from here, not from when the client
+    /// was built on the caller's thread (quinn stamps packets when they are polled, so its RTT
+    /// samples were never affected).
     fn begin(&mut self, now: Time) {
-        if let Ok(e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
-            self.engine = e;
-        }
+        self.engine.restart_clock(now);
     }
 
     /// QUIC's application close with code 0 (no error).

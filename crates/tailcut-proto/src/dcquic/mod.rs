@@ -1301,6 +1301,14 @@ impl DcquicEngine {
         self.process(now);
     }
 
+    /// A client that has sent nothing yet times its handshake (and first byte) from `now` instead of
+    /// its construction: for a driver that builds engines ahead of the thread that sends.
+    pub fn restart_clock(&mut self, now: Time) {
+        if !self.connected {
+            self.start = now;
+        }
+    }
+
     /// Why the connection ended (a peer's close, a timeout, a TLS alert), if it has.
     pub fn close_reason(&self) -> Option<&str> {
         self.close_reason.as_deref()
