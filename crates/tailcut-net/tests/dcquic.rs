@@ -94,12 +94,6 @@ fn a_black_holed_path_is_left_by_proactive_migration_without_losing_a_call() {
     };
     let mut c = cfg(&t);
     c.path_addrs = vec![via([127, 0, 0, 1]), via([127, 0, 0, 2])];
-    // On a shared 2-vCPU machine a descheduled thread stretches a ~100 us loopback call 10-100x now
-    // and then, which the paper's rule (w = 10, alpha = 2) takes for a bad path. A black hole stalls
-    // a call without end, so a rule that needs one call 2000x slower than the mean (~200 ms) still
-    // catches it, and the test sees only the migration it provokes.
-    c.dcquic.migration.short_window = 1;
-    c.dcquic.migration.alpha = 2000.0;
     // Calls of 10 KB one at a time are 2 data datagrams and an ACK each way: the hole opens after
     // ~100 calls, past the rule's W + w = 60 stream records.
     c.send_loss = hole;
@@ -115,7 +109,9 @@ fn a_black_holed_path_is_left_by_proactive_migration_without_losing_a_call() {
     // Whichever end reached its 300th datagram on the first address first opened the hole there.
     let dropped = cl.stats().dropped_by_hook + s.stats().dropped_by_hook;
     assert!(dropped > 0, "the hole opened: {:?}", cl.stats());
-    assert_eq!(q.migrations, 1, "{q:?}");
+    // The paper's rule (W = 50, w = 10, alpha = 2): a descheduled thread could make it fire once
+    // more on a shared machine (not seen in 8 runs under load), so at least one migration.
+    assert!(q.migrations >= 1, "{q:?}");
     assert_eq!(q.path, 1, "the connection left the black-holed address");
     assert_eq!(q.handshakes, 1, "migrated, not reconnected");
     assert_eq!(q.reconnects, 0);
