@@ -24,7 +24,7 @@ from typing import Any
 from tailcut.config import parse_bytes
 from tailcut.outdir import atomic_dir, claim, write_marker
 
-SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso"]
+SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso", "dcquic"]
 
 
 def size_list(text: str) -> list[int]:
@@ -76,6 +76,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--symbol-bytes", type=int, help="cloudburst: symbol size")
         q.add_argument("--nic-rate", help="cloudburst: pacing rate, e.g. 2Gbps")
         q.add_argument("--spin-us", type=int, help="busy-poll the sockets this long before each sleep")
+        q.add_argument("--cert", help="dcquic server: certificate chain (PEM); without it a throwaway CA")
+        q.add_argument("--key", help="dcquic server: private key (PEM)")
+        q.add_argument("--ca", help="dcquic client: trusted root(s) (PEM)")
+        q.add_argument("--server-name", help="dcquic: the certificate's name (default localhost)")
+        q.add_argument("--task-bytes", type=int, help="dcquic client: task size of the MPS rule")
+        q.add_argument("--path-mtu", type=int, help="dcquic: largest IP packet the path carries (9000)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
@@ -89,6 +95,12 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "symbol_bytes",
         "nic_rate",
         "spin_us",
+        "cert",
+        "key",
+        "ca",
+        "server_name",
+        "task_bytes",
+        "path_mtu",
     )
     opts = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.dctcp:
@@ -134,6 +146,8 @@ def bench(args: argparse.Namespace) -> int:
     arrivals = _arrivals(rng, args)
     local = None if args.server else net.Server(scheme=args.scheme, **opts)
     address = args.server or (local.address if local else "")
+    if local is not None and local.ca_pem and "ca" not in opts:
+        opts = {**opts, "ca_pem": local.ca_pem}
     try:
         with net.Client(address, args.scheme, **opts) as client:
             for i in range(args.warmup):

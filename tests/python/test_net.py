@@ -83,6 +83,10 @@ def test_a_failing_handler_is_counted_and_the_server_goes_on() -> None:
         ({"mss": -1}, "net.mss"),
         ({"colour": "red"}, "net.colour"),
         ({"subflows": 99, "scheme": "fuso"}, "net.mptcp.subflows"),
+        ({"path_mtu": 500, "scheme": "dcquic"}, "net.path_mtu"),
+        ({"local_addrs": ["not-an-ip"], "scheme": "dcquic"}, "net.local_addrs"),
+        ({"ca_pem": "no certificate here", "scheme": "dcquic"}, "net.ca_pem"),
+        ({"cert": "/nonexistent/cert.pem", "scheme": "dcquic"}, "net.cert"),
     ],
 )
 def test_bad_options_raise_config_error_naming_the_option(options: dict, path: str) -> None:
@@ -99,7 +103,8 @@ def test_bad_address_is_a_config_error() -> None:
 
 
 @pytest.mark.parametrize(
-    ("scheme", "load"), [("tcp", "closed"), ("fuso", "poisson"), ("cloudburst", "closed")]
+    ("scheme", "load"),
+    [("tcp", "closed"), ("fuso", "poisson"), ("cloudburst", "closed"), ("dcquic", "poisson")],
 )
 def test_net_bench_writes_the_simulator_flow_columns(tmp_path, scheme: str, load: str) -> None:
     import pandas as pd
@@ -110,7 +115,7 @@ def test_net_bench_writes_the_simulator_flow_columns(tmp_path, scheme: str, load
     out = tmp_path / "bench"
     argv = ["net", "bench", "--scheme", scheme, "--size", "100B,10KB", "--count", "60", "--warmup", "5"]
     argv += ["--load", load, "--rate", "2000", "--concurrency", "2", "--out", str(out)]
-    if scheme != "cloudburst":
+    if scheme in ("tcp", "fuso"):
         argv += ["--min-rto-us", "5000"]
     assert main(argv) == 0
     flows = pd.read_parquet(out / "flows.parquet")

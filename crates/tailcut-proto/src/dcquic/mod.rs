@@ -364,6 +364,9 @@ fn addr_of(s: SocketAddr) -> Addr {
     }
 }
 
+/// Acknowledged messages whose final counters a real-mode engine keeps.
+const ACKED_STATS: usize = 64;
+
 /// Stateless datagrams an engine holds at most (more are dropped, as a busy server would).
 const STATELESS_QUEUE: usize = 4;
 
@@ -506,6 +509,10 @@ pub struct DcquicEngine {
     buffered: u64,
     /// Why the connection ended, as quinn reports it.
     close_reason: Option<String>,
+    /// Real sockets: the final counters of the last [`ACKED_STATS`] messages acknowledged, for
+    /// `message_stats` after their stream is gone (a response and its request's acknowledgement can
+    /// come in one datagram, the response's event first).
+    acked_stats: VecDeque<(MsgId, MessageStats)>,
     /// Stateless datagrams to send (real sockets): (destination, bytes).
     stateless: VecDeque<(SocketAddr, Vec<u8>)>,
     /// Reconstructions: (message, start offset of the kept window, its bytes), for tests to check.
@@ -739,6 +746,7 @@ impl DcquicEngine {
             buffered: 0,
             close_reason: None,
             stateless: VecDeque::new(),
+            acked_stats: VecDeque::new(),
             #[cfg(test)]
             fec_log: Vec::new(),
         };
@@ -1197,6 +1205,12 @@ impl DcquicEngine {
         let stats = send.stats(lost_now);
         self.events
             .push_back(AppEvent::MessageAcked { msg: send.msg, stats });
+        if self.shared.real_mode().is_some() {
+            if self.acked_stats.len() == ACKED_STATS {
+                self.acked_stats.pop_front();
+            }
+            self.acked_stats.push_back((send.msg, stats));
+        }
         self.gc(id);
     }
 
@@ -1676,6 +1690,7 @@ impl Engine for DcquicEngine {
                     .find(|p| p.0 == msg)
                     .map(|_| MessageStats::default())
             })
+            .or_else(|| self.acked_stats.iter().rev().find(|a| a.0 == msg).map(|a| a.1))
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
