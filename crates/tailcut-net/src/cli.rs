@@ -52,6 +52,9 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
     if let Some(m) = flag(args, "--path-mtu")? {
         cfg.path_mtu = m;
     }
+    if let Some(b) = flag::<String>(args, "--initial-window")? {
+        cfg.dcquic.initial_window_limit = tailcut_proto::units::Bytes(parse_bytes(&b)?);
+    }
     if let Some(d) = micros(args, "--min-rto-us")? {
         cfg.tcp.min_rto = d;
     }

@@ -26,7 +26,8 @@ usage:
                 mptcp, fuso: [--subflows 4]
                 dcquic: [--cert cert.pem --key key.pem] (server; without them a throwaway CA, written by
                         [--ca-out ca.pem]) [--ca ca.pem] (client) [--server-name localhost]
-                        [--alpn tailcut-rpc] [--task-bytes 0] (the MPS rule's task size) [--path-mtu 9000]";
+                        [--alpn tailcut-rpc] [--task-bytes 0] (the MPS rule's task size) [--path-mtu 9000]
+                        [--initial-window 14720B] (RFC 9002's byte limit of the initial window)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
