@@ -12,15 +12,19 @@
 //! destination connection ID ([`tailcut_proto::dcquic::route`]): server-issued IDs begin with the
 //! association's routing key; a client's first flight, whose ID the client chose, is matched by that
 //! ID until the handshake moves it to the server's.
+//!
+//! The runtime builds what is random or reads the clock and hands it to the engines: their TLS
+//! configs ([`crate::quic_crypto`]) and each engine's keys ([`crate::quic_keys`]).
 
 use crate::client::{CallEvent, ClientScheme, ClientStats};
 use crate::codec::Codec;
 use crate::config::NetConfig;
 use crate::server::{Request, Routed, ServerScheme, ServerStats};
+use crate::{quic_crypto, quic_keys};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tailcut_proto::dcquic::route::{route, Route};
-use tailcut_proto::dcquic::{real::cid_key, DcquicEngine, Shared};
+use tailcut_proto::dcquic::{real::cid_key, DcquicCounters, DcquicEngine, Shared};
 use tailcut_proto::{Addr, AppEvent, Ecn, Engine, FiveTuple, Header, MsgId, Outgoing, Packet, Proto, Time};
 
 /// The server's address inside the engines.
@@ -84,10 +88,9 @@ pub fn shared(
     epoch: std::time::Instant,
     path_max_payload: u16,
 ) -> Result<Arc<Shared>, String> {
-    let mode = cfg
-        .tls
-        .real_mode(path_max_payload, cfg.max_message_bytes())
-        .map_err(|e| format!("tls: {e}"))?;
+    let tls = cfg.tls.quic().map_err(|e| format!("tls: {e}"))?;
+    let mode = quic_crypto::real_mode(tls, path_max_payload, cfg.max_message_bytes())
+        .map_err(|e| format!("dcquic: {e}"))?;
     Shared::real(cfg.dcquic.clone(), epoch, mode)
         .map(Arc::new)
         .map_err(|e| format!("dcquic: {e}"))
@@ -102,7 +105,17 @@ pub struct ClientSide {
     next: u64,
     /// Connections opened after the first one ended.
     reconnects: u64,
-    closed_counters: tailcut_proto::dcquic::DcquicCounters,
+    closed_counters: DcquicCounters,
+}
+
+/// Adds the counters of a closed connection to a client's total; the others (rebinds, protocol
+/// errors, ...) are the current connection's.
+fn add_closed(total: &mut DcquicCounters, c: &DcquicCounters) {
+    total.handshakes += c.handshakes;
+    total.handshake_ns += c.handshake_ns;
+    total.migrations += c.migrations;
+    total.streams_completed += c.streams_completed;
+    total.lost_packets += c.lost_packets;
 }
 
 impl ClientSide {
@@ -129,18 +142,13 @@ impl ClientSide {
             proto: Proto::Udp,
         };
         let local = (0..paths).map(path_addr).collect();
-        DcquicEngine::real_client(shared.clone(), tuple, local, task, now)
+        DcquicEngine::real_client(shared.clone(), tuple, local, task, quic_keys::client()?, now)
     }
 
     /// The engine's counters over every connection this client opened.
-    pub fn counters(&self) -> tailcut_proto::dcquic::DcquicCounters {
+    pub fn counters(&self) -> DcquicCounters {
         let mut c = self.engine.counters();
-        let o = self.closed_counters;
-        c.handshakes += o.handshakes;
-        c.handshake_ns += o.handshake_ns;
-        c.migrations += o.migrations;
-        c.streams_completed += o.streams_completed;
-        c.lost_packets += o.lost_packets;
+        add_closed(&mut c, &self.closed_counters);
         c
     }
 }
@@ -162,12 +170,7 @@ impl ClientScheme for ClientSide {
         if self.engine.is_closed() {
             if let Ok(e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
                 let old = std::mem::replace(&mut self.engine, e);
-                let c = old.counters();
-                self.closed_counters.handshakes += c.handshakes;
-                self.closed_counters.handshake_ns += c.handshake_ns;
-                self.closed_counters.migrations += c.migrations;
-                self.closed_counters.streams_completed += c.streams_completed;
-                self.closed_counters.lost_packets += c.lost_packets;
+                add_closed(&mut self.closed_counters, &old.counters());
                 self.reconnects += 1;
             }
         }
@@ -263,10 +266,6 @@ impl ServerScheme for ServerSide {
     type E = DcquicEngine;
     type State = ();
 
-    fn opens(&self, bytes: &[u8]) -> bool {
-        matches!(route(bytes), Route::Long { opens: true, .. })
-    }
-
     /// By connection ID (see the module's documentation); only a full-size Initial opens one. A
     /// client ID that happens to begin with a live key is taken for that association's (a 2^-32
     /// chance per live association), whose engine ignores it; the client's retry then fails.
@@ -309,7 +308,8 @@ impl ServerScheme for ServerSide {
             dst_port: 1,
             proto: Proto::Udp,
         };
-        let e = DcquicEngine::real_server(self.shared.clone(), tuple, id as u32, now).ok()?;
+        let keys = quic_keys::server(id as u32).ok()?;
+        let e = DcquicEngine::real_server(self.shared.clone(), tuple, keys, now).ok()?;
         Some((e, ()))
     }
 

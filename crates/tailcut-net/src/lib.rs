@@ -35,6 +35,8 @@ mod driver;
 pub mod frame;
 pub mod io;
 pub mod kernel_tls;
+pub mod quic_crypto;
+pub mod quic_keys;
 mod runtime_thread;
 pub mod server;
 pub mod stream;

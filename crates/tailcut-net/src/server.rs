@@ -187,8 +187,12 @@ pub trait ServerScheme: Send + 'static {
     type E: Codec + Send;
     /// Per-association state of the scheme (duplicate detection, stream framing).
     type State: Send;
-    /// May this datagram (its bytes after the preamble) open an association?
-    fn opens(&self, bytes: &[u8]) -> bool;
+    /// May this datagram (its bytes after the preamble) open an association? Only the default
+    /// [`ServerScheme::route`] asks, so a scheme that keeps it overrides this; by default nothing
+    /// opens one.
+    fn opens(&self, _bytes: &[u8]) -> bool {
+        false
+    }
     /// Which association a datagram belongs to (`live` says whether one exists). By default its
     /// preamble names the scheme, the association and the path, and only a datagram that
     /// [`ServerScheme::opens`] one may open it.

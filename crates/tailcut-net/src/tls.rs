@@ -6,10 +6,11 @@
 //! deployment's PKI: its key sits in a file next to the certificates, and anyone who can read that
 //! file can impersonate the server.
 
+use crate::quic_crypto::{Identity, Tls};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::Path;
-use tailcut_proto::dcquic::real::{Identity, RealMode, ALPN};
+use tailcut_proto::dcquic::real::ALPN;
 
 /// DER bytes, so the configuration stays plain data (cloneable, comparable).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,8 +99,8 @@ impl TlsConfig {
         Ok((t, g))
     }
 
-    /// The engine's real mode with these certificates and the runtime's limits.
-    pub fn real_mode(&self, path_max_payload: u16, max_message_bytes: u64) -> Result<RealMode, String> {
+    /// This material as [`crate::quic_crypto`] takes it.
+    pub fn quic(&self) -> Result<Tls<'_>, String> {
         let identity = if self.cert_chain.is_empty() {
             None
         } else {
@@ -113,18 +114,15 @@ impl TlsConfig {
                 key,
             })
         };
-        Ok(RealMode {
-            alpn: self.alpn.clone(),
+        Ok(Tls {
+            alpn: &self.alpn,
             identity,
             roots: self
                 .roots
                 .iter()
                 .map(|c| CertificateDer::from(c.clone()))
                 .collect(),
-            server_name: self.server_name.clone(),
-            path_max_payload,
-            max_message_bytes,
-            max_buffered_bytes: max_message_bytes.saturating_mul(2),
+            server_name: &self.server_name,
         })
     }
 }

@@ -1,14 +1,15 @@
 //! DCQUIC on real sockets, what a server hears from the network: the runtime's connection routing
-//! (`dcquic::route`) and a real-mode server engine (OS randomness, webpki certificates, the ALPN,
-//! FIN-delimited messages, stateless responses) on arbitrary datagrams. Never panics; a route's
-//! connection ID lies inside the datagram; stateless answers stay bounded; live heap under 64 MB.
+//! (`dcquic::route`) and a real-mode server engine (ring's TLS provider, the test certificate, the
+//! ALPN, FIN-delimited messages, stateless responses; keys from `real_testkit`'s fixed seed) on
+//! arbitrary datagrams. Never panics; a route's connection ID lies inside the datagram; stateless
+//! answers stay bounded; live heap under 64 MB.
 //! Input: records of `[len_hi, len_lo, time step]` followed by `len` bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tailcut_proto::dcquic::real::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::sync::{Arc, OnceLock};
-use tailcut_proto::dcquic::real::{Identity, RealMode, ALPN};
+use tailcut_proto::dcquic::real::RealMode;
+use tailcut_proto::dcquic::real_testkit;
 use tailcut_proto::dcquic::route::{route, Route};
 use tailcut_proto::dcquic::{DcquicConfig, DcquicEngine, Shared};
 use tailcut_proto::packet::{Addr, FiveTuple, Packet, Proto};
@@ -25,20 +26,8 @@ fn shared() -> Arc<Shared> {
     SHARED
         .get_or_init(|| {
             let mode = RealMode {
-                alpn: vec![ALPN.to_vec()],
-                identity: Some(Identity {
-                    certs: vec![CertificateDer::from(
-                        include_bytes!("../../src/dcquic/test_leaf.der").to_vec(),
-                    )],
-                    key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-                        include_bytes!("../../src/dcquic/test_leaf_key.der").to_vec(),
-                    )),
-                }),
-                roots: Vec::new(),
-                server_name: "tailcut".into(),
-                path_max_payload: 8972,
-                max_message_bytes: 1 << 20,
-                max_buffered_bytes: 2 << 20,
+                client: None,
+                ..real_testkit::mode()
             };
             let cfg = DcquicConfig {
                 max_streams: 16,
@@ -59,7 +48,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let base = reset_peak();
     {
-        let mut server = DcquicEngine::real_server(shared(), t, 7, Time::ZERO).expect("a server");
+        let keys = real_testkit::server_keys(7, 1);
+        let mut server = DcquicEngine::real_server(shared(), t, keys, Time::ZERO).expect("a server");
         let mut now = Time::ZERO;
         let mut rest = data;
         let mut buf = Vec::new();

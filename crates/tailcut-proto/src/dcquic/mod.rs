@@ -27,6 +27,8 @@ pub mod crypto;
 pub mod migration;
 pub mod mps;
 pub mod real;
+#[cfg(any(test, feature = "dcquic-testkit"))]
+pub mod real_testkit;
 #[cfg(test)]
 mod real_tests;
 pub mod route;
@@ -226,16 +228,7 @@ enum Mode {
         hosts: Mutex<BTreeMap<Addr, HostTickets>>,
     },
     /// Real sockets ([`real`]).
-    Real(RealShared),
-}
-
-struct RealShared {
-    client: Option<Arc<quinn_proto::crypto::rustls::QuicClientConfig>>,
-    server: Option<Arc<quinn_proto::crypto::rustls::QuicServerConfig>>,
-    server_name: String,
-    path_max_payload: u16,
-    max_message_bytes: u64,
-    max_buffered_bytes: u64,
+    Real(real::RealMode),
 }
 
 /// Per client host (its first address): its ticket store and the client config that uses it.
@@ -259,9 +252,9 @@ impl Shared {
         }
     }
 
-    /// Real sockets: the operating system's randomness, `real`'s certificates and ALPN, messages
-    /// delimited by their stream's FIN. `epoch` is the runtime clock's zero. 0-RTT and tail FEC are
-    /// simulator features here and are refused.
+    /// Real sockets: the driver's TLS configs (`real`), messages delimited by their stream's FIN.
+    /// `epoch` is the runtime clock's zero. 0-RTT and tail FEC are simulator features here and are
+    /// refused.
     pub fn real(cfg: DcquicConfig, epoch: Instant, real: real::RealMode) -> Result<Shared, String> {
         cfg.validate()?;
         real.validate()?;
@@ -271,30 +264,14 @@ impl Shared {
         if cfg.tail_fec {
             return Err("tail_fec: not available on real sockets".into());
         }
-        let client = if real.roots.is_empty() {
-            None
-        } else {
-            Some(real::client(&real)?)
-        };
-        let server = match real.identity {
-            Some(_) => Some(real::server(&real)?),
-            None => None,
-        };
         Ok(Shared {
             cfg,
-            mode: Mode::Real(RealShared {
-                client,
-                server,
-                server_name: real.server_name,
-                path_max_payload: real.path_max_payload,
-                max_message_bytes: real.max_message_bytes,
-                max_buffered_bytes: real.max_buffered_bytes,
-            }),
+            mode: Mode::Real(real),
             epoch,
         })
     }
 
-    fn real_mode(&self) -> Option<&RealShared> {
+    fn real_mode(&self) -> Option<&real::RealMode> {
         match &self.mode {
             Mode::Real(r) => Some(r),
             Mode::Sim { .. } => None,
@@ -333,6 +310,17 @@ impl Shared {
 /// server (the pinned-certificate verifier accepts any name).
 fn server_name(server: Addr) -> String {
     format!("h{}.{}", server.0, crypto::SERVER_NAME)
+}
+
+/// A real-mode engine's quinn endpoint, on the driver's keys.
+fn real_endpoint(keys: real::EndpointKeys, mps: u16, server: Option<Arc<ServerConfig>>) -> Endpoint {
+    let mut ep_cfg = EndpointConfig::new(keys.reset_key);
+    let cids = keys.cids;
+    ep_cfg
+        .cid_generator(move || cids())
+        .max_udp_payload_size(mps)
+        .expect("validated MPS is a legal UDP payload");
+    Endpoint::new(Arc::new(ep_cfg), server, false, Some(keys.rng_seed))
 }
 
 fn to_instant(epoch: Instant, t: Time) -> Instant {
@@ -377,8 +365,9 @@ type Queued = (MsgId, u64, Dir, Option<Vec<u8>>);
 enum Origin {
     /// The run's seed (simulation).
     Sim(Rng),
-    /// The operating system; a server's connection IDs begin with `key`.
-    Real { key: u32 },
+    /// The driver (real sockets).
+    RealClient(real::ClientKeys),
+    RealServer(real::ServerKeys),
 }
 
 #[derive(Debug, Default)]
@@ -523,39 +512,52 @@ pub struct DcquicEngine {
 impl DcquicEngine {
     /// `tuple` is this end's view (src = own address). `client` opens the connection; `local_addrs`
     /// are the host's addresses (migration moves through them; the first must be `tuple.src`);
-    /// `task_bytes` sizes the MPS. With a simulated [`Shared`] every key and random comes from `rng`;
-    /// with a real one from the operating system (`rng` then only picks a server's routing key).
+    /// `task_bytes` sizes the MPS. Every key and random comes from `rng`.
+    ///
+    /// # Panics
+    ///
+    /// With a real [`Shared`]: its engines take their keys from the driver ([`Self::real_client`],
+    /// [`Self::real_server`]).
     pub fn new(
         shared: Arc<Shared>,
         tuple: FiveTuple,
         client: bool,
         local_addrs: Vec<Addr>,
         task_bytes: u64,
-        mut rng: Rng,
+        rng: Rng,
         now: Time,
     ) -> DcquicEngine {
-        let origin = match shared.mode {
-            Mode::Sim { .. } => Origin::Sim(rng),
-            Mode::Real(_) => Origin::Real { key: rng.next_u32() },
-        };
-        DcquicEngine::build(shared, tuple, client, local_addrs, task_bytes, origin, now)
+        assert!(
+            shared.real_mode().is_none(),
+            "a real-mode engine is built by real_client or real_server"
+        );
+        DcquicEngine::build(
+            shared,
+            tuple,
+            client,
+            local_addrs,
+            task_bytes,
+            Origin::Sim(rng),
+            now,
+        )
     }
 
     /// A client on real sockets ([`Shared::real`]): `local_addrs` name its paths (one per local
     /// interface address; migration moves through them), `tuple.dst` the server. The MPS follows
-    /// `task_bytes`, capped at what the path carries.
+    /// `task_bytes`, capped at what the path carries. `keys` are this engine's own.
     pub fn real_client(
         shared: Arc<Shared>,
         tuple: FiveTuple,
         local_addrs: Vec<Addr>,
         task_bytes: u64,
+        keys: real::ClientKeys,
         now: Time,
     ) -> Result<DcquicEngine, String> {
         match shared.real_mode() {
             Some(r) if r.client.is_some() => {}
-            _ => return Err("a real client needs a Shared::real with trusted roots".into()),
+            _ => return Err("a real client needs a Shared::real with a client config".into()),
         }
-        let origin = Origin::Real { key: 0 };
+        let origin = Origin::RealClient(keys);
         Ok(DcquicEngine::build(
             shared,
             tuple,
@@ -567,19 +569,20 @@ impl DcquicEngine {
         ))
     }
 
-    /// A server on real sockets for one connection, whose connection IDs begin with `key`
-    /// ([`real::cid_key`]), so a runtime serving many connections on one socket finds this engine.
+    /// A server on real sockets for one connection. A runtime serving many connections on one
+    /// socket finds this engine by the routing key its connection IDs begin with, which `keys` set
+    /// ([`real::server_cid`]).
     pub fn real_server(
         shared: Arc<Shared>,
         tuple: FiveTuple,
-        key: u32,
+        keys: real::ServerKeys,
         now: Time,
     ) -> Result<DcquicEngine, String> {
         match shared.real_mode() {
             Some(r) if r.server.is_some() => {}
-            _ => return Err("a real server needs a Shared::real with an identity".into()),
+            _ => return Err("a real server needs a Shared::real with a server config".into()),
         }
-        let origin = Origin::Real { key };
+        let origin = Origin::RealServer(keys);
         Ok(DcquicEngine::build(
             shared,
             tuple,
@@ -660,30 +663,33 @@ impl DcquicEngine {
                 });
                 (endpoint, cc)
             }
-            Origin::Real { key } => {
-                let Some(r) = shared.real_mode() else {
-                    unreachable!("Origin::Real comes from a real Shared")
+            Origin::RealClient(real::ClientKeys {
+                endpoint: keys,
+                initial_dst_cid,
+            }) => {
+                let Some(crypto) = shared.real_mode().and_then(|r| r.client.as_ref()) else {
+                    unreachable!("real_client checked the config")
                 };
-                // quinn's defaults draw the reset key, token key and endpoint RNG from the OS.
-                let mut ep_cfg = EndpointConfig::default();
-                ep_cfg
-                    .max_udp_payload_size(mps)
-                    .expect("validated MPS is a legal UDP payload");
-                if !client {
-                    ep_cfg.cid_generator(move || Box::new(real::RoutedCids::new(key)));
-                    if let Some(crypto) = &r.server {
-                        let mut sc = ServerConfig::with_crypto(crypto.clone());
-                        sc.transport_config(transport.clone()).migration(true);
-                        server_cfg = Some(Arc::new(sc));
-                    }
-                }
-                let endpoint = Endpoint::new(Arc::new(ep_cfg), server_cfg.clone(), false, None);
-                let cc = r.client.as_ref().filter(|_| client).map(|crypto| {
-                    let mut cc = ClientConfig::new(crypto.clone());
-                    cc.transport_config(transport.clone());
-                    cc
-                });
-                (endpoint, cc)
+                let mut cc = ClientConfig::new(crypto.clone());
+                cc.transport_config(transport.clone())
+                    .initial_dst_cid_provider(initial_dst_cid);
+                (real_endpoint(keys, mps, None), Some(cc))
+            }
+            Origin::RealServer(real::ServerKeys {
+                endpoint: keys,
+                token_key,
+                clock,
+            }) => {
+                let Some(crypto) = shared.real_mode().and_then(|r| r.server.as_ref()) else {
+                    unreachable!("real_server checked the config")
+                };
+                let mut sc = ServerConfig::new(crypto.clone(), token_key);
+                sc.transport_config(transport.clone())
+                    .migration(true)
+                    .time_source(clock);
+                let sc = Arc::new(sc);
+                server_cfg = Some(sc.clone());
+                (real_endpoint(keys, mps, Some(sc)), None)
             }
         };
         let addr_idx = local_addrs.iter().position(|&a| a == tuple.src).unwrap_or(0);

@@ -1,37 +1,18 @@
 //! The engine in real-socket mode ([`super::real`]), between two engines on the generic harness: real
-//! TLS (a test CA as the client's root, a leaf it signed for the name `tailcut` as the server's
-//! certificate; both valid until 2126, made with openssl, see `docs/dcquic.md`), the
-//! application's bytes delimited by their stream's FIN, routing keys in connection IDs, the limits.
+//! TLS with [`super::real_testkit`]'s certificates and seeded keys, the application's bytes delimited
+//! by their stream's FIN, routing keys in connection IDs, the limits.
 
-use super::real::{cid_key, Identity, RealMode, ALPN};
+use super::real::{cid_key, RealMode, ALPN};
+use super::real_testkit::{self as kit, mode};
 use super::route::{route, Route};
 use super::*;
 use crate::testing::{Fate, Harness};
-use quinn_proto::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-const CA: &[u8] = include_bytes!("test_ca.der");
-const CERT: &[u8] = include_bytes!("test_leaf.der");
-const KEY: &[u8] = include_bytes!("test_leaf_key.der");
 const KEY_ROUTE: u32 = 0xC0FF_EE01;
 
 fn epoch() -> std::time::Instant {
     #[allow(clippy::disallowed_methods)]
     std::time::Instant::now()
-}
-
-fn mode() -> RealMode {
-    RealMode {
-        alpn: vec![ALPN.to_vec()],
-        identity: Some(Identity {
-            certs: vec![CertificateDer::from(CERT.to_vec())],
-            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(KEY.to_vec())),
-        }),
-        roots: vec![CertificateDer::from(CA.to_vec())],
-        server_name: crypto::SERVER_NAME.into(),
-        path_max_payload: 8972,
-        max_message_bytes: 1 << 20,
-        max_buffered_bytes: 2 << 20,
-    }
 }
 
 fn tuple() -> FiveTuple {
@@ -47,8 +28,17 @@ fn tuple() -> FiveTuple {
 fn pair_of(client: RealMode, server: RealMode, task: u64) -> Harness<DcquicEngine> {
     let cs = Arc::new(Shared::real(DcquicConfig::default(), epoch(), client).unwrap());
     let ss = Arc::new(Shared::real(DcquicConfig::default(), epoch(), server).unwrap());
-    let c = DcquicEngine::real_client(cs, tuple(), vec![Addr(1), Addr(2)], task, Time::ZERO).unwrap();
-    let s = DcquicEngine::real_server(ss, tuple().reversed(), KEY_ROUTE, Time::ZERO).unwrap();
+    let c = DcquicEngine::real_client(
+        cs,
+        tuple(),
+        vec![Addr(1), Addr(2)],
+        task,
+        kit::client_keys(1),
+        Time::ZERO,
+    )
+    .unwrap();
+    let s = DcquicEngine::real_server(ss, tuple().reversed(), kit::server_keys(KEY_ROUTE, 2), Time::ZERO)
+        .unwrap();
     let mut p = Harness::new(c, s);
     p.carry = true;
     p
@@ -113,7 +103,7 @@ fn a_server_connection_id_begins_with_its_routing_key() {
         short.iter().all(|r| *r == Route::Short { key: KEY_ROUTE }),
         "{short:?}"
     );
-    assert_eq!(cid_key(&KEY_ROUTE.to_be_bytes()), Some(KEY_ROUTE));
+    assert_eq!(cid_key(&real::server_cid(KEY_ROUTE, [9; 4])), Some(KEY_ROUTE));
 }
 
 #[test]
@@ -134,12 +124,10 @@ fn the_client_picks_the_mps_by_task_size_within_the_path_and_the_server_follows(
 #[test]
 fn a_different_alpn_or_an_untrusted_certificate_fails_the_handshake() {
     let mut other_alpn = mode();
-    other_alpn.alpn = vec![b"h3".to_vec()];
+    other_alpn.client = Some(kit::client_config(&[kit::CA], b"h3"));
     let mut untrusted = mode();
     // Any certificate but the server's: a root the server's chain does not lead to.
-    untrusted.roots = vec![CertificateDer::from(
-        include_bytes!("test_other_root.der").to_vec(),
-    )];
+    untrusted.client = Some(kit::client_config(&[kit::OTHER_ROOT], ALPN));
     for (client, why) in [(other_alpn, "protocol"), (untrusted, "UnknownIssuer")] {
         let mut p = pair_of(client, mode(), 10_000);
         rpc(&mut p, 0, 100, 100);
@@ -173,20 +161,32 @@ fn a_message_over_the_limit_closes_the_connection() {
         .any(|e| matches!(e, AppEvent::MessageFailed { msg: 0, .. })));
 }
 
-/// Real mode draws from the operating system: two clients built alike send different first
-/// datagrams (a simulated pair with one seed sends identical ones, `tests.rs`).
+/// A real client's first destination ID is the driver's, not one the engine drew: two clients on
+/// the same keys open with the same ID, on other keys with another.
 #[test]
-fn real_engines_share_no_randomness() {
-    let first = || {
+fn a_real_client_opens_with_the_drivers_connection_id() {
+    let first_dcid = |seed| {
         let s = Arc::new(Shared::real(DcquicConfig::default(), epoch(), mode()).unwrap());
-        let mut c = DcquicEngine::real_client(s, tuple(), vec![Addr(1)], 10_000, Time::ZERO).unwrap();
+        let mut c = DcquicEngine::real_client(
+            s,
+            tuple(),
+            vec![Addr(1)],
+            10_000,
+            kit::client_keys(seed),
+            Time::ZERO,
+        )
+        .unwrap();
         let mut b = Vec::new();
         c.poll_transmit(Time::ZERO, &mut b).unwrap();
-        b
+        match route(&b) {
+            Route::Long { dcid, opens: true } => dcid.to_vec(),
+            r => panic!("{r:?}"),
+        }
     };
-    let (a, b) = (first(), first());
-    assert_eq!(a.len(), b.len());
-    assert_ne!(a, b);
+    let want = (kit::client_keys(7).initial_dst_cid)().to_vec();
+    assert_eq!(first_dcid(7), want);
+    assert_eq!(first_dcid(7), first_dcid(7));
+    assert_ne!(first_dcid(7), first_dcid(8));
 }
 
 #[test]
@@ -198,19 +198,19 @@ fn real_mode_refuses_simulator_features_and_bad_parameters() {
     let e = Shared::real(cfg, epoch(), mode()).err().unwrap();
     assert!(e.contains("zero_rtt"), "{e}");
     let mut m = mode();
-    m.alpn.clear();
-    assert!(Shared::real(DcquicConfig::default(), epoch(), m)
-        .err()
-        .unwrap()
-        .contains("alpn"));
-    let mut m = mode();
     m.path_max_payload = 1000;
     let e = Shared::real(DcquicConfig::default(), epoch(), m).err().unwrap();
     assert!(e.contains("path_max_payload"), "{e}");
     let mut m = mode();
-    m.identity = None;
-    m.roots.clear();
+    m.client = None;
+    m.server = None;
     assert!(Shared::real(DcquicConfig::default(), epoch(), m).is_err());
+    let mut m = mode();
+    m.client = None;
+    let server_only = Arc::new(Shared::real(DcquicConfig::default(), epoch(), m).unwrap());
+    let keys = kit::client_keys(1);
+    assert!(DcquicEngine::real_client(server_only, tuple(), vec![Addr(1)], 1, keys, Time::ZERO).is_err());
     let sim = Arc::new(Shared::new(DcquicConfig::default(), epoch()));
-    assert!(DcquicEngine::real_client(sim, tuple(), vec![Addr(1)], 1, Time::ZERO).is_err());
+    let keys = kit::client_keys(1);
+    assert!(DcquicEngine::real_client(sim, tuple(), vec![Addr(1)], 1, keys, Time::ZERO).is_err());
 }
