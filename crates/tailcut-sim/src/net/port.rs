@@ -75,6 +75,10 @@ pub struct Port {
     /// Tier of the link (0 = host-ToR, 1 = ToR-Agg/leaf-spine, 2 = Agg-Core, ...), for fault placement.
     pub tier: u8,
     rate_bps: u64,
+    /// The serialisation time of the last packet size sent, `(size, time)`: a port sends mostly one
+    /// size (data one way, ACKs the other), and the division it saves is ~8 instructions per
+    /// packet-hop on benchmark (a). Cleared when the rate changes.
+    last_serialization: (u64, Dur),
     delay: Dur,
     up: bool,
     loss: LossModel,
@@ -106,6 +110,7 @@ impl Port {
             reverse,
             tier,
             rate_bps,
+            last_serialization: (u64::MAX, Dur(0)),
             delay,
             up: true,
             loss: LossModel::default(),
@@ -208,7 +213,10 @@ impl Port {
     #[inline(always)]
     fn transmit(&mut self, now: Time, id: PktId, arena: &PacketArena) -> Service {
         let size = arena.get(id).size_bytes as u64;
-        self.busy_until = now + serialization_time(size, self.rate_bps);
+        if self.last_serialization.0 != size {
+            self.last_serialization = (size, serialization_time(size, self.rate_bps));
+        }
+        self.busy_until = now + self.last_serialization.1;
         self.counters.tx_packets += 1;
         self.counters.tx_bytes += size;
         let arrives = if !self.up {
@@ -255,6 +263,7 @@ impl Port {
     /// A packet being serialised keeps its old rate; the next one uses the new one.
     pub fn set_rate(&mut self, rate_bps: u64) {
         self.rate_bps = rate_bps;
+        self.last_serialization = (u64::MAX, Dur(0));
     }
 
     pub fn set_delay(&mut self, delay: Dur) {
