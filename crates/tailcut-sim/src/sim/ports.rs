@@ -61,7 +61,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
         self.serve(port, s);
     }
 
-    pub(super) fn arrive(&mut self, id: PktId) {
+    /// A packet reaches the far end of its link; true if that is a host.
+    pub(super) fn arrive(&mut self, id: PktId) -> bool {
         let node = self.net.ports[self.arena.link(id) as usize].peer;
         let host = self.host_of_node[node as usize];
         if host != u32::MAX {
@@ -70,8 +71,10 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             self.rx_payload.extend_from_slice(self.arena.payload(id));
             let pkt = self.arena.remove(id);
             self.host_receive(host, pkt);
+            true
         } else {
             self.forward(node, id);
+            false
         }
     }
 
