@@ -72,6 +72,10 @@ impl Scoreboard {
         self.segs.len()
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+
     pub(crate) fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }
