@@ -168,18 +168,30 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     }
 
     pub(super) fn drain(&mut self, e: EngineId) {
-        self.drain_stack.push(e);
-        while let Some(e) = self.drain_stack.pop() {
+        self.drain_one(e);
+        // Most inputs raise no application event and leave no engine to drain after them.
+        if !self.app_events.is_empty() || !self.drain_stack.is_empty() {
+            self.drain_rest();
+        }
+    }
+
+    /// The application events raised so far, then the engines they left to drain, each followed by the
+    /// events it raises.
+    #[inline(never)]
+    fn drain_rest(&mut self) {
+        loop {
+            if !self.app_events.is_empty() {
+                let events = std::mem::take(&mut self.app_events);
+                for &(src, ev) in &events {
+                    self.on_app_event(src, ev);
+                }
+                self.app_events = events;
+                self.app_events.clear();
+            }
+            let Some(e) = self.drain_stack.pop() else {
+                return;
+            };
             self.drain_one(e);
-            if self.app_events.is_empty() {
-                continue;
-            }
-            let events = std::mem::take(&mut self.app_events);
-            for &(src, ev) in &events {
-                self.on_app_event(src, ev);
-            }
-            self.app_events = events;
-            self.app_events.clear();
         }
     }
 
