@@ -36,7 +36,7 @@ FUNCTIONS = [
     ("TCP SACK scoreboard", r"tailcut_proto::tcp::scoreboard::"),
     ("TCP receiver", r"tailcut_proto::tcp::receiver::"),
     ("TCP sender and endpoint", r"tailcut_proto::"),
-    ("event loop (dispatch)", r"tailcut_sim::sim::Sim::run"),
+    ("event loop (dispatch)", r"tailcut_sim::sim::Sim::run|tailcut_sim::run::run_prepared"),
     ("set-up, records, rest of tailcut", r"tailcut"),
     ("allocator, libc, runtime", r""),
 ]
