@@ -348,7 +348,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
                 break;
             }
             // The event list counts what it served: no counter of the loop's own.
-            if self.events.processed() % 4096 == 0 && !progress(self) {
+            if self.events.processed().is_multiple_of(4096) && !progress(self) {
                 self.stop = StopReason::Cancelled;
                 return Err("run cancelled".into());
             }
