@@ -389,7 +389,7 @@ impl Conn {
         }
         if let Some(b) = self.send_bytes.as_mut() {
             b.release_to(
-                ext.hold_from()
+                ext.hold_from(self.sender.snd_una)
                     .map_or(self.sender.snd_una, |o| o.min(self.sender.snd_una)),
             );
         }

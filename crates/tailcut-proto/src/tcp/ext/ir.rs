@@ -249,8 +249,10 @@ impl Extension for TcpIr {
         self.blocks.front().map(|b| b.due)
     }
 
-    fn hold_from(&self) -> Option<u64> {
-        self.blocks.front().map(|b| b.start)
+    /// A wholly acknowledged block still waiting for its due time will never be coded (`pop_due`
+    /// skips it), so it holds nothing: the last ACK of a stream may arrive before that time.
+    fn hold_from(&self, snd_una: u64) -> Option<u64> {
+        self.blocks.iter().find(|b| b.end > snd_una).map(|b| b.start)
     }
 
     /// Blocks not yet coded are abandoned (go-back-N retransmits them anyway).
@@ -324,6 +326,23 @@ mod tests {
         assert_eq!((b.start, b.end), (30, 40));
         let b = e.pop_due(Time(200_000), 0).expect("third block");
         assert_eq!((b.start, b.end, b.due), (40, 50, Time(60_000 + 75_000)));
+    }
+
+    #[test]
+    fn an_acknowledged_block_not_yet_due_holds_no_bytes() {
+        let rtt = Some(Dur::from_micros(100));
+        let mut e = TcpIr::new(TcpIrConfig {
+            max_block_segments: 2,
+        });
+        for i in 0..3 {
+            e.on_new_segment(Time(i * 1_000), i * 10, 10, 10, rtt);
+        }
+        // Blocks [0, 20) and [20, 30), neither due before 75 us.
+        assert_eq!(e.hold_from(0), Some(0));
+        assert_eq!(e.hold_from(15), Some(0));
+        assert_eq!(e.hold_from(20), Some(20));
+        // Everything acknowledged before any block is due: nothing is held.
+        assert_eq!(e.hold_from(30), None);
     }
 
     #[test]

@@ -107,8 +107,8 @@ pub(crate) trait Extension {
     }
 
     /// The oldest send-stream byte the extension may still read (a coded packet not yet sent),
-    /// which a connection carrying bytes must keep even once acknowledged.
-    fn hold_from(&self) -> Option<u64> {
+    /// which a connection carrying bytes must keep even once acknowledged (`snd_una`).
+    fn hold_from(&self, _snd_una: u64) -> Option<u64> {
         None
     }
 
@@ -409,8 +409,8 @@ impl Extension for Extensions {
         self.on_segment_installed(c, now, pkt, h, payload)
     }
 
-    fn hold_from(&self) -> Option<u64> {
-        self.ir.as_ref().and_then(|e| e.hold_from())
+    fn hold_from(&self, snd_una: u64) -> Option<u64> {
+        self.ir.as_ref().and_then(|e| e.hold_from(snd_una))
     }
 
     #[inline(always)]
