@@ -35,8 +35,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     }
 
     fn deliver_local(&mut self, pkt: Packet) {
-        match self.demux.get(&(pkt.tuple.dst.0, pkt.tuple.dst_port)) {
-            Some(&e) => {
+        match self.demux.get(pkt.tuple.dst.0, pkt.tuple.dst_port) {
+            Some(e) => {
                 let payload = std::mem::take(&mut self.rx_payload);
                 self.engines[e as usize]
                     .engine
@@ -60,8 +60,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     /// before the engine sends anything, as on the general path.
     pub(super) fn deliver_in_place(&mut self, id: PktId) {
         let pkt = self.arena.get(id);
-        match self.demux.get(&(pkt.tuple.dst.0, pkt.tuple.dst_port)) {
-            Some(&e) => {
+        match self.demux.get(pkt.tuple.dst.0, pkt.tuple.dst_port) {
+            Some(e) => {
                 self.engines[e as usize]
                     .engine
                     .handle_packet(self.now, pkt, self.arena.payload(id));
@@ -294,7 +294,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
         // connection that migrates to another NIC (DCQUIC) keeps receiving.
         for a in &self.net.host_addrs[host as usize] {
             for port in first..first + ports {
-                self.demux.insert((a.0, port), id);
+                self.demux.insert(a.0, port, id);
             }
         }
         id

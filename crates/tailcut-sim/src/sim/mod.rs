@@ -7,6 +7,7 @@
 //! the number of flows: no per-packet scans over flows, and forwarding is a table lookup.
 
 mod app;
+mod demux;
 mod host;
 mod ports;
 mod records;
@@ -21,6 +22,7 @@ use crate::net::Network;
 use crate::transport::Transport;
 use crate::workload::FlowSpec;
 use app::FlowState;
+use demux::Demux;
 use tailcut_proto::rng::{self, Stream};
 use tailcut_proto::{AppEvent, Dur, Engine, Shim, Time};
 
@@ -105,7 +107,7 @@ pub struct Sim<'a, const TRACED: bool = false> {
     pub net: Network,
     host_of_node: Vec<u32>,
     engines: Vec<EngineSlot>,
-    demux: FxMap<(u32, u16), EngineId>,
+    demux: Demux,
     shims: Vec<Option<Box<dyn Shim>>>,
     shim_scheduled: Vec<Time>,
     flows: &'a [FlowSpec],
@@ -175,7 +177,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             net,
             host_of_node,
             engines: Vec::new(),
-            demux: FxMap::default(),
+            demux: Demux::default(),
             shims: (0..hosts).map(|_| None).collect(),
             shim_scheduled: vec![Time::MAX; hosts],
             flows,

@@ -40,7 +40,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     /// address and port (shim-made packets carry their connection's tuple).
     fn traced(&self, pkt: &Packet) -> Option<(u64, bool)> {
         let tr = self.trace.as_deref()?;
-        let &e = self.demux.get(&(pkt.tuple.src.0, pkt.tuple.src_port))?;
+        let e = self.demux.get(pkt.tuple.src.0, pkt.tuple.src_port)?;
         tr.engine(e)
     }
 
@@ -101,7 +101,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             }
         }
         self.trace_departure(port, &s, &counters, &after);
-        self.serve(port, s);
+        self.serve(port, s, true);
     }
 
     /// [`Sim::tx_done`] of a traced run.
@@ -112,7 +112,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
         let s = self.net.ports[port as usize].wake(self.now, &self.arena);
         let after = *self.net.ports[port as usize].counters();
         self.trace_departure(port, &s, &counters, &after);
-        self.serve(port, s);
+        self.serve(port, s, true);
     }
 
     /// The packet a port started serialising, and its loss on the link if the link lost it.

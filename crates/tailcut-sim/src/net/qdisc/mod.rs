@@ -96,7 +96,7 @@ impl Discipline {
     /// The verdict on `pkt` arriving at a class queue holding `fifo` (`q_bytes` bytes); `fits` says
     /// whether it fits both the class limit and the port buffer.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn decide(
         &mut self,
         pkt: &Packet,
