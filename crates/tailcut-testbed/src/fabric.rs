@@ -28,7 +28,6 @@ use tailcut_proto::{Dur, Ecn, Time};
 use tailcut_sim::arena::{PacketArena, PktId};
 use tailcut_sim::fault::{self, FaultAction};
 use tailcut_sim::net::port::Service;
-use tailcut_sim::net::routing;
 use tailcut_sim::net::Network;
 use tailcut_sim::topo::NodeKind;
 use tailcut_sys::poll::{Poller, TIMER_TOKEN};
@@ -345,10 +344,8 @@ impl Fabric {
     }
 
     fn forward(&mut self, node: u32, id: PktId, at: Time) {
-        let salt = self.net.nodes[node as usize].salt;
         let pkt = self.arena.get_mut(id);
-        let hops = self.net.routes.next_hops(node, pkt.tuple.dst);
-        match routing::choose(hops, &pkt.tuple, &mut pkt.route, salt) {
+        match self.net.routes.egress(node, &pkt.tuple, &mut pkt.route) {
             Some(q) => self.offer(q, at, id),
             None => {
                 self.rejects.no_route += 1;

@@ -134,7 +134,7 @@ impl Port {
                 c.enqueued_packets += 1;
                 c.enqueued_bytes += size;
                 c.ecn_marked += marked as u64;
-                return self.transmit(now, id, arena);
+                return self.transmit(now, id, size);
             }
         }
         let admit = self.queue.enqueue(arena, id, now.0, &mut self.rng);
@@ -203,16 +203,15 @@ impl Port {
             };
         }
         match self.queue.dequeue(arena, now.0) {
-            Some(id) => self.transmit(now, id, arena),
+            Some(id) => self.transmit(now, id, arena.get(id).size_bytes as u64),
             None => NOTHING,
         }
     }
 
-    /// Puts `id` on the wire: the line is busy for its serialisation, and the packet arrives at the
-    /// peer after that plus the propagation delay, unless the link is down or loses it.
+    /// Puts `id` (`size` bytes) on the wire: the line is busy for its serialisation, and the packet
+    /// arrives at the peer after that plus the propagation delay, unless the link is down or loses it.
     #[inline(always)]
-    fn transmit(&mut self, now: Time, id: PktId, arena: &PacketArena) -> Service {
-        let size = arena.get(id).size_bytes as u64;
+    fn transmit(&mut self, now: Time, id: PktId, size: u64) -> Service {
         if self.last_serialization.0 != size {
             self.last_serialization = (size, serialization_time(size, self.rate_bps));
         }

@@ -6,7 +6,6 @@ use super::Sim;
 use crate::arena::PktId;
 use crate::event::{Event, NodeId, PortId};
 use crate::net::port::Service;
-use crate::net::routing;
 use crate::trace::Cause;
 
 impl<const TRACED: bool> Sim<'_, TRACED> {
@@ -94,10 +93,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     }
 
     fn forward(&mut self, node: NodeId, id: PktId) {
-        let salt = self.net.nodes[node as usize].salt;
         let pkt = self.arena.get_mut(id);
-        let hops = self.net.routes.next_hops(node, pkt.tuple.dst);
-        match routing::choose(hops, &pkt.tuple, &mut pkt.route, salt) {
+        match self.net.routes.egress(node, &pkt.tuple, &mut pkt.route) {
             Some(egress) => self.enqueue_inline(egress, id, false),
             None => {
                 if TRACED {
