@@ -93,6 +93,13 @@ impl Network {
                 host_nic_rate_bps.push(fastest.max().unwrap_or(0));
             }
         }
+        let mut host_of_node = vec![u32::MAX; nodes.len()];
+        for (i, &n) in hosts.iter().enumerate() {
+            host_of_node[n as usize] = i as u32;
+        }
+        for p in &mut ports {
+            p.peer_host = host_of_node[p.peer as usize];
+        }
         let mut net = Network {
             nodes,
             ports,

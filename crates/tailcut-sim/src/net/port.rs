@@ -70,6 +70,8 @@ const NOTHING: Service = Service {
 pub struct Port {
     pub node: NodeId,
     pub peer: NodeId,
+    /// The host index of `peer` (`u32::MAX` for a switch), read beside `peer` by every arrival.
+    pub peer_host: u32,
     /// The port carrying the opposite direction.
     pub reverse: PortId,
     /// Tier of the link (0 = host-ToR, 1 = ToR-Agg/leaf-spine, 2 = Agg-Core, ...), for fault placement.
@@ -107,6 +109,7 @@ impl Port {
         Port {
             node,
             peer,
+            peer_host: u32::MAX,
             reverse,
             tier,
             rate_bps,

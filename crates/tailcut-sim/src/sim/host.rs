@@ -88,7 +88,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     fn nic_send(&mut self, host: u32, pkt: &Packet, payload: &[u8], owner: EngineId) {
         let (node, nic) = self.net.addrs[pkt.tuple.src.0 as usize];
         debug_assert_eq!(
-            self.host_of_node[node as usize], host,
+            self.net.hosts[host as usize], node,
             "engines send from their own host's addresses"
         );
         let id = self.arena.insert(*pkt);

@@ -105,7 +105,6 @@ pub struct Sim<'a, const TRACED: bool = false> {
     events: EventQueue,
     arena: PacketArena,
     pub net: Network,
-    host_of_node: Vec<u32>,
     engines: Vec<EngineSlot>,
     demux: Demux,
     shims: Vec<Option<Box<dyn Shim>>>,
@@ -162,10 +161,6 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
         seed: u64,
         max_time: Dur,
     ) -> Sim<'a, TRACED> {
-        let mut host_of_node = vec![u32::MAX; net.nodes.len()];
-        for (i, &n) in net.hosts.iter().enumerate() {
-            host_of_node[n as usize] = i as u32;
-        }
         let hosts = net.host_count();
         let tsq_on = net.host_tsq.is_on();
         let mut sim = Sim {
@@ -175,7 +170,6 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             events: EventQueue::default(),
             arena: PacketArena::default(),
             net,
-            host_of_node,
             engines: Vec::new(),
             demux: Demux::default(),
             shims: (0..hosts).map(|_| None).collect(),

@@ -73,8 +73,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
 
     /// A packet reaches the far end of its link; true if that is a host.
     pub(super) fn arrive(&mut self, id: PktId) -> bool {
-        let node = self.net.ports[self.arena.link(id) as usize].peer;
-        let host = self.host_of_node[node as usize];
+        let link = &self.net.ports[self.arena.link(id) as usize];
+        let (node, host) = (link.peer, link.peer_host);
         if host != u32::MAX {
             self.cons.delivered += 1;
             if !TRACED && !self.has_shim(host) {
