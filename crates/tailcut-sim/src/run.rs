@@ -114,7 +114,7 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     }
     exp.network.aqm.validate().map_err(at("network.aqm"))?;
     exp.network.host_aqm.validate().map_err(at("network.host_aqm"))?;
-    let net = Network::build(&base_spec, exp.seed);
+    let net = Network::unrouted(&base_spec, exp.seed);
     let (rack, nic_rate_bps) = net.host_info();
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
         .map_err(|e| at("")(e.to_string()))?;

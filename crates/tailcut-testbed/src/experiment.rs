@@ -399,7 +399,7 @@ pub fn run_experiment(
 ) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
     let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
     scale_rates(&mut base, &mut [], tb.rate_scale);
-    let net = Network::build(&base, exp.seed);
+    let net = Network::unrouted(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
     // A missing tool should stop the run before any scheme has run, not after the first.
     for s in &exp.schemes {

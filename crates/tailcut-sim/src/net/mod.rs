@@ -44,6 +44,14 @@ pub struct Network {
 
 impl Network {
     pub fn build(spec: &TopoSpec, seed: u64) -> Network {
+        let mut net = Network::unrouted(spec, seed);
+        net.routes = Routes::compute(&net);
+        net
+    }
+
+    /// The network without its forwarding tables, for what needs only its shape (host information,
+    /// fault placement): the tables of a k = 16 fat-tree take ~70 M instructions to compute.
+    pub fn unrouted(spec: &TopoSpec, seed: u64) -> Network {
         let mut nodes: Vec<Node> = spec
             .nodes
             .iter()
@@ -100,7 +108,7 @@ impl Network {
         for p in &mut ports {
             p.peer_host = host_of_node[p.peer as usize];
         }
-        let mut net = Network {
+        Network {
             nodes,
             ports,
             addrs,
@@ -110,9 +118,7 @@ impl Network {
             host_tsq: spec.host_tsq,
             host_nic_rate_bps,
             routes: Routes::default(),
-        };
-        net.routes = Routes::compute(&net);
-        net
+        }
     }
 
     pub fn recompute_routes(&mut self) {
