@@ -17,6 +17,9 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
 
     /// Offers a packet to the host's shim (if any) in the given direction; false if the shim drops it.
     fn shim_passes(&mut self, host: u32, pkt: &mut Packet, dir: Direction) -> bool {
+        if !self.any_shim {
+            return true;
+        }
         let Some(shim) = self.shims[host as usize].as_mut() else {
             return true;
         };
@@ -52,7 +55,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     }
 
     pub(super) fn has_shim(&self, host: u32) -> bool {
-        self.shims[host as usize].is_some()
+        self.any_shim && self.shims[host as usize].is_some()
     }
 
     /// A packet for a host without a shim goes to its engine straight from the arena: no copy of the

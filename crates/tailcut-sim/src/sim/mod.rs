@@ -108,6 +108,8 @@ pub struct Sim<'a, const TRACED: bool = false> {
     engines: Vec<EngineSlot>,
     demux: Demux,
     shims: Vec<Option<Box<dyn Shim>>>,
+    /// Some host has a shim: without any, a packet's way in or out of a host skips the look-up.
+    any_shim: bool,
     shim_scheduled: Vec<Time>,
     flows: &'a [FlowSpec],
     flow_state: Vec<FlowState>,
@@ -173,6 +175,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             engines: Vec::new(),
             demux: Demux::default(),
             shims: (0..hosts).map(|_| None).collect(),
+            any_shim: false,
             shim_scheduled: vec![Time::MAX; hosts],
             flows,
             flow_state: Vec::with_capacity(flows.len()),
@@ -286,6 +289,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
     /// Installs a shim on a host (T-RACKs and other hypervisor-level schemes).
     pub fn set_shim(&mut self, host: u32, shim: Box<dyn Shim>) {
         self.shims[host as usize] = Some(shim);
+        self.any_shim = true;
         self.rearm_shim(host);
     }
 
