@@ -165,6 +165,12 @@ pub trait Engine {
     /// messages still unfinished when a run ends).
     fn message_stats(&self, msg: MsgId) -> Option<MessageStats>;
 
+    /// One of this engine's messages just completed (acknowledged or failed): an engine may give back
+    /// the buffer capacity it grew while the message was in flight. A hint that changes no behaviour:
+    /// a finished connection otherwise keeps its largest window's worth of records to the end of a
+    /// simulation (~5.8 KB per TCP flow on the web-search benchmark).
+    fn release_memory(&mut self) {}
+
     /// Named counters the engine keeps (summed over engines into the run info); none by default.
     /// Read once at the end of a run.
     fn counters(&self) -> Vec<(&'static str, u64)> {

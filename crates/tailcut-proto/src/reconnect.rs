@@ -347,6 +347,10 @@ impl Engine for Reconnect {
         self.inner.message_stats(msg).or(Some(MessageStats::default()))
     }
 
+    fn release_memory(&mut self) {
+        self.inner.release_memory();
+    }
+
     fn probe(&self) -> Option<crate::engine::EngineProbe> {
         self.inner.probe()
     }

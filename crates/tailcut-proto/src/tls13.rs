@@ -180,6 +180,10 @@ impl Engine for TlsTcp {
         self.inner.message_stats(msg)
     }
 
+    fn release_memory(&mut self) {
+        self.inner.release_memory();
+    }
+
     fn probe(&self) -> Option<crate::engine::EngineProbe> {
         self.inner.probe()
     }

@@ -753,6 +753,12 @@ impl Engine for MptcpEndpoint {
     fn message_stats(&self, msg: MsgId) -> Option<MessageStats> {
         self.ledger.stats(msg)
     }
+
+    fn release_memory(&mut self) {
+        for s in &mut self.subs {
+            s.sender.scoreboard.shrink();
+        }
+    }
 }
 
 impl MptcpEndpoint {

@@ -539,6 +539,10 @@ impl Engine for TcpEndpoint {
         self.conn.sender.ledger.stats(msg)
     }
 
+    fn release_memory(&mut self) {
+        self.conn.sender.scoreboard.shrink();
+    }
+
     fn probe(&self) -> Option<EngineProbe> {
         let s = self.stats();
         Some(EngineProbe {

@@ -76,6 +76,11 @@ impl Scoreboard {
         self.segs.is_empty()
     }
 
+    /// Gives back the capacity beyond the segments still held.
+    pub(crate) fn shrink(&mut self) {
+        self.segs.shrink_to_fit();
+    }
+
     pub(crate) fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }
@@ -396,6 +401,22 @@ mod tests {
         assert_eq!(b.pipe_bytes(600), 200);
         b.ack_to(100);
         assert_eq!(b.pipe_bytes(500), 100);
+    }
+
+    #[test]
+    fn shrinking_gives_back_capacity_and_keeps_what_is_held() {
+        let mut b = board(200);
+        b.ack_to(19_800);
+        b.shrink();
+        assert_eq!(b.len(), 2);
+        assert!(b.segs.capacity() < 200);
+        assert_eq!(b.seg(0).start, 19_800);
+        b.ack_to(20_000);
+        b.shrink();
+        assert_eq!(b.segs.capacity(), 0);
+        // It grows again when sending resumes.
+        b.push(20_000, 100, Time(300), 0);
+        assert_eq!(b.len(), 1);
     }
 
     #[test]

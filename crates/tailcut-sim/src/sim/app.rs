@@ -162,6 +162,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             }
             AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
                 self.flow_state[flow_of(msg)].message_final(conn, part_of(msg), stats);
+                // Memory then follows the flows in progress rather than every flow ever run.
+                self.engines[e as usize].engine.release_memory();
             }
         }
     }
