@@ -47,7 +47,7 @@ impl Testbed {
     /// Creates a namespace per host and starts the fabric. Errors name what could not be set up.
     pub fn start(spec: TestbedSpec) -> Result<Testbed, String> {
         let net = Network::build(&spec.topo, spec.seed);
-        let names = Network::build(&spec.topo, spec.seed);
+        let names = Network::unrouted(&spec.topo, spec.seed);
         let addrs = AddrTable::new(&net)?;
         let faults = fault::plan(&spec.faults, &net, spec.seed)?;
         let capture = spec.capture.as_ref().map(Capture::create).transpose()?;
