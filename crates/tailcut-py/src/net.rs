@@ -38,22 +38,28 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             v.as_u64()
                 .ok_or_else(|| bad(key, format!("must be a non-negative integer, got {v}")))
         };
+        // Fields narrower than u64: a value that does not fit is refused, not truncated.
+        let uint32 = || {
+            uint().and_then(|n| {
+                u32::try_from(n).map_err(|_| bad(key, format!("must be at most {}, got {n}", u32::MAX)))
+            })
+        };
         match key.as_str() {
             "scheme" => {
                 let s = v.as_str().ok_or_else(|| bad(key, "must be a string".into()))?;
                 cfg.scheme = s.parse::<Scheme>().map_err(|e| bad(key, e))?;
             }
             "seed" => cfg.seed = uint()?,
-            "paths" => cfg.cloudburst.paths = uint()? as u32,
-            "symbol_bytes" => cfg.cloudburst.symbol_bytes = uint()? as u32,
+            "paths" => cfg.cloudburst.paths = uint32()?,
+            "symbol_bytes" => cfg.cloudburst.symbol_bytes = uint32()?,
             "nic_rate" => {
                 let s = v
                     .as_str()
                     .ok_or_else(|| bad(key, "must be a rate like '2Gbps'".into()))?;
                 cfg.cloudburst.nic_rate = Rate(parse_rate(s).map_err(|e| bad(key, e))?);
             }
-            "subflows" => cfg.mptcp.subflows = uint()? as u32,
-            "mss" => cfg.tcp.mss_bytes = uint()? as u32,
+            "subflows" => cfg.mptcp.subflows = uint32()?,
+            "mss" => cfg.tcp.mss_bytes = uint32()?,
             "min_rto_us" => cfg.tcp.min_rto = Dur::from_micros(uint()?),
             "initial_rto_us" => cfg.tcp.initial_rto = Dur::from_micros(uint()?),
             "dctcp" => {
@@ -75,7 +81,7 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             "server_name" => cfg.tls.server_name = text(key, v)?,
             "alpn" => cfg.tls.alpn = vec![text(key, v)?.into_bytes()],
             "task_bytes" => cfg.dcquic_task_bytes = uint()?,
-            "path_mtu" => cfg.path_mtu = uint()? as u32,
+            "path_mtu" => cfg.path_mtu = uint32()?,
             "local_addrs" => {
                 let ips = v
                     .as_array()

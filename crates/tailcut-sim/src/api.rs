@@ -52,7 +52,8 @@ pub fn parse_toml(text: &str) -> Result<Experiment, ApiError> {
 /// Reads and parses an experiment file (TOML); the error names the file, then the field. File paths in
 /// it resolve against the file's folder ([`crate::paths`]).
 pub fn load_toml(path: &str) -> Result<Experiment, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let text =
+        crate::limits::read_regular_file(std::path::Path::new(path)).map_err(|e| format!("{path}: {e}"))?;
     // Editors on Windows may save a UTF-8 byte order mark, which TOML does not allow.
     let mut exp =
         parse_toml(text.strip_prefix('\u{feff}').unwrap_or(&text)).map_err(|e| format!("{path}: {e}"))?;

@@ -324,6 +324,12 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                     EmpiricalCdf::from_file(std::path::Path::new(rates))
                         .map_err(|e| ctx(format!("rates: {e}")))?
                 };
+                let (lo, hi) = (cdf.min_value(), cdf.max_value());
+                if lo < 0.0 || hi > 1.0 {
+                    return Err(ctx(format!(
+                        "rates: {rates}: loss rates must be fractions in [0, 1], found values from {lo} to {hi}"
+                    )));
+                }
                 let weights = tier_weights.clone().unwrap_or_else(|| vec![1.0; tiers.len()]);
                 if weights.len() != tiers.len()
                     || weights.iter().any(|w| *w < 0.0)

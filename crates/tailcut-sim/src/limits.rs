@@ -7,6 +7,8 @@
 //! docs/simulator.md, "Limits and errors", lists every bound.
 
 use crate::config::Experiment;
+use crate::fault::FaultConfig;
+use crate::net::aqm::AqmConfig;
 use crate::topo::{CloudburstTestbed, Dumbbell, FatTree, File, FusoTestbed, LeafSpine, Star, TopologyConfig};
 use tailcut_proto::units::{Bytes, Rate};
 use tailcut_proto::{ConfigError, Dur};
@@ -21,6 +23,12 @@ pub const MAX_DELAY: Dur = Dur(10_000_000_000);
 pub const MAX_TIME: Dur = Dur(100_000 * 1_000_000_000);
 /// Largest buffer: 1 TB.
 pub const MAX_BUFFER_BYTES: u64 = 1 << 40;
+/// Smallest buffer: one full-size (1500-byte MTU) packet. A smaller queue drops every data packet, so
+/// every flow of the run would end unfinished.
+pub const MIN_BUFFER_BYTES: u64 = 1500;
+/// Largest flow (or message): 1 PB, 80 s at the fastest link rate. Far above any datacenter flow, low
+/// enough that byte counts times 8 (bits) or times a hop count stay within `u64` and `f64` is exact.
+pub const MAX_FLOW_BYTES: u64 = 1_000_000_000_000_000;
 /// Most nodes or links a topology may declare: node and port ids are `u32`, and every link has two
 /// ports.
 pub const MAX_ELEMENTS: u64 = 1 << 30;
@@ -78,7 +86,47 @@ pub fn buffer(path: &str, b: Bytes) -> Result<(), ConfigError> {
             format!("must be at most 1TB, got {} bytes", b.0),
         ));
     }
+    if b.0 < MIN_BUFFER_BYTES {
+        return Err(ConfigError::new(
+            path,
+            format!(
+                "must be at least {MIN_BUFFER_BYTES} bytes (one full-size packet), got {} bytes: a \
+                 smaller queue drops every data packet",
+                b.0
+            ),
+        ));
+    }
     Ok(())
+}
+
+/// A flow's size in bytes: > 0 and at most [`MAX_FLOW_BYTES`].
+pub fn flow_size(path: &str, bytes: u64) -> Result<(), ConfigError> {
+    if bytes == 0 {
+        return Err(ConfigError::new(path, "must be > 0 bytes"));
+    }
+    if bytes > MAX_FLOW_BYTES {
+        return Err(ConfigError::new(
+            path,
+            format!("must be at most 1PB, got {bytes} bytes"),
+        ));
+    }
+    Ok(())
+}
+
+/// The text of the file at `path`, refusing anything that is not a regular file before opening it: a
+/// FIFO would block the read forever, a device could be endless. The error is the io error's text.
+pub fn read_regular_file(path: &std::path::Path) -> std::io::Result<String> {
+    // `metadata` follows symbolic links and never blocks on a FIFO (only opening it does).
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a folder"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        return Err(std::io::Error::other(format!("is {what}")));
+    }
+    std::fs::read_to_string(path)
 }
 
 fn name(path: &str, s: &str) -> Result<(), ConfigError> {
@@ -99,12 +147,43 @@ pub fn check(exp: &Experiment) -> Result<(), ConfigError> {
     time("stall_timeout", exp.stall_timeout)?;
     topology(&exp.topology).map_err(|e| e.at("topology"))?;
     queues(&exp.network).map_err(|e| e.at("network"))?;
+    // A set, not a scan of the earlier names (thousands of components must not be quadratic).
+    let mut names = std::collections::HashSet::new();
     for (i, c) in exp.workload.iter().enumerate() {
         let here = format!("workload[{i}]");
         name(&format!("{here}.name"), &c.name)?;
+        if !names.insert(c.name.as_str()) {
+            return Err(ConfigError::new(
+                format!("{here}.name"),
+                format!(
+                    "duplicate component name '{}' (results, applies_to and other_traffic tell \
+                     components apart by name)",
+                    c.name
+                ),
+            ));
+        }
         time(&format!("{here}.start"), c.start)?;
+        before_max_time(
+            &format!("{here}.start"),
+            c.start,
+            exp.max_time,
+            "no flow of it would start",
+        )?;
         if let Some(u) = c.until {
             time(&format!("{here}.until"), u)?;
+        }
+        if c.request_bytes.0 > MAX_FLOW_BYTES {
+            flow_size(&format!("{here}.request_bytes"), c.request_bytes.0)?;
+        }
+    }
+    for (i, f) in exp.faults.iter().enumerate() {
+        if let Some(at) = fault_start(f) {
+            before_max_time(
+                &format!("faults[{i}].at"),
+                at,
+                exp.max_time,
+                "the fault would never happen",
+            )?;
         }
     }
     for (i, s) in exp.schemes.iter().enumerate() {
@@ -116,9 +195,61 @@ pub fn check(exp: &Experiment) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// A time that must fall inside the run (`t < max_time`); `consequence` says what would go wrong.
+fn before_max_time(path: &str, t: Dur, max_time: Dur, consequence: &str) -> Result<(), ConfigError> {
+    if t >= max_time {
+        return Err(ConfigError::new(
+            path,
+            format!("must be before max_time ({max_time}), got {t}: {consequence}"),
+        ));
+    }
+    Ok(())
+}
+
+/// When a fault starts, if it has a start time.
+fn fault_start(f: &FaultConfig) -> Option<Dur> {
+    match f {
+        FaultConfig::Loss { at, .. }
+        | FaultConfig::LinkDown { at, .. }
+        | FaultConfig::Degrade { at, .. }
+        | FaultConfig::Delay { at, .. } => Some(*at),
+        FaultConfig::RandomLossyLinks { .. } => None,
+    }
+}
+
+/// An ECN marking threshold must lie below the queue's buffer, or no packet is ever marked.
+fn ecn_k(path: &str, aqm: &AqmConfig, buffer: Bytes) -> Result<(), ConfigError> {
+    let k = match aqm {
+        AqmConfig::Ecn { k } => *k,
+        AqmConfig::Trim { ecn_k: Some(k), .. } => *k,
+        _ => return Ok(()),
+    };
+    if k.0 >= buffer.0 {
+        return Err(ConfigError::new(
+            path,
+            format!(
+                "must be below the buffer ({} bytes), got {} bytes: the queue never reaches it, so no \
+                 packet would be marked",
+                buffer.0, k.0
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn queues(q: &crate::topo::SwitchQueues) -> Result<(), ConfigError> {
     buffer("buffer", q.buffer)?;
     buffer("host_buffer", q.host_buffer)?;
+    let k_path = |list: &str, aqm: &AqmConfig| {
+        let field = if matches!(aqm, AqmConfig::Trim { .. }) {
+            "ecn_k"
+        } else {
+            "k"
+        };
+        format!("{list}.{field}")
+    };
+    ecn_k(&k_path("aqm", &q.aqm), &q.aqm, q.buffer)?;
+    ecn_k(&k_path("host_aqm", &q.host_aqm), &q.host_aqm, q.host_buffer)?;
     for (i, c) in q.classes.iter().chain(&q.host_classes).enumerate() {
         let list = if i < q.classes.len() {
             "classes"
@@ -132,6 +263,14 @@ fn queues(q: &crate::topo::SwitchQueues) -> Result<(), ConfigError> {
         };
         if let Some(l) = c.limit {
             buffer(&format!("{list}[{k}].limit"), l)?;
+        }
+        if let Some(a) = &c.aqm {
+            let own = if i < q.classes.len() {
+                q.buffer
+            } else {
+                q.host_buffer
+            };
+            ecn_k(&k_path(&format!("{list}[{k}].aqm"), a), a, c.limit.unwrap_or(own))?;
         }
     }
     if matches!(q.host_tsq, crate::topo::HostTsq::Fixed(b) if b > MAX_BUFFER_BYTES) {
@@ -209,5 +348,28 @@ fn topology(t: &TopologyConfig) -> Result<(), ConfigError> {
             delay("link_delay", *link_delay)
         }
         TopologyConfig::File(File { path }) => name("path", path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_or_a_folder_is_refused_before_it_is_opened() {
+        let dir = std::env::temp_dir().join(format!("tailcut-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("sizes.cdf");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if made.is_ok_and(|s| s.success()) {
+            // Opening it would block forever: no writer ever comes.
+            let e = read_regular_file(&fifo).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        let e = read_regular_file(&dir).unwrap_err().to_string();
+        assert_eq!(e, "is a folder");
+        assert!(read_regular_file(&dir.join("missing")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -118,6 +118,7 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     let (rack, nic_rate_bps) = net.host_info();
     let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
         .map_err(|e| at("")(e.to_string()))?;
+    file_flows_start_in_time(exp, &flows)?;
     let hops = estimate::mean_hops(&exp.topology);
     estimate::check_work(&flows, exp.workload.len(), &size, exp.schemes.len(), hops, limits)?;
     let other = match &exp.other_traffic {
@@ -189,6 +190,32 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
         schemes,
         component_names,
     })
+}
+
+/// A flow file whose every flow starts at or after `max_time` would run no flow of its component
+/// (generated components are held to `start < max_time` by `limits::check`).
+fn file_flows_start_in_time(exp: &Experiment, flows: &[FlowSpec]) -> Result<(), RunError> {
+    let mut first = vec![u64::MAX; exp.workload.len()];
+    for f in flows {
+        let c = f.component as usize;
+        first[c] = first[c].min(f.start.0);
+    }
+    for (i, c) in exp.workload.iter().enumerate() {
+        if let workload::Pattern::ConnectionMatrix { path } | workload::Pattern::FlowCsv { path } = &c.pattern
+        {
+            if first[i] >= exp.max_time.0 {
+                return Err(RunError::Config(ConfigError::new(
+                    format!("workload[{i}].pattern.path"),
+                    format!(
+                        "{path}: every flow starts at or after max_time ({}), the first at {}: none would run",
+                        exp.max_time,
+                        tailcut_proto::Dur(first[i])
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs every scheme of the experiment on the same flows. `progress(fraction)` returns false to cancel.

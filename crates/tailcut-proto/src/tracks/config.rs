@@ -124,6 +124,16 @@ impl TracksConfig {
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
             return err("alpha", format!("must be finite and >= 0, got {}", self.alpha));
         }
+        // beta = alpha x RTT + rand(RTT): at 0 the shim spoofs duplicate ACKs before the ACK of a
+        // packet could have come back, treating every flow as lossy.
+        if self.alpha == 0.0 && self.fixed_beta.is_none() {
+            return err(
+                "alpha",
+                "must be > 0 (beta = alpha x RTT + rand(RTT): at 0 every flow is spoofed within one RTT); \
+                 give fixed_beta to set beta directly"
+                    .into(),
+            );
+        }
         if self.phi == 0 {
             return err("phi", "must be >= 1".into());
         }

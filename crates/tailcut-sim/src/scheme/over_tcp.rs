@@ -84,9 +84,32 @@ pub fn tcp_config(
     Ok(cfg)
 }
 
+/// Largest segment payload: a 65535-byte IP packet less 40 bytes of IP and TCP headers.
+const MAX_MSS_BYTES: u32 = 65_495;
+
 fn validate(c: &TcpConfig) -> Result<(), ConfigError> {
     if c.mss_bytes == 0 {
         return bad("mss_bytes", "must be > 0");
+    }
+    // An IP packet is at most 65535 bytes; the segment's IP and TCP headers take at least 40.
+    if c.mss_bytes > MAX_MSS_BYTES {
+        return bad(
+            "mss_bytes",
+            format!(
+                "must be at most {MAX_MSS_BYTES} (an IP packet holds at most 65535 bytes), got {}",
+                c.mss_bytes
+            ),
+        );
+    }
+    // A window below one segment lets no full segment through: every flow would stay unfinished.
+    if c.rcv_window_bytes < c.mss_bytes {
+        return bad(
+            "rcv_window_bytes",
+            format!(
+                "must hold at least one segment (mss_bytes = {}), got {}",
+                c.mss_bytes, c.rcv_window_bytes
+            ),
+        );
     }
     if c.initial_cwnd_segments == 0 {
         return bad("initial_cwnd_segments", "must be >= 1");

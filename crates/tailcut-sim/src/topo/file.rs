@@ -55,7 +55,7 @@ struct TopoFile {
 }
 
 pub fn load(path: &str, q: &SwitchQueues) -> Result<TopoSpec, String> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::limits::read_regular_file(std::path::Path::new(path))
         .map_err(|e| format!("path: cannot read topology file '{path}': {e}"))?;
     parse(&text, q).map_err(|e| format!("path: topology file '{path}': {e}"))
 }

@@ -136,7 +136,7 @@ impl EmpiricalCdf {
     /// Reads and parses a file.
     pub fn from_file(path: &Path) -> Result<EmpiricalCdf, CdfError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| CdfError {
+        let text = crate::limits::read_regular_file(path).map_err(|e| CdfError {
             source_name: name.clone(),
             line: None,
             message: format!("cannot read: {e}"),
@@ -302,6 +302,24 @@ impl FlowSizeCdf {
                 source_name: source_name.to_string(),
                 line: None,
                 message: format!("flow sizes must be >= 0 bytes, found {}", cdf.min_value()),
+            });
+        }
+        let max = crate::limits::MAX_FLOW_BYTES;
+        if cdf.max_value() > max as f64 {
+            return Err(CdfError {
+                source_name: source_name.to_string(),
+                line: None,
+                message: format!(
+                    "flow sizes must be at most 1PB ({max} bytes), found {}",
+                    cdf.max_value()
+                ),
+            });
+        }
+        if cdf.max_value() == 0.0 {
+            return Err(CdfError {
+                source_name: source_name.to_string(),
+                line: None,
+                message: "every flow size is 0 bytes; a flow carries at least 1 byte".into(),
             });
         }
         Ok(FlowSizeCdf { cdf })

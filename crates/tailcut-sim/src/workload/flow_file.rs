@@ -85,8 +85,12 @@ impl LineErr<'_> {
         if f.src == f.dst {
             return Err(self.at("dst", format!("host {} sends to itself", f.src)));
         }
-        if f.size_bytes == 0 {
-            return Err(self.at("size", "must be > 0 bytes"));
+        crate::limits::flow_size("size", f.size_bytes).map_err(|e| self.at(&e.path, e.reason))?;
+        if f.start_ns > crate::limits::MAX_TIME.0 {
+            return Err(self.at(
+                "start",
+                format!("must be at most 100000s, got {}", tailcut_proto::Dur(f.start_ns)),
+            ));
         }
         Ok(f)
     }
@@ -130,7 +134,7 @@ pub(super) fn component_flows(
     parse: fn(&str, &str, usize) -> Result<Vec<FileFlow>, FlowFileError>,
 ) -> Result<Vec<RawFlow>, WorkloadError> {
     reject_generator_fields(c, cx)?;
-    let text = std::fs::read_to_string(Path::new(path)).map_err(|e| {
+    let text = crate::limits::read_regular_file(Path::new(path)).map_err(|e| {
         cx.err(
             "pattern.path",
             FlowFileError {

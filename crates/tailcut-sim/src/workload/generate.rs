@@ -147,17 +147,15 @@ fn sizes(c: &WorkloadComponent, cx: &Ctx) -> Result<Sizes, WorkloadError> {
         return Ok(Sizes::Cdf(t));
     }
     if let Some(b) = c.fixed {
-        if b.0 == 0 {
-            return Err(cx.err("fixed", "must be > 0 bytes"));
-        }
+        crate::limits::flow_size("fixed", b.0).map_err(|e| cx.err(&e.path, e.reason))?;
         return Ok(Sizes::Fixed(b.0));
     }
     let choices = c.choices.as_deref().unwrap_or(&[]);
     if choices.is_empty() {
         return Err(cx.err("choices", "must not be empty"));
     }
-    if let Some(k) = choices.iter().position(|b| b.0 == 0) {
-        return Err(cx.err(&format!("choices[{k}]"), "must be > 0 bytes"));
+    for (k, b) in choices.iter().enumerate() {
+        crate::limits::flow_size(&format!("choices[{k}]"), b.0).map_err(|e| cx.err(&e.path, e.reason))?;
     }
     Ok(Sizes::Choices(choices.iter().map(|b| b.0).collect()))
 }

@@ -94,6 +94,9 @@ fn failure_phase_dcquic_migrates_and_keeps_completing_while_tcp_stalls() {
 fn same_seed_same_dcquic_results() {
     let mut exp = migration(&["dcquic"], true);
     exp.max_time = tailcut_proto::Dur::from_millis(2_500);
+    // The black hole at 5 s would come after the shortened run, which validation refuses; the delay
+    // phase from 2 s stays.
+    exp.faults.truncate(1);
     let a = run(&exp, &mut |_| true).expect("runs");
     let b = run(&exp, &mut |_| true).expect("runs");
     let key = |t: &tailcut_sim::Tables| -> Vec<(u64, Option<u64>)> {

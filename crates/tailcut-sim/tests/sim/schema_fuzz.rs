@@ -1,7 +1,9 @@
 //! Schema-driven robustness: every numeric and string field of the experiment schema, and every
 //! parameter of every scheme and shim in the registry, is replaced in turn by 0, -1, NaN, inf, the
-//! largest TOML integer, an empty string and a value with a wrong unit. Each mutant must be refused with
-//! an error naming the field, or run to the end within a step budget: never a panic or a hang.
+//! largest TOML integer, 1e300, an empty string, a value with a wrong unit, a size below one packet and
+//! a time past `max_time`. Each mutant must be refused with an error naming the field, or run to the
+//! end within a step budget and finish at least one flow: never a panic or a hang, and never accepted
+//! only to run nothing (a buffer below one packet, every flow starting after the run ends).
 //!
 //! The fields are enumerated from the resolved config (every default filled in, so every field is
 //! present) and from the registry's parameter lists, so a field added later is covered without
@@ -74,8 +76,11 @@ fn mutants() -> Vec<(&'static str, Value)> {
         ("NaN", Value::Float(f64::NAN)),
         ("inf", Value::Float(f64::INFINITY)),
         ("max", Value::Integer(i64::MAX)),
+        ("1e300", Value::Float(1e300)),
         ("empty", Value::String(String::new())),
         ("wrong unit", Value::String("5 parsecs".into())),
+        ("below one packet", Value::String("100B".into())),
+        ("after max_time", Value::String("1000s".into())),
     ]
 }
 
@@ -139,19 +144,23 @@ const PROGRESS_BUDGET: u32 = 250;
 fn check(doc: &Value, path: &str, label: &str) -> Result<(), String> {
     let text = toml::to_string(doc).map_err(|e| format!("{path}={label}: cannot write TOML: {e}"))?;
     let field = path.rsplit(['.', '[']).next().unwrap().trim_end_matches(']');
-    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<bool, String> {
+    let outcome = catch_unwind(AssertUnwindSafe(|| -> Result<u64, String> {
         let exp = api::parse_toml(&text).map_err(|e| e.to_string())?;
         let prep = run::prepare_with(&exp, &limits()).map_err(|e| e.to_string())?;
         let mut calls = 0u32;
-        run::run_prepared(&prep, &mut |_| {
+        let tables = run::run_prepared(&prep, &mut |_| {
             calls += 1;
             calls < PROGRESS_BUDGET
         })
         .map_err(|e| format!("run: {e}"))?;
-        Ok(true)
+        Ok(tables.runs.iter().map(|r| r.flows_finished).sum())
     }));
     match outcome {
         Err(_) => Err(format!("{path} = {label}: panicked")),
+        Ok(Ok(0)) => Err(format!(
+            "{path} = {label}: accepted, but no flow finished (a value that makes every run empty \
+             must be refused, naming the field)"
+        )),
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) if e.starts_with("run: cancelled") => {
             Err(format!("{path} = {label}: still running after the step budget"))
