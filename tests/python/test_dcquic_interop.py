@@ -106,7 +106,7 @@ class _Server:
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
-        assert self.ready.wait(10)
+        assert self.ready.wait(60)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -156,8 +156,9 @@ def test_a_dcquic_client_calls_an_aioquic_server(tmp_path: Path) -> None:
             st = c.stats()
             assert st["dcquic_handshakes"] == 1
             assert st["calls_completed"] == len(SIZES)
-        # Closing the client closes its connection: the server hears it (CONNECTION_CLOSE).
-        for _ in range(200):
+        # Closing the client closes its connection: the server hears it (CONNECTION_CLOSE). The bound
+        # is for a failure only (the close arrives in milliseconds), generous for a loaded machine.
+        for _ in range(3000):
             if peer.closed:
                 break
             threading.Event().wait(0.02)

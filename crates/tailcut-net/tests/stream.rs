@@ -168,7 +168,13 @@ fn a_peer_announcing_a_message_over_the_limit_is_dropped() {
         stream_max_message_bytes: 1_000,
         ..config()
     });
-    let c = Client::connect(
+    // A peer within the limit is served (the default call timeout: this call must succeed).
+    let good = Client::connect(s.local_addr(), config()).unwrap();
+    assert_eq!(good.call(&[7; 100]).unwrap().bytes, expected(&[7; 100]));
+    // The server drops the other silently, so its call can only end by its timeout: short, since the
+    // call fails whatever it is, and the request's bytes stay with the engine after the caller gives
+    // up, so they reach the server anyway.
+    let bad = Client::connect(
         s.local_addr(),
         NetConfig {
             stream_call_timeout: Dur::from_millis(300),
@@ -176,13 +182,28 @@ fn a_peer_announcing_a_message_over_the_limit_is_dropped() {
         },
     )
     .unwrap();
-    assert_eq!(c.call(&[7; 100]).unwrap().bytes, expected(&[7; 100]));
-    assert!(c.call(&[7; 5_000]).is_err());
-    let st = settled(&s, |st| st.protocol_errors == 1);
-    assert_eq!((st.protocol_errors, st.associations), (1, 0), "{st:?}");
+    assert!(bad.call(&[7; 5_000]).is_err());
+    let st = settled(&s, |st| st.protocol_errors == 1 && st.associations == 1);
+    assert_eq!(
+        (st.protocol_errors, st.associations),
+        (1, 1),
+        "the bad peer's association dropped, the good one's kept: {st:?}"
+    );
     // A new client is served.
     let c = Client::connect(s.local_addr(), config()).unwrap();
     assert_eq!(c.call(&[9; 500]).unwrap().bytes, expected(&[9; 500]));
+}
+
+/// Waits (at least a minute of sleeps) until the server has taken `sent` datagrams; panics if it
+/// never does.
+fn taken(s: &Server, sent: u64) {
+    for _ in 0..300_000 {
+        if s.stats().datagrams_in >= sent {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    panic!("the server took {} of {sent} datagrams", s.stats().datagrams_in);
 }
 
 #[test]
@@ -227,10 +248,13 @@ fn garbage_and_forged_syns_keep_memory_bounded_and_service_up() {
         if flood.send_to(&buf, to).is_ok() {
             sent += 1;
         }
-        if i % 1000 == 0 {
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        // Flow control instead of pacing: a batch the server's socket buffer holds, then wait until
+        // the server has taken all of it, so that no datagram is lost to a descheduled runtime thread.
+        if i % 32 == 31 {
+            taken(&s, sent);
         }
     }
+    taken(&s, sent);
     let c = Client::connect(to, cfg).unwrap();
     for i in 0..50 {
         let req = request(5, i);
@@ -238,7 +262,7 @@ fn garbage_and_forged_syns_keep_memory_bounded_and_service_up() {
     }
     let st = settled(&s, |st| st.requests >= 50);
     assert_eq!(st.requests, 50, "forged segments are never a request: {st:?}");
-    assert!(st.datagrams_in > sent / 2, "{st:?}");
+    assert!(st.datagrams_in >= sent, "the server took every datagram: {st:?}");
     assert!(st.associations <= 8, "{st:?}");
     assert!(st.associations_evicted > 0, "{st:?}");
     assert!(st.foreign_datagrams > 0, "{st:?}");

@@ -17,7 +17,7 @@
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -48,7 +48,7 @@ pub struct PlannedFlow {
     pub data: u64,
     /// Bytes the peer answers with (0: none; the peer's receipt finishes the flow).
     pub reply: u64,
-    /// `CLOCK_MONOTONIC` time to start at.
+    /// When to start: ns after the time zero the emulator sends once every agent listens.
     pub start_ns: u64,
     /// The persistent connection this flow shares (unique within the plan), or its own connection.
     #[serde(default)]
@@ -111,9 +111,12 @@ fn socket(plan: &Plan) -> io::Result<Socket> {
 pub fn main() -> Result<(), String> {
     // Belt and braces: the emulator also sets this when it spawns us.
     tailcut_sys::spawn::die_with_parent().map_err(|e| e.to_string())?;
+    // Two lines on stdin: the plan (JSON), then, once every agent has said it listens, the time zero
+    // (`CLOCK_MONOTONIC` ns) that the flows' start times count from.
+    let mut stdin = io::stdin().lock();
     let mut input = String::new();
-    io::stdin()
-        .read_to_string(&mut input)
+    stdin
+        .read_line(&mut input)
         .map_err(|e| format!("agent: stdin: {e}"))?;
     let plan: Plan = serde_json::from_str(&input).map_err(|e| format!("agent: plan: {e}"))?;
     let plan = Arc::new(plan);
@@ -134,13 +137,23 @@ pub fn main() -> Result<(), String> {
             }
         });
     }
-    // Tell the emulator we listen, so that no flow starts before every agent does.
+    // Tell the emulator we listen, and wait for its time zero: it comes once every agent listens, so
+    // no flow starts before every agent does, however long starting them took.
     emit(&out, &Event::Ready);
+    let mut go = String::new();
+    stdin
+        .read_line(&mut go)
+        .map_err(|e| format!("agent: stdin: {e}"))?;
+    let zero: u64 = go
+        .trim()
+        .parse()
+        .map_err(|e| format!("agent: time zero {go:?}: {e}"))?;
     let mut persistent: HashMap<u32, Sender<PlannedFlow>> = HashMap::new();
     for f in plan.flows.iter().cloned() {
+        let at = zero + f.start_ns;
         let now = monotonic_ns();
-        if f.start_ns > now {
-            std::thread::sleep(Duration::from_nanos(f.start_ns - now));
+        if at > now {
+            std::thread::sleep(Duration::from_nanos(at - now));
         }
         let (plan, out) = (plan.clone(), out.clone());
         match f.conn {

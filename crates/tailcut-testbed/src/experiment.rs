@@ -39,8 +39,12 @@ const MAX_SUBFLOWS: u64 = 9;
 /// A `dctcp` scheme may also carry the simulator's `congestion_control = { kind = "dctcp", g = ... }`:
 /// its `g` becomes the BPF DCTCP's gain.
 const DCTCP_PARAMS: [&str; 3] = ["min_rto", "ecn", "congestion_control"];
-/// Time between starting the agents and the experiment's time zero.
+/// Time between the last agent listening and the experiment's time zero (for the time zero to reach
+/// every agent before its first flow).
 const WARMUP: Duration = Duration::from_millis(300);
+/// How long the agents may take to start listening. Starting them is not part of the experiment: it
+/// waits for all of them, however loaded the machine; this only bounds an agent that never starts.
+const AGENTS_START: Duration = Duration::from_secs(120);
 
 /// Splits the file into the simulator's experiment and the `[testbed]` section; errors name the field.
 pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), String> {
@@ -486,7 +490,6 @@ fn run_scheme(
         .map(|h| h.netstat())
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
-    let zero = monotonic_ns() + WARMUP.as_nanos() as u64;
     // Per host: the flows it connects for. A plain flow's sender connects; for request/response the
     // client (the data receiver) connects and sends the request.
     let mut plans: Vec<Plan> = hosts
@@ -510,12 +513,13 @@ fn run_scheme(
             to: SocketAddr::V4(SocketAddrV4::new(hosts[to as usize].ips[0], tb.port)),
             data,
             reply,
-            start_ns: zero + f.start.0,
+            start_ns: f.start.0,
             conn,
         });
     }
     let (tx, rx) = mpsc::channel::<Event>();
     let mut agents: Vec<Child> = Vec::new();
+    let mut stdins = Vec::new();
     let stop_all = |agents: &mut Vec<Child>| {
         for a in agents.iter_mut() {
             let _ = a.kill();
@@ -531,12 +535,13 @@ fn run_scheme(
                     .stdout(Stdio::piped()),
             )
             .map_err(|e| format!("host {}: cannot start the agent: {e}", h.name))?;
-        let plan_json = serde_json::to_vec(plan).map_err(|e| e.to_string())?;
+        let mut plan_json = serde_json::to_vec(plan).map_err(|e| e.to_string())?;
+        plan_json.push(b'\n');
         let mut stdin = child.stdin.take().expect("piped");
         stdin
             .write_all(&plan_json)
             .map_err(|e| format!("host {}: agent stdin: {e}", h.name))?;
-        drop(stdin);
+        stdins.push(stdin);
         let stdout = child.stdout.take().expect("piped");
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -551,13 +556,36 @@ fn run_scheme(
         agents.push(child);
     }
     drop(tx);
+    // Every agent listens before any flow starts: wait for all, then send the time zero.
+    let mut ready = 0;
+    let started = monotonic_ns();
+    while ready < hosts.len() {
+        let left = (started + AGENTS_START.as_nanos() as u64).saturating_sub(monotonic_ns());
+        match rx.recv_timeout(Duration::from_nanos(left)) {
+            Ok(Event::Ready) => ready += 1,
+            Ok(_) => {}
+            Err(_) => {
+                stop_all(&mut agents);
+                return Err(format!(
+                    "only {ready} of {} agents were listening after {} s",
+                    hosts.len(),
+                    AGENTS_START.as_secs()
+                ));
+            }
+        }
+    }
+    let zero = monotonic_ns() + WARMUP.as_nanos() as u64;
+    for (h, mut stdin) in hosts.iter().zip(stdins) {
+        stdin
+            .write_all(format!("{zero}\n").as_bytes())
+            .map_err(|e| format!("host {}: agent stdin: {e}", h.name))?;
+    }
     let n = flows.len();
     let mut start: Vec<Option<u64>> = vec![None; n];
     let mut client_port: Vec<Option<u16>> = vec![None; n];
     let mut finish: Vec<Option<u64>> = vec![None; n];
     let mut retrans: Vec<Option<u32>> = vec![None; n];
     let mut error: Vec<Option<String>> = vec![None; n];
-    let mut ready = 0;
     let mut done = 0;
     let deadline = zero + exp.max_time.0 + tb.grace.0;
     // Every flow finishes (and the sender of a per-flow connection reports its retransmissions), or
@@ -572,7 +600,7 @@ fn run_scheme(
         let wait =
             Duration::from_nanos(deadline.saturating_sub(monotonic_ns())).min(Duration::from_millis(100));
         match rx.recv_timeout(wait) {
-            Ok(Event::Ready) => ready += 1,
+            Ok(Event::Ready) => {}
             Ok(Event::Start { id, t }) => start[id as usize] = Some(t),
             Ok(Event::Port { id, port }) => {
                 if let Some(p) = client_port.get_mut(id as usize) {
@@ -597,13 +625,6 @@ fn run_scheme(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
-        if ready < hosts.len() && monotonic_ns() > zero {
-            stop_all(&mut agents);
-            return Err(format!(
-                "only {ready} of {} agents were listening at time zero (machine overloaded?)",
-                hosts.len()
-            ));
         }
     }
     stop_all(&mut agents);

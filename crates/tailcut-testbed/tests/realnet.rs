@@ -26,6 +26,29 @@ use tailcut_testbed::{probe, HostNs, HostSetup, Testbed, TestbedSpec};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
+/// Bounds on waiting, generous because the fabric, the hosts' kernels and other builds share two
+/// CPUs: they only turn a hang into a failure, and a passing run never waits them out.
+/// A connection attempt (covers a few lost SYNs: the kernel retries after 1, 3, 7, 15 s).
+const CONNECT: Duration = Duration::from_secs(30);
+/// A blocked read or write with nothing moving.
+const STALL: Duration = Duration::from_secs(60);
+/// Polls for something that must happen (a process gone, a program freed, a counter reached).
+const EVENTUALLY: Duration = Duration::from_secs(60);
+
+/// Polls `done` every 20 ms until it holds; false if it still does not after [`EVENTUALLY`].
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = tailcut_sys::clock::monotonic_ns() + EVENTUALLY.as_nanos() as u64;
+    loop {
+        if done() {
+            return true;
+        }
+        if tailcut_sys::clock::monotonic_ns() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The lock, or `None` when the machine cannot run these tests (the probe printed why).
 fn realnet(test: &str) -> Option<MutexGuard<'static, ()>> {
     let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -58,27 +81,55 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Both ends of a finished [`tcp_transfer`], kept open: dropped after the fabric stops, so that their
+/// closing handshake is never part of what the test counts.
+struct Held(#[allow(dead_code)] Vec<TcpStream>);
+
+/// Whether the kernel has this thread's namespace's TCP socket from local port `local` to remote
+/// port `remote` in FIN_WAIT2: its FIN, and so every byte before it, was acknowledged.
+fn fin_acked(local: u16, remote: u16) -> bool {
+    // thread-self: the namespace this thread entered, not the process's.
+    let table = std::fs::read_to_string("/proc/thread-self/net/tcp").unwrap();
+    let port = |a: &str| a.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok());
+    table.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 3 && port(f[1]) == Some(local) && port(f[2]) == Some(remote) && f[3] == "05"
+    })
+}
+
 /// Sends `len` bytes of `pattern(seed, ..)` over kernel TCP from `from` to a listener on `to` inside
-/// `to_host`; true if they all arrived intact.
-fn tcp_transfer(from: &HostNs, to_host: HostNs, to: SocketAddr, seed: u64, len: usize) -> bool {
+/// `to_host`; true if they all arrived intact. Returns once the receiver has read the sender's FIN and
+/// the sender has its FIN acknowledged (an explicit end, no sleep): from then on the sender has
+/// nothing left to send, and the receiver's acknowledgements have all reached it. Both sockets stay
+/// open in the returned [`Held`].
+fn tcp_transfer(from: &HostNs, to_host: HostNs, to: SocketAddr, seed: u64, len: usize) -> (bool, Held) {
     let (bound_tx, bound_rx) = mpsc::channel();
     let server = thread::spawn(move || {
         to_host.enter().unwrap();
         let l = TcpListener::bind(to).unwrap();
         bound_tx.send(()).unwrap();
         let (mut s, _) = l.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.set_read_timeout(Some(STALL)).unwrap();
         let mut got = Vec::new();
         s.read_to_end(&mut got).unwrap();
-        got == pattern(seed, len)
+        (got == pattern(seed, len), s)
     });
     bound_rx.recv().unwrap();
-    from.run(|| {
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
-        s.write_all(&pattern(seed, len)).unwrap();
-    })
-    .unwrap();
-    server.join().unwrap()
+    let client = from
+        .run(|| {
+            let mut s = TcpStream::connect_timeout(&to, CONNECT).unwrap();
+            s.write_all(&pattern(seed, len)).unwrap();
+            s.shutdown(std::net::Shutdown::Write).unwrap();
+            let local = s.local_addr().unwrap().port();
+            assert!(
+                eventually(|| fin_acked(local, to.port())),
+                "the sender's FIN was never acknowledged"
+            );
+            s
+        })
+        .unwrap();
+    let (intact, server) = server.join().unwrap();
+    (intact, Held(vec![client, server]))
 }
 
 /// Two hosts through one switch; `rate_in` on h0's link, `rate_out` on h1's, so the switch port
@@ -123,12 +174,13 @@ fn addr(ip: Ipv4Addr, port: u16) -> SocketAddr {
     SocketAddr::V4(SocketAddrV4::new(ip, port))
 }
 
-/// Receives UDP datagrams until `quiet` passes without one; returns how many arrived.
-fn count_datagrams(sock: &UdpSocket, quiet: Duration) -> u64 {
+/// Receives UDP datagrams until `all` arrived or `quiet` passes without one; returns how many
+/// arrived.
+fn count_datagrams(sock: &UdpSocket, all: u64, quiet: Duration) -> u64 {
     sock.set_read_timeout(Some(quiet)).unwrap();
     let mut buf = [0u8; 2048];
     let mut n = 0;
-    while sock.recv(&mut buf).is_ok() {
+    while n < all && sock.recv(&mut buf).is_ok() {
         n += 1;
     }
     n
@@ -184,7 +236,7 @@ fn bytes_arrive_intact_through_a_lossy_ecmp_fabric() {
             let l = TcpListener::bind(to).unwrap();
             bound_tx.send(()).unwrap();
             let (mut s, _) = l.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            s.set_read_timeout(Some(STALL)).unwrap();
             let mut got = Vec::new();
             s.read_to_end(&mut got).unwrap();
             got == pattern(u64::from(f), LEN)
@@ -192,7 +244,7 @@ fn bytes_arrive_intact_through_a_lossy_ecmp_fabric() {
         bound_rx.recv().unwrap();
         clients.push(thread::spawn(move || {
             src.enter().unwrap();
-            let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
+            let mut s = TcpStream::connect_timeout(&to, CONNECT).unwrap();
             s.write_all(&pattern(u64::from(f), LEN)).unwrap();
         }));
     }
@@ -225,16 +277,17 @@ fn ecn_marks_reach_the_receiver_as_ce() {
     let tb = start(topo, vec![], HostSetup::default());
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let before = h1.netstat().unwrap();
+    const SENT: u64 = 400;
     let to = addr(h1.ips[0], 9000);
     let (bound_tx, bound_rx) = mpsc::channel();
     let rx = thread::spawn(move || {
         h1.enter().unwrap();
         let s = UdpSocket::bind(to).unwrap();
         bound_tx.send(()).unwrap();
-        count_datagrams(&s, Duration::from_millis(500))
+        // Every datagram arrives (asserted below), so the count ends on the last one.
+        count_datagrams(&s, SENT, STALL)
     });
     bound_rx.recv().unwrap();
-    const SENT: u64 = 400;
     h0.run(|| {
         let s = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
         s.set_tos_v4(0x02).unwrap(); // ECT(0)
@@ -280,6 +333,8 @@ fn fabric_drops_equal_the_datagrams_the_receiver_missed() {
     let tb = start(topo, vec![loss], HostSetup::default());
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let before = h1.netstat().unwrap();
+    const SENT: u64 = 1000;
+    const QUIET: Duration = Duration::from_secs(5);
     let to = addr(h1.ips[0], 9001);
     let (bound_tx, bound_rx) = mpsc::channel();
     let rx = thread::spawn(move || {
@@ -288,10 +343,12 @@ fn fabric_drops_equal_the_datagrams_the_receiver_missed() {
         s.set_recv_buffer_size(8 << 20).unwrap();
         s.bind(&SockAddr::from(to)).unwrap();
         bound_tx.send(()).unwrap();
-        count_datagrams(&s.into(), Duration::from_millis(500))
+        // Some are lost, so no count ends this: the receiver stops after QUIET without a datagram.
+        // The sender's 1000 datagrams cross the fabric in ~1 s, so only a stall of the emulator
+        // thread longer than QUIET (seconds, not the scheduler's milliseconds) could end it early.
+        count_datagrams(&s.into(), SENT, QUIET)
     });
     bound_rx.recv().unwrap();
-    const SENT: u64 = 1000;
     h0.run(|| {
         let s = UdpSocket::bind("0.0.0.0:0").unwrap();
         for i in 0..SENT {
@@ -347,13 +404,17 @@ fn tcp_retransmits_cover_every_fabric_drop_and_bytes_arrive() {
     let before = h0.netstat().unwrap();
     const LEN: usize = 1_000_000;
     let to = addr(h1.ips[0], 7100);
-    assert!(tcp_transfer(&h0, h1, to, 3, LEN), "bytes intact");
+    let (intact, held) = tcp_transfer(&h0, h1, to, 3, LEN);
+    assert!(intact, "bytes intact");
     let after = tb.hosts()[0].netstat().unwrap();
     let report = tb.stop().unwrap();
+    drop(held);
     let lost = report.port("h0", "sw0").unwrap().counters.dropped_link_loss;
     let retrans = after.get("Tcp.RetransSegs") - before.get("Tcp.RetransSegs");
     assert!(lost > 0);
-    // Every segment the fabric lost on the only path of h0's packets had to be sent again.
+    // Every segment the fabric lost on the only path of h0's packets had to be sent again: h0 sends
+    // nothing but its SYN, handshake ACK, data and FIN (kept open, it never ACKs a FIN of h1's), and
+    // `tcp_transfer` returns only once all of them are acknowledged.
     assert!(retrans >= lost, "retransmitted {retrans} < lost {lost}");
 }
 
@@ -454,8 +515,7 @@ fn transfer_across_blackhole(
         thread::spawn(move || {
             h0.enter().unwrap();
             let s = Socket::new(Domain::IPV4, Type::STREAM, proto).unwrap();
-            s.connect_timeout(&SockAddr::from(to), Duration::from_secs(5))
-                .unwrap();
+            s.connect_timeout(&SockAddr::from(to), CONNECT).unwrap();
             let mut s: TcpStream = s.into();
             s.write_all(&data[..first]).unwrap();
             // The second part goes out once the fault is on; the writer may block behind it.
@@ -464,9 +524,7 @@ fn transfer_across_blackhole(
         })
     };
     let (s, data) = client.join().unwrap();
-    got_rx
-        .recv_timeout(Duration::from_secs(10))
-        .expect("the first part arrived");
+    got_rx.recv_timeout(STALL).expect("the first part arrived");
     tb.fault_now(&blackhole_plane_one()).unwrap();
     let writer = thread::spawn(move || {
         let mut s = s;
@@ -510,7 +568,8 @@ fn mptcp_with_two_subflows_survives_a_blackholed_path() {
         ..Default::default()
     };
     let tb = start(two_planes(), vec![], host);
-    let (got, ok) = transfer_across_blackhole(&tb, true, 200_000, 1_000_000, Duration::from_secs(8));
+    // The reader stops as soon as everything arrived: the deadline only bounds a failure.
+    let (got, ok) = transfer_across_blackhole(&tb, true, 200_000, 1_000_000, EVENTUALLY);
     let joins = tb.hosts()[0].netstat().unwrap().get("MPTcpExt.MPJoinSynAckRx");
     let report = tb.stop().unwrap();
     assert!(joins >= 1, "a second subflow joined");
@@ -602,7 +661,7 @@ fn nothing_remains_after_the_emulator_is_killed() {
     );
     emu.kill().unwrap(); // SIGKILL: no destructor runs
     emu.wait().unwrap();
-    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
+    let deadline = tailcut_sys::clock::monotonic_ns() + EVENTUALLY.as_nanos() as u64;
     loop {
         let alive: Vec<u64> = children
             .iter()
@@ -633,6 +692,11 @@ fn nothing_remains_after_the_emulator_is_killed() {
         "no interface or named namespace added to the root namespace"
     );
 }
+
+/// The `[testbed]` line of the experiment files below: the run waits this long past `max_time` for
+/// flows still going. A run ends when its last flow does, so this bounds only a failing run; the
+/// default 2 s is what a loaded 2-CPU machine can overrun with every flow healthy.
+const GRACE: &str = "grace = \"120s\"";
 
 /// A dumbbell, 2 + 2 hosts at 100 Mbit/s, whose bottleneck drops 2% of packets both ways: the head of
 /// the experiment files below (workloads and schemes follow).
@@ -676,6 +740,7 @@ transport = \"tcp\"
 [testbed]
 rto_min_us = 5000
 congestion_control = \"cubic\"
+{GRACE}
 "
     )
 }
@@ -802,18 +867,16 @@ params = { subflows = 1 }
 name = "three"
 transport = "mptcp"
 params = { subflows = 3, coupled = false }
+[testbed]
 "#;
-    let (_, summaries) = run_file(text);
+    let (_, summaries) = run_file(&format!("{text}{GRACE}\n"));
     // Each host has one NIC: extra subflows exist only through the peer's port endpoints. How many
     // join is the kernel's path manager's business (it announces the endpoints one at a time, and a
-    // short connection may end first), so the test asserts that they do, not how many.
+    // short connection may end first: how many do depends on when the path manager's work runs), so
+    // the test asserts that they do, not how many.
     let joins = |i: usize| summaries[i].kernel["MPTcpExt.MPJoinSynAckRx"];
     assert_eq!(joins(0), 0, "one subflow: no endpoint, no join");
-    assert!(
-        joins(1) >= 10,
-        "three subflows: about two joins per connection, got {}",
-        joins(1)
-    );
+    assert!(joins(1) > 0, "three subflows: extra subflows joined");
 }
 
 #[test]
@@ -855,7 +918,7 @@ fn a_downed_link_moves_traffic_to_the_other_spine() {
             let l = TcpListener::bind(to).unwrap();
             bound_tx.send(()).unwrap();
             let (mut s, _) = l.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.set_read_timeout(Some(STALL)).unwrap();
             let mut got = Vec::new();
             s.read_to_end(&mut got).unwrap();
             got == pattern(u64::from(f), LEN)
@@ -863,7 +926,7 @@ fn a_downed_link_moves_traffic_to_the_other_spine() {
         bound_rx.recv().unwrap();
         let to2 = to;
         h0.run(move || {
-            let mut s = TcpStream::connect_timeout(&to2, Duration::from_secs(5)).unwrap();
+            let mut s = TcpStream::connect_timeout(&to2, CONNECT).unwrap();
             s.write_all(&pattern(u64::from(f), LEN)).unwrap();
         })
         .unwrap();
@@ -960,6 +1023,24 @@ fn covered(rows: &[Vec<String>]) -> Vec<(u64, u64)> {
     merged
 }
 
+/// Sends one UDP datagram from `from` to `to` (an address of `to_host`) and waits until it arrived:
+/// on a path that drops nothing, everything `from` sent before it has arrived too (one FIFO path).
+fn barrier(from: &HostNs, to_host: &HostNs, to: SocketAddr) {
+    let (bound_tx, bound_rx) = mpsc::channel();
+    let to_host = to_host.clone();
+    let rx = thread::spawn(move || {
+        to_host.enter().unwrap();
+        let s = UdpSocket::bind(to).unwrap();
+        bound_tx.send(()).unwrap();
+        s.set_read_timeout(Some(STALL)).unwrap();
+        s.recv(&mut [0u8; 16]).is_ok()
+    });
+    bound_rx.recv().unwrap();
+    from.run(|| UdpSocket::bind("0.0.0.0:0").unwrap().send_to(b"b", to).unwrap())
+        .unwrap();
+    assert!(rx.join().unwrap(), "the barrier datagram arrived");
+}
+
 #[test]
 fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
     const NAME: &str = "pcaps_hold_the_transfer_and_show_what_the_fabric_dropped";
@@ -1001,13 +1082,17 @@ fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
     let before = h0.netstat().unwrap();
     const LEN: usize = 300_000;
     let to = addr(ip1, 7300);
-    assert!(tcp_transfer(&h0, h1, to, 5, LEN), "bytes intact");
-    // The last ACKs are still crossing the fabric when the receiver returns; let them land, so that
-    // every packet read is either delivered or dropped.
-    thread::sleep(Duration::from_millis(300));
+    let (intact, held) = tcp_transfer(&h0, h1.clone(), to, 5, LEN);
+    assert!(intact, "bytes intact");
+    // Every packet read must be delivered or dropped when the fabric stops. h0 has nothing left to
+    // send once its FIN is acknowledged; h1 may still have a window update behind that ACK (sent as
+    // its reader took the last bytes). One datagram from h1 to h0 after it, on that lossless direction,
+    // lands behind it: when it arrives, nothing is in flight.
+    barrier(&h1, &h0, addr(ip0, 7301));
     let after = h0.netstat().unwrap();
     let h0_tun_drops: u64 = h0.tun_tx_drops().unwrap().iter().sum();
     let report = tb.stop().unwrap();
+    drop(held);
     let cap = report.capture.clone().expect("the run captured");
     for c in [&cap.sent, &cap.delivered] {
         assert_eq!((c.not_written, &c.error), (0, &None), "{c:?}");
@@ -1091,16 +1176,9 @@ fn cc_name(s: &Socket) -> String {
         .to_string()
 }
 
-/// Waits until no congestion control called `name` is registered; false after 5 s.
+/// Waits until no congestion control called `name` is registered; false after [`EVENTUALLY`].
 fn unregisters(name: &str) -> bool {
-    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
-    while tailcut_testbed::dctcp::registered(name) {
-        if tailcut_sys::clock::monotonic_ns() > deadline {
-            return false;
-        }
-        thread::sleep(Duration::from_millis(50));
-    }
-    true
+    eventually(|| !tailcut_testbed::dctcp::registered(name))
 }
 
 #[test]
@@ -1143,7 +1221,7 @@ fn bpf_dctcp_cuts_the_window_in_proportion_to_the_marks() {
             let (s, _) = l.accept().unwrap();
             let accepted_cc = cc_name(&s);
             let mut s: TcpStream = s.into();
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            s.set_read_timeout(Some(STALL)).unwrap();
             let mut got = Vec::new();
             s.read_to_end(&mut got).unwrap();
             (got == pattern(9, LEN), accepted_cc)
@@ -1154,8 +1232,7 @@ fn bpf_dctcp_cuts_the_window_in_proportion_to_the_marks() {
         .run(|| {
             let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
             s.set_tcp_congestion(cc.as_bytes()).unwrap();
-            s.connect_timeout(&SockAddr::from(to), Duration::from_secs(5))
-                .unwrap();
+            s.connect_timeout(&SockAddr::from(to), CONNECT).unwrap();
             let mut s: TcpStream = s.into();
             s.write_all(&pattern(9, LEN)).unwrap();
             s.shutdown(std::net::Shutdown::Write).unwrap();
@@ -1246,10 +1323,11 @@ rate_per_host = 20
 name = "dctcp"
 transport = "dctcp"
 params = { min_rto = "5ms", congestion_control = { kind = "dctcp", g = 0.0625 } }
+[testbed]
 "#;
     let available_before =
         std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap();
-    let (rows, summaries) = run_file(text);
+    let (rows, summaries) = run_file(&format!("{text}{GRACE}\n"));
     let s = &summaries[0];
     let cc = s.congestion_control.clone().expect("the run names its CC");
     assert!(cc.starts_with(tailcut_testbed::dctcp::BASE_NAME), "{cc}");
@@ -1312,14 +1390,10 @@ fn dctcp_is_unregistered_when_the_emulator_is_killed() {
     emu.kill().unwrap(); // SIGKILL: no destructor runs
     emu.wait().unwrap();
     assert!(unregisters(&cc), "{cc} unregistered after SIGKILL");
-    let deadline = tailcut_sys::clock::monotonic_ns() + 5_000_000_000;
-    while !loaders().is_empty() {
-        assert!(
-            tailcut_sys::clock::monotonic_ns() < deadline,
-            "the loader outlived the emulator"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        eventually(|| loaders().is_empty()),
+        "the loader outlived the emulator"
+    );
     let leftovers: Vec<_> = std::fs::read_dir(std::env::temp_dir())
         .unwrap()
         .flatten()
@@ -1364,6 +1438,12 @@ fn cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout() {
     cfg.tcp.cp = true;
     cfg.tcp.sack = true;
     cfg.tcp.dupack_threshold = u32::MAX;
+    // "No timeout" must mean that the PACKs repaired every cut, not that the emulator thread was
+    // never descheduled for longer than an RTO: with 10 s timers only a repair that never came can
+    // end in one. (The calls' own bound is raised to match.)
+    cfg.tcp.min_rto = Dur::from_millis(10_000);
+    cfg.tcp.initial_rto = Dur::from_millis(10_000);
+    cfg.stream_call_timeout = Dur::from_millis(120_000);
     let server_cfg = cfg.clone();
     let at = addr(h1.ips[0], 0);
     let server = h1
@@ -1383,7 +1463,12 @@ fn cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout() {
                 .collect::<Vec<_>>()
         })
         .unwrap();
-    let st = server.stats();
+    // The server publishes its counters a moment after the response that proves the call done.
+    let mut st = server.stats();
+    eventually(|| {
+        st = server.stats();
+        st.requests >= 30
+    });
     server.shutdown().unwrap();
     let report = tb.stop().unwrap();
     let trimmed = report.port("sw0", "h1").unwrap().counters.trimmed;
@@ -1426,6 +1511,8 @@ fn runtime_paths_over_two_nics_survive_a_black_holed_plane() {
         cfg.cloudburst.paths = 2;
         cfg.cloudburst.nic_rate = Rate(50_000_000);
         cfg.tcp.min_rto = Dur::from_millis(5);
+        // Bounds a failing call only; the default 10 s is within reach of a loaded machine.
+        cfg.stream_call_timeout = Dur::from_millis(120_000);
         let scfg = cfg.clone();
         let any = addr(Ipv4Addr::UNSPECIFIED, 0);
         let server = h1
@@ -1482,14 +1569,17 @@ fn dcquic_migrates_to_the_second_nic_after_a_link_down_without_losing_a_call() {
     let mut cfg = NetConfig {
         scheme: Scheme::Dcquic,
         tls,
-        stream_call_timeout: Dur::from_millis(30_000),
+        // The stalled call waits alpha x the mean call time (seconds, see below) before it migrates.
+        stream_call_timeout: Dur::from_millis(120_000),
         ..NetConfig::default()
     };
     cfg.tls.server_name = "tailcut-server".into();
-    // One call 500x the mean, not the paper's w = 10 / alpha = 2, which a descheduled thread can
-    // trip on this shared machine and send the connection back onto the downed plane (docs/dcquic.md).
+    // One call 5000x the mean (~1 ms calls: ~5 s; quinn's 30 s idle timeout is the ceiling), not the
+    // paper's w = 10 / alpha = 2, which a descheduled thread can trip on this shared machine and send
+    // the connection back onto the downed plane (docs/dcquic.md). 500x (~0.5 s) was still within
+    // reach of a CPU hog: a stall of seconds is a dead path, not a busy machine.
     cfg.dcquic.migration.short_window = 1;
-    cfg.dcquic.migration.alpha = 500.0;
+    cfg.dcquic.migration.alpha = 5_000.0;
     let scfg = cfg.clone();
     let any = addr(Ipv4Addr::UNSPECIFIED, 0);
     let server = h1
@@ -1535,7 +1625,11 @@ fn dcquic_migrates_to_the_second_nic_after_a_link_down_without_losing_a_call() {
         calls.join().unwrap()
     });
     let (intact, q) = outcome;
-    let requests = server.stats().requests;
+    let mut requests = 0;
+    eventually(|| {
+        requests = server.stats().requests;
+        requests >= 400
+    });
     server.shutdown().unwrap();
     let report = tb.stop().unwrap();
     assert!(intact, "every call answered byte-exact: {q:?}");

@@ -214,7 +214,7 @@ fn serve_at(h1: &HostNs, to: SocketAddr, flows: usize) -> thread::JoinHandle<usi
         let mut intact = 0;
         for i in 0..flows {
             let (mut s, _) = l.accept().unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
             let mut got = vec![0u8; REQ];
             let ok = s.read_exact(&mut got).is_ok() && got == request(i);
             intact += usize::from(ok);
@@ -235,8 +235,8 @@ fn requests(h0: &HostNs, h1_ip: Ipv4Addr, flows: usize) {
 fn requests_to(h0: &HostNs, to: SocketAddr, flows: usize) {
     h0.run(|| {
         for i in 0..flows {
-            let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(30)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
             s.write_all(&request(i)).unwrap();
             let mut r = [0u8; 1];
             s.read_exact(&mut r).unwrap();
@@ -244,6 +244,39 @@ fn requests_to(h0: &HostNs, to: SocketAddr, flows: usize) {
         }
     })
     .unwrap();
+}
+
+/// The senders' minimum RTO where a test asserts that no RTO fired because the agent (or the shim)
+/// acted first: 5 s instead of Linux's 200 ms. With 200 ms, "no RTO" also needed the agent's process
+/// (or the emulator thread) never to be descheduled for ~180 ms between a tail loss and its spoofed
+/// ACKs, which a loaded 2-CPU machine does not promise; with 5 s only an agent that never acted
+/// lets an RTO fire. The runs without the agent keep the kernel's 200 ms (there every tail waits for
+/// it).
+const SLOW_RTO_US: u64 = 5_000_000;
+
+/// Sets `net.ipv4.tcp_rto_min_us` (all of the namespace's TCP, IPv6 too) in `h` to [`SLOW_RTO_US`].
+fn slow_rto(h: &HostNs) {
+    let path = "/proc/sys/net/ipv4/tcp_rto_min_us";
+    // The entered thread's /proc/sys/net is its namespace's.
+    h.run(|| std::fs::write(path, SLOW_RTO_US.to_string()))
+        .unwrap()
+        .unwrap();
+    let set = h.run(|| std::fs::read_to_string(path)).unwrap().unwrap();
+    assert_eq!(
+        set.trim(),
+        SLOW_RTO_US.to_string(),
+        "tcp_rto_min_us in {}",
+        h.name
+    );
+}
+
+/// The namespace's minimum RTO (`net.ipv4.tcp_rto_min_us`), as the agent's `min_rto`.
+fn rto_min_of(h: &HostNs) -> String {
+    let us = h
+        .run(|| std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rto_min_us"))
+        .unwrap()
+        .unwrap();
+    format!("{}us", us.trim())
 }
 
 /// A running agent and its counter lines.
@@ -254,9 +287,10 @@ struct RunningAgent {
 
 /// Starts the agent (NFQUEUE backend) in h0 on its NIC and waits for its "ready" line (queue bound,
 /// rules installed).
-/// beta is fixed at 20 ms: far below the 200 ms min RTO, and far above the stalls a loaded machine
-/// adds, which would otherwise start spurious recoveries whose retransmissions shift the receiver's
-/// byte counts, and so its drop window.
+/// beta is fixed at 20 ms: far below the min RTO (200 ms, or [`SLOW_RTO_US`]), and above the stalls
+/// a loaded machine usually adds, which would otherwise start spurious recoveries whose
+/// retransmissions shift the receiver's byte counts, and so its drop window. The agent's `min_rto` is
+/// the namespace's.
 fn start_agent(h0: &HostNs, dir: &std::path::Path, sack: bool) -> RunningAgent {
     start_agent_with(h0, dir, sack, NFQUEUE, "")
 }
@@ -285,6 +319,7 @@ fn start_agent_on(
     extra: &str,
 ) -> RunningAgent {
     let cfg = dir.join("tracksd.toml");
+    let min_rto = rto_min_of(h0);
     // `extra` may set its own beta (TOML forbids a key twice).
     let beta = if extra.contains("fixed_beta") {
         ""
@@ -295,7 +330,7 @@ fn start_agent_on(
         &cfg,
         format!(
             "interface = \"{interface}\"\nbackend = \"{backend}\"\nqueue = 3\nsack = {sack}\nreport_every = \"100ms\"\n\
-             [tracks]\n{beta}gamma = \"inf\"\nmin_rto = \"200ms\"\nmax_flows = 1024\n{extra}"
+             [tracks]\n{beta}gamma = \"inf\"\nmin_rto = \"{min_rto}\"\nmax_flows = 1024\n{extra}"
         ),
     )
     .unwrap();
@@ -356,6 +391,9 @@ fn run_case_with(sack: bool, backend: Option<&str>, extra: &str) -> Outcome {
     install_tail_drop(&h1, h0.ips[0]);
     let dir = std::env::temp_dir().join(format!("tracksd-{}-{sack}-{agent}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    if agent {
+        slow_rto(&h0);
+    }
     let child = backend.map(|b| start_agent_with(&h0, &dir, sack, b, extra));
     let server = serve(&h1, FLOWS);
     let before = h0.netstat().unwrap();
@@ -401,10 +439,12 @@ fn sack_off_tail_losses_recover_with_the_shim_in_the_fabric() {
     };
     let shim = tailcut_proto::tracks::TracksConfig {
         sack: false,
+        min_rto: Dur::from_micros(SLOW_RTO_US),
         ..tailcut_tracksd::config::real_host_tracks()
     };
     let tb = start_with(false, Some(shim));
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    slow_rto(&h0);
     install_tail_drop(&h1, h0.ips[0]);
     let server = serve(&h1, FLOWS);
     let before = h0.netstat().unwrap();
@@ -503,7 +543,7 @@ fn echo(h1: &HostNs, port: u16, rounds: usize) -> thread::JoinHandle<()> {
         let l = TcpListener::bind(to).unwrap();
         tx.send(()).unwrap();
         let (mut s, _) = l.accept().unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         let mut buf = [0u8; 1000];
         for _ in 0..rounds {
             s.read_exact(&mut buf).unwrap();
@@ -517,10 +557,10 @@ fn echo(h1: &HostNs, port: u16, rounds: usize) -> thread::JoinHandle<()> {
 /// A connection from h0 to the echo server at `to`, after its first round.
 fn echo_connection(h0: &HostNs, to: SocketAddr) -> TcpStream {
     let mut s = h0
-        .run(|| TcpStream::connect_timeout(&to, Duration::from_secs(5)))
+        .run(|| TcpStream::connect_timeout(&to, Duration::from_secs(30)))
         .unwrap()
         .unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     echo_round(&mut s, 1);
     s
 }
@@ -562,8 +602,8 @@ fn a_killed_agent_leaves_every_connection_working() {
             let to = SocketAddr::V4(SocketAddrV4::new(h1_ip, PORT));
             h0.run(|| {
                 for i in FLOWS / 2..FLOWS {
-                    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap();
-                    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                    let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(30)).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
                     s.write_all(&request(i)).unwrap();
                     let mut r = [0u8; 1];
                     s.read_exact(&mut r).unwrap();
@@ -779,6 +819,9 @@ fn ipv6_case(backend: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let mut outcome = Vec::new();
     for agent in [false, true] {
+        if agent {
+            slow_rto(&a);
+        }
         let child = agent.then(|| start_agent_on(&a, "va", &dir, false, backend, ""));
         let server = serve_at(&b, to, FLOWS);
         let before = a.netstat().unwrap();
