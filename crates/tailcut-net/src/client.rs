@@ -35,8 +35,10 @@ pub struct CallStats {
     pub latency: Dur,
     /// Time the call waited for a free message id before that.
     pub waited_for_id: Dur,
-    /// The request's sender-side counters (final if its STOP came before the response).
+    /// The request's sender-side counters: final (the engine acknowledged the request, gave it up,
+    /// or stopped sending it on the response) when `request_final`, else those so far.
     pub request: MessageStats,
+    pub request_final: bool,
 }
 
 #[derive(Debug)]
@@ -303,6 +305,7 @@ fn spawn<S: ClientScheme>(
             waiting: VecDeque::new(),
             closed_loop: None,
             started: 0,
+            events: Vec::new(),
             stats: ClientStats::default(),
             shared,
         }
@@ -318,6 +321,8 @@ pub enum CallEvent {
     RequestFinal { key: u64, stats: MessageStats },
     /// The peer broke the scheme's framing; nothing more will arrive.
     Broken,
+    /// A response that is no call's (late, of an older call on a reused id): dropped.
+    Stale,
 }
 
 /// A scheme's side of the client loop: its engine, how a call becomes engine messages, how engine
@@ -335,6 +340,11 @@ pub trait ClientScheme: Send + 'static {
     }
     /// Engine event `ev`, in terms of calls.
     fn on_event(&mut self, now: Time, ev: AppEvent) -> Option<CallEvent>;
+    /// The response of call `key` came before its request was final: a scheme whose response proves
+    /// the request arrived stops sending it and returns its final counters.
+    fn settle(&mut self, _now: Time, _key: u64) -> Option<MessageStats> {
+        None
+    }
     /// Call `key` is over (answered or timed out, its request final); its id may be reused.
     fn release(&mut self, _now: Time, _key: u64) {}
     /// Scheme counters into the published stats.
@@ -374,6 +384,8 @@ struct ClientLoop<S: ClientScheme> {
     closed_loop: Option<ClosedLoop>,
     /// Calls started so far.
     started: u64,
+    /// The call events of one drain (reused): requests made final are applied before responses.
+    events: Vec<CallEvent>,
     stats: ClientStats,
     shared: Arc<Mutex<ClientStats>>,
 }
@@ -498,9 +510,12 @@ impl<S: ClientScheme> ClientLoop<S> {
                     let k = p % remotes.len().max(1);
                     remotes.get(k).map(|&to| (k, to))
                 });
+            // A response may be decoded before the STOP or ACK that made its request final, in the
+            // same wake-up (they came on different paths): the request's counters are taken from
+            // that event, not read from an engine that no longer holds the message.
+            let mut events = std::mem::take(&mut self.events);
             while let Some(ev) = self.scheme.engine().poll_event() {
                 match self.scheme.on_event(now, ev) {
-                    Some(CallEvent::Response { key, bytes }) => self.on_response(now, key, bytes),
                     Some(CallEvent::RequestFinal { key, stats }) => {
                         if let Some(p) = self.calls.get_mut(&key) {
                             p.request_final = Some(stats);
@@ -508,9 +523,17 @@ impl<S: ClientScheme> ClientLoop<S> {
                         self.release(now, key);
                     }
                     Some(CallEvent::Broken) => self.stats.protocol_errors += 1,
+                    Some(CallEvent::Stale) => self.stats.stale_responses += 1,
+                    Some(ev) => events.push(ev),
                     None => {}
                 }
             }
+            for ev in events.drain(..) {
+                if let CallEvent::Response { key, bytes } = ev {
+                    self.on_response(now, key, bytes);
+                }
+            }
+            self.events = events;
             let before = self.started;
             self.start_calls(now);
             if self.started == before {
@@ -521,19 +544,28 @@ impl<S: ClientScheme> ClientLoop<S> {
     }
 
     fn on_response(&mut self, now: Time, key: u64, bytes: Vec<u8>) {
-        let request_so_far = self.scheme.engine_ref().message_stats(key);
-        let Some(p) = self.calls.get_mut(&key) else {
+        let answered = self.calls.get(&key).is_some_and(|p| p.reply.is_some());
+        if !answered {
             self.stats.stale_responses += 1;
+            return;
+        }
+        let so_far = self.scheme.engine_ref().message_stats(key);
+        let settled = match self.calls.get(&key).and_then(|p| p.request_final) {
+            Some(s) => Some(s),
+            None => self.scheme.settle(now, key),
+        };
+        let Some(p) = self.calls.get_mut(&key) else {
             return;
         };
         let Some(reply) = p.reply.take() else {
-            self.stats.stale_responses += 1;
             return;
         };
+        p.request_final = p.request_final.or(settled);
         let stats = CallStats {
             latency: now.saturating_sub(p.started),
             waited_for_id: p.waited,
-            request: p.request_final.or(request_so_far).unwrap_or_default(),
+            request: settled.or(so_far).unwrap_or_default(),
+            request_final: settled.is_some(),
         };
         match reply {
             Waiter::Caller(tx) => {

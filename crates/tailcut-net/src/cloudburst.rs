@@ -2,16 +2,40 @@
 //!
 //! A call's request and response are one message each under the same 8-bit wire id (the client's
 //! [`NetConfig::id_quarantine`] keeps an id unused long enough that no late packet of an old message
-//! is taken for a new one), and the server hands a request to the handler once even if late packets
-//! make its engine decode it again.
+//! is taken for a new one). Both messages start with the call's 64-bit number
+//! ([`CALL_HEADER_BYTES`], the engine's message id: a per-client generation above the wire id), which
+//! the 8-bit wire id cannot tell apart from an older call's, so that timing never decides:
+//!
+//! - the server hands a request to the handler at most once ([`CallWindow`]), even when late or
+//!   duplicated packets make its engine decode it again after it forgot the message, or when the
+//!   association was dropped and reopened;
+//! - the client takes a response only if it carries its call's number, so a late response of an
+//!   older call on the same wire id is dropped as stale, never returned as this call's.
+//!
+//! A response also proves that the server decoded the request: the client stops coding the request
+//! then (an implicit STOP), so a call's request counters are final when the call returns.
 
+use crate::call_window::CallWindow;
 use crate::client::{CallEvent, ClientScheme, ClientStats};
 use crate::config::NetConfig;
 use crate::server::{Request, ServerScheme, ServerStats};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Kind, TableSizes};
 use tailcut_proto::rng::{stream, Stream};
-use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MsgId, Outgoing, Time};
+use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Time};
+
+/// The call number in front of every request and response (big endian).
+pub const CALL_HEADER_BYTES: u64 = 8;
+
+/// Associations a server remembers the call window of after dropping them, so that a reopened one
+/// cannot deliver an old request again.
+const REMEMBERED: usize = 4096;
+
+/// The call number at the front of a message, and the bytes after it.
+fn split_call(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let (head, rest) = bytes.split_first_chunk::<{ CALL_HEADER_BYTES as usize }>()?;
+    Some((u64::from_be_bytes(*head), rest))
+}
 
 pub struct ClientSide {
     engine: CloudBurstEndpoint,
@@ -19,6 +43,8 @@ pub struct ClientSide {
     free: VecDeque<(u8, Time)>,
     generation: u64,
     quarantine: Dur,
+    /// The message being sent: call number, then the request (reused).
+    frame: Vec<u8>,
 }
 
 impl ClientSide {
@@ -34,6 +60,7 @@ impl ClientSide {
             free: (0..=255u8).map(|w| (w, Time::ZERO)).collect(),
             generation: 0,
             quarantine: cfg.id_quarantine(),
+            frame: Vec::new(),
         })
     }
 }
@@ -58,7 +85,10 @@ impl ClientScheme for ClientSide {
         self.free.pop_front();
         self.generation += 1;
         let msg = self.generation << 8 | u64::from(w);
-        self.engine.send_bytes(now, Outgoing::Message, msg, data);
+        self.frame.clear();
+        self.frame.extend_from_slice(&msg.to_be_bytes());
+        self.frame.extend_from_slice(data);
+        self.engine.send_bytes(now, Outgoing::Message, msg, &self.frame);
         // The response travels under the same wire id in the other direction.
         self.engine.expect_message(msg, 0);
         Some(msg)
@@ -70,15 +100,25 @@ impl ClientScheme for ClientSide {
 
     fn on_event(&mut self, _now: Time, ev: AppEvent) -> Option<CallEvent> {
         match ev {
-            AppEvent::MessageReceived { msg } => Some(CallEvent::Response {
-                key: msg,
-                bytes: self.engine.take_bytes(msg).unwrap_or_default(),
-            }),
+            AppEvent::MessageReceived { msg } => {
+                let mut bytes = self.engine.take_bytes(msg)?;
+                // A response of an older call on this wire id (or a forged one) is not this call's.
+                if split_call(&bytes).is_none_or(|(call, _)| call != msg) {
+                    return Some(CallEvent::Stale);
+                }
+                bytes.drain(..CALL_HEADER_BYTES as usize);
+                Some(CallEvent::Response { key: msg, bytes })
+            }
             AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
                 Some(CallEvent::RequestFinal { key: msg, stats })
             }
             AppEvent::Connected => None,
         }
+    }
+
+    /// The response came: the server decoded the request, so coding it further is waste.
+    fn settle(&mut self, now: Time, key: u64) -> Option<MessageStats> {
+        self.engine.acknowledge(now, key)
     }
 
     fn release(&mut self, now: Time, key: u64) {
@@ -92,61 +132,93 @@ impl ClientScheme for ClientSide {
 }
 
 pub struct ServerSide {
-    cfg: NetConfig,
     engine_cfg: CloudBurstConfig,
+    seed: u64,
+    /// One past the highest call delivered, of associations dropped lately, and their order.
+    remembered: BTreeMap<u64, u64>,
+    order: VecDeque<u64>,
 }
 
 impl ServerSide {
     pub fn new(cfg: &NetConfig) -> ServerSide {
         ServerSide {
             engine_cfg: cfg.engine_config(),
-            cfg: cfg.clone(),
+            seed: cfg.seed,
+            remembered: BTreeMap::new(),
+            order: VecDeque::new(),
         }
     }
 }
 
-/// When each wire id's request was last handed to the handler.
-pub struct Delivered([Option<Time>; 256]);
+/// Per association: which calls were delivered, and the response being framed (reused).
+pub struct Calls {
+    window: CallWindow,
+    frame: Vec<u8>,
+}
 
 impl ServerScheme for ServerSide {
     type E = CloudBurstEndpoint;
-    type State = Delivered;
+    type State = Calls;
 
     /// Only a coded CloudBurst packet opens an association.
     fn opens(&self, bytes: &[u8]) -> bool {
         CbHeader::parse(self.engine_cfg.layout(), bytes).is_ok_and(|h| h.kind != Kind::Stop)
     }
 
-    fn open(&self, id: u64, _now: Time) -> Option<(CloudBurstEndpoint, Delivered)> {
+    fn open(&mut self, id: u64, _now: Time) -> Option<(CloudBurstEndpoint, Calls)> {
         let e = CloudBurstEndpoint::new(
             self.engine_cfg.clone(),
             FiveTuple::default(),
-            stream(self.cfg.seed, Stream::Engine, id),
+            stream(self.seed, Stream::Engine, id),
         )
         .ok()?;
-        Some((e, Delivered([None; 256])))
+        let base = self.remembered.get(&id).copied().unwrap_or(0);
+        let calls = Calls {
+            window: CallWindow::new(base),
+            frame: Vec::new(),
+        };
+        Some((e, calls))
     }
 
-    fn request(&self, e: &mut CloudBurstEndpoint, st: &mut Delivered, now: Time, msg: MsgId) -> Request {
-        let Some(data) = e.take_bytes(msg) else {
+    /// Keeps where the association's calls had got to, so that reopening it refuses its old ones.
+    fn forget(&mut self, id: u64, st: &Calls) {
+        if self.remembered.insert(id, st.window.next_base()).is_none() {
+            self.order.push_back(id);
+        }
+        while self.order.len() > REMEMBERED {
+            if let Some(old) = self.order.pop_front() {
+                self.remembered.remove(&old);
+            }
+        }
+    }
+
+    fn request(&self, e: &mut CloudBurstEndpoint, st: &mut Calls, _now: Time, msg: MsgId) -> Request {
+        let Some(mut data) = e.take_bytes(msg) else {
             return Request::None;
         };
-        let w = msg as u8 as usize;
-        // A client reuses a wire id only after `id_quarantine` (> this), so a decode of the same id
-        // sooner is the same request decoded again from late packets.
-        let dedup = self.cfg.cloudburst.transmission_timeout + Dur::from_millis(1);
-        if st.0[w].is_some_and(|t| now.saturating_sub(t) < dedup) {
+        // The call number's low byte is its wire id; a message whose number says otherwise was not
+        // framed by a client of this runtime.
+        let Some(call) = split_call(&data)
+            .map(|(call, _)| call)
+            .filter(|&c| c as u8 == msg as u8)
+        else {
+            return Request::None;
+        };
+        if !st.window.accept(call) {
             return Request::Duplicate;
         }
-        st.0[w] = Some(now);
-        Request::Answer { key: msg, data }
+        data.drain(..CALL_HEADER_BYTES as usize);
+        Request::Answer { key: call, data }
     }
 
-    /// The response goes under the request's wire id: the client expects it there.
-    fn respond(&self, e: &mut CloudBurstEndpoint, _st: &mut Delivered, now: Time, key: u64, response: &[u8]) {
-        e.send_bytes(now, Outgoing::Message, key, response);
+    /// The response goes under the request's wire id (the client expects it there), behind the
+    /// call's number.
+    fn respond(&self, e: &mut CloudBurstEndpoint, st: &mut Calls, now: Time, key: u64, response: &[u8]) {
+        st.frame.clear();
+        st.frame.extend_from_slice(&key.to_be_bytes());
+        st.frame.extend_from_slice(response);
+        e.send_bytes(now, Outgoing::Message, key, &st.frame);
     }
-
     fn publish<'a>(&self, engines: impl Iterator<Item = &'a CloudBurstEndpoint>, stats: &mut ServerStats) {
         let mut t = TableSizes::default();
         let mut malformed = 0;

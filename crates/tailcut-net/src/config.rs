@@ -368,7 +368,11 @@ impl NetConfig {
     /// Largest request or response.
     pub fn max_message_bytes(&self) -> u64 {
         match self.scheme {
-            Scheme::CloudBurst => self.engine_config().max_message_bytes(),
+            // Every CloudBurst message starts with its call's number (`cloudburst.rs`).
+            Scheme::CloudBurst => self
+                .engine_config()
+                .max_message_bytes()
+                .saturating_sub(crate::cloudburst::CALL_HEADER_BYTES),
             Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso | Scheme::Dcquic => self.stream_max_message_bytes,
         }
     }

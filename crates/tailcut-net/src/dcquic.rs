@@ -300,7 +300,7 @@ impl ServerScheme for ServerSide {
         }
     }
 
-    fn open(&self, id: u64, now: Time) -> Option<(DcquicEngine, ())> {
+    fn open(&mut self, id: u64, now: Time) -> Option<(DcquicEngine, ())> {
         let tuple = FiveTuple {
             src: SERVER_ADDR,
             dst: path_addr(0),
@@ -317,7 +317,7 @@ impl ServerScheme for ServerSide {
         e.close(now, 0, "");
     }
 
-    fn forget(&mut self, id: u64) {
+    fn forget(&mut self, id: u64, _state: &()) {
         self.initials.retain(|_, v| *v != id);
     }
 

@@ -24,6 +24,7 @@
 //! # }
 //! ```
 
+pub mod call_window;
 pub mod cli;
 pub mod client;
 pub mod clock;

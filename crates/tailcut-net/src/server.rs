@@ -34,8 +34,8 @@ use tailcut_proto::{AppEvent, Ecn, Engine, MsgId, Time};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ServerStats {
     pub requests: u64,
-    /// Requests decoded again (packets that outlived the receiver's memory of the message), not
-    /// handed to the handler twice.
+    /// Requests decoded again (packets that outlived the receiver's memory of the message, a
+    /// duplicated datagram, an association reopened), not handed to the handler twice.
     pub duplicate_requests: u64,
     pub responses_acked: u64,
     pub responses_failed: u64,
@@ -210,11 +210,11 @@ pub trait ServerScheme: Send + 'static {
         })
     }
     /// The engine and state of a new association `id`.
-    fn open(&self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
+    fn open(&mut self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
     /// The server is shutting down: tell the peer of this association (DCQUIC's CONNECTION_CLOSE).
     fn close(&self, _e: &mut Self::E, _now: Time) {}
-    /// Association `id` is gone (evicted, broken or finished).
-    fn forget(&mut self, _id: u64) {}
+    /// Association `id` is gone (evicted, broken or finished); `state` was its scheme state.
+    fn forget(&mut self, _id: u64, _state: &Self::State) {}
     /// The engine's connection is over: its association can go (the scheme adds the engine's final
     /// counters to `stats`).
     fn finished(&self, _e: &Self::E, _stats: &mut ServerStats) -> bool {
@@ -361,9 +361,10 @@ impl<S: ServerScheme> ServerLoop<S> {
     }
 
     fn drop_association(&mut self, id: u64) {
-        self.assocs.remove(&id);
+        if let Some(a) = self.assocs.remove(&id) {
+            self.scheme.forget(id, &a.state);
+        }
         self.timers.set(id, None);
-        self.scheme.forget(id);
     }
 
     /// The drain of `docs/architecture.md` for one association: transmits, then events (a request

@@ -162,7 +162,7 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
         E::opens(bytes)
     }
 
-    fn open(&self, id: u64, _now: Time) -> Option<(E, StreamFraming)> {
+    fn open(&mut self, id: u64, _now: Time) -> Option<(E, StreamFraming)> {
         let mut e = E::server(&self.engine_cfg, self.seed, id);
         let framing = StreamFraming::new(&mut e, self.max_message);
         Some((e, framing))

@@ -563,6 +563,23 @@ impl CloudBurstEndpoint {
         self.events.push_back(AppEvent::MessageReceived { msg });
     }
 
+    /// The application learnt that the peer decoded message `msg` (its response came): stop coding
+    /// it, as its STOP would, and count it acknowledged. Returns its final counters, or `None` if it
+    /// is no longer being sent (STOPped, failed or unknown); no event follows either way.
+    pub fn acknowledge(&mut self, _now: Time, msg: MsgId) -> Option<MessageStats> {
+        let i = self.out.iter().position(|m| m.msg == msg)?;
+        let m = self.out.remove(i);
+        if self.cursor >= self.out.len() {
+            self.cursor = 0;
+        }
+        let stats = self.stats_of(&m);
+        let unstopped: u64 = m.active.iter().map(|b| u64::from(b.k)).sum();
+        self.counters.messages_acked += 1;
+        self.counters.acked_coded_packets += m.sent_packets;
+        self.counters.acked_source_packets += m.stopped_source_packets + unstopped;
+        Some(stats)
+    }
+
     /// Keeps a decoded message for `take_bytes`, dropping the oldest beyond `max_decoders` messages
     /// or `max_held_bytes`.
     fn hold(&mut self, msg: MsgId, data: Vec<u8>) {
