@@ -19,6 +19,7 @@ from tailcut import _core, netcmd, testbed
 from tailcut.config import (
     apply_overrides,
     experiment_name,
+    int_arg,
     load_config,
     load_experiment,
     parse_bytes,
@@ -30,6 +31,10 @@ from tailcut.outdir import OutputError
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+# Seeds, flow ids and counts are u64 in the core: range-checked here, never an OverflowError traceback.
+SEED = int_arg(0)
+AT_LEAST_ONE = int_arg(1)
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
@@ -54,7 +59,7 @@ def _add_limit_args(p: argparse.ArgumentParser, each: str = "") -> None:
     )
     p.add_argument(
         "--max-events",
-        type=int,
+        type=AT_LEAST_ONE,
         metavar="N",
         help=f"refuse a run estimated to need more simulator events, all schemes (default 2e10){per}",
     )
@@ -109,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_config_args(p)
     _add_out_args(p, "results/<experiment name>", resumes=False)
-    p.add_argument("--seed", type=int, help="replace the config's seed")
+    p.add_argument("--seed", type=SEED, help="replace the config's seed")
     _add_limit_args(p)
 
     p = sub.add_parser(
@@ -126,8 +131,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY.PATH=V1,V2",
         help="a grid axis (repeatable; the first one is the x axis of the report)",
     )
-    p.add_argument("--seeds", type=int, default=1, help="seeds per grid point (default 1)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel points on the local executor (default 1)")
+    p.add_argument("--seeds", type=AT_LEAST_ONE, default=1, help="seeds per grid point (default 1)")
+    p.add_argument(
+        "--jobs", type=AT_LEAST_ONE, default=1, help="parallel points on the local executor (default 1)"
+    )
     p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     _add_out_args(p, "results/<experiment name>-sweep", resumes=True)
@@ -147,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="small",
         help="which of the suite's [scales] to run: ci (seconds per cell), small or full (default small)",
     )
-    p.add_argument("--jobs", type=int, default=1, help="parallel cells on the local executor (default 1)")
+    p.add_argument(
+        "--jobs", type=AT_LEAST_ONE, default=1, help="parallel cells on the local executor (default 1)"
+    )
     p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
@@ -194,8 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "experiments", nargs="*", help="only these entries (labels, file stems or globs; see --list)"
     )
-    p.add_argument("--seeds", type=int, default=5, help="seeds per experiment file (default 5)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel runs on the local executor (default 1)")
+    p.add_argument("--seeds", type=AT_LEAST_ONE, default=5, help="seeds per experiment file (default 5)")
+    p.add_argument(
+        "--jobs", type=AT_LEAST_ONE, default=1, help="parallel runs on the local executor (default 1)"
+    )
     p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
@@ -214,19 +225,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
     pick = p.add_mutually_exclusive_group(required=True)
     pick.add_argument(
-        "--flow", type=int, action="append", metavar="ID", help="a flow id to trace (repeatable)"
+        "--flow", type=SEED, action="append", metavar="ID", help="a flow id to trace (repeatable)"
     )
     pick.add_argument(
         "--where",
         metavar="QUERY",
         help='a pandas query on the flow table picking the flows, e.g. "timeouts > 0"',
     )
-    p.add_argument("--limit", type=int, default=5, help="at most this many flows from --where (default 5)")
+    p.add_argument("--limit", type=SEED, default=5, help="at most this many flows from --where (default 5)")
     p.add_argument("--scheme", help="the scheme to trace (needed when the experiment has several)")
-    p.add_argument("--seed", type=int, help="replace the config's seed")
+    p.add_argument("--seed", type=SEED, help="replace the config's seed")
     p.add_argument(
         "--max-trace-events",
-        type=int,
+        type=SEED,  # 0 reaches the core, which names the field (max_events: must be at least 1)
         default=500_000,
         metavar="N",
         help="stop recording after N events (default 500000, about 100 MB)",

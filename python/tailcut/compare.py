@@ -632,6 +632,8 @@ def compare(
     """
     from tailcut.sweep import run_tasks
 
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs: must be an integer >= 1, got {jobs!r}")
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
     out = Path(out)
     if validate is None and limits is not None:

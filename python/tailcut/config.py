@@ -16,12 +16,15 @@ Override values
 
 from __future__ import annotations
 
+import argparse
 import copy
 import datetime as _dt
 import json
+import math
+import operator
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +40,78 @@ from tailcut.paths import anchor_experiment
 
 ConfigSource = Mapping[str, Any] | str | Path
 
+# Seeds and event counts are u64 in the core; a value outside would surface as pyo3's OverflowError.
+U64_MAX = 2**64 - 1
+
+
+def config_error(path: str, reason: str) -> Exception:
+    """A ``tailcut.ConfigError`` for a field the Python side checks (``path``/``reason`` attributes as
+    the core's)."""
+    error = _core.ConfigError(f"{path}: {reason}" if path else reason)
+    error.path, error.reason = path, reason
+    return error
+
+
+def check_u64(path: str, value: Any, minimum: int = 0) -> None:
+    """Refuse ``value`` unless it is an integer in ``minimum..2^64-1`` (a ``ConfigError`` naming ``path``)."""
+    try:
+        # numpy integers too (a seed taken from a DataFrame in a notebook).
+        number = operator.index(value) if not isinstance(value, bool) else None
+    except TypeError:
+        number = None
+    if number is None:
+        raise config_error(path, f"must be an integer, got {value!r}")
+    if not minimum <= number <= U64_MAX:
+        raise config_error(path, f"must be in {minimum}..{U64_MAX}, got {value}")
+
+
+def int_arg(minimum: int, maximum: int = U64_MAX) -> Callable[[str], int]:
+    """An argparse type: an integer in ``minimum..maximum``, refused with the option's name otherwise
+    (every integer option of the ``tailcut`` command uses one; tests/python/test_bad_inputs.py checks)."""
+
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(f"must be in {minimum}..{maximum}, got {value}")
+        return value
+
+    return integer
+
+
+def float_arg(minimum: float, inclusive: bool = True) -> Callable[[str], float]:
+    """An argparse type: a finite number >= ``minimum`` (> with ``inclusive=False``); NaN and inf refused."""
+
+    def number(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        low_ok = value >= minimum if inclusive else value > minimum
+        if not (math.isfinite(value) and low_ok):
+            sign = ">=" if inclusive else ">"
+            raise argparse.ArgumentTypeError(f"must be a finite number {sign} {minimum:g}, got {text}")
+        return value
+
+    return number
+
+
+def check_limits(limits: Mapping[str, Any] | None) -> None:
+    """The ``limits`` argument of run, resolve, sweep and compare: known keys, values in range."""
+    for key, value in (limits or {}).items():
+        if key not in ("max_memory", "max_events", "force"):
+            raise config_error(f"limits.{key}", "unknown limit (max_memory, max_events, force)")
+        if key != "force" and value is not None:
+            check_u64(f"limits.{key}", value, minimum=1)
+
 
 def parse_value(text: str) -> Any:
     """Parse an override value as a TOML value if possible, else keep it as the string itself."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
 
 
@@ -120,15 +189,37 @@ def source_file(source: ConfigSource) -> Path | None:
     return None
 
 
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of ``path``, refusing anything but a regular file before opening it: a FIFO would block
+    the read forever and a device could be endless (a missing file raises FileNotFoundError)."""
+    if path.exists() and not path.is_file():
+        what = "a folder" if path.is_dir() else "not a regular file (a FIFO, socket or device)"
+        raise config_error("", f"{path}: is {what}")
+    return path.read_bytes()
+
+
 def load_config(source: ConfigSource) -> dict[str, Any]:
-    """Load a TOML document from a dict (copied), a TOML file path, or TOML text, as written."""
-    if isinstance(source, Mapping):
-        return copy.deepcopy(dict(source))
+    """Load a TOML document from a dict (copied), a TOML file path, or TOML text, as written.
+
+    A file that is not UTF-8 or not a regular file, and a document nested too deeply for Python's
+    recursion limit, raise ``tailcut.ConfigError``; a TOML syntax error raises ``tomllib.TOMLDecodeError``
+    (both are ``ValueError``s)."""
     path = source_file(source)
-    if path is not None:
-        # utf-8-sig: editors on Windows may save a byte order mark, which TOML does not allow.
-        return tomllib.loads(path.read_bytes().decode("utf-8-sig"))
-    return tomllib.loads(str(source))
+    try:
+        if isinstance(source, Mapping):
+            return copy.deepcopy(dict(source))
+        if path is not None:
+            data = read_regular_file(path)
+            try:
+                # utf-8-sig: editors on Windows may save a byte order mark, which TOML does not allow.
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise config_error("", f"{path}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+            return tomllib.loads(text)
+        return tomllib.loads(str(source))
+    except RecursionError:
+        where = f"{path}: " if path is not None else ""
+        raise config_error("", f"{where}arrays or tables nested too deeply") from None
 
 
 def load_experiment(source: ConfigSource) -> dict[str, Any]:
@@ -152,7 +243,10 @@ def _json_default(value: Any) -> Any:
 
 def to_json(config: Mapping[str, Any]) -> str:
     """Serialise a config dict for the Rust core."""
-    return json.dumps(config, default=_json_default)
+    try:
+        return json.dumps(config, default=_json_default)
+    except RecursionError:
+        raise config_error("", "arrays or tables nested too deeply") from None
 
 
 def resolve(config: Mapping[str, Any], limits: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -161,6 +255,7 @@ def resolve(config: Mapping[str, Any], limits: Mapping[str, Any] | None = None) 
     ``limits`` holds the resource limits of the run's estimate (docs/simulator.md, "Limits and errors"):
     ``max_memory`` (bytes; default this machine's available memory), ``max_events`` and ``force``.
     """
+    check_limits(limits)
     return json.loads(_core.validate(to_json(config), **(limits or {})))
 
 

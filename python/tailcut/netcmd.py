@@ -21,10 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tailcut.config import parse_bytes
+from tailcut.config import float_arg, int_arg, parse_bytes
 from tailcut.outdir import atomic_dir, claim, write_marker
 
 SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso", "dcquic"]
+# Range-checked numbers (the runtime's fields are unsigned): never an OverflowError traceback.
+SEED = int_arg(0)
+COUNT = int_arg(0)
 
 
 def size_list(text: str) -> list[int]:
@@ -42,7 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--bind", default="127.0.0.1:7000", help="address to serve on (default 127.0.0.1:7000)"
     )
     serve.add_argument(
-        "--seconds", type=float, default=0, help="stop after this long (default: until Ctrl-C)"
+        "--seconds",
+        type=float_arg(0.0),
+        default=0,
+        help="stop after this long (default 0: until Ctrl-C)",
     )
     bench = nsub.add_parser("bench", help="closed-loop or Poisson echo RPCs; latency and flows.parquet")
     bench.add_argument(
@@ -51,13 +57,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--size", type=size_list, default=[10_000], help="request sizes, drawn uniformly: 100B,10KB"
     )
-    bench.add_argument("--count", type=int, default=1000, help="calls measured (default 1000)")
-    bench.add_argument("--warmup", type=int, default=100, help="calls before the measured ones (default 100)")
+    bench.add_argument("--count", type=COUNT, default=1000, help="calls measured (default 1000)")
+    bench.add_argument(
+        "--warmup", type=COUNT, default=100, help="calls before the measured ones (default 100)"
+    )
     bench.add_argument("--load", choices=["closed", "poisson"], default="closed", help="arrival process")
     bench.add_argument(
-        "--rate", type=float, default=1000.0, help="calls/s with --load poisson (default 1000)"
+        "--rate",
+        type=float_arg(0.0, inclusive=False),
+        default=1000.0,
+        help="calls/s with --load poisson (default 1000)",
     )
-    bench.add_argument("--concurrency", type=int, default=1, help="callers at once (default 1)")
+    bench.add_argument("--concurrency", type=COUNT, default=1, help="callers at once (default 1)")
     bench.add_argument("--out", type=Path, help="result folder: flows.parquet and net.json")
     bench.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     for q in (serve, bench):
@@ -65,23 +76,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "--scheme", choices=SCHEMES, default="cloudburst", help="the scheme (default cloudburst)"
         )
         q.add_argument(
-            "--seed", type=int, default=1, help="seed of the engines and of the request sizes (default 1)"
+            "--seed", type=SEED, default=1, help="seed of the engines and of the request sizes (default 1)"
         )
-        q.add_argument("--min-rto-us", type=int, help="stream schemes: minimum RTO")
-        q.add_argument("--initial-rto-us", type=int, help="stream schemes: RTO before the first sample")
-        q.add_argument("--mss", type=int, help="stream schemes: payload bytes per segment")
+        q.add_argument("--min-rto-us", type=COUNT, help="stream schemes: minimum RTO")
+        q.add_argument("--initial-rto-us", type=COUNT, help="stream schemes: RTO before the first sample")
+        q.add_argument("--mss", type=COUNT, help="stream schemes: payload bytes per segment")
         q.add_argument("--dctcp", action="store_true", help="stream schemes: DCTCP (ECT(0) data, g = 1/16)")
-        q.add_argument("--subflows", type=int, help="mptcp, fuso: sub-flows (client sockets)")
-        q.add_argument("--paths", type=int, help="cloudburst: paths (client sockets)")
-        q.add_argument("--symbol-bytes", type=int, help="cloudburst: symbol size")
+        q.add_argument("--subflows", type=COUNT, help="mptcp, fuso: sub-flows (client sockets)")
+        q.add_argument("--paths", type=COUNT, help="cloudburst: paths (client sockets)")
+        q.add_argument("--symbol-bytes", type=COUNT, help="cloudburst: symbol size")
         q.add_argument("--nic-rate", help="cloudburst: pacing rate, e.g. 2Gbps")
-        q.add_argument("--spin-us", type=int, help="busy-poll the sockets this long before each sleep")
+        q.add_argument("--spin-us", type=COUNT, help="busy-poll the sockets this long before each sleep")
         q.add_argument("--cert", help="dcquic server: certificate chain (PEM); without it a throwaway CA")
         q.add_argument("--key", help="dcquic server: private key (PEM)")
         q.add_argument("--ca", help="dcquic client: trusted root(s) (PEM)")
         q.add_argument("--server-name", help="dcquic: the certificate's name (default localhost)")
-        q.add_argument("--task-bytes", type=int, help="dcquic client: task size of the MPS rule")
-        q.add_argument("--path-mtu", type=int, help="dcquic: largest IP packet the path carries (9000)")
+        q.add_argument("--task-bytes", type=COUNT, help="dcquic client: task size of the MPS rule")
+        q.add_argument("--path-mtu", type=COUNT, help="dcquic: largest IP packet the path carries (9000)")
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:

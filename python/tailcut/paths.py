@@ -123,6 +123,9 @@ def file_digest(value: Any, builtins: frozenset[str]) -> Any:
     if not isinstance(value, str) or value in builtins or not value:
         return value
     try:
+        # Only a regular file: opening a FIFO would block forever (the core refuses it, naming the field).
+        if not Path(value).is_file():
+            return value
         data = Path(value).read_bytes()
     except OSError:
         return value

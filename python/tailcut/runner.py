@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, apply_overrides, load_experiment, resolve, to_json
+from tailcut.config import ConfigSource, apply_overrides, check_u64, load_experiment, resolve, to_json
 from tailcut.results import Result
 
 ProgressCallback = Callable[[float], "bool | None"]
@@ -41,6 +41,8 @@ def run(
     about every 100 ms; returning ``False`` cancels. Raises ``tailcut.ConfigError`` for a bad config and
     ``tailcut.SimulationError`` when the run fails, including a packet-conservation violation.
     """
+    if seed is not None:
+        check_u64("seed", seed)
     raw, resolved = prepare(config, overrides, limits)
     document = json.loads(_core.run(to_json(raw), seed, progress, **(limits or {})))
     if seed is not None and "seed" in resolved:

@@ -378,6 +378,8 @@ def sweep(
         raise ValueError("a sweep needs at least one grid key, each with at least one value")
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs: must be an integer >= 1, got {jobs!r}")
     if "seed" in grid:
         bad = [v for v in grid["seed"] if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 2**64]
         if bad:

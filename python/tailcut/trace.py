@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, to_json, to_toml
+from tailcut.config import ConfigSource, check_u64, to_json, to_toml
 from tailcut.outdir import atomic_dir, claim, write_marker
 from tailcut.results import FLOW_COLUMNS, columns_to_frame
 from tailcut.runner import prepare
@@ -99,6 +99,12 @@ def trace(
     """
     if (flows is None) == (where is None):
         raise ValueError("give either flow ids (--flow) or a query (--where), not both or neither")
+    if seed is not None:
+        check_u64("seed", seed)
+    # In u64's range here; 0 is refused by the core (max_events) and select_flows (limit), naming them.
+    check_u64("max_events", max_events)
+    if limit is not None:
+        check_u64("limit", limit)
     raw, resolved = prepare(config, overrides, limits)
     config_json = to_json(raw)
     if where is not None:
@@ -110,6 +116,8 @@ def trace(
         ids = [int(f) for f in flows]  # type: ignore[union-attr]
         if not ids:
             raise ValueError("--flow: give at least one flow id")
+        for f in ids:
+            check_u64("flow", f)
     document = _traced_run(config_json, ids, scheme, seed, max_events, limits)
     flow_table = columns_to_frame(document["flows"], FLOW_COLUMNS)
     if seed is not None and "seed" in resolved:

@@ -4,6 +4,7 @@ one error line and exits 2."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,179 @@ def test_sweep_limits_reach_each_point(monkeypatch, tiny: Path, tmp_path: Path) 
     limits = {"max_events": 10**9, "max_memory": 2 * 10**9}
     tailcut.sweep(tiny, {SWEEP_KEY: list(SWEEP_VALUES)}, out=tmp_path / "s", limits=limits)
     assert seen == [limits] * len(SWEEP_VALUES)
+
+
+# Inputs only the Python side reads: files (before the core sees them), TOML nesting, command-line
+# numbers. Each is refused with one error naming what is wrong: no traceback, no hang.
+
+
+def _fifo(tmp_path: Path, name: str) -> Path:
+    import os
+
+    path = tmp_path / name
+    os.mkfifo(path)
+    return path
+
+
+def _validate_subprocess(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """`tailcut validate` in its own process with a timeout: a case that blocks fails, not hangs."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tailcut", "validate", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    return done.returncode, done.stderr
+
+
+def _fifo_cases(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    """Experiments naming a FIFO in each file field (and the FIFO as the experiment file itself)."""
+    base = (CORPUS.parent / "python" / "data" / "tiny.toml").read_text()
+    cases = {"file": (_fifo(tmp_path, "experiment.toml"), "experiment.toml: is not a regular file")}
+    edits = {
+        "cdf": ('cdf = "websearch"', 'cdf = "{fifo}"', "workload[0].cdf"),
+        "topology.path": (None, 'topology = {{ kind = "file", path = "{fifo}" }}', "topology.path"),
+        "rates": (None, '[[faults]]\nkind = "random_lossy_links"\nfraction = 0.5\ntiers = [1]\n'
+                  'rates = "{fifo}"\n', "faults[1].rates"),
+        "pattern.path": (None, None, "workload[0].pattern.path"),
+    }  # fmt: skip
+    for name, (old, new, field) in edits.items():
+        fifo = _fifo(tmp_path, f"{name}.fifo")
+        if name == "pattern.path":
+            text = _text(CORPUS / "flow_csv_size_zero.toml").replace(
+                str(CORPUS / "flow_csv_size_zero.csv"), str(fifo)
+            )
+        elif name == "topology.path":
+            text = re.sub(r"\[topology\][^\[]*", new.format(fifo=fifo) + "\n\n", base, count=1)
+        elif old is None:
+            text = base + "\n" + new.format(fifo=fifo)
+        else:
+            text = base.replace(old, new.format(fifo=fifo))
+        experiment = tmp_path / f"{name}.toml"
+        experiment.write_text(text)
+        cases[name] = (experiment, field)
+    return cases
+
+
+def test_a_fifo_in_any_file_field_is_refused_without_blocking(tmp_path: Path) -> None:
+    for name, (path, want) in _fifo_cases(tmp_path).items():
+        code, err = _validate_subprocess(tmp_path, str(path))
+        assert code == 2, (name, err)
+        assert len(err.strip().splitlines()) == 1, (name, err)
+        assert want in err and "regular file" in err, (name, err)
+
+
+def test_a_non_utf8_file_is_a_config_error(tmp_path: Path, cli, capsys) -> None:
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes((CORPUS.parent / "python" / "data" / "tiny.toml").read_bytes() + b"# caf\xe9\n")
+    with pytest.raises(tailcut.ConfigError, match="not UTF-8"):
+        load_config(bad)
+    with pytest.raises(tailcut.ConfigError, match=r"latin1\.toml: not UTF-8"):
+        tailcut.run(bad)
+    assert cli("validate", bad) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"tailcut: error: {bad}: not UTF-8 text (byte "), err
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_toml_nested_too_deeply_is_a_config_error(tmp_path: Path, cli, capsys, depth: int) -> None:
+    text = "x = " + "[" * depth + "]" * depth + "\n"
+    with pytest.raises(tailcut.ConfigError, match="nested too deeply"):
+        load_config(text)
+    deep = tmp_path / "deep.toml"
+    deep.write_text(text)
+    assert cli("validate", deep) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"tailcut: error: {deep}: arrays or tables nested too deeply"]
+    # A dict nested as deeply (built in code) fails in the JSON for the core, also as a ConfigError.
+    nested: list = []
+    for _ in range(depth):
+        nested = [nested]
+    with pytest.raises(tailcut.ConfigError, match="nested too deeply"):
+        resolve({"name": "x", "deep": nested})
+
+
+def test_deep_override_values_stay_strings_for_the_core_to_refuse() -> None:
+    from tailcut.config import parse_value
+
+    assert parse_value("[" * 5_000 + "]" * 5_000) == "[" * 5_000 + "]" * 5_000
+
+
+def _integer_options() -> list[tuple[list[str], str]]:
+    """Every option of the `tailcut` parser with its subcommand path, and the type it parses with."""
+    import argparse
+
+    from tailcut.cli import build_parser
+
+    found = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+            elif action.option_strings and action.type is not None:
+                found.append(([*path, action.option_strings[-1]], action.type))
+
+    walk(build_parser(), [])
+    return found
+
+
+def test_no_option_parses_an_unchecked_number() -> None:
+    """A bare ``int`` or ``float`` type lets -1, 2^64 or NaN through to the core (an OverflowError
+    traceback, a silent serial sweep, a server that never stops): every numeric option has a range."""
+    bare = [" ".join(path) for path, kind in _integer_options() if kind in (int, float)]
+    assert not bare, f"options with an unchecked numeric type: {bare}"
+
+
+BAD_ARGUMENTS = [
+    pytest.param(["run", "{tiny}", "--seed", "-5"], "--seed", id="seed-negative"),
+    pytest.param(["run", "{tiny}", "--seed", str(2**64)], "--seed", id="seed-2^64"),
+    pytest.param(["trace", "{tiny}", "--flow", "-1"], "--flow", id="flow-negative"),
+    pytest.param(
+        ["trace", "{tiny}", "--flow", "0", "--max-trace-events", "-1"],
+        "--max-trace-events",
+        id="trace-events-negative",
+    ),
+    pytest.param(["validate", "{tiny}", "--max-events", "-1"], "--max-events", id="max-events-negative"),
+    pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--jobs", "-1"], "--jobs", id="jobs-negative"),
+    pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--seeds", "0"], "--seeds", id="seeds-zero"),
+    pytest.param(["compare", "{tiny}", "--jobs", "0"], "--jobs", id="compare-jobs-zero"),
+    pytest.param(["reproduce", "fuso", "--jobs", "-1"], "--jobs", id="reproduce-jobs-negative"),
+    pytest.param(["net", "serve", "--seconds", "nan"], "--seconds", id="serve-seconds-nan"),
+    pytest.param(["net", "serve", "--seconds", "-1"], "--seconds", id="serve-seconds-negative"),
+    pytest.param(["net", "serve", "--seconds", "inf"], "--seconds", id="serve-seconds-inf"),
+    pytest.param(["net", "bench", "--seed", "-1"], "--seed", id="bench-seed-negative"),
+    pytest.param(["net", "bench", "--rate", "nan"], "--rate", id="bench-rate-nan"),
+]
+
+
+@pytest.mark.parametrize(("args", "option"), BAD_ARGUMENTS)
+def test_bad_numbers_on_the_command_line_are_refused_before_anything_runs(
+    cli, capsys, tiny: Path, args: list[str], option: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli(*[a.format(tiny=tiny) for a in args])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"argument {option}" in err and "Traceback" not in err, err
+    assert not (tiny.parent / "results").exists(), "nothing was written"
+
+
+def test_the_api_checks_seeds_flows_and_limits(tmp_path: Path) -> None:
+    from conftest import TINY
+
+    for seed in (-5, 2**64):
+        with pytest.raises(tailcut.ConfigError, match=r"^seed: must be in 0\.\."):
+            tailcut.run(TINY, seed=seed)
+    with pytest.raises(tailcut.ConfigError, match=r"^limits.max_events: must be in 1\.\."):
+        tailcut.run(TINY, limits={"max_events": -1})
+    with pytest.raises(tailcut.ConfigError, match=r"limits\.max_event: unknown limit"):
+        resolve(load_config(TINY), {"max_event": 10})
+    with pytest.raises(ValueError, match="jobs: must be an integer >= 1, got -1"):
+        tailcut.sweep(TINY, {"seed": [1, 2]}, jobs=-1, out=tmp_path / "s")
+    assert not (tmp_path / "s").exists()
