@@ -596,7 +596,12 @@ fn run_scheme(
         .filter(|f| f.conn.is_none())
         .count();
     let mut got_retrans = 0;
-    while (done < n || got_retrans < wanted_retrans) && monotonic_ns() < deadline {
+    // And every flow's connector reported its port (or an error): on a persistent connection the
+    // port comes from the connecting agent and the finish from its peer, through different pipes, so
+    // the last finish can overtake the last port.
+    let mut accounted = vec![false; n];
+    let mut got_ports = 0;
+    while (done < n || got_retrans < wanted_retrans || got_ports < n) && monotonic_ns() < deadline {
         let wait =
             Duration::from_nanos(deadline.saturating_sub(monotonic_ns())).min(Duration::from_millis(100));
         match rx.recv_timeout(wait) {
@@ -605,6 +610,9 @@ fn run_scheme(
             Ok(Event::Port { id, port }) => {
                 if let Some(p) = client_port.get_mut(id as usize) {
                     *p = Some(port);
+                    if !std::mem::replace(&mut accounted[id as usize], true) {
+                        got_ports += 1;
+                    }
                 }
             }
             Ok(Event::Finish { id, t }) => {
@@ -621,6 +629,9 @@ fn run_scheme(
                 if (id as usize) < n {
                     error[id as usize] = Some(msg);
                     got_retrans += 1;
+                    if !std::mem::replace(&mut accounted[id as usize], true) {
+                        got_ports += 1;
+                    }
                 }
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
