@@ -310,7 +310,7 @@ impl FlowSizeCdf {
                 source_name: source_name.to_string(),
                 line: None,
                 message: format!(
-                    "flow sizes must be at most 1PB ({max} bytes), found {}",
+                    "flow sizes must be at most 1PB ({max} bytes), found {:e}",
                     cdf.max_value()
                 ),
             });
