@@ -100,6 +100,15 @@ impl Assemblies {
         Assembled::Pending { dropped }
     }
 
+    /// A packet of the message `h` names arrived: its assembly (if any) is active now.
+    pub fn touch(&mut self, now: Time, h: &CbHeader) {
+        if let Some(a) = self.by_id.get_mut(&h.msg_id) {
+            if a.last_block == h.block.last {
+                a.last = now;
+            }
+        }
+    }
+
     /// Forgets the message under `id` (its wire id is reused).
     pub fn forget(&mut self, id: u8) {
         self.remove(id);

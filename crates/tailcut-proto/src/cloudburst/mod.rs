@@ -91,8 +91,6 @@ struct OutBlock {
     k: u32,
     code: OutCode,
     next_index: u64,
-    /// t of Algorithm 1, from the block's first packet.
-    deadline: Time,
     sent_packets: u32,
 }
 
@@ -124,11 +122,17 @@ struct OutMsg {
     /// Over all its blocks, and the source packets of the blocks STOPped.
     sent_packets: u64,
     stopped_source_packets: u64,
+    /// t of Algorithm 1: the message fails if no STOP of any of its blocks came by then. Armed at
+    /// the start and re-armed by every block's STOP, so a one-block message has the paper's t from
+    /// its start, and a longer one fails when its receiver stops making progress, not because a
+    /// block sharing the message's rate with `block_window - 1` others under contention took longer
+    /// than t (docs/cloudburst.md, "Messages of any size").
+    deadline: Time,
 }
 
 impl OutMsg {
     fn deadline(&self) -> Time {
-        self.active.iter().map(|b| b.deadline).min().unwrap_or(Time::MAX)
+        self.deadline
     }
 }
 
@@ -270,6 +274,7 @@ impl CloudBurstEndpoint {
             round_path: (seed % u64::from(self.cfg.paths)) as u32,
             sent_packets: 0,
             stopped_source_packets: 0,
+            deadline: now + self.cfg.transmission_timeout,
         };
         let window = (self.cfg.block_window as u64).min(blocks) as u32;
         for _ in 0..window {
@@ -377,7 +382,11 @@ impl CloudBurstEndpoint {
         while i < self.out.len() {
             if self.out[i].deadline() <= now {
                 let m = self.out.remove(i);
-                let stats = self.stats_of(&m);
+                // The transmission timeout fired: the flow's records count it as a timeout.
+                let stats = MessageStats {
+                    timeouts: 1,
+                    ..self.stats_of(&m)
+                };
                 self.counters.messages_failed += 1;
                 self.events
                     .push_back(AppEvent::MessageFailed { msg: m.msg, stats });
@@ -414,6 +423,7 @@ impl CloudBurstEndpoint {
             return; // A repeated STOP of a block already finished.
         };
         let m = &mut self.out[i];
+        m.deadline = now + self.cfg.transmission_timeout;
         let block = m.active.remove(j);
         m.stopped_source_packets += block.k as u64;
         if m.next_active > j {
@@ -455,6 +465,9 @@ impl CloudBurstEndpoint {
             return;
         }
         let key = (h.msg_id, h.block.index);
+        // The sender is still at this message: its assembly is not idle, even while no block of it
+        // decodes (under contention a window of blocks can take longer than `decoder_timeout`).
+        self.assemblies.touch(now, h);
         if let Some(d) = self.done.get_mut(&key) {
             if d.packets == h.packets && d.message_bytes == h.message_bytes && d.last_block == h.block.last {
                 // The STOP was lost (or is in flight): STOP again for every further packet.
@@ -752,7 +765,6 @@ fn start_block(cfg: &CloudBurstConfig, now: Time, m: &mut OutMsg, data: Option<&
         k,
         code: OutCode::new(cfg, k, seed, bytes, len_bytes, m.wire_id, index as u16),
         next_index: 0,
-        deadline: now + cfg.transmission_timeout,
         sent_packets: 0,
     });
 }
