@@ -278,7 +278,7 @@ impl CloudBurstEndpoint {
         };
         let window = (self.cfg.block_window as u64).min(blocks) as u32;
         for _ in 0..window {
-            start_block(&self.cfg, now, &mut m, data);
+            start_block(&self.cfg, &mut m, data);
         }
         if blocks > 1 {
             m.data = data.map(<[u8]>::to_vec);
@@ -431,7 +431,7 @@ impl CloudBurstEndpoint {
         }
         if m.next_block <= m.last_block as u32 {
             let data = m.data.take();
-            start_block(&self.cfg, now, m, data.as_deref());
+            start_block(&self.cfg, m, data.as_deref());
             m.data = data;
             return;
         }
@@ -742,7 +742,7 @@ fn evict_least_recent<V>(map: &mut BTreeMap<BlockKey, V>, last: impl Fn(&V) -> T
 }
 
 /// Starts the message's next block; `data` is the whole message's bytes when carried.
-fn start_block(cfg: &CloudBurstConfig, now: Time, m: &mut OutMsg, data: Option<&[u8]>) {
+fn start_block(cfg: &CloudBurstConfig, m: &mut OutMsg, data: Option<&[u8]>) {
     let index = m.next_block;
     m.next_block += 1;
     let at = index as u64 * cfg.block_bytes();
