@@ -11,18 +11,19 @@ call at once; a Python ``handler`` runs on the server's runtime thread and takes
             assert client.call(b"hello") == b"hello"
 
 Schemes: ``cloudburst``, ``tcp`` (tailcut's TCP engine over UDP), ``mptcp``, ``fuso``, ``dcquic``
-(tailcut's QUIC engine with TLS 1.3 on plain QUIC datagrams: any QUIC v1 peer speaking its ALPN,
-e.g. aioquic, is a peer; see ``docs/dcquic.md``). Options
-(keyword arguments, the same on both ends): ``seed``; CloudBurst's ``paths``, ``symbol_bytes``,
-``nic_rate`` (e.g. ``"2Gbps"``); the stream schemes' ``mss``, ``min_rto_us``, ``initial_rto_us``,
-``dctcp`` (bool), ``call_timeout_ms``, ``max_message_bytes``; MPTCP/FUSO's ``subflows``; the server's
-``max_associations``; ``spin_us`` (busy-poll the sockets that long before each sleep). DCQUIC's:
-``cert`` and ``key`` (a server's PEM files; without them the server makes a throwaway CA, its
-:attr:`Server.ca_pem`), ``ca`` (a PEM file) or ``ca_pem`` (PEM text: the roots a client trusts),
-``server_name`` (default ``localhost``), ``alpn`` (default ``tailcut-rpc``), ``task_bytes`` (the MPS
-rule's task size), ``path_mtu`` (default 9000), ``local_addrs`` (a client's local IP addresses, one
-path each: proactive migration moves between them), ``migration`` (bool). A bad option raises
-:class:`tailcut.ConfigError` naming it (``net.<option>``).
+(tailcut's QUIC engine with TLS 1.3 on plain QUIC datagrams: any QUIC v1 peer speaking its ALPN, e.g.
+aioquic, is a peer; see ``docs/dcquic.md``). Options (keyword arguments, the same on both ends):
+``seed``; CloudBurst's ``paths``, ``symbol_bytes``, ``nic_rate`` (e.g. ``"2Gbps"``),
+``transmission_timeout_us`` (20 ms: a request is given up then, and a call at twice it plus the decoder
+timeout), ``decoder_timeout_us`` (5 ms); the stream schemes' ``mss``, ``min_rto_us``,
+``initial_rto_us``, ``dctcp`` (bool), ``call_timeout_ms``, ``max_message_bytes``; MPTCP/FUSO's
+``subflows``; the server's ``max_associations`` and ``association_idle_timeout_ms`` (60 s); ``spin_us``
+(busy-poll the sockets that long before each sleep). DCQUIC's: ``cert`` and ``key`` (a server's PEM
+files; without them the server makes a throwaway CA, its :attr:`Server.ca_pem`), ``ca`` (a PEM file) or
+``ca_pem`` (PEM text: the roots a client trusts), ``server_name`` (default ``localhost``), ``alpn``
+(default ``tailcut-rpc``), ``task_bytes`` (the MPS rule's task size), ``path_mtu`` (default 9000),
+``local_addrs`` (a client's local IP addresses, one path each: proactive migration moves between them),
+``migration`` (bool). A bad option raises :class:`tailcut.ConfigError` naming it (``net.<option>``).
 """
 
 from __future__ import annotations

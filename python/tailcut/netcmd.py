@@ -86,6 +86,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--paths", type=COUNT, help="cloudburst: paths (client sockets)")
         q.add_argument("--symbol-bytes", type=COUNT, help="cloudburst: symbol size")
         q.add_argument("--nic-rate", help="cloudburst: pacing rate, e.g. 2Gbps")
+        q.add_argument(
+            "--transmission-timeout-us",
+            type=COUNT,
+            help="cloudburst: a request is given up after this long (20000; a call at 2x + the decoder's)",
+        )
+        q.add_argument("--decoder-timeout-us", type=COUNT, help="cloudburst: partial decodes dropped (5000)")
         q.add_argument("--spin-us", type=COUNT, help="busy-poll the sockets this long before each sleep")
         q.add_argument("--cert", help="dcquic server: certificate chain (PEM); without it a throwaway CA")
         q.add_argument("--key", help="dcquic server: private key (PEM)")
@@ -105,6 +111,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "paths",
         "symbol_bytes",
         "nic_rate",
+        "transmission_timeout_us",
+        "decoder_timeout_us",
         "spin_us",
         "cert",
         "key",

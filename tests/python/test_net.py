@@ -14,10 +14,13 @@ from tailcut import net
 SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso"]
 # Datacenter timers for the stream schemes; CloudBurst ignores them.
 FAST = {"min_rto_us": 5_000, "initial_rto_us": 20_000}
+# CloudBurst gives a request up at its transmission timeout (20 ms by default), which a runtime
+# thread descheduled on a loaded machine outlasts; these tests are not about that timer.
+PATIENT = {"transmission_timeout_us": 1_000_000, "decoder_timeout_us": 100_000}
 
 
 def _options(scheme: str) -> dict:
-    return FAST if scheme != "cloudburst" else {}
+    return FAST if scheme != "cloudburst" else PATIENT
 
 
 def _eventually(done, seconds: float = 60) -> bool:
@@ -128,15 +131,16 @@ def test_net_bench_writes_the_simulator_flow_columns(tmp_path, scheme: str, load
     argv += ["--load", load, "--rate", "2000", "--concurrency", "2", "--out", str(out)]
     if scheme in ("tcp", "fuso"):
         argv += ["--min-rto-us", "5000"]
+    if scheme == "cloudburst":
+        argv += ["--transmission-timeout-us", "1000000", "--decoder-timeout-us", "100000"]
     assert main(argv) == 0
     flows = pd.read_parquet(out / "flows.parquet")
     assert list(flows.columns) == FLOW_COLUMNS
     assert len(flows) == 60 and flows["completed"].all()
     assert set(flows["size_bytes"]) == {100, 10_000}
     assert (flows["fct_ns"] > 0).all()
-    if scheme != "cloudburst":
-        # CloudBurst's request counters are only known once its STOP came (often after the response).
-        assert (flows["sent_bytes"] >= flows["size_bytes"]).all()
+    # Every call's request counters are final when it returns (CloudBurst's response ends its request).
+    assert (flows["sent_bytes"] >= flows["size_bytes"]).all()
     assert (flows["finish_ns"] == flows["start_ns"] + flows["fct_ns"]).all()
 
 

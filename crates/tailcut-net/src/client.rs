@@ -11,7 +11,7 @@
 use crate::codec::Codec;
 use crate::config::{NetConfig, Scheme};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
-use crate::frame::Preamble;
+use crate::frame::{Control, Preamble};
 use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
 use crate::{cloudburst, dcquic, tcp};
@@ -24,7 +24,6 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use tailcut_proto::cloudburst::TableSizes;
 use tailcut_proto::mptcp::MptcpEndpoint;
-use tailcut_proto::rng::{derive_seed, Stream};
 use tailcut_proto::tcp::TcpEndpoint;
 use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MessageStats, Packet, Time};
 
@@ -91,6 +90,9 @@ pub struct ClientStats {
     /// A stream peer broke the framing (announced a message over the limit); the association's later
     /// calls time out.
     pub protocol_errors: u64,
+    /// Associations opened anew after `association_idle_timeout / 2` without a datagram from the
+    /// server (stream schemes).
+    pub reopened: u64,
     /// DCQUIC's connection counters (`None` for other schemes).
     pub dcquic: Option<crate::dcquic::DcquicStats>,
 }
@@ -166,8 +168,7 @@ impl Client {
             .iter()
             .map(PathSocket::local_addr)
             .collect::<io::Result<Vec<_>>>()?;
-        // The association id: seeded, but different for every client of one process (by port).
-        let association = derive_seed(cfg.seed, Stream::Engine, u64::from(local[0].port()));
+        let association = new_association()?;
         let (wake, wake_rx) = UnixDatagram::pair()?;
         let (commands, rx) = mpsc::sync_channel(1024);
         let stats = Arc::new(Mutex::new(ClientStats::default()));
@@ -266,6 +267,18 @@ impl Drop for Client {
     }
 }
 
+/// A fresh association id from the OS's random source: unpredictable, so no other host can forge
+/// datagrams of it (a close) without seeing its traffic, and never the id of an earlier client
+/// that used the same port (a server may still hold that one).
+fn new_association() -> io::Result<u64> {
+    use ring::rand::{SecureRandom, SystemRandom};
+    let mut b = [0u8; 8];
+    SystemRandom::new()
+        .fill(&mut b)
+        .map_err(|_| io::Error::other("no OS randomness for the association id"))?;
+    Ok(u64::from_be_bytes(b))
+}
+
 /// The smallest MTU the kernel knows on the paths (each a local address and the server's), from a
 /// throwaway socket connected along each (`IP_MTU`); `None` if it cannot say.
 fn probe_path_mtu(paths: &[(IpAddr, SocketAddr)]) -> Option<u32> {
@@ -305,6 +318,7 @@ fn spawn<S: ClientScheme>(
             waiting: VecDeque::new(),
             closed_loop: None,
             started: 0,
+            last_heard: Time::ZERO,
             events: Vec::new(),
             stats: ClientStats::default(),
             shared,
@@ -351,6 +365,14 @@ pub trait ClientScheme: Send + 'static {
     fn publish(&self, _stats: &mut ClientStats) {}
     /// The client is shutting down: tell the peer (DCQUIC sends its CONNECTION_CLOSE).
     fn close(&mut self, _now: Time) {}
+    /// Starts over on a new association `association` (a new engine, nothing in flight): true if the
+    /// scheme can. Asked before a call when the server has been silent for half of
+    /// `association_idle_timeout` and no call is in flight, as the server may have dropped the old
+    /// one (a stream scheme's data would not reopen it). CloudBurst needs none (any coded packet opens
+    /// an association) and DCQUIC reconnects by itself.
+    fn reopen(&mut self, _cfg: &NetConfig, _association: u64) -> bool {
+        false
+    }
     /// The runtime thread starts: what the engine sends first leaves now.
     fn begin(&mut self, _now: Time) {}
     /// The packet and engine bytes of a datagram that came from the server on socket `k`, if it is
@@ -384,6 +406,8 @@ struct ClientLoop<S: ClientScheme> {
     closed_loop: Option<ClosedLoop>,
     /// Calls started so far.
     started: u64,
+    /// When a datagram of the association last came from the server.
+    last_heard: Time,
     /// The call events of one drain (reused): requests made final are applied before responses.
     events: Vec<CallEvent>,
     stats: ClientStats,
@@ -393,6 +417,7 @@ struct ClientLoop<S: ClientScheme> {
 impl<S: ClientScheme> ClientLoop<S> {
     fn run(&mut self) -> io::Result<()> {
         let now = self.d.clock.now();
+        self.last_heard = now;
         self.scheme.begin(now);
         self.drain(now);
         loop {
@@ -407,6 +432,7 @@ impl<S: ClientScheme> ClientLoop<S> {
                             let now = self.d.clock.now();
                             self.scheme.close(now);
                             self.drain(now);
+                            self.say_closed();
                             return Ok(());
                         }
                     }
@@ -458,6 +484,7 @@ impl<S: ClientScheme> ClientLoop<S> {
         let association = self.association;
         let server = self.remotes[k];
         let clock = self.d.clock;
+        let mut heard = false;
         for _ in 0..RX_BUDGET {
             let n = self.d.rx.recv(&self.d.socks[k], |dg| {
                 stats.datagrams_in += 1;
@@ -468,17 +495,62 @@ impl<S: ClientScheme> ClientLoop<S> {
                     stats.foreign_datagrams += 1;
                     return;
                 };
+                heard = true;
                 engine.handle_packet(clock.now(), &pkt, payload);
             })?;
             if n == 0 {
                 break;
             }
         }
+        if heard {
+            self.last_heard = self.d.clock.now();
+        }
         Ok(())
+    }
+
+    /// Tells the server this association is over, so it frees it now (schemes with the runtime's
+    /// preamble; DCQUIC's CONNECTION_CLOSE says it in QUIC). Sent on every path's socket, as a path
+    /// may be dead.
+    fn say_closed(&mut self) {
+        if !<S::E as Codec>::PREAMBLE {
+            return;
+        }
+        let mut d = Vec::with_capacity(crate::frame::PREAMBLE_BYTES);
+        for k in 0..self.d.socks.len().min(self.remotes.len()) {
+            d.clear();
+            Preamble {
+                scheme: <S::E as Codec>::SCHEME,
+                path: k as u8,
+                association: self.association,
+            }
+            .write_control(Control::Close, &mut d);
+            self.d.send_raw(k, self.remotes[k], &d);
+        }
+        self.d.flush();
+    }
+
+    /// Opens a new association before a call if the server may have dropped this one for idleness.
+    fn reopen_if_idle(&mut self, now: Time) {
+        let half = Dur(self.cfg.association_idle_timeout.0 / 2);
+        if !self.calls.is_empty() || now.saturating_sub(self.last_heard) < half {
+            return;
+        }
+        let Ok(id) = new_association() else {
+            return;
+        };
+        if self.scheme.reopen(&self.cfg, id) {
+            self.say_closed();
+            self.association = id;
+            self.last_heard = now;
+            self.stats.reopened += 1;
+        }
     }
 
     /// Starts waiting calls while the scheme takes them.
     fn start_calls(&mut self, now: Time) {
+        if !self.waiting.is_empty() {
+            self.reopen_if_idle(now);
+        }
         while let Some((data, _, _)) = self.waiting.front() {
             let Some(key) = self.scheme.start(now, data) else {
                 return;

@@ -204,7 +204,8 @@ impl ServerScheme for ServerSide {
         else {
             return Request::None;
         };
-        if !st.window.accept(call) {
+        // The window counts calls, which the number's generation (above the wire id) does.
+        if !st.window.accept(call >> 8) {
             return Request::Duplicate;
         }
         data.drain(..CALL_HEADER_BYTES as usize);

@@ -112,6 +112,10 @@ pub struct NetConfig {
     pub cloudburst: CloudBurstConfig,
     /// Most client associations a server keeps; beyond it the least recently active is dropped.
     pub max_associations: usize,
+    /// A server drops an association that sent nothing for this long (a client that closes says so
+    /// and is dropped at once); a stream-scheme client idle for half of it opens a new association
+    /// before its next call rather than write into one the server may have dropped.
+    pub association_idle_timeout: Dur,
     /// `SO_SNDBUF`/`SO_RCVBUF` asked for each socket.
     pub socket_buffer_bytes: usize,
     /// Master seed of the engines' RNGs and association ids.
@@ -173,6 +177,7 @@ impl Default for NetConfig {
                 ..CloudBurstConfig::paper()
             },
             max_associations: 64,
+            association_idle_timeout: Dur::from_millis(60_000),
             // Small on purpose: a slow receiver should drop surplus coded packets (the code is
             // rateless) rather than queue milliseconds of them in front of the next STOP.
             socket_buffer_bytes: 512 << 10,
@@ -244,6 +249,9 @@ impl NetConfig {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.association_idle_timeout == Dur::ZERO {
+            return Err(ConfigError::new("association_idle_timeout", "must be > 0"));
+        }
         if self.scheme != Scheme::CloudBurst {
             self.validate_tcp()?;
         }
@@ -351,6 +359,12 @@ impl NetConfig {
             return Err(ConfigError::new(
                 "tcp.rcv_window_bytes",
                 "must hold at least one segment",
+            ));
+        }
+        if self.stream_max_message_bytes == 0 {
+            return Err(ConfigError::new(
+                "stream_max_message_bytes",
+                "must be >= 1 (0 refuses every request)",
             ));
         }
         if self.stream_call_timeout == Dur::ZERO {

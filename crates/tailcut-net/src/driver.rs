@@ -199,6 +199,12 @@ impl Driver {
         }
     }
 
+    /// Queues a datagram the runtime itself sends (a control datagram) on socket `sock`; it bypasses
+    /// the send hook.
+    pub fn send_raw(&mut self, sock: usize, to: SocketAddr, bytes: &[u8]) {
+        self.lanes.push(&self.socks, 0, sock, to, Ecn::NotEct, bytes);
+    }
+
     /// The reorder hook's held datagram goes out now, behind what was sent since.
     fn release_held(&mut self) {
         if let Some((path, sock, to, ecn, d)) = self.held.take() {

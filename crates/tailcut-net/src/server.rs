@@ -15,7 +15,7 @@
 use crate::codec::Codec;
 use crate::config::{NetConfig, Scheme};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
-use crate::frame::{Preamble, MAX_PATHS, PREAMBLE_BYTES};
+use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
 use crate::timers::Timers;
@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use tailcut_proto::cloudburst::TableSizes;
 use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::tcp::TcpEndpoint;
-use tailcut_proto::{AppEvent, Ecn, Engine, MsgId, Time};
+use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MsgId, Time};
 
 /// Server-side totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,6 +46,10 @@ pub struct ServerStats {
     pub associations: u64,
     pub associations_opened: u64,
     pub associations_evicted: u64,
+    /// Associations whose client said it closed (a control datagram from one of its addresses).
+    pub associations_closed: u64,
+    /// Associations dropped after `association_idle_timeout` without a datagram.
+    pub associations_expired: u64,
     /// Associations whose connection ended (DCQUIC: closed by either end, or timed out).
     pub associations_finished: u64,
     /// Entries summed over every association's engine tables (CloudBurst).
@@ -141,6 +145,7 @@ fn spawn<S: ServerScheme>(
             handler,
             assocs: BTreeMap::new(),
             timers: Timers::default(),
+            next_sweep: Time::ZERO,
             response: Vec::new(),
             stats: ServerStats::default(),
             shared,
@@ -247,16 +252,28 @@ struct ServerLoop<S: ServerScheme> {
     handler: Handler,
     assocs: BTreeMap<u64, Association<S>>,
     timers: Timers,
+    /// When idle associations are next looked for.
+    next_sweep: Time,
     response: Vec<u8>,
     stats: ServerStats,
     shared: Arc<Mutex<ServerStats>>,
 }
 
 impl<S: ServerScheme> ServerLoop<S> {
+    /// How often idle associations are looked for: an association goes between one and 1.25
+    /// `association_idle_timeout`s after its last datagram.
+    fn sweep_every(&self) -> Dur {
+        Dur(self.cfg.association_idle_timeout.0 / 4).max(Dur::from_micros(1))
+    }
+
     fn run(&mut self) -> io::Result<()> {
+        self.next_sweep = self.d.clock.now() + self.sweep_every();
         loop {
-            let deadline = self.timers.earliest();
-            self.d.wait(deadline)?;
+            let deadline = self
+                .timers
+                .earliest()
+                .map_or(self.next_sweep, |t| t.min(self.next_sweep));
+            self.d.wait(Some(deadline))?;
             for i in 0..self.d.ready.len() {
                 match self.d.ready[i] {
                     WAKE_TOKEN if self.d.drain_wake() => {
@@ -273,6 +290,10 @@ impl<S: ServerScheme> ServerLoop<S> {
                     a.engine.handle_timeout(now);
                 }
                 self.drain(now, id);
+            }
+            if now >= self.next_sweep {
+                self.expire_idle(now);
+                self.next_sweep = now + self.sweep_every();
             }
             // Counters first, so that a client holding a response sees them include its request.
             self.publish();
@@ -303,6 +324,21 @@ impl<S: ServerScheme> ServerLoop<S> {
     fn on_datagram(&mut self, from: SocketAddr, ecn: Ecn, at: usize, len: usize) {
         self.stats.datagrams_in += 1;
         let now = self.d.clock.now();
+        if let Some((p, Control::Close)) = Preamble::parse_control(self.d.rx.bytes(at, len)) {
+            // Only from an address the association has heard from: a close forged from elsewhere
+            // (which must also guess the 64-bit id) frees nothing.
+            let known = self
+                .assocs
+                .get(&p.association)
+                .is_some_and(|a| p.scheme == <S::E as Codec>::SCHEME && a.remotes.contains(&Some(from)));
+            if known {
+                self.drop_association(p.association);
+                self.stats.associations_closed += 1;
+            } else {
+                self.stats.foreign_datagrams += 1;
+            }
+            return;
+        }
         let assocs = &self.assocs;
         let routed = self
             .scheme
@@ -358,6 +394,26 @@ impl<S: ServerScheme> ServerLoop<S> {
             },
         );
         self.stats.associations_opened += 1;
+    }
+
+    /// Drops every association that sent nothing for `association_idle_timeout`, telling its peer
+    /// where the scheme has a way to (DCQUIC's CONNECTION_CLOSE).
+    fn expire_idle(&mut self, now: Time) {
+        let idle = self.cfg.association_idle_timeout;
+        let gone: Vec<u64> = self
+            .assocs
+            .iter()
+            .filter(|(_, a)| a.last_active + idle <= now)
+            .map(|(k, _)| *k)
+            .collect();
+        for id in gone {
+            if let Some(a) = self.assocs.get_mut(&id) {
+                self.scheme.close(&mut a.engine, now);
+            }
+            self.drain(now, id);
+            self.drop_association(id);
+            self.stats.associations_expired += 1;
+        }
     }
 
     fn drop_association(&mut self, id: u64) {

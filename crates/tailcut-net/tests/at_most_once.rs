@@ -26,7 +26,7 @@ fn counting_server(cfg: NetConfig, slow_every: u64) -> (Server, Arc<AtomicU64>) 
         cfg,
         move |req: &[u8], out: &mut Vec<u8>| {
             let n = c.fetch_add(1, Ordering::SeqCst) + 1;
-            if slow_every > 0 && n % slow_every == 0 {
+            if slow_every > 0 && n.is_multiple_of(slow_every) {
                 std::thread::sleep(std::time::Duration::from_millis(4));
             }
             common::answer(req, out);
@@ -44,8 +44,8 @@ fn config_of(scheme: Scheme) -> NetConfig {
     };
     // Timeouts that survive a runtime thread descheduled for tens of milliseconds (see
     // `cloudburst.rs`); TCP's RTOs short enough that lost segments cost little wall time.
-    cfg.cloudburst.transmission_timeout = Dur::from_millis(100);
-    cfg.cloudburst.decoder_timeout = Dur::from_millis(20);
+    cfg.cloudburst.transmission_timeout = Dur::from_millis(1_000);
+    cfg.cloudburst.decoder_timeout = Dur::from_millis(100);
     cfg.tcp.min_rto = Dur::from_millis(5);
     cfg.tcp.initial_rto = Dur::from_millis(20);
     cfg.mptcp.subflows = 3;

@@ -72,6 +72,9 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             }
             "call_timeout_ms" => cfg.stream_call_timeout = Dur::from_millis(uint()?),
             "spin_us" => cfg.spin = Dur::from_micros(uint()?),
+            "transmission_timeout_us" => cfg.cloudburst.transmission_timeout = Dur::from_micros(uint()?),
+            "decoder_timeout_us" => cfg.cloudburst.decoder_timeout = Dur::from_micros(uint()?),
+            "association_idle_timeout_ms" => cfg.association_idle_timeout = Dur::from_millis(uint()?),
             "max_message_bytes" => cfg.stream_max_message_bytes = uint()?,
             "max_associations" => cfg.max_associations = uint()? as usize,
             "cert" => cert = Some(PathBuf::from(text(key, v)?)),

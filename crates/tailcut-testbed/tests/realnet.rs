@@ -1510,6 +1510,10 @@ fn runtime_paths_over_two_nics_survive_a_black_holed_plane() {
         cfg.mptcp.subflows = 2;
         cfg.cloudburst.paths = 2;
         cfg.cloudburst.nic_rate = Rate(50_000_000);
+        // CloudBurst gives a message up at its transmission timeout (20 ms by default), which a
+        // runtime thread descheduled on a loaded machine outlasts: this test is about the paths.
+        cfg.cloudburst.transmission_timeout = Dur::from_millis(2_000);
+        cfg.cloudburst.decoder_timeout = Dur::from_millis(200);
         cfg.tcp.min_rto = Dur::from_millis(5);
         // Bounds a failing call only; the default 10 s is within reach of a loaded machine.
         cfg.stream_call_timeout = Dur::from_millis(120_000);

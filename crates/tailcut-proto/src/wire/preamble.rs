@@ -9,8 +9,11 @@
 //! took, so replies go back along the same path.
 //!
 //! ```text
-//! | version (1) | scheme | path | reserved (0) | association id (u64, big endian) |
+//! | version (1) | scheme | path | control (0) | association id (u64, big endian) |
 //! ```
+//!
+//! A datagram whose control byte is not 0 is a control datagram: the preamble alone, no engine
+//! bytes ([`Control`]).
 
 /// Preamble bytes.
 pub const PREAMBLE_BYTES: usize = 12;
@@ -36,7 +39,41 @@ pub struct Preamble {
     pub association: u64,
 }
 
+/// What a control datagram says about its association.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// The client is gone: the server may free the association now rather than when it idles out.
+    Close = 1,
+}
+
 impl Preamble {
+    /// A control datagram: this preamble with `control` in its control byte, and nothing after it.
+    pub fn write_control(&self, control: Control, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[VERSION, self.scheme, self.path, control as u8]);
+        out.extend_from_slice(&self.association.to_be_bytes());
+    }
+
+    /// A control datagram's preamble and what it says; `None` for anything else (an engine
+    /// datagram, a control datagram with bytes after the preamble or an unknown control).
+    pub fn parse_control(bytes: &[u8]) -> Option<(Preamble, Control)> {
+        let head: &[u8; PREAMBLE_BYTES] = bytes.try_into().ok()?;
+        if head[0] != VERSION || usize::from(head[2]) >= MAX_PATHS {
+            return None;
+        }
+        let control = match head[3] {
+            1 => Control::Close,
+            _ => return None,
+        };
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&head[4..]);
+        let p = Preamble {
+            scheme: head[1],
+            path: head[2],
+            association: u64::from_be_bytes(id),
+        };
+        Some((p, control))
+    }
+
     pub fn write(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&[VERSION, self.scheme, self.path, 0]);
         out.extend_from_slice(&self.association.to_be_bytes());
@@ -83,5 +120,17 @@ mod tests {
         let mut bad = b.clone();
         bad[2] = MAX_PATHS as u8;
         assert_eq!(Preamble::parse(&bad), None);
+        // Control datagrams are the preamble alone, and never taken for engine datagrams.
+        assert_eq!(Preamble::parse_control(&b), None);
+        let mut c = Vec::new();
+        p.write_control(Control::Close, &mut c);
+        assert_eq!(Preamble::parse_control(&c), Some((p, Control::Close)));
+        assert_eq!(Preamble::parse(&c), None);
+        c.push(0);
+        assert_eq!(Preamble::parse_control(&c), None);
+        let mut unknown = Vec::new();
+        p.write(&mut unknown);
+        unknown[3] = 7;
+        assert_eq!(Preamble::parse_control(&unknown), None);
     }
 }
