@@ -5,9 +5,9 @@
 //! [`WINDOW`] numbers were delivered and refuses everything older.
 //!
 //! Refusing an old number is what keeps the rule: a number below the window may never have been
-//! delivered, but the client gave that call up long ago (it has at most 256 calls in flight, each
-//! for at most its call timeout), so refusing it costs nothing and delivering it could run a handler
-//! twice.
+//! delivered, but the client gave that call up long ago (it has at most 256 calls in flight, and
+//! its id quarantine outlasts a call, so fewer than 256 newer calls start while one is live), so
+//! refusing it costs nothing and delivering it could run a handler twice.
 
 /// Numbers remembered behind the highest one seen.
 pub const WINDOW: u64 = 1024;
@@ -21,8 +21,7 @@ pub struct CallWindow {
 }
 
 impl CallWindow {
-    /// A window that refuses every number below `base` (0 for a new client; one past the highest
-    /// number seen for a client whose association the server forgot and reopens).
+    /// A window that refuses every number below `base`.
     pub fn new(base: u64) -> CallWindow {
         CallWindow {
             base,

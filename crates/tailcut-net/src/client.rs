@@ -77,7 +77,8 @@ impl std::error::Error for CallError {}
 pub struct ClientStats {
     pub calls_completed: u64,
     pub calls_timed_out: u64,
-    /// Responses to calls already answered or timed out (duplicates or late ones), dropped.
+    /// Responses to calls already answered or timed out (duplicates or late ones), or not under
+    /// their call's number (CloudBurst), dropped.
     pub stale_responses: u64,
     pub datagrams_in: u64,
     /// Datagrams that are not this association's (other preamble, scheme or id).
@@ -370,9 +371,9 @@ pub trait ClientScheme: Send + 'static {
     /// `association_idle_timeout` and no call is in flight, as the server may have dropped the old
     /// one (a stream scheme's data would not reopen it). CloudBurst needs none (any coded packet opens
     /// an association) and DCQUIC reconnects by itself.
-    fn reopen(&mut self, _cfg: &NetConfig, _association: u64) -> bool {
-        false
-    }
+    const REOPENS: bool = false;
+    /// Only called when [`ClientScheme::REOPENS`].
+    fn reopen(&mut self, _cfg: &NetConfig, _association: u64) {}
     /// The runtime thread starts: what the engine sends first leaves now.
     fn begin(&mut self, _now: Time) {}
     /// The packet and engine bytes of a datagram that came from the server on socket `k`, if it is
@@ -515,6 +516,9 @@ impl<S: ClientScheme> ClientLoop<S> {
         if !<S::E as Codec>::PREAMBLE {
             return;
         }
+        // Everything of the association goes out first (a datagram the reorder hook holds too), so
+        // nothing of it arrives after the close to open it again.
+        self.d.flush();
         let mut d = Vec::with_capacity(crate::frame::PREAMBLE_BYTES);
         for k in 0..self.d.socks.len().min(self.remotes.len()) {
             d.clear();
@@ -529,21 +533,25 @@ impl<S: ClientScheme> ClientLoop<S> {
         self.d.flush();
     }
 
-    /// Opens a new association before a call if the server may have dropped this one for idleness.
+    /// Opens a new association before a call if the server may have dropped this one: it has been
+    /// silent for half `association_idle_timeout` (its idle rule, or an association it no longer
+    /// has: a stream engine never gives a request up, so that silence is how a client learns it)
+    /// and no caller still waits. Calls whose requests the old engine still held go with it.
     fn reopen_if_idle(&mut self, now: Time) {
         let half = Dur(self.cfg.association_idle_timeout.0 / 2);
-        if !self.calls.is_empty() || now.saturating_sub(self.last_heard) < half {
+        let waiting = self.calls.values().any(|p| p.reply.is_some());
+        if !S::REOPENS || waiting || now.saturating_sub(self.last_heard) < half {
             return;
         }
         let Ok(id) = new_association() else {
             return;
         };
-        if self.scheme.reopen(&self.cfg, id) {
-            self.say_closed();
-            self.association = id;
-            self.last_heard = now;
-            self.stats.reopened += 1;
-        }
+        self.say_closed();
+        self.scheme.reopen(&self.cfg, id);
+        self.calls.clear();
+        self.association = id;
+        self.last_heard = now;
+        self.stats.reopened += 1;
     }
 
     /// Starts waiting calls while the scheme takes them.

@@ -8,7 +8,9 @@
 //!
 //! - the server hands a request to the handler at most once ([`CallWindow`]), even when late or
 //!   duplicated packets make its engine decode it again after it forgot the message, or when the
-//!   association was dropped and reopened;
+//!   association was dropped and reopened while the server still remembers its window (the last
+//!   4,096 dropped associations that had delivered a call: a flood of more than that many forged
+//!   associations, each delivering a forged call, could flush a real one's);
 //! - the client takes a response only if it carries its call's number, so a late response of an
 //!   older call on the same wire id is dropped as stale, never returned as this call's.
 //!
@@ -134,8 +136,9 @@ impl ClientScheme for ClientSide {
 pub struct ServerSide {
     engine_cfg: CloudBurstConfig,
     seed: u64,
-    /// One past the highest call delivered, of associations dropped lately, and their order.
-    remembered: BTreeMap<u64, u64>,
+    /// The call windows of associations dropped lately (those that had delivered a call), and their
+    /// order, oldest first.
+    remembered: BTreeMap<u64, CallWindow>,
     order: VecDeque<u64>,
 }
 
@@ -172,19 +175,30 @@ impl ServerScheme for ServerSide {
             stream(self.seed, Stream::Engine, id),
         )
         .ok()?;
-        let base = self.remembered.get(&id).copied().unwrap_or(0);
+        // A reopened association goes on with its old window: its delivered calls stay refused and
+        // its calls still in flight (not yet delivered) are taken.
+        let window = self
+            .remembered
+            .get(&id)
+            .cloned()
+            .unwrap_or_else(|| CallWindow::new(0));
         let calls = Calls {
-            window: CallWindow::new(base),
+            window,
             frame: Vec::new(),
         };
         Some((e, calls))
     }
 
-    /// Keeps where the association's calls had got to, so that reopening it refuses its old ones.
+    /// Keeps the association's call window, so that reopening it refuses its delivered calls. One
+    /// that delivered nothing has nothing to protect (and forged openers would flush the table).
     fn forget(&mut self, id: u64, st: &Calls) {
-        if self.remembered.insert(id, st.window.next_base()).is_none() {
-            self.order.push_back(id);
+        if st.window.next_base() == 0 {
+            return;
         }
+        if self.remembered.insert(id, st.window.clone()).is_some() {
+            self.order.retain(|&k| k != id);
+        }
+        self.order.push_back(id);
         while self.order.len() > REMEMBERED {
             if let Some(old) = self.order.pop_front() {
                 self.remembered.remove(&old);

@@ -35,7 +35,8 @@ use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MsgId, Time};
 pub struct ServerStats {
     pub requests: u64,
     /// Requests decoded again (packets that outlived the receiver's memory of the message, a
-    /// duplicated datagram, an association reopened), not handed to the handler twice.
+    /// duplicated datagram, an association reopened) or older than the association's call window,
+    /// not handed to the handler.
     pub duplicate_requests: u64,
     pub responses_acked: u64,
     pub responses_failed: u64,
@@ -146,6 +147,7 @@ fn spawn<S: ServerScheme>(
             assocs: BTreeMap::new(),
             timers: Timers::default(),
             next_sweep: Time::ZERO,
+            backlogged: false,
             response: Vec::new(),
             stats: ServerStats::default(),
             shared,
@@ -218,7 +220,8 @@ pub trait ServerScheme: Send + 'static {
     fn open(&mut self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
     /// The server is shutting down: tell the peer of this association (DCQUIC's CONNECTION_CLOSE).
     fn close(&self, _e: &mut Self::E, _now: Time) {}
-    /// Association `id` is gone (evicted, broken or finished); `state` was its scheme state.
+    /// Association `id` is gone (evicted, broken, finished, closed or expired); `state` was its
+    /// scheme state.
     fn forget(&mut self, _id: u64, _state: &Self::State) {}
     /// The engine's connection is over: its association can go (the scheme adds the engine's final
     /// counters to `stats`).
@@ -254,6 +257,8 @@ struct ServerLoop<S: ServerScheme> {
     timers: Timers,
     /// When idle associations are next looked for.
     next_sweep: Time,
+    /// The last receive stopped at its budget with datagrams left.
+    backlogged: bool,
     response: Vec<u8>,
     stats: ServerStats,
     shared: Arc<Mutex<ServerStats>>,
@@ -291,7 +296,8 @@ impl<S: ServerScheme> ServerLoop<S> {
                 }
                 self.drain(now, id);
             }
-            if now >= self.next_sweep {
+            // Not while datagrams wait behind the receive budget: their associations are active.
+            if now >= self.next_sweep && !self.backlogged {
                 self.expire_idle(now);
                 self.next_sweep = now + self.sweep_every();
             }
@@ -302,6 +308,7 @@ impl<S: ServerScheme> ServerLoop<S> {
     }
 
     fn receive(&mut self, k: usize) -> io::Result<()> {
+        self.backlogged = true;
         for _ in 0..RX_BUDGET {
             // Datagrams are handled after the receive call returns, one slot batch at a time: the
             // closure only records where each one is, so the engines can be borrowed afterwards.
@@ -315,6 +322,7 @@ impl<S: ServerScheme> ServerLoop<S> {
             }
             self.d.batch = batch;
             if n == 0 {
+                self.backlogged = false;
                 break;
             }
         }
@@ -324,7 +332,10 @@ impl<S: ServerScheme> ServerLoop<S> {
     fn on_datagram(&mut self, from: SocketAddr, ecn: Ecn, at: usize, len: usize) {
         self.stats.datagrams_in += 1;
         let now = self.d.clock.now();
-        if let Some((p, Control::Close)) = Preamble::parse_control(self.d.rx.bytes(at, len)) {
+        let control = <S::E as Codec>::PREAMBLE
+            .then(|| Preamble::parse_control(self.d.rx.bytes(at, len)))
+            .flatten();
+        if let Some((p, Control::Close)) = control {
             // Only from an address the association has heard from: a close forged from elsewhere
             // (which must also guess the 64-bit id) frees nothing.
             let known = self
@@ -411,8 +422,11 @@ impl<S: ServerScheme> ServerLoop<S> {
                 self.scheme.close(&mut a.engine, now);
             }
             self.drain(now, id);
-            self.drop_association(id);
-            self.stats.associations_expired += 1;
+            // The drain may have found the connection finished and dropped it already.
+            if self.assocs.contains_key(&id) {
+                self.drop_association(id);
+                self.stats.associations_expired += 1;
+            }
         }
     }
 
@@ -451,6 +465,8 @@ impl<S: ServerScheme> ServerLoop<S> {
                                 (self.handler)(&data, &mut self.response);
                                 self.scheme
                                     .respond(&mut a.engine, &mut a.state, now, key, &self.response);
+                                // Active until its response is out, however long the handler took.
+                                a.last_active = self.d.clock.now();
                                 answered = true;
                             }
                             Request::Duplicate => self.stats.duplicate_requests += 1,
