@@ -320,7 +320,7 @@ fn spawn<S: ClientScheme>(
             closed_loop: None,
             started: 0,
             last_heard: Time::ZERO,
-            events: Vec::new(),
+            responses: Vec::new(),
             stats: ClientStats::default(),
             shared,
         }
@@ -366,13 +366,13 @@ pub trait ClientScheme: Send + 'static {
     fn publish(&self, _stats: &mut ClientStats) {}
     /// The client is shutting down: tell the peer (DCQUIC sends its CONNECTION_CLOSE).
     fn close(&mut self, _now: Time) {}
-    /// Starts over on a new association `association` (a new engine, nothing in flight): true if the
-    /// scheme can. Asked before a call when the server has been silent for half of
-    /// `association_idle_timeout` and no call is in flight, as the server may have dropped the old
-    /// one (a stream scheme's data would not reopen it). CloudBurst needs none (any coded packet opens
-    /// an association) and DCQUIC reconnects by itself.
+    /// Whether the client starts over on a new association when the server has been silent for half
+    /// of `association_idle_timeout` and no caller waits, as the server may have dropped the old one
+    /// (a stream scheme's data would not reopen it). CloudBurst needs none (any coded packet opens an
+    /// association) and DCQUIC reconnects by itself.
     const REOPENS: bool = false;
-    /// Only called when [`ClientScheme::REOPENS`].
+    /// A new engine on association `association`, nothing in flight; only called when
+    /// [`ClientScheme::REOPENS`].
     fn reopen(&mut self, _cfg: &NetConfig, _association: u64) {}
     /// The runtime thread starts: what the engine sends first leaves now.
     fn begin(&mut self, _now: Time) {}
@@ -409,8 +409,8 @@ struct ClientLoop<S: ClientScheme> {
     started: u64,
     /// When a datagram of the association last came from the server.
     last_heard: Time,
-    /// The call events of one drain (reused): requests made final are applied before responses.
-    events: Vec<CallEvent>,
+    /// The responses of one drain (reused), applied after the events that made requests final.
+    responses: Vec<(u64, Vec<u8>)>,
     stats: ClientStats,
     shared: Arc<Mutex<ClientStats>>,
 }
@@ -593,7 +593,7 @@ impl<S: ClientScheme> ClientLoop<S> {
             // A response may be decoded before the STOP or ACK that made its request final, in the
             // same wake-up (they came on different paths): the request's counters are taken from
             // that event, not read from an engine that no longer holds the message.
-            let mut events = std::mem::take(&mut self.events);
+            let mut responses = std::mem::take(&mut self.responses);
             while let Some(ev) = self.scheme.engine().poll_event() {
                 match self.scheme.on_event(now, ev) {
                     Some(CallEvent::RequestFinal { key, stats }) => {
@@ -604,16 +604,14 @@ impl<S: ClientScheme> ClientLoop<S> {
                     }
                     Some(CallEvent::Broken) => self.stats.protocol_errors += 1,
                     Some(CallEvent::Stale) => self.stats.stale_responses += 1,
-                    Some(ev) => events.push(ev),
+                    Some(CallEvent::Response { key, bytes }) => responses.push((key, bytes)),
                     None => {}
                 }
             }
-            for ev in events.drain(..) {
-                if let CallEvent::Response { key, bytes } = ev {
-                    self.on_response(now, key, bytes);
-                }
+            for (key, bytes) in responses.drain(..) {
+                self.on_response(now, key, bytes);
             }
-            self.events = events;
+            self.responses = responses;
             let before = self.started;
             self.start_calls(now);
             if self.started == before {
@@ -624,27 +622,29 @@ impl<S: ClientScheme> ClientLoop<S> {
     }
 
     fn on_response(&mut self, now: Time, key: u64, bytes: Vec<u8>) {
-        let answered = self.calls.get(&key).is_some_and(|p| p.reply.is_some());
-        if !answered {
+        let Some(known) = self
+            .calls
+            .get(&key)
+            .filter(|p| p.reply.is_some())
+            .map(|p| p.request_final)
+        else {
             self.stats.stale_responses += 1;
             return;
-        }
-        let so_far = self.scheme.engine_ref().message_stats(key);
-        let settled = match self.calls.get(&key).and_then(|p| p.request_final) {
-            Some(s) => Some(s),
-            None => self.scheme.settle(now, key),
         };
+        let settled = known.or_else(|| self.scheme.settle(now, key));
+        let so_far = || self.scheme.engine_ref().message_stats(key);
+        let request = settled.or_else(so_far).unwrap_or_default();
         let Some(p) = self.calls.get_mut(&key) else {
             return;
         };
         let Some(reply) = p.reply.take() else {
             return;
         };
-        p.request_final = p.request_final.or(settled);
+        p.request_final = settled;
         let stats = CallStats {
             latency: now.saturating_sub(p.started),
             waited_for_id: p.waited,
-            request: settled.or(so_far).unwrap_or_default(),
+            request,
             request_final: settled.is_some(),
         };
         match reply {
