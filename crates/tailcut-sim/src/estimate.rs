@@ -71,13 +71,94 @@ impl Limits {
     }
 }
 
-/// `MemAvailable` of /proc/meminfo: memory a new process can use without swapping. `None` where the
-/// file does not exist (not Linux), and then memory is not limited.
+/// The memory this process may still allocate: the least of `MemAvailable` (/proc/meminfo), its
+/// cgroup's limit less its usage (v2 `memory.max` - `memory.current`, v1 `memory.limit_in_bytes` -
+/// `memory.usage_in_bytes`, at every level up to the root) and its address-space limit (`ulimit -v`,
+/// RLIMIT_AS) less its current size (`VmSize`). MemAvailable alone let a run under a 4 GB limit on a
+/// 24 GB machine pass the estimate and then abort with "memory allocation failed". `None` where
+/// none of these can be read (not Linux), and then memory is not limited.
 pub fn available_memory_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok();
+    let limits = std::fs::read_to_string("/proc/self/limits").ok();
+    let status = std::fs::read_to_string("/proc/self/status").ok();
+    [
+        meminfo.as_deref().and_then(|t| proc_kb(t, "MemAvailable:")),
+        cgroups
+            .as_deref()
+            .and_then(|c| cgroup_headroom(std::path::Path::new("/sys/fs/cgroup"), c)),
+        limits
+            .as_deref()
+            .zip(status.as_deref())
+            .and_then(|(l, s)| address_space_headroom(l, s)),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}
+
+/// A `NAME: <n> kB` line of /proc/meminfo or /proc/self/status, in bytes.
+fn proc_kb(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    Some(kb.saturating_mul(1024))
+}
+
+/// RLIMIT_AS (the "Max address space" soft limit of /proc/self/limits) less `VmSize`: what `ulimit -v`
+/// still allows this process to map.
+fn address_space_headroom(limits: &str, status: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max address space"))?;
+    let soft: u64 = line
+        .trim_start_matches("Max address space")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    Some(soft.saturating_sub(proc_kb(status, "VmSize:").unwrap_or(0)))
+}
+
+/// A cgroup limit at or above this is "no limit" (v1 writes 2^63 rounded down to a page).
+const CGROUP_UNLIMITED: u64 = 1 << 60;
+
+/// The least headroom (limit less usage) of the cgroups in `proc_self_cgroup` (the text of
+/// /proc/self/cgroup) and their ancestors, under the cgroup mount `root`. Inside a container the
+/// listed path may not exist in the container's view: then the mount's own files are its cgroup's.
+pub fn cgroup_headroom(root: &std::path::Path, proc_self_cgroup: &str) -> Option<u64> {
+    let read =
+        |p: std::path::PathBuf| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let mut best: Option<u64> = None;
+    for line in proc_self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next(), parts.next()?, parts.next()?);
+        let (base, limit, usage) = if controllers.is_empty() {
+            (root.to_path_buf(), "memory.max", "memory.current")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (
+                root.join("memory"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
+        } else {
+            continue;
+        };
+        let mut dir = base.join(path.trim_start_matches('/'));
+        if !dir.is_dir() {
+            dir = base.clone();
+        }
+        loop {
+            // "max" (v2's no limit) does not parse, and is skipped like a missing file.
+            if let (Some(max), Some(used)) = (read(dir.join(limit)), read(dir.join(usage))) {
+                if max < CGROUP_UNLIMITED {
+                    let room = max.saturating_sub(used);
+                    best = Some(best.map_or(room, |b| b.min(room)));
+                }
+            }
+            if dir == base || !dir.pop() || !dir.starts_with(&base) {
+                break;
+            }
+        }
+    }
+    best
 }
 
 /// Mean links between two hosts of a topology (inter-rack paths), for the event estimate.
@@ -235,7 +316,7 @@ pub fn check_work(
     };
     let n_flows: f64 = count.iter().sum();
     // Connections: at most one per flow (persistent ones are shared), two ends each.
-    let bytes = topology_bytes(s, schemes) + n_flows * (FLOW_BYTES + 2.0 * CONNECTION_BYTES);
+    let bytes = topology_bytes(s, schemes) + n_flows * PER_FLOW_BYTES;
     let driver = format!("workload[{}]", biggest(&count));
     memory(&driver, bytes, &format!("{n_flows:.0} flows"), limits)?;
     if let Some(max) = limits.max_events {
@@ -266,16 +347,80 @@ fn memory(field: &str, bytes: f64, what: &str, limits: &Limits) -> Result<(), Co
         return Ok(());
     }
     match limits.max_memory_bytes {
-        Some(max) if bytes > max as f64 => Err(ConfigError::new(
-            field,
-            format!(
-                "{what} would need an estimated {} of memory, more than the {} allowed (--max-memory, default: this machine's available memory); make it smaller, or pass --force",
-                human_bytes(bytes),
-                human_bytes(max as f64)
-            ),
-        )),
+        Some(max) if bytes > max as f64 => Err(memory_error(field, bytes, what, max)),
         _ => Ok(()),
     }
+}
+
+fn memory_error(field: &str, bytes: f64, what: &str, max: u64) -> ConfigError {
+    ConfigError::new(
+        field,
+        format!(
+            "{what} would need an estimated {} of memory, more than the {} allowed (--max-memory; default: what this process may still allocate, the least of the machine's available memory, its cgroup's memory limit and ulimit -v); make it smaller, or pass --force",
+            human_bytes(bytes),
+            human_bytes(max as f64)
+        ),
+    )
+}
+
+/// Heap bytes of one flow: its record and, at most, a connection of its own (two ends).
+const PER_FLOW_BYTES: f64 = FLOW_BYTES + 2.0 * CONNECTION_BYTES;
+
+/// The most flows the memory limit leaves room for beside the topology (`u64::MAX`: no limit). The
+/// workload is generated within it, so that 49 million flows are refused before they are allocated.
+pub fn flow_budget(s: &TopoSize, schemes: usize, limits: &Limits) -> u64 {
+    match limits.max_memory_bytes {
+        Some(max) if !limits.force => {
+            let room = (max as f64 - topology_bytes(s, schemes)).max(0.0);
+            (room / PER_FLOW_BYTES).floor() as u64
+        }
+        _ => u64::MAX,
+    }
+}
+
+/// The refusal of a workload whose generation passed [`flow_budget`]: `at_least` flows so far,
+/// `component` the one that crossed it.
+pub fn over_flow_budget(
+    component: usize,
+    at_least: u64,
+    s: &TopoSize,
+    schemes: usize,
+    limits: &Limits,
+) -> ConfigError {
+    let bytes = topology_bytes(s, schemes) + at_least as f64 * PER_FLOW_BYTES;
+    memory_error(
+        &format!("workload[{component}]"),
+        bytes,
+        &format!("more than {} flows", at_least.saturating_sub(1)),
+        limits.max_memory_bytes.unwrap_or(0),
+    )
+}
+
+/// Heap bytes per text byte that parsing a topology file needs at its peak (the TOML document and the
+/// typed nodes and links), beyond the topology itself: `tailcut validate` of a one-million-host star
+/// file (90 MB) peaked at 6.4 GB resident, of which [`topology_bytes`] accounts for 4.1 GB.
+const TOPOLOGY_TEXT_FACTOR: f64 = 25.0;
+
+/// The size of a topology file from its text, before it is parsed: every node names a `kind` and
+/// every link a `delay` (both required), so counting the words bounds the counts from above. A
+/// million-host file must be refused before its parse alone exhausts memory.
+pub fn size_of_topology_text(text: &str) -> TopoSize {
+    let nodes = text.matches("kind").count() as f64;
+    let hosts = text.matches("\"host\"").count() as f64;
+    TopoSize {
+        hosts: hosts.min(nodes),
+        switches: (nodes - hosts).max(0.0),
+        links: text.matches("delay").count() as f64,
+        driver: "path",
+    }
+}
+
+/// Refuses a topology file whose parse or network would need more memory than `limits` allow, from
+/// its text alone.
+pub fn check_topology_text(text: &str, schemes: usize, limits: &Limits) -> Result<(), ConfigError> {
+    let s = size_of_topology_text(text);
+    let bytes = topology_bytes(&s, schemes) + text.len() as f64 * TOPOLOGY_TEXT_FACTOR;
+    memory("topology.path", bytes, "the topology file", limits)
 }
 
 /// "1.2 GB", decimal units as the rest of tailcut writes sizes.
@@ -292,4 +437,66 @@ pub fn human_bytes(b: f64) -> String {
 
 fn sci(x: f64) -> String {
     format!("{x:.2e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_space_headroom_is_the_soft_limit_less_vmsize() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+                      Max address space         4000000000           unlimited            bytes\n";
+        let status = "Name:\tpython\nVmSize:\t  1000000 kB\n";
+        assert_eq!(
+            address_space_headroom(limits, status),
+            Some(4_000_000_000 - 1_024_000_000)
+        );
+        let unlimited = "Max address space         unlimited            unlimited            bytes\n";
+        assert_eq!(address_space_headroom(unlimited, status), None);
+    }
+
+    #[test]
+    fn cgroup_headroom_reads_v1_and_v2_and_their_ancestors() {
+        let root = std::env::temp_dir().join(format!("tailcut-cgroup-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |p: &str, v: &str| {
+            let path = root.join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, v).unwrap();
+        };
+        // v2: the job's own cgroup has no limit, its parent allows 3 GB of which 1 GB is used.
+        write("a/memory.max", "3000000000\n");
+        write("a/memory.current", "1000000000\n");
+        write("a/job/memory.max", "max\n");
+        write("a/job/memory.current", "500\n");
+        assert_eq!(cgroup_headroom(&root, "0::/a/job\n"), Some(2_000_000_000));
+        // v1, seen from inside a container: the listed path does not exist, the mount's files apply.
+        write("memory/memory.limit_in_bytes", "4000000000\n");
+        write("memory/memory.usage_in_bytes", "1000\n");
+        assert_eq!(
+            cgroup_headroom(&root, "4:memory:/elsewhere/x\n1:cpu:/\n"),
+            Some(3_999_999_000)
+        );
+        // v1 without a limit (2^63 rounded to a page) is no limit.
+        write("memory/memory.limit_in_bytes", "9223372036854771712\n");
+        assert_eq!(cgroup_headroom(&root, "4:memory:/\n"), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_topology_file_is_sized_from_its_text() {
+        let text = "[[node]]\nname = \"s\"\nkind = \"switch\"\n[[node]]\nname = \"h\"\nkind = \"host\"\n\
+                    [[link]]\na = \"h\"\nb = \"s\"\nrate = \"1Gbps\"\ndelay = \"1us\"\n";
+        let s = size_of_topology_text(text);
+        assert_eq!((s.hosts, s.switches, s.links), (1.0, 1.0, 1.0));
+        let tight = Limits {
+            max_memory_bytes: Some(1_000),
+            max_events: None,
+            force: false,
+        };
+        let e = check_topology_text(text, 1, &tight).unwrap_err();
+        assert_eq!(e.path, "topology.path");
+        assert!(check_topology_text(text, 1, &Limits::unlimited()).is_ok());
+    }
 }

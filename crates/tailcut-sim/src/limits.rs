@@ -29,6 +29,9 @@ pub const MIN_BUFFER_BYTES: u64 = 1500;
 /// Largest flow (or message): 1 PB, 80 s at the fastest link rate. Far above any datacenter flow, low
 /// enough that byte counts times 8 (bits) or times a hop count stay within `u64` and `f64` is exact.
 pub const MAX_FLOW_BYTES: u64 = 1_000_000_000_000_000;
+/// Most schemes an experiment may list: each is a whole run of the workload, so 100,000 of them is a
+/// generated file gone wrong, refused before any is resolved.
+pub const MAX_SCHEMES: usize = 1_000;
 /// Most nodes or links a topology may declare: node and port ids are `u32`, and every link has two
 /// ports.
 pub const MAX_ELEMENTS: u64 = 1 << 30;
@@ -140,6 +143,16 @@ fn name(path: &str, s: &str) -> Result<(), ConfigError> {
 /// counts, buffers, times, names).
 pub fn check(exp: &Experiment) -> Result<(), ConfigError> {
     name("name", &exp.name)?;
+    if exp.schemes.len() > MAX_SCHEMES {
+        return Err(ConfigError::new(
+            "schemes",
+            format!(
+                "{} schemes, more than the {MAX_SCHEMES} an experiment may run (each is a full run of \
+                 the workload); split them into several experiments",
+                exp.schemes.len()
+            ),
+        ));
+    }
     if exp.max_time.0 == 0 {
         return Err(ConfigError::new("max_time", "must be > 0"));
     }

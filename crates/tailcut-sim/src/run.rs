@@ -95,6 +95,13 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     }
     // Sized before it is built: a million-host star must be refused, not allocated.
     let sized = estimate::topology_size(&exp.topology);
+    if let topo::TopologyConfig::File(f) = &exp.topology {
+        // A file is sized from its text before it is parsed (its parse alone can exhaust memory); an
+        // unreadable file is left to the build below, which reports it.
+        if let Ok(text) = limits::read_regular_file(std::path::Path::new(&f.path)) {
+            estimate::check_topology_text(&text, exp.schemes.len(), limits)?;
+        }
+    }
     if let Some(size) = &sized {
         estimate::check_topology(size, exp.schemes.len(), limits)?;
     }
@@ -116,8 +123,14 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     exp.network.host_aqm.validate().map_err(at("network.host_aqm"))?;
     let net = Network::unrouted(&base_spec, exp.seed);
     let (rack, nic_rate_bps) = net.host_info();
-    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
-        .map_err(|e| at("")(e.to_string()))?;
+    let budget = estimate::flow_budget(&size, exp.schemes.len(), limits);
+    let hosts = HostInfo { rack, nic_rate_bps };
+    let flows = workload::generate_within(&exp.workload, &hosts, exp.seed, budget).map_err(|e| match e {
+        workload::GenerateError::Config(e) => at("")(e.to_string()),
+        workload::GenerateError::OverBudget { component, at_least } => RunError::Config(
+            estimate::over_flow_budget(component, at_least, &size, exp.schemes.len(), limits),
+        ),
+    })?;
     file_flows_start_in_time(exp, &flows)?;
     let hops = estimate::mean_hops(&exp.topology);
     estimate::check_work(&flows, exp.workload.len(), &size, exp.schemes.len(), hops, limits)?;

@@ -14,6 +14,11 @@ use std::fmt;
 use std::path::Path;
 use tailcut_proto::rng::Rng;
 
+/// Most points a CDF file may have. Shipped and published CDFs have tens to hundreds; a file of
+/// millions is a mistake (a trace's raw samples) that would cost memory and loading time in every run
+/// and every sweep point. docs/simulator.md, "Limits and errors".
+pub const MAX_CDF_POINTS: usize = 100_000;
+
 /// Tolerance on the last probability being exactly 1.
 const LAST_PROBABILITY_TOLERANCE: f64 = 1e-9;
 
@@ -65,6 +70,15 @@ impl EmpiricalCdf {
             let content = raw.split('#').next().unwrap_or("").trim();
             if content.is_empty() {
                 continue;
+            }
+            if points.len() >= MAX_CDF_POINTS {
+                return Err(err(
+                    Some(line_no),
+                    format!(
+                        "more than {MAX_CDF_POINTS} points; a CDF this fine only costs memory and \
+                         loading time (thin it: a few hundred points describe any distribution)"
+                    ),
+                ));
             }
             let cols: Vec<&str> = content.split_whitespace().collect();
             if cols.len() != 2 {
@@ -349,5 +363,28 @@ impl FlowSizeCdf {
     /// data; the web-search file starts at 0 bytes, and the clamp moves a mass of 1.5e-5 by < 1 byte).
     pub fn sample_bytes(&self, rng: &mut Rng) -> u64 {
         (self.cdf.sample(rng).round() as u64).max(1)
+    }
+}
+
+#[cfg(test)]
+mod too_many_points {
+    use super::*;
+
+    #[test]
+    fn a_cdf_of_more_than_max_points_is_refused() {
+        let n = MAX_CDF_POINTS + 1;
+        let text: String = (1..=n)
+            .map(|i| format!("{i} {}\n", i as f64 / n as f64))
+            .collect();
+        let e = EmpiricalCdf::parse(&text, "big.cdf").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("more than {MAX_CDF_POINTS} points")),
+            "{e}"
+        );
+        let ok: String = (1..MAX_CDF_POINTS)
+            .map(|i| format!("{i} {}\n", i as f64 / (MAX_CDF_POINTS - 1) as f64))
+            .collect();
+        assert!(EmpiricalCdf::parse(&ok, "ok.cdf").is_ok());
     }
 }

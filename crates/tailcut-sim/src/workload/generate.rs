@@ -50,6 +50,9 @@ pub(super) struct RawFlow {
 pub(super) struct Ctx<'a> {
     pub(super) index: usize,
     pub(super) hosts: &'a HostInfo,
+    /// Generators stop past this many flows (the memory budget left), so that a component of 49
+    /// million flows is refused by the estimate without first being allocated.
+    pub(super) budget: u64,
 }
 
 impl Ctx<'_> {
@@ -209,8 +212,9 @@ pub(super) fn component_flows(
     c: &WorkloadComponent,
     hosts: &HostInfo,
     seed: u64,
+    budget: u64,
 ) -> Result<Vec<RawFlow>, WorkloadError> {
-    let cx = Ctx { index, hosts };
+    let cx = Ctx { index, hosts, budget };
     let connections_per_pair = connections_per_pair(c, &cx);
     match &c.pattern {
         Pattern::ConnectionMatrix { path } => {
@@ -238,6 +242,9 @@ pub(super) fn component_flows(
         return Err(cx.err("flows", "must be at least 1 (omit it for no limit)"));
     }
     let cap = c.flows.unwrap_or(u64::MAX).min(MAX_FLOWS_PER_COMPONENT + 1);
+    // Poisson arrivals are generated in time order, so stopping one past the budget yields the same
+    // prefix as a full run would: a component within the budget is unchanged.
+    let generate_cap = cap.min(budget.saturating_add(1));
     let until = c.until.map(|d| Time(d.0)).unwrap_or(Time::MAX);
     let start = Time(c.start.0);
 
@@ -266,7 +273,7 @@ pub(super) fn component_flows(
                         ),
                     ));
                 }
-                poisson(&units, &rates, &sizes, &mut rng, start, until, cap)
+                poisson(&units, &rates, &sizes, &mut rng, start, until, generate_cap)
             }
             None => match c.pattern {
                 Pattern::Pairs { .. } | Pattern::Permutation { .. } => units

@@ -100,8 +100,10 @@ pub(super) fn incast(
             format!("{total} flows is more than {MAX_FLOWS_PER_COMPONENT}"),
         ));
     }
-    let mut out = Vec::with_capacity(total as usize);
-    for r in 0..*rounds as u64 {
+    // Stops one past the memory budget (`Ctx::budget`): the estimate refuses the component then, and
+    // must not find 50 million flows already allocated.
+    let mut out = Vec::with_capacity(total.min(cx.budget.saturating_add(1)) as usize);
+    'rounds: for r in 0..*rounds as u64 {
         let round_start = start + interval.saturating_mul(r);
         let mut order: Vec<u32> = Vec::with_capacity(senders.len() * *flows_per_sender as usize);
         for _ in 0..*flows_per_sender {
@@ -110,6 +112,9 @@ pub(super) fn incast(
         draw::shuffle(rng, &mut order);
         let mut gap_ns = 0.0;
         for (k, &s) in order.iter().enumerate() {
+            if out.len() as u64 > cx.budget {
+                break 'rounds;
+            }
             let offset = match jitter {
                 Jitter::None => Dur::ZERO,
                 Jitter::Uniform { max } => Dur((draw::unit_f64(rng) * max.0 as f64).round() as u64),

@@ -81,22 +81,67 @@ pub fn generate(
     hosts: &HostInfo,
     seed: u64,
 ) -> Result<Vec<FlowSpec>, WorkloadError> {
+    generate_within(components, hosts, seed, u64::MAX).map_err(|e| match e {
+        GenerateError::Config(e) => e,
+        // Cannot happen with a budget of u64::MAX; still an error, not a panic.
+        GenerateError::OverBudget { component, at_least } => WorkloadError::new(
+            format!("workload[{component}]"),
+            format!("more than {at_least} flows"),
+        ),
+    })
+}
+
+/// Why [`generate_within`] stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GenerateError {
+    Config(WorkloadError),
+    /// Component `component` took the flow count past the budget: `at_least` flows in all.
+    OverBudget {
+        component: usize,
+        at_least: u64,
+    },
+}
+
+impl From<WorkloadError> for GenerateError {
+    fn from(e: WorkloadError) -> GenerateError {
+        GenerateError::Config(e)
+    }
+}
+
+/// [`generate`], stopping as soon as the flows of all components exceed `max_flows` (the memory
+/// estimate's budget), before they are all allocated. Within the budget the flows are [`generate`]'s.
+pub fn generate_within(
+    components: &[WorkloadComponent],
+    hosts: &HostInfo,
+    seed: u64,
+    max_flows: u64,
+) -> Result<Vec<FlowSpec>, GenerateError> {
     if hosts.rack.len() != hosts.nic_rate_bps.len() {
-        return Err(WorkloadError::new(
+        return Err(GenerateError::Config(WorkloadError::new(
             "hosts",
             format!(
                 "rack has {} entries but nic_rate_bps has {}",
                 hosts.rack.len(),
                 hosts.nic_rate_bps.len()
             ),
-        ));
+        )));
     }
     if hosts.rack.is_empty() {
-        return Err(WorkloadError::new("hosts", "the topology has no hosts"));
+        return Err(GenerateError::Config(WorkloadError::new(
+            "hosts",
+            "the topology has no hosts",
+        )));
     }
     let mut all: Vec<(u32, u64, FlowSpec)> = Vec::new();
     for (i, c) in components.iter().enumerate() {
-        let flows = generate::component_flows(i, c, hosts, seed)?;
+        let left = max_flows.saturating_sub(all.len() as u64);
+        let flows = generate::component_flows(i, c, hosts, seed, left)?;
+        if flows.len() as u64 > left {
+            return Err(GenerateError::OverBudget {
+                component: i,
+                at_least: (all.len() + flows.len()) as u64,
+            });
+        }
         for (seq, f) in flows.into_iter().enumerate() {
             all.push((
                 i as u32,
