@@ -15,8 +15,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tailcut import _core, netcmd, testbed
+from tailcut import _core, interrupt, netcmd, testbed
 from tailcut.config import (
+    MAX_SWEEP_POINTS,
     apply_overrides,
     experiment_name,
     int_arg,
@@ -131,7 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY.PATH=V1,V2",
         help="a grid axis (repeatable; the first one is the x axis of the report)",
     )
-    p.add_argument("--seeds", type=AT_LEAST_ONE, default=1, help="seeds per grid point (default 1)")
+    p.add_argument(
+        "--seeds",
+        type=int_arg(1, MAX_SWEEP_POINTS),
+        default=1,
+        help=f"seeds per grid point (default 1, at most {MAX_SWEEP_POINTS})",
+    )
     p.add_argument(
         "--jobs", type=AT_LEAST_ONE, default=1, help="parallel points on the local executor (default 1)"
     )
@@ -412,12 +418,13 @@ SIM_BAR = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
 def cmd_sweep(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from tailcut.sweep import parse_grid_option, sweep
+    from tailcut.sweep import check_size, parse_grid_option, sweep
     from tailcut.sweep import points as grid_points
 
     grid = dict(parse_grid_option(g) for g in args.grid)
     if not grid:
         raise ValueError("give at least one --grid key=v1,v2")
+    check_size(grid, args.seeds)  # before the points are listed for the progress bar
     config = _load(args)
     out = args.out or Path("results") / f"{experiment_name(config, args.file.stem)}-sweep"
     total = len(grid_points(grid, range(args.seeds)))
@@ -611,7 +618,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
-        return COMMANDS[args.command](args)
+        with interrupt.installed():
+            return COMMANDS[args.command](args)
     except (OutputError, MissingExtraError) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT

@@ -65,6 +65,13 @@ def check_u64(path: str, value: Any, minimum: int = 0) -> None:
         raise config_error(path, f"must be in {minimum}..{U64_MAX}, got {value}")
 
 
+# Most points a sweep may run (grid values times seeds), and so most seeds (--seeds). Each point is a
+# whole run with its own folder, validated up front: a million-point grid is a typo or a generated list
+# gone wrong that would spend hours checking configs and fill a folder with a million subfolders. It is
+# refused by the size of the product alone, before anything is built (tailcut.sweep.check_size).
+MAX_SWEEP_POINTS = 10_000
+
+
 def int_arg(minimum: int, maximum: int = U64_MAX) -> Callable[[str], int]:
     """An argparse type: an integer in ``minimum..maximum``, refused with the option's name otherwise
     (every integer option of the ``tailcut`` command uses one; tests/python/test_bad_inputs.py checks)."""

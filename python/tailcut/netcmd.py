@@ -169,13 +169,19 @@ def bench(args: argparse.Namespace) -> int:
         opts = {**opts, "ca_pem": local.ca_pem}
     try:
         with net.Client(address, args.scheme, **opts) as client:
-            for i in range(args.warmup):
-                client.call(base[: sizes[i % len(sizes)]])
+            try:
+                for i in range(args.warmup):
+                    client.call(base[: sizes[i % len(sizes)]])
+            except TimeoutError as exc:
+                return _no_answer(address, args, f"the warm-up call timed out ({exc})")
             rows, wrong = _run(client, sizes, offsets, base, arrivals, args.concurrency)
             ends = {"client": client.stats(), "server": local.stats() if local else None}
     finally:
         if local is not None:
             local.close()
+    if not any(r["completed"] for r in rows):
+        # Every call timed out: there is no measurement, only a server that did not answer.
+        return _no_answer(address, args, f"all {len(rows)} calls timed out")
     _print(args, rows)
     if args.out is not None:
         _write(args, address, rows, ends, opts)
@@ -183,6 +189,16 @@ def bench(args: argparse.Namespace) -> int:
         print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
         return 1
     return 0
+
+
+def _no_answer(address: str, args: argparse.Namespace, what: str) -> int:
+    """A bench that measured nothing fails (exit 1) and writes no result."""
+    print(
+        f"tailcut: error: {args.scheme} server {address} did not answer: {what}; is it running, on "
+        "that port, with that scheme (and for DCQUIC, --ca and --server-name matching its certificate)?",
+        file=sys.stderr,
+    )
+    return 1
 
 
 def _arrivals(rng: random.Random, args: argparse.Namespace) -> list[float] | None:

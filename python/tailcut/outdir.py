@@ -8,9 +8,16 @@ they ran), and :func:`claim` decides what may happen to an existing ``--out`` be
 - a file, or a folder holding anything tailcut does not write (``precious.txt``): an error listing
   what is in the way, with or without ``overwrite``; results never go into a subfolder, so that a
   rerun finds them at the path it was given;
+- a folder without the marker: never replaced, even if it holds only names tailcut writes (a user's
+  ``runs.json`` and ``config.toml`` are not a result);
 - a run's result: replaced only with ``overwrite``;
 - a sweep's or a comparison's: resumed (points already done are kept) if the marker records the same
   experiment, an error naming both otherwise; ``overwrite`` starts afresh.
+
+Before that, :func:`claim` takes an exclusive lock, ``.<name>.lock`` beside ``out`` (``fcntl.flock``, held
+until :func:`release` or the process ends): a second tailcut writing the same ``out`` at once is refused
+instead of silently replacing the first's result. It also checks that ``out`` can be written (a
+read-only mount is refused up front, not after the whole run).
 
 Writes go to a hidden folder beside the target, ``.<name>.tmp-<host>-<pid>-<random>``, renamed into
 place once complete. A process killed mid-write leaves it behind; the next write of the same target
@@ -20,6 +27,9 @@ not ours to judge), and a sweep or comparison resumed in a folder cleans all of 
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -70,8 +80,6 @@ FILES = {
         ".combined",
     },
 }
-# Folders written before the marker existed, recognised by the file only that kind writes.
-_SIGNATURE = {"run": "runs.json", "sweep": "sweep.json", "compare": "compare.json", "trace": "trace.json"}
 
 # Kinds written whole into a temporary folder and swapped in (never resumed).
 _WHOLE = {"run", "trace"}
@@ -123,11 +131,90 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def _kind(folder: Path) -> tuple[str | None, dict[str, Any] | None]:
+    # Only the marker makes a folder tailcut's: names alone (a user's runs.json and config.toml) do not.
     marker = read_marker(folder)
-    if marker is not None:
-        return marker["kind"], marker
-    legacy = [kind for kind, name in _SIGNATURE.items() if (folder / name).exists()]
-    return (legacy[0], None) if len(legacy) == 1 else (None, None)
+    return (marker["kind"], marker) if marker is not None else (None, None)
+
+
+# The locks this process holds, by resolved output path: claim() is called again for the same folder
+# within one command (the CLI, then the writer), and flock on a second descriptor would refuse us.
+_LOCKS: dict[Path, int] = {}
+
+
+def _lock(out: Path) -> None:
+    """Take the exclusive lock of ``out`` (a file beside it), or raise OutputError if another process
+    holds it. The holder removes the file when it releases; a process that locked a file already
+    removed (it opened it just before) sees that the path no longer names its file and tries again."""
+    key = out.absolute()
+    if key in _LOCKS:
+        return
+    lock = out.parent / f".{out.name}.lock"
+    for _ in range(10):
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise OutputError(f"out: cannot write beside {out} ({lock}: {exc.strerror or exc})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise OutputError(
+                    f"out: another tailcut is writing {out} right now (it holds {lock}); wait for it to "
+                    "finish, or choose another output folder"
+                ) from None
+            raise OutputError(f"out: cannot lock {lock}: {exc.strerror or exc}") from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            _LOCKS[key] = fd
+            return
+        os.close(fd)  # locked a file its holder had just removed: lock the current one
+    raise OutputError(f"out: cannot lock {lock}: it keeps being replaced")
+
+
+def release(out: str | Path) -> None:
+    """Release the lock :func:`claim` took on ``out`` (a no-op if this process holds none). The file is
+    removed while still locked, so that no one locks it after it is gone unnoticed (see :func:`_lock`)."""
+    out = Path(out)
+    fd = _LOCKS.pop(out.absolute(), None)
+    if fd is not None:
+        # A read-only parent keeps the file; the lock goes with the descriptor.
+        with contextlib.suppress(OSError):
+            (out.parent / f".{out.name}.lock").unlink(missing_ok=True)
+        os.close(fd)
+
+
+@contextmanager
+def released(out: str | Path) -> Iterator[None]:
+    """Run the block, then :func:`release` ``out`` (also when the block raises)."""
+    try:
+        yield
+    finally:
+        release(out)
+
+
+def _check_writable(out: Path, kind: str) -> None:
+    """Refuse an ``out`` the result could not be written to, before any work: a read-only folder, or (for
+    a run, which is swapped in whole by a rename) a mount point, which cannot be renamed."""
+    if out.is_dir():
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise OutputError(f"out: {out} is not writable (read-only, or not ours); choose another folder")
+        if kind in _WHOLE and os.path.ismount(out):
+            raise OutputError(
+                f"out: {out} is a mount point; a {kind}'s folder is replaced whole by a rename, which a "
+                f"mount point refuses: give a folder inside it (e.g. {out / 'result'})"
+            )
+    parent = out.parent if out.parent.exists() else None
+    if (
+        parent is not None
+        and not os.access(parent, os.W_OK | os.X_OK)
+        and (kind in _WHOLE or not out.exists())
+    ):
+        raise OutputError(f"out: {parent} is not writable, so {out.name} cannot be written there")
 
 
 def _foreign(folder: Path, kind: str | None) -> list[str]:
@@ -150,19 +237,35 @@ def claim(
     ``overwrite`` an earlier result's files are removed here, before anything runs.
     """
     out = Path(out)
-    clean_temps(out.parent, out.name)
     if out.exists() and not out.is_dir():
         raise OutputError(f"out: {out} is an existing file, not a folder; choose another output folder")
+    _check_writable(out, kind)
+    _lock(out)
+    try:
+        return _claim_locked(out, kind, overwrite, experiment, digest)
+    except BaseException:
+        release(out)  # refused: nothing will be written, so nothing is left beside out either
+        raise
+
+
+def _claim_locked(out: Path, kind: str, overwrite: bool, experiment: str | None, digest: str | None) -> bool:
+    clean_temps(out.parent, out.name)
     resume = False
     if out.is_dir() and any(out.iterdir()):
         found, marker = _kind(out)
         foreign = _foreign(out, found)
         if foreign:
             what = f"a tailcut {found} result and " if found else ""
+            unmarked = (
+                ""
+                if found
+                else f" (a tailcut result carries {MARKER}; one written by an older tailcut without it "
+                "must be removed by hand)"
+            )
             raise OutputError(
                 f"out: {out} holds {what}files tailcut did not write ({', '.join(foreign[:5])}"
-                f"{', ...' if len(foreign) > 5 else ''}); tailcut never deletes those: choose an empty "
-                "or new output folder"
+                f"{', ...' if len(foreign) > 5 else ''}){unmarked}; tailcut never deletes those: choose an "
+                "empty or new output folder"
             )
         if found is not None:
             clean_temps(out)
@@ -234,8 +337,12 @@ def clean_temps(folder: Path, name: str | None = None) -> None:
     if not folder.is_dir():
         return
     pattern = _ANY_TEMP if name is None else re.compile(_TEMP.format(name=re.escape(name)))
+    lock = re.compile(rf"^\.{'.+' if name is None else re.escape(name)}\.lock$")
     host = socket.gethostname()
     for path in folder.iterdir():
+        if lock.match(path.name) and path.absolute().parent / path.name[1:-5] not in _LOCKS:
+            _remove_stale_lock(path)
+            continue
         m = pattern.match(path.name)
         if m is None:
             continue
@@ -245,6 +352,22 @@ def clean_temps(folder: Path, name: str | None = None) -> None:
             shutil.rmtree(path, ignore_errors=True)
         else:
             path.unlink(missing_ok=True)
+
+
+def _remove_stale_lock(path: Path) -> None:
+    """Remove the lock file a killed writer left, if no one holds it now (removed while we hold it, as
+    :func:`release` does, so a process that opened it meanwhile notices and locks a fresh one)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass  # held: its writer is alive
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -267,7 +390,11 @@ def atomic_dir(target: Path) -> Iterator[Path]:
         old = None
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{_owner()}-", dir=target.parent))
-            os.replace(target, old / target.name)
+            try:
+                os.replace(target, old / target.name)
+            except BaseException:
+                old.rmdir()  # empty: the move failed (a mount point, a read-only folder)
+                raise
         os.replace(tmp, target)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)

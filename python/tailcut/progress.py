@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tailcut import interrupt
 from tailcut.config import parse_value
 
 # Where a point's fraction goes in this process: (point slug, fraction). Set in sweep workers only.
@@ -32,6 +33,7 @@ def point_reporter(slug: str) -> Callable[[float], bool] | None:
         return None
 
     def report(fraction: float) -> bool:
+        interrupt.check()  # a Ctrl-C dropped elsewhere stops the point here (raised through the core)
         sink(slug, fraction)
         return True
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tailcut.config import to_toml
-from tailcut.outdir import atomic_dir, claim, write_marker
+from tailcut.outdir import atomic_dir, claim, released, write_marker
 from tailcut.summary import summarize
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class Result:
         """
         out = Path(out)
         claim(out, "run", overwrite=overwrite)
-        with atomic_dir(out) as tmp:
+        with released(out), atomic_dir(out) as tmp:
             write_marker(tmp, "run")
             self.flows.to_parquet(tmp / "flows.parquet", index=False)
             if csv:

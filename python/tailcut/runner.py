@@ -69,14 +69,15 @@ def run_to_dir(
     with ``overwrite``, and a folder holding files tailcut did not write is never touched. The report needs
     the ``plot`` extra; without it this raises :class:`tailcut.extras.MissingExtraError` before the run.
     """
-    from tailcut.outdir import claim
+    from tailcut.outdir import claim, released
 
     if report:
         from tailcut.report import run_report_html
     claim(out, "run", overwrite=overwrite)
     # Limits are passed only when given, so callers that replace `run` (tests, sweeps) keep working.
     extra = {"limits": limits} if limits is not None else {}
-    result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
+    with released(out):  # the lock claim took, also when the run fails (write releases it otherwise)
+        result = run(config, seed=seed, overrides=overrides, progress=progress, **extra)
     draw = (lambda r: run_report_html({Path(out).name: r})) if report else None
     result.write(out, report=draw, overwrite=overwrite, csv=csv)
     return result

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tailcut import _core
+from tailcut import _core, interrupt
 from tailcut.config import (
+    MAX_SWEEP_POINTS,
     ConfigSource,
     apply_overrides,
     experiment_name,
@@ -40,7 +41,7 @@ from tailcut.config import (
     parse_value,
     resolve,
 )
-from tailcut.outdir import claim, combined_files, config_hash, write_error
+from tailcut.outdir import claim, combined_files, config_hash, released, write_error
 from tailcut.progress import SweepProgress, point_weight
 from tailcut.summary import summarize
 
@@ -99,6 +100,26 @@ def parse_grid_option(text: str) -> tuple[str, list[Any]]:
     if not sep or not key.strip() or not values.strip():
         raise ValueError(f"expected --grid key=v1,v2,..., got {text!r}")
     return key.strip(), [parse_value(v.strip()) for v in values.split(",")]
+
+
+MAX_POINTS = MAX_SEEDS = MAX_SWEEP_POINTS
+
+
+def check_size(grid: Mapping[str, Sequence[Any]], seeds: int) -> None:
+    """Refuse a sweep of more than :data:`MAX_POINTS` points, naming what makes it big, before anything
+    is built (the product is computed from the lengths, not by listing the points)."""
+    if seeds > MAX_SEEDS:
+        raise _core.ConfigError(f"seeds: {seeds} seeds, more than the {MAX_SEEDS} a sweep may run")
+    count = seeds if "seed" not in grid else 1
+    for values in grid.values():
+        count *= len(values)
+    if count > MAX_POINTS:
+        sizes = " x ".join(f"{k} ({len(v)})" for k, v in grid.items())
+        raise _core.ConfigError(
+            f"grid: {count} points ({sizes}{f' x {seeds} seeds' if 'seed' not in grid else ''}), more than "
+            f"the {MAX_POINTS} a sweep may run (each point is a whole run); split the sweep or use fewer "
+            "values"
+        )
 
 
 def points(grid: Mapping[str, Sequence[Any]], seeds: Sequence[int]) -> list[Point]:
@@ -224,6 +245,7 @@ def run_tasks(
     def finish(point: Any, outcome: PointOutcome) -> None:
         outcomes[point] = outcome
         on_done(outcome)
+        interrupt.check()  # a Ctrl-C dropped during the point stops the sweep before the next
 
     if executor == "ray":
         import ray
@@ -254,6 +276,7 @@ def run_tasks(
         set_sink(on_progress)
         try:
             for config, point in tasks:
+                interrupt.check()
                 finish(point, runner(config, point, str(points_dir), *extra_args))
         finally:
             set_sink(None)
@@ -293,6 +316,7 @@ def _run_pool(
         while pending:
             # Wake at least a few times a second so a progress bar moves while points run.
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            interrupt.check()
             drain()
             for future in done:
                 try:
@@ -378,6 +402,7 @@ def sweep(
         raise ValueError("a sweep needs at least one grid key, each with at least one value")
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
+    check_size(grid, seeds)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: must be an integer >= 1, got {jobs!r}")
     if "seed" in grid:
@@ -406,7 +431,8 @@ def sweep(
 
         name = experiment_name(base, Path(out).name)
         claim(out, "sweep", overwrite=overwrite, experiment=name, digest=config_hash(resolved))
-        result = _sweep_into(base, Path(out), *runner)
+        with released(out):
+            result = _sweep_into(base, Path(out), *runner)
     result.config = resolved
     return result
 
@@ -456,6 +482,7 @@ def _sweep_into(
             )
         }
     )
+    interrupt.check()  # nothing combined from a sweep that was stopped
     ordered = [outcomes[p.slug] for p in all_points]
     if all(o.error is not None for o in ordered):
         first = ordered[0]

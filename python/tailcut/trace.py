@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
 from tailcut.config import ConfigSource, check_u64, to_json, to_toml
-from tailcut.outdir import atomic_dir, claim, write_marker
+from tailcut.outdir import atomic_dir, claim, released, write_marker
 from tailcut.results import FLOW_COLUMNS, columns_to_frame
 from tailcut.runner import prepare
 
@@ -180,7 +180,7 @@ def write_trace(result: TraceResult, out: str | Path, overwrite: bool = False) -
 
     out = Path(out)
     claim(out, "trace", overwrite=overwrite)
-    with atomic_dir(out) as tmp:
+    with released(out), atomic_dir(out) as tmp:
         write_marker(tmp, "trace")
         result.events.to_parquet(tmp / "events.parquet", index=False)
         result.events.to_csv(tmp / "events.csv", index=False)

@@ -322,6 +322,7 @@ BAD_ARGUMENTS = [
     pytest.param(["validate", "{tiny}", "--max-events", "-1"], "--max-events", id="max-events-negative"),
     pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--jobs", "-1"], "--jobs", id="jobs-negative"),
     pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--seeds", "0"], "--seeds", id="seeds-zero"),
+    pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--seeds", "100000"], "--seeds", id="seeds-1e5"),
     pytest.param(["compare", "{tiny}", "--jobs", "0"], "--jobs", id="compare-jobs-zero"),
     pytest.param(["reproduce", "fuso", "--jobs", "-1"], "--jobs", id="reproduce-jobs-negative"),
     pytest.param(["net", "serve", "--seconds", "nan"], "--seconds", id="serve-seconds-nan"),
@@ -357,3 +358,115 @@ def test_the_api_checks_seeds_flows_and_limits(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="jobs: must be an integer >= 1, got -1"):
         tailcut.sweep(TINY, {"seed": [1, 2]}, jobs=-1, out=tmp_path / "s")
     assert not (tmp_path / "s").exists()
+
+
+# Resources: what is too big for this process is refused before it is allocated, naming the field, and
+# `validate` says what `run` would.
+
+STAR_1E6 = """name = "star"
+max_time = "1s"
+[topology]
+kind = "star"
+hosts = 1000000
+[[workload]]
+name = "w"
+pattern = { kind = "all_to_all" }
+fixed = "10KB"
+load = 0.1
+flows = 20
+[[schemes]]
+name = "tcp"
+transport = "tcp"
+"""
+
+
+def _limited(tmp_path: Path, address_space: int, *args: str) -> tuple[int, str]:
+    """`tailcut ARGS` in its own process under an address-space limit (`ulimit -v`)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tailcut", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        preexec_fn=limit,
+    )
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_the_estimate_honours_the_process_address_space_limit(tmp_path: Path, command: str) -> None:
+    # 1e6 hosts need ~4 GB: within this machine's memory, not within a 3 GB `ulimit -v`.
+    star = tmp_path / "star.toml"
+    star.write_text(STAR_1E6)
+    code, err = _limited(tmp_path, 3_000_000_000, command, str(star))
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert lines[-1].startswith("tailcut: error: topology.hosts: the topology would need an estimated"), err
+    assert "ulimit -v" in err and "Traceback" not in err and "memory allocation" not in err, err
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_huge_topology_file_is_refused_before_it_is_parsed(cli, capsys, tmp_path: Path) -> None:
+    topo = tmp_path / "big.topo.toml"
+    hosts = 20_000
+    topo.write_text(
+        '[[node]]\nname = "s"\nkind = "switch"\n'
+        + "".join(f'[[node]]\nname = "h{i}"\nkind = "host"\n' for i in range(hosts))
+        + "".join(f'[[link]]\na = "h{i}"\nb = "s"\nrate = "1Gbps"\ndelay = "1us"\n' for i in range(hosts))
+    )
+    exp = tmp_path / "exp.toml"
+    exp.write_text(STAR_1E6.replace('kind = "star"\nhosts = 1000000', f'kind = "file"\npath = "{topo}"'))
+    for command in ("validate", "run"):
+        assert cli(command, exp, "--max-memory", "50MB") == 2
+        err = capsys.readouterr().err
+        assert "topology.path: the topology file would need an estimated" in err, err
+    assert cli("validate", exp) == 0
+
+
+def test_schemes_sweeps_and_cdfs_too_big_are_refused_before_work(
+    cli, capsys, tiny: Path, tmp_path: Path
+) -> None:
+    text = tiny.read_text().split("[[schemes]]")[0]
+    many = tmp_path / "schemes.toml"
+    many.write_text(
+        text + "".join(f'[[schemes]]\nname = "t{i}"\ntransport = "tcp"\n' for i in range(100_000))
+    )
+    assert cli("validate", many) == 2
+    assert "schemes: 100000 schemes, more than the 1000" in capsys.readouterr().err
+    # A million-point grid: refused from the product of its sizes, before any point is checked.
+    values = ",".join(str(v) for v in range(1000))
+    assert (
+        cli("sweep", tiny, "--grid", f"seed={values}", "--grid", f"x={values}", "--out", tmp_path / "s") == 2
+    )
+    assert "grid: 1000000 points" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+    with pytest.raises(tailcut.ConfigError, match=r"^seeds: 100000 seeds"):
+        tailcut.sweep(tiny, {"x": [1]}, seeds=100_000, out=tmp_path / "s2")
+    # A CDF of more points than any real distribution needs.
+    n = 100_001
+    cdf = tmp_path / "fine.cdf"
+    cdf.write_text("".join(f"{i} {i / n}\n" for i in range(1, n + 1)))
+    fine = tmp_path / "fine.toml"
+    fine.write_text(tiny.read_text().replace('cdf = "websearch"', f'cdf = "{cdf}"'))
+    assert cli("validate", fine) == 2
+    err = capsys.readouterr().err
+    assert "workload[0].cdf" in err and "more than 100000 points" in err, err
+
+
+def test_bench_against_a_dead_port_fails(cli, capsys) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = ["net", "bench", "--server", f"127.0.0.1:{port}", "--scheme", "tcp", "--count", "2"]
+    assert cli(*args, "--concurrency", "2", "--warmup", "0") == 1
+    err = capsys.readouterr().err
+    assert f"127.0.0.1:{port} did not answer: all 2 calls timed out" in err, err

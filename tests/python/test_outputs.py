@@ -72,12 +72,102 @@ def test_a_result_is_replaced_only_with_overwrite(cli, tiny: Path, tmp_path: Pat
     assert (out / "notes.md").read_text() == "my analysis"
 
 
-def test_a_result_from_an_older_tailcut_is_recognised(cli, tiny: Path, tmp_path: Path) -> None:
+def test_a_folder_without_the_marker_is_never_replaced(cli, tiny: Path, tmp_path: Path, capsys) -> None:
+    # Names alone do not make a folder tailcut's: a user's runs.json and config.toml survive --overwrite.
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "runs.json").write_text("[1, 2]")
+    (out / "config.toml").write_text("mine = true")
+    assert cli("run", tiny, "--out", out, "--overwrite") == 2
+    assert "runs.json" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "runs.json"]
+    assert (out / "runs.json").read_text() == "[1, 2]"
+    # The same for a tailcut result whose marker is gone (an older tailcut's).
+    assert cli("run", tiny, "--out", tmp_path / "old") == 0
+    (tmp_path / "old" / outdir.MARKER).unlink()
+    assert cli("run", tiny, "--out", tmp_path / "old", "--overwrite") == 2
+    assert "removed by hand" in capsys.readouterr().err
+
+
+def test_a_second_writer_of_the_same_out_is_refused(cli, tiny: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
+    # Another process's lock, as a concurrent `tailcut run --out out` holds it.
+    lock = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, sys; f = open(sys.argv[1], 'w'); fcntl.flock(f, fcntl.LOCK_EX); "
+         "print('locked', flush=True); sys.stdin.read()", str(tmp_path / ".out.lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert lock.stdout.readline().strip() == "locked"
+        assert cli("run", tiny, "--out", out) == 2
+        assert "another tailcut is writing" in capsys.readouterr().err
+        assert not out.exists()
+    finally:
+        lock.communicate("")
     assert cli("run", tiny, "--out", out) == 0
-    (out / outdir.MARKER).unlink()
+    # The lock is released (and its file removed) once the result is written.
+    assert not (tmp_path / ".out.lock").exists()
+
+
+@pytest.mark.parametrize("problem", ["read-only", "mount point"])
+def test_an_unwritable_out_is_refused_before_the_run(
+    cli, tiny: Path, tmp_path: Path, capsys, monkeypatch, problem: str
+) -> None:
+    import tailcut.runner
+
+    out = tmp_path / "ro"
+    out.mkdir()
+    if problem == "read-only":
+        real = os.access
+        monkeypatch.setattr(outdir.os, "access", lambda p, mode: False if Path(p) == out else real(p, mode))
+    else:
+        monkeypatch.setattr(outdir.os.path, "ismount", lambda p: Path(p) == out)
+    monkeypatch.setattr(tailcut.runner, "run", lambda *a, **k: pytest.fail("the run started"))
     assert cli("run", tiny, "--out", out) == 2
-    assert cli("run", tiny, "--out", out, "--overwrite") == 0
+    assert problem.replace("-", "") in capsys.readouterr().err.replace("-", "")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".ro.") and p.name != ".ro.lock"] == []
+    assert list(out.iterdir()) == []
+
+
+def test_a_failed_swap_leaves_no_old_folder(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "t"
+    target.mkdir()
+    real = os.replace
+
+    def refuse(a, b):
+        if Path(a) == target:
+            raise OSError(16, "Device or resource busy")
+        return real(a, b)
+
+    monkeypatch.setattr(outdir.os, "replace", refuse)
+    with pytest.raises(OSError), outdir.atomic_dir(target):
+        pass
+    assert [p.name for p in tmp_path.iterdir()] == ["t"]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the dropped interrupt
+def test_a_dropped_ctrl_c_still_stops_a_serial_sweep(cli, tiny: Path, tmp_path: Path, monkeypatch) -> None:
+    """SIGINT's KeyboardInterrupt raised in a weakref callback or __del__ is printed and dropped by
+    Python; the sweep must stop anyway (exit 130), with no combined tables written."""
+    import tailcut.runner
+    from tailcut import interrupt
+
+    real = tailcut.runner.run_to_dir
+
+    class Dropped:
+        def __del__(self) -> None:
+            interrupt._handler(signal.SIGINT, None)  # raised here, swallowed by the interpreter
+
+    def run_to_dir(*args, **kwargs):
+        Dropped()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tailcut.runner, "run_to_dir", run_to_dir)
+    out = tmp_path / "sw"
+    assert cli("sweep", tiny, "--grid", "seed=1,2,3", "--jobs", "1", "--out", out) == 130
+    assert not (out / "flows.parquet").exists() and not (out / "sweep.json").exists()
+    assert len(list((out / "points").glob("*/flows.parquet"))) <= 1
 
 
 def test_the_python_api_guards_too(tmp_path: Path) -> None:
