@@ -20,7 +20,7 @@ use crate::io::{PathSocket, TxCounters};
 use crate::runtime_thread::RuntimeThread;
 use crate::timers::Timers;
 use crate::{cloudburst, dcquic, tcp};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixDatagram;
@@ -49,6 +49,9 @@ pub struct ServerStats {
     pub associations_evicted: u64,
     /// Associations whose client said it closed (a control datagram from one of its addresses).
     pub associations_closed: u64,
+    /// Datagrams of an association its client closed that arrived after the close (a multipath
+    /// client's last packets on another path than the close read first): dropped, never reopening it.
+    pub after_close: u64,
     /// Associations dropped after `association_idle_timeout` without a datagram.
     pub associations_expired: u64,
     /// Associations whose connection ended (DCQUIC: closed by either end, or timed out).
@@ -145,6 +148,7 @@ fn spawn<S: ServerScheme>(
             cfg,
             handler,
             assocs: BTreeMap::new(),
+            closed: ClosedIds::default(),
             timers: Timers::default(),
             next_sweep: Time::ZERO,
             backlogged: false,
@@ -154,6 +158,35 @@ fn spawn<S: ServerScheme>(
         }
         .run()
     })
+}
+
+/// Closed associations remembered: the tail of one (its last datagrams on other paths) arrives within
+/// a few wake-ups of its close, long before 4,096 more clients closed.
+const CLOSED_REMEMBERED: usize = 4096;
+
+/// The ids of the last [`CLOSED_REMEMBERED`] associations closed by their clients.
+#[derive(Default)]
+struct ClosedIds {
+    order: VecDeque<u64>,
+    set: HashSet<u64>,
+}
+
+impl ClosedIds {
+    fn insert(&mut self, id: u64) {
+        if !self.set.insert(id) {
+            return;
+        }
+        if self.order.len() == CLOSED_REMEMBERED {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+        self.order.push_back(id);
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        self.set.contains(&id)
+    }
 }
 
 /// Where a datagram goes.
@@ -254,6 +287,8 @@ struct ServerLoop<S: ServerScheme> {
     cfg: NetConfig,
     handler: Handler,
     assocs: BTreeMap<u64, Association<S>>,
+    /// Ids of associations their clients closed, newest last (at most [`CLOSED_REMEMBERED`]).
+    closed: ClosedIds,
     timers: Timers,
     /// When idle associations are next looked for.
     next_sweep: Time,
@@ -344,6 +379,7 @@ impl<S: ServerScheme> ServerLoop<S> {
                 .is_some_and(|a| p.scheme == <S::E as Codec>::SCHEME && a.remotes.contains(&Some(from)));
             if known {
                 self.drop_association(p.association);
+                self.closed.insert(p.association);
                 self.stats.associations_closed += 1;
             } else {
                 self.stats.foreign_datagrams += 1;
@@ -359,6 +395,12 @@ impl<S: ServerScheme> ServerLoop<S> {
             return;
         };
         if r.opens {
+            // A client never uses an id again after closing it (it reopens under a new random id),
+            // so whatever of it arrives late is the old association's and must not open a new one.
+            if self.closed.contains(r.id) {
+                self.stats.after_close += 1;
+                return;
+            }
             self.open(now, r.id);
         }
         let Some(a) = self.assocs.get_mut(&r.id) else {

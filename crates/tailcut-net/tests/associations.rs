@@ -5,22 +5,18 @@
 
 mod common;
 
-use common::{answer, eventually, expected, settled, LOOPBACK};
+use common::{answer, eventually, expected, loaded_machine_config, one_packet_request, settled, LOOPBACK};
+use std::net::UdpSocket;
+use tailcut_net::frame::{Control, Preamble, SCHEME_CLOUDBURST};
 use tailcut_net::{Client, NetConfig, Scheme, Server};
 use tailcut_proto::Dur;
 
+/// A server of 8 associations, so short-lived clients that were not freed would push others out.
 fn config_of(scheme: Scheme) -> NetConfig {
-    let mut cfg = NetConfig {
-        scheme,
+    NetConfig {
         max_associations: 8,
-        ..NetConfig::default()
-    };
-    cfg.cloudburst.transmission_timeout = Dur::from_millis(1_000);
-    cfg.cloudburst.decoder_timeout = Dur::from_millis(100);
-    cfg.tcp.min_rto = Dur::from_millis(5);
-    cfg.tcp.initial_rto = Dur::from_millis(20);
-    cfg.mptcp.subflows = 2;
-    cfg
+        ..loaded_machine_config(scheme)
+    }
 }
 
 const SCHEMES: [Scheme; 4] = [Scheme::CloudBurst, Scheme::Tcp, Scheme::Mptcp, Scheme::Fuso];
@@ -83,4 +79,43 @@ fn an_idle_association_expires_and_its_client_opens_a_new_one() {
         let st = settled(&s, |st| st.requests == 4);
         assert_eq!(st.requests, 4, "{scheme:?}: {st:?}");
     }
+}
+
+/// A closed association stays closed: what of it arrives after the close (here a new call of the
+/// closed id, as a multipath client's last datagram on another path would) is dropped and counted,
+/// and opens nothing, so one client's close is one `associations_closed`.
+#[test]
+fn datagrams_after_a_close_do_not_reopen_the_association() {
+    let cfg = config_of(Scheme::CloudBurst);
+    let s = Server::bind(LOOPBACK.parse().unwrap(), cfg.clone(), answer).unwrap();
+    let peer = UdpSocket::bind(LOOPBACK).unwrap();
+    peer.send_to(&one_packet_request(&cfg, 91, 1 << 8 | 1, b"one"), s.local_addr())
+        .unwrap();
+    let st = settled(&s, |st| st.requests == 1);
+    assert_eq!((st.requests, st.associations), (1, 1), "{st:?}");
+    let mut close = Vec::new();
+    Preamble {
+        scheme: SCHEME_CLOUDBURST,
+        path: 0,
+        association: 91,
+    }
+    .write_control(Control::Close, &mut close);
+    peer.send_to(&close, s.local_addr()).unwrap();
+    let st = settled(&s, |st| st.associations_closed == 1 && st.associations == 0);
+    assert_eq!((st.associations_closed, st.associations), (1, 0), "{st:?}");
+    // A late datagram of the closed association, then a second close: neither counts again.
+    peer.send_to(&one_packet_request(&cfg, 91, 2 << 8 | 2, b"two"), s.local_addr())
+        .unwrap();
+    peer.send_to(&close, s.local_addr()).unwrap();
+    // A datagram of another association, sent last, proves the ones before it were read.
+    peer.send_to(
+        &one_packet_request(&cfg, 92, 1 << 8 | 3, b"three"),
+        s.local_addr(),
+    )
+    .unwrap();
+    let st = settled(&s, |st| st.requests == 2);
+    assert_eq!(st.requests, 2, "{st:?}");
+    assert_eq!(st.after_close, 1, "{st:?}");
+    assert_eq!(st.associations_closed, 1, "{st:?}");
+    assert_eq!((st.associations_opened, st.associations), (2, 1), "{st:?}");
 }

@@ -5,15 +5,13 @@
 
 mod common;
 
-use common::{eventually, expected, settled, LOOPBACK};
+use common::{eventually, expected, loaded_machine_config, one_packet_request, settled, LOOPBACK};
 use proptest::prelude::*;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tailcut_net::frame::{Preamble, SCHEME_CLOUDBURST};
-use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server};
-use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
+use tailcut_proto::cloudburst::Codec;
 use tailcut_proto::Dur;
 
 /// A server whose handler answers as [`common::answer`], counts its invocations, and sleeps a few
@@ -36,23 +34,12 @@ fn counting_server(cfg: NetConfig, slow_every: u64) -> (Server, Arc<AtomicU64>) 
     (s, count)
 }
 
+/// Calls may wait behind the slow handler and injected faults: 30 s bounds only a failing one.
 fn config_of(scheme: Scheme) -> NetConfig {
-    let mut cfg = NetConfig {
-        scheme,
+    NetConfig {
         stream_call_timeout: Dur::from_millis(30_000),
-        ..NetConfig::default()
-    };
-    // Timeouts that survive a runtime thread descheduled for tens of milliseconds (see
-    // `cloudburst.rs`); TCP's RTOs short enough that lost segments cost little wall time.
-    cfg.cloudburst.transmission_timeout = Dur::from_millis(1_000);
-    cfg.cloudburst.decoder_timeout = Dur::from_millis(100);
-    cfg.tcp.min_rto = Dur::from_millis(5);
-    cfg.tcp.initial_rto = Dur::from_millis(20);
-    cfg.mptcp.subflows = 3;
-    if scheme == Scheme::Dcquic {
-        cfg.tls = TlsConfig::generate(&["localhost".into()]).unwrap().0;
+        ..loaded_machine_config(scheme)
     }
-    cfg
 }
 
 fn request(i: u64, max: u64) -> Vec<u8> {
@@ -123,32 +110,6 @@ proptest! {
             calls_run_once(scheme, faults, slow_every, 40);
         }
     }
-}
-
-/// One coded CloudBurst datagram that decodes alone into a request of call `call` (k = 1, LT's
-/// set {0} is the source symbol itself), as association `association`'s client would send it.
-fn one_packet_request(cfg: &NetConfig, association: u64, call: u64, body: &[u8]) -> Vec<u8> {
-    let ecfg = cfg.engine_config();
-    let mut msg = call.to_be_bytes().to_vec();
-    msg.extend_from_slice(body);
-    let mut d = Vec::new();
-    Preamble {
-        scheme: SCHEME_CLOUDBURST,
-        path: 0,
-        association,
-    }
-    .write(&mut d);
-    CbHeader {
-        packets: 1,
-        message_bytes: msg.len() as u32,
-        msg_id: call as u8,
-        kind: Kind::Coded { set: 1 },
-        block: Block::ONLY,
-    }
-    .emit_to_vec(Codec::Lt, &mut d);
-    msg.resize(ecfg.symbol_bytes as usize, 0);
-    d.extend_from_slice(&msg);
-    d
 }
 
 /// Re-sends `datagram` (pausing past the server's decoder timeout each time) until the server

@@ -94,16 +94,14 @@ fn a_black_holed_path_is_left_by_proactive_migration_without_losing_a_call() {
     };
     let mut c = cfg(&t);
     c.path_addrs = vec![via([127, 0, 0, 1]), via([127, 0, 0, 2])];
-    // Not the paper's w = 10, alpha = 2: with ~100 us loopback calls a descheduled thread on this
-    // shared 2-vCPU machine stretches one call past 2x the mean now and then. One run with the
-    // paper's rule migrated once on the hole, then once more on such a stall, back onto the hole,
-    // where the reset monitor had no history to fire again and a call timed out (docs/dcquic.md).
-    // One call 20000x the mean (~2 s) is a stalled path, not a stalled thread: 2000x (~200 ms) was
-    // still within reach of a CPU hog on both cores. The stalled call waits that long (longer when
-    // the machine is loaded and the mean grows; quinn's 30 s idle timeout is the ceiling), so the
-    // calls' bound is raised above it.
-    c.dcquic.migration.short_window = 1;
-    c.dcquic.migration.alpha = 20_000.0;
+    // The paper's W = 50, w = 10, alpha = 2, with a floor (`min_stall`, not in the paper): with
+    // ~100 us loopback calls a descheduled thread on this shared 2-vCPU machine stretches calls past
+    // 2x the mean now and then. One run with the paper's rule alone migrated once on the hole, then
+    // once more on such a stall, back onto the hole, where the reset monitor had no history to fire
+    // again and a call timed out (docs/dcquic.md). A mean of 300 ms over the last 10 calls (a call
+    // stalled 3 s) is a dead path, not a stalled thread, and comes well before quinn's 30 s idle
+    // timeout whatever the machine's load, since the floor does not grow with the mean.
+    c.dcquic.migration.min_stall = Dur::from_millis(300);
     c.stream_call_timeout = Dur::from_millis(120_000);
     // Calls of 10 KB one at a time are 2 data datagrams and an ACK each way: the hole opens after
     // ~100 calls, past the rule's W + w = 60 stream records.

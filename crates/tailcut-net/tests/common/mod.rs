@@ -1,7 +1,11 @@
 //! What the runtime's integration tests share: a checkable response, and waiting for counters.
 #![allow(dead_code)]
 
-use tailcut_net::{Client, ClientStats, NetConfig, SendLoss, Server, ServerStats};
+use tailcut_net::frame::{Preamble, SCHEME_CLOUDBURST};
+use tailcut_net::tls::TlsConfig;
+use tailcut_net::{Client, ClientStats, NetConfig, Scheme, SendLoss, Server, ServerStats};
+use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
+use tailcut_proto::Dur;
 
 pub const LOOPBACK: &str = "127.0.0.1:0";
 
@@ -16,6 +20,53 @@ pub fn expected(req: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();
     answer(req, &mut v);
     v
+}
+
+/// `scheme` with timers for a shared, loaded machine and datacenter TCP: CloudBurst gives a message
+/// up for good at its transmission timeout, so 1 s (and a 100 ms decoder timeout) survives a runtime
+/// thread descheduled for hundreds of milliseconds (in CI beside other test binaries, 100 ms failed
+/// calls); a 5 ms minimum RTO makes a lost TCP tail cost milliseconds, not Linux's 200; three
+/// sub-flows for the multipath schemes; a generated certificate for DCQUIC.
+pub fn loaded_machine_config(scheme: Scheme) -> NetConfig {
+    let mut cfg = NetConfig {
+        scheme,
+        ..NetConfig::default()
+    };
+    cfg.cloudburst.transmission_timeout = Dur::from_millis(1_000);
+    cfg.cloudburst.decoder_timeout = Dur::from_millis(100);
+    cfg.tcp.min_rto = Dur::from_millis(5);
+    cfg.tcp.initial_rto = Dur::from_millis(20);
+    cfg.mptcp.subflows = 3;
+    if scheme == Scheme::Dcquic {
+        cfg.tls = TlsConfig::generate(&["localhost".into()]).unwrap().0;
+    }
+    cfg
+}
+
+/// One coded CloudBurst datagram that decodes alone into a request of call `call` (k = 1, LT's
+/// set {0} is the source symbol itself), as association `association`'s client would send it.
+pub fn one_packet_request(cfg: &NetConfig, association: u64, call: u64, body: &[u8]) -> Vec<u8> {
+    let ecfg = cfg.engine_config();
+    let mut msg = call.to_be_bytes().to_vec();
+    msg.extend_from_slice(body);
+    let mut d = Vec::new();
+    Preamble {
+        scheme: SCHEME_CLOUDBURST,
+        path: 0,
+        association,
+    }
+    .write(&mut d);
+    CbHeader {
+        packets: 1,
+        message_bytes: msg.len() as u32,
+        msg_id: call as u8,
+        kind: Kind::Coded { set: 1 },
+        block: Block::ONLY,
+    }
+    .emit_to_vec(Codec::Lt, &mut d);
+    msg.resize(ecfg.symbol_bytes as usize, 0);
+    d.extend_from_slice(&msg);
+    d
 }
 
 /// Waits (boundedly) until counters satisfy `ok`: a runtime thread publishes them a moment after the

@@ -23,6 +23,11 @@ pub struct MigrationConfig {
     /// How often an RPC still in flight is checked against the rule (its elapsed time is a lower
     /// bound on its completion time, so an outage shows without waiting for a FIN that never comes).
     pub check_interval: crate::Dur,
+    /// Not in the paper: the rule fires only when the short window's streams also took at least this
+    /// long on average (their completion times, not per byte). 0 = the paper's rule. On real hosts a
+    /// thread descheduled for a few milliseconds makes microsecond RPCs look alpha times slower; a
+    /// floor above the host's stalls and below the outage to detect tells the two apart.
+    pub min_stall: crate::Dur,
 }
 
 impl Default for MigrationConfig {
@@ -33,6 +38,7 @@ impl Default for MigrationConfig {
             short_window: 10,
             alpha: 2.0,
             check_interval: crate::Dur::from_millis(1),
+            min_stall: crate::Dur(0),
         }
     }
 }
@@ -78,6 +84,8 @@ pub struct Monitor {
     long: usize,
     short: usize,
     alpha: f64,
+    /// `min_stall` in ns.
+    min_stall: f64,
     /// Per-byte completion times, oldest first, at most W + w.
     samples: VecDeque<f64>,
     /// Their total bytes (to size the provisional sample of a stream whose length is unknown).
@@ -91,6 +99,7 @@ impl Monitor {
             long: cfg.long_window as usize,
             short: cfg.short_window as usize,
             alpha: cfg.alpha,
+            min_stall: cfg.min_stall.0 as f64,
             samples: VecDeque::with_capacity(cap),
             bytes: VecDeque::with_capacity(cap),
         }
@@ -115,25 +124,30 @@ impl Monitor {
         self.bytes.iter().sum::<u64>() / self.bytes.len() as u64
     }
 
-    /// Eq. 4 over the records followed by `provisional` per-byte times (streams still in flight, in
-    /// opening order). Needs W + w samples in all.
-    pub fn fires(&self, provisional: &[f64]) -> bool {
+    /// Eq. 4 over the records followed by `provisional` (per-byte time, bytes) of streams still in
+    /// flight, in opening order; and, with `min_stall`, the short window's mean completion time at
+    /// least that. Needs W + w samples in all.
+    pub fn fires(&self, provisional: &[(f64, u64)]) -> bool {
         let n = self.samples.len() + provisional.len();
         if n < self.long + self.short {
             return false;
         }
-        let at = |i: usize| -> f64 {
+        let at = |i: usize| -> (f64, u64) {
             if i < self.samples.len() {
-                self.samples[i]
+                (self.samples[i], self.bytes[i])
             } else {
                 provisional[i - self.samples.len()]
             }
         };
         let short_start = n - self.short;
         let long_start = short_start - self.long;
-        let short: f64 = (short_start..n).map(at).sum::<f64>() / self.short as f64;
-        let long: f64 = (long_start..short_start).map(at).sum::<f64>() / self.long as f64;
-        short > self.alpha * long
+        let short: f64 = (short_start..n).map(|i| at(i).0).sum::<f64>() / self.short as f64;
+        let long: f64 = (long_start..short_start).map(|i| at(i).0).sum::<f64>() / self.long as f64;
+        let stalled = || {
+            let t: f64 = (short_start..n).map(|i| at(i).0 * at(i).1.max(1) as f64).sum();
+            t / self.short as f64 >= self.min_stall
+        };
+        short > self.alpha * long && stalled()
     }
 
     /// Mean per-byte time of the newest W samples (the baseline a provisional sample is compared to).

@@ -1417,18 +1417,18 @@ impl DcquicEngine {
     fn check_migration(&mut self, now: Time) {
         let base = self.monitor.recent_mean();
         let mean_bytes = self.monitor.mean_bytes().max(1);
-        let mut in_flight: Vec<(StreamId, f64)> = self
+        let mut in_flight: Vec<(StreamId, (f64, u64))> = self
             .requests_out
             .values()
             .filter_map(|id| self.streams.get(id).map(|s| (*id, s)))
             .map(|(id, s)| {
                 let bytes = s.recv.msg.map_or(mean_bytes, |(_, l)| l.max(1));
-                (id, now.saturating_sub(s.opened).0 as f64 / bytes as f64)
+                (id, (now.saturating_sub(s.opened).0 as f64 / bytes as f64, bytes))
             })
-            .filter(|&(_, v)| v > base)
+            .filter(|&(_, (v, _))| v > base)
             .collect();
         in_flight.sort_unstable_by_key(|x| x.0);
-        let prov: Vec<f64> = in_flight.into_iter().map(|x| x.1).collect();
+        let prov: Vec<(f64, u64)> = in_flight.into_iter().map(|x| x.1).collect();
         if !prov.is_empty() && self.monitor.fires(&prov) {
             self.migrate(now);
         }

@@ -276,8 +276,8 @@ fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
     for i in 0..6 {
         m.record(&rec(i, 10));
     }
-    assert!(!m.fires(&[20.0]));
-    assert!(m.fires(&[31.0]));
+    assert!(!m.fires(&[(20.0, 1)]));
+    assert!(m.fires(&[(31.0, 1)]));
     // Per-byte normalisation (Eq. 2).
     assert_eq!(
         StreamRecord {
@@ -289,6 +289,59 @@ fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
         .time_per_byte(),
         2.0
     );
+}
+
+/// `min_stall` (not in the paper): past alpha, the rule still waits until the short window's mean
+/// completion time (per-byte time x bytes, provisional streams included) reaches the floor.
+#[test]
+fn migration_rule_with_min_stall_needs_the_short_window_that_slow_in_time() {
+    let mc = MigrationConfig {
+        long_window: 5,
+        short_window: 2,
+        alpha: 2.0,
+        min_stall: Dur(1_000),
+        ..MigrationConfig::default()
+    };
+    // 10 B streams at 1 ns/B (10 ns each): 100x slower is 1,000 ns a stream.
+    let rec = |i: u64, ns: u64| StreamRecord {
+        id: i,
+        start: Time(0),
+        end: Time(ns),
+        total_bytes: 10,
+    };
+    let mut m = Monitor::new(&mc);
+    for i in 0..5 {
+        m.record(&rec(i, 10));
+    }
+    // 50x slower, past alpha = 2, but 500 ns < 1,000 ns: no.
+    m.record(&rec(5, 500));
+    assert!(!m.record(&rec(6, 500)));
+    let mut m = Monitor::new(&mc);
+    for i in 0..5 {
+        m.record(&rec(i, 10));
+    }
+    m.record(&rec(5, 1_000));
+    // Mean exactly the floor fires (at least `min_stall`).
+    assert!(m.record(&rec(6, 1_000)));
+    // A provisional stream counts with its bytes: with the last record's 10 ns, it must take
+    // 1,990 ns (199 ns/B x 10 B) for a mean of 1,000.
+    let mut m = Monitor::new(&mc);
+    for i in 0..6 {
+        m.record(&rec(i, 10));
+    }
+    assert!(!m.fires(&[(198.9, 10)]));
+    assert!(m.fires(&[(199.0, 10)]));
+    // 0 is the paper's rule: alpha alone.
+    let paper = MigrationConfig {
+        min_stall: Dur(0),
+        ..mc
+    };
+    let mut m = Monitor::new(&paper);
+    for i in 0..5 {
+        m.record(&rec(i, 10));
+    }
+    m.record(&rec(5, 30));
+    assert!(m.record(&rec(6, 30)));
 }
 
 #[test]

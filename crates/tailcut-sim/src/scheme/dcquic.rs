@@ -52,6 +52,10 @@ const DOCS: &[Doc] = &[
         "how often in-flight RPCs are checked (their elapsed time is a lower bound on completion)",
     ),
     (
+        "migration.min_stall",
+        "not in the paper: fire only when the short window's streams also took this long on average (0 = the paper's rule; on real hosts, above the host's scheduling stalls)",
+    ),
+    (
         "zero_rtt",
         "0-RTT resumption: a client host keeps session tickets per server (deterministic store) and sends its requests with the first flight of later connections",
     ),
