@@ -57,7 +57,8 @@ def run_world(
         with tempfile.TemporaryDirectory() as tmp:
             exp = Path(tmp) / file.name
             exp.write_text(to_toml(config))
-            testbed.run_to_dir(exp, out, overwrite=True)
+            # An invalid run is kept and marked in the quality table, not dropped.
+            testbed.run_to_dir(exp, out, overwrite=True, allow_invalid_timing=True)
         quality = {q["scheme"]: q for q in json.loads((out / testbed.QUALITY_FILE).read_text())}
         flows = pd.read_parquet(out / "flows.parquet")
     else:
@@ -146,7 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                             f"| {name}{'' if len(per_scheme) == 1 else ', ' + scheme} | {seed} | "
                             f"{lat['p50_ns'] / 1e3:.3g} | {lat['p99_ns'] / 1e3:.3g} | {lat['max_ns'] / 1e3:.3g} | "
                             f"{late.quantile(0.5) / 1e3:.3g} | {late.quantile(0.99) / 1e3:.3g} | "
-                            f"{quality['tun_tx_drops']} | {quality['fabric_drops']} |"
+                            f"{quality['tun_tx_drops']} | {quality['fabric_drops']} | "
+                            f"{'kept' if quality.get('timing', {}).get('valid', True) else 'INVALID'} |"
                         )
         keys = list(next(iter(rows.values())))
         if not lines or lines[-1] != "":
@@ -159,8 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     lines += [
         "",
         "| case | seed | fabric lateness p50 (us) | p99 (us) | max (us) | agent start late p50 (us) | p99 (us) "
-        "| TUN drops | fabric drops |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| TUN drops | fabric drops | timing |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *quality_lines,
     ]
     text = "\n".join(lines).strip() + "\n"

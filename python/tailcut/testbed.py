@@ -33,6 +33,19 @@ BINARY = "tailcut-testbed"
 BINARY_ENV = "TAILCUT_TESTBED_BIN"
 # What only a real run has, per scheme, as the binary writes it.
 QUALITY_FILE = "testbed.json"
+# Exit code of the binary, and of ``tailcut testbed run``, when a scheme's run did not keep its timing
+# (fabric lateness or late flow starts past the ``[testbed]`` thresholds; docs/testbed.md, "Timing
+# verdict") and ``--allow-invalid-timing`` was not given. The result folder is written all the same.
+EXIT_INVALID_TIMING = 3
+
+
+class InvalidTimingError(Exception):
+    """A testbed run whose timing was not kept; its folder ``out`` is complete and says so."""
+
+    def __init__(self, out: Path, reasons: list[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.out = out
+        self.reasons = reasons
 
 
 def find_binary() -> Path:
@@ -64,23 +77,74 @@ def convert_tables(folder: Path) -> None:
         source.unlink()
 
 
-def run_to_dir(file: Path, out: Path, overwrite: bool = False, binary: Path | None = None) -> Path:
-    """Run ``file`` on the testbed and write the result folder ``out``; returns ``out``."""
+def run_to_dir(
+    file: Path,
+    out: Path,
+    overwrite: bool = False,
+    binary: Path | None = None,
+    allow_invalid_timing: bool = False,
+) -> Path:
+    """Run ``file`` on the testbed and write the result folder ``out``; returns ``out``.
+
+    A run whose timing was not kept is written completely (its ``testbed.json`` and report say so) and
+    then raises :class:`InvalidTimingError`, unless ``allow_invalid_timing``."""
     claim(out, "run", overwrite=overwrite)
     exe = binary or find_binary()
     with atomic_dir(out) as tmp:
         proc = subprocess.run(
-            [str(exe), "run", str(file), "--out", str(tmp), "--overwrite"],
+            [str(exe), "run", str(file), "--out", str(tmp), "--overwrite", "--allow-invalid-timing"],
             capture_output=True,
             text=True,
             check=False,
         )
+        # Always allowed in the binary: the verdict is read back from testbed.json below, so that the
+        # folder is complete before this front decides what the run is worth.
         if proc.returncode != 0:
             raise OutputError(proc.stderr.strip().removeprefix(f"{BINARY}: ") or f"{BINARY} failed")
         convert_tables(tmp)
         _write_result_files(file, tmp)
         write_marker(tmp, "run", source="testbed")
+    reasons = invalid_timing(out)
+    if reasons and not allow_invalid_timing:
+        raise InvalidTimingError(out, reasons)
     return out
+
+
+def timing_verdicts(folder: Path) -> list[dict]:
+    """Per scheme of a testbed folder, ``{"scheme", "valid", "reasons", ...}`` as the binary judged
+    its timing; empty for a simulator folder."""
+    path = folder / QUALITY_FILE
+    if not path.exists():
+        return []
+    return [{"scheme": s["scheme"], **s["timing"]} for s in json.loads(path.read_text()) if "timing" in s]
+
+
+def invalid_timing(folder: Path) -> list[str]:
+    """Why a testbed folder's timing was not kept, one line per scheme and bound; empty when kept."""
+    return [f"{v['scheme']}: {r}" for v in timing_verdicts(folder) if not v["valid"] for r in v["reasons"]]
+
+
+def timing_banner_html(folder: Path) -> str:
+    """The verdict on a testbed folder's timing, for the top of its report ('' for a simulator folder)."""
+    import html
+
+    verdicts = timing_verdicts(folder)
+    if not verdicts:
+        return ""
+    reasons = invalid_timing(folder)
+    if not reasons:
+        return (
+            '<p style="border:2px solid #2a7;padding:.5em"><b>Timing kept.</b> Every scheme\'s fabric '
+            "lateness and flow starts were within the [testbed] thresholds "
+            '(docs/testbed.md, "Timing verdict").</p>\n'
+        )
+    items = "".join(f"<li>{html.escape(r)}</li>" for r in reasons)
+    return (
+        '<div style="border:3px solid #c22;padding:.5em;background:#fee"><b>TIMING INVALID: this run did not '
+        "keep its schedule, and its FCTs measure this machine as much as the network.</b><ul>"
+        f"{items}</ul>Rerun on a quieter machine or at lower rates "
+        '(docs/testbed.md, "Timing verdict").</div>\n'
+    )
 
 
 def _write_result_files(file: Path, folder: Path) -> None:
@@ -93,7 +157,10 @@ def _write_result_files(file: Path, folder: Path) -> None:
     result.config = load_experiment(file)
     (folder / "summary.json").write_text(summary_json(result.summary))
     (folder / "config.toml").write_text(to_toml(result.config))
-    (folder / "report.html").write_text(run_report_html({folder_label(file): result}))
+    page = run_report_html({folder_label(file): result})
+    # The verdict goes first, above every figure and table, so that nobody reads the FCTs without it.
+    head, sep, rest = page.partition("</h1>\n")
+    (folder / "report.html").write_text(head + sep + timing_banner_html(folder) + rest if sep else page)
 
 
 def folder_label(file: Path) -> str:
@@ -115,8 +182,10 @@ def quality_table(folder: Path) -> pd.DataFrame | None:
     rows = []
     for s in json.loads(path.read_text()):
         lateness = s["fabric"]["lateness"]
+        timing = s.get("timing")
         row = {
             "scheme": s["scheme"],
+            "timing": "n/a" if timing is None else "kept" if timing["valid"] else "INVALID",
             "lateness p50": display.time_ns(lateness["p50_ns"]),
             "lateness p99": display.time_ns(lateness["p99_ns"]),
             "lateness max": display.time_ns(lateness["max_ns"]),
@@ -143,10 +212,41 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("file", type=Path, help="experiment file (TOML) with an optional [testbed] section")
     r.add_argument("--out", type=Path, help="result folder (default results/testbed-<file stem>)")
     r.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    r.add_argument(
+        "--allow-invalid-timing",
+        action="store_true",
+        help=f"exit 0 even when the run did not keep its timing (otherwise exit {EXIT_INVALID_TIMING}; "
+        "the folder is written and marked either way)",
+    )
 
 
 def cmd(args: argparse.Namespace) -> int:
     out = args.out or Path("results") / f"testbed-{args.file.stem}"
-    run_to_dir(args.file, out, overwrite=args.overwrite)
+    try:
+        run_to_dir(args.file, out, overwrite=args.overwrite, allow_invalid_timing=args.allow_invalid_timing)
+    except InvalidTimingError as exc:
+        print(out)
+        _warn_timing(exc.reasons, accepted=False)
+        return EXIT_INVALID_TIMING
     print(out)
+    reasons = invalid_timing(out)
+    if reasons:
+        _warn_timing(reasons, accepted=True)
     return 0
+
+
+def _warn_timing(reasons: list[str], accepted: bool) -> None:
+    import sys
+
+    for r in reasons:
+        print(f"WARNING: TIMING INVALID: {r}", file=sys.stderr)
+    print(
+        "WARNING: the run did not keep its timing (testbed.json: timing; top of report.html); "
+        + (
+            "accepted with --allow-invalid-timing"
+            if accepted
+            else f"exit {EXIT_INVALID_TIMING}: rerun on a quieter machine or at lower rates, or pass "
+            "--allow-invalid-timing to accept it"
+        ),
+        file=sys.stderr,
+    )

@@ -100,7 +100,8 @@ def test_cli_runs_an_experiment_on_real_hosts(tmp_path: Path, monkeypatch: pytes
     exp = tmp_path / "e.toml"
     exp.write_text(EXPERIMENT)
     out = tmp_path / "out"
-    assert cli.main(["testbed", "run", str(exp), "--out", str(out)]) == 0
+    # Functional facts only: whether this machine kept the timing is the next test's subject.
+    assert cli.main(["testbed", "run", str(exp), "--out", str(out), "--allow-invalid-timing"]) == 0
     flows = pd.read_parquet(out / "flows.parquet")
     assert len(flows) == 10
     assert flows["completed"].all()
@@ -124,6 +125,50 @@ def test_cli_runs_an_experiment_on_real_hosts(tmp_path: Path, monkeypatch: pytes
     text = page.read_text()
     assert "Summary: sim" in text and "Summary: out" in text
     assert text.count("Real-time quality") == 1, "only the testbed folder has a quality table"
+
+
+def test_a_run_that_cannot_keep_its_timing_exits_3_and_says_so_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Thresholds nothing can meet (0) make the run invalid whatever the machine; huge ones, valid."""
+    _realnet_or_skip()
+    monkeypatch.setenv(testbed.BINARY_ENV, str(_binary()))
+    exp = tmp_path / "zero.toml"
+    exp.write_text(EXPERIMENT + 'max_lateness_rtt = 0\nmax_start_late = "0ns"\n')
+    out = tmp_path / "invalid"
+    assert cli.main(["testbed", "run", str(exp), "--out", str(out)]) == testbed.EXIT_INVALID_TIMING == 3
+    assert "TIMING INVALID" in capsys.readouterr().err
+    # The folder is complete and marked.
+    assert len(pd.read_parquet(out / "flows.parquet")) == 10
+    verdict = json.loads((out / testbed.QUALITY_FILE).read_text())[0]["timing"]
+    assert verdict["valid"] is False and verdict["reasons"]
+    page = (out / "report.html").read_text()
+    assert page.index("TIMING INVALID") < page.index("<h2"), "the verdict is at the top of the report"
+    assert testbed.quality_table(out).iloc[0]["timing"] == "INVALID"
+    allowed = tmp_path / "allowed"
+    assert cli.main(["testbed", "run", str(exp), "--out", str(allowed), "--allow-invalid-timing"]) == 0
+    assert "accepted with --allow-invalid-timing" in capsys.readouterr().err
+    assert testbed.invalid_timing(allowed), "accepted, still recorded as invalid"
+    with pytest.raises(testbed.InvalidTimingError):
+        testbed.run_to_dir(exp, tmp_path / "api")
+    assert (tmp_path / "api" / "report.html").exists(), "the API writes the folder before raising"
+
+    exp = tmp_path / "huge.toml"
+    exp.write_text(EXPERIMENT + 'max_lateness_rtt = 1e9\nmax_start_late = "1000s"\n')
+    out = tmp_path / "valid"
+    assert cli.main(["testbed", "run", str(exp), "--out", str(out)]) == 0
+    assert json.loads((out / testbed.QUALITY_FILE).read_text())[0]["timing"]["valid"] is True
+    assert "Timing kept" in (out / "report.html").read_text()
+
+
+def test_timing_verdict_is_read_from_the_folder(tmp_path: Path) -> None:
+    assert testbed.timing_verdicts(tmp_path) == [] and testbed.timing_banner_html(tmp_path) == ""
+    timing = {"valid": False, "reasons": ["fabric lateness p99 1310.7 us > 10.0 us"], "base_rtt_ns": 100_000}
+    schemes = [{"scheme": "a", "timing": timing}, {"scheme": "b", "timing": {"valid": True, "reasons": []}}]
+    (tmp_path / testbed.QUALITY_FILE).write_text(json.dumps(schemes))
+    assert testbed.invalid_timing(tmp_path) == ["a: fabric lateness p99 1310.7 us > 10.0 us"]
+    banner = testbed.timing_banner_html(tmp_path)
+    assert "TIMING INVALID" in banner and "a: fabric lateness p99 1310.7 us &gt; 10.0 us" in banner
 
 
 def test_quality_table_reads_what_only_a_real_run_has(tmp_path: Path) -> None:

@@ -32,3 +32,28 @@ pub fn realtime_ns() -> u64 {
     debug_assert_eq!(ret, 0);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// Sleeps until `at_ns` on `CLOCK_MONOTONIC` (returns at once if it has passed). An absolute deadline
+/// does not drift by the time spent computing the relative one; with a 1 ns timer slack
+/// ([`set_timer_slack_ns`]) it wakes as close to `at_ns` as the scheduler allows.
+pub fn sleep_until_ns(at_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: `ts` is a valid timespec; the remaining time is not requested (absolute sleep).
+        let ret = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        // A signal handler interrupts the sleep (EINTR): sleep again to the same deadline.
+        if ret != libc::EINTR {
+            return;
+        }
+    }
+}

@@ -86,6 +86,11 @@ pub enum Event {
 }
 
 const HEADER: usize = 24;
+/// `SCHED_FIFO` priority of a flow's thread from just before its start until it has connected: above
+/// every normal thread, below the fabric's (2).
+const START_PRIORITY: i32 = 1;
+/// How long before its start a flow's thread and socket are made.
+const SPAWN_AHEAD_NS: u64 = 20_000_000;
 const CHUNK: usize = 64 * 1024;
 
 type Out = Arc<Mutex<io::Stdout>>;
@@ -111,6 +116,9 @@ fn socket(plan: &Plan) -> io::Result<Socket> {
 pub fn main() -> Result<(), String> {
     // Belt and braces: the emulator also sets this when it spawns us.
     tailcut_sys::spawn::die_with_parent().map_err(|e| e.to_string())?;
+    // Flows start at their planned time to the microsecond rather than up to the default 50 us of
+    // slack later; threads started from here inherit it.
+    let _ = tailcut_sys::clock::set_timer_slack_ns(1);
     // Two lines on stdin: the plan (JSON), then, once every agent has said it listens, the time zero
     // (`CLOCK_MONOTONIC` ns) that the flows' start times count from.
     let mut stdin = io::stdin().lock();
@@ -151,13 +159,10 @@ pub fn main() -> Result<(), String> {
     let mut persistent: HashMap<u32, Sender<PlannedFlow>> = HashMap::new();
     for f in plan.flows.iter().cloned() {
         let at = zero + f.start_ns;
-        let now = monotonic_ns();
-        if at > now {
-            std::thread::sleep(Duration::from_nanos(at - now));
-        }
         let (plan, out) = (plan.clone(), out.clone());
         match f.conn {
             Some(c) => {
+                tailcut_sys::clock::sleep_until_ns(at);
                 let tx = persistent.entry(c).or_insert_with(|| {
                     let (tx, rx) = mpsc::channel();
                     std::thread::spawn(move || persistent_connection(&plan, rx, &out));
@@ -167,8 +172,18 @@ pub fn main() -> Result<(), String> {
                 let _ = tx.send(f);
             }
             None => {
+                // The flow's thread and socket are made ahead of its start: starting a thread takes
+                // tens of microseconds and, when every sender of an incast round starts at once on
+                // two CPUs, they queue behind each other. At its start the thread only connects.
+                tailcut_sys::clock::sleep_until_ns(at.saturating_sub(SPAWN_AHEAD_NS));
                 std::thread::spawn(move || {
-                    if let Err(e) = connect_one(&plan, &f, &out) {
+                    let s = socket(&plan);
+                    // Real-time until the SYN is out, so that the start is not queued behind other
+                    // programs' time slices (below the fabric's priority: `fabric::LoopConfig`);
+                    // best effort. The transfer itself runs in the normal class.
+                    let rt = tailcut_sys::sched::set_current_thread_fifo(START_PRIORITY).is_ok();
+                    tailcut_sys::clock::sleep_until_ns(at);
+                    if let Err(e) = connect_one(s, &f, &out, rt) {
                         error(&out, f.id, &e);
                     }
                 });
@@ -259,11 +274,13 @@ fn port(out: &Out, id: u64, s: &TcpStream) {
 }
 
 fn open(plan: &Plan, to: SocketAddr) -> io::Result<TcpStream> {
-    let s = socket(plan)?;
+    connect(socket(plan)?, to)
+}
+
+fn connect(s: Socket, to: SocketAddr) -> io::Result<TcpStream> {
+    s.set_tcp_nodelay(true)?;
     s.connect(&SockAddr::from(to))?;
-    let s: TcpStream = s.into();
-    s.set_nodelay(true)?;
-    Ok(s)
+    Ok(s.into())
 }
 
 /// A flow's header and data.
@@ -276,9 +293,17 @@ fn send_flow(s: &mut TcpStream, f: &PlannedFlow) -> io::Result<()> {
     write_zeros(s, f.data)
 }
 
-fn connect_one(plan: &Plan, f: &PlannedFlow, out: &Out) -> io::Result<()> {
-    started(out, f.id);
-    let mut s = open(plan, f.to)?;
+/// One flow on a connection of its own, on `s`, the socket made for it ahead of its start.
+/// With `rt`, the thread leaves the real-time class once connected.
+fn connect_one(s: io::Result<Socket>, f: &PlannedFlow, out: &Out, rt: bool) -> io::Result<()> {
+    // The start is taken before the connect, and reported after it so that the SYN leaves first.
+    let t = monotonic_ns();
+    let opened = s.and_then(|s| connect(s, f.to));
+    if rt {
+        let _ = tailcut_sys::sched::set_current_thread_normal();
+    }
+    emit(out, &Event::Start { id: f.id, t });
+    let mut s = opened?;
     port(out, f.id, &s);
     send_flow(&mut s, f)?;
     if f.reply > 0 {

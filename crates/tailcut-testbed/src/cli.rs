@@ -107,6 +107,14 @@ pub fn bench(args: &[String]) -> Result<(), String> {
         host: HostSetup::default(),
         loop_cfg: LoopConfig {
             spin: Dur::from_micros(spin_us),
+            nice: flag(args, "--nice")?.or(LoopConfig::default().nice),
+            cpu: flag(args, "--cpu")?,
+            // `--fifo 0` keeps the fabric in the normal class (nice only).
+            fifo: match flag::<i32>(args, "--fifo")? {
+                Some(0) => None,
+                Some(p) => Some(p),
+                None => LoopConfig::default().fifo,
+            },
         },
         capture: None,
         shim: None,

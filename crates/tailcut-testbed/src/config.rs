@@ -32,6 +32,12 @@ pub struct TestbedConfig {
     /// Busy-poll the fabric when its next event is nearer than this (avoids the VM's late timer
     /// wake-ups). Default 60 us.
     pub spin: Dur,
+    /// Largest fabric lateness p99 of a run whose timing counts as kept, as a fraction of the base RTT
+    /// (the smallest round-trip propagation delay between two hosts). Default 0.1.
+    pub max_lateness_rtt: f64,
+    /// Largest median flow-start lateness of the agents of a run whose timing counts as kept.
+    /// Default 1 ms.
+    pub max_start_late: Dur,
     /// Time allowed after the experiment's `max_time` for flows to finish before the run stops.
     /// Default 2 s.
     pub grace: Dur,
@@ -80,6 +86,8 @@ impl Default for TestbedConfig {
             ecn: false,
             sysctls: BTreeMap::new(),
             spin: Dur::from_micros(60),
+            max_lateness_rtt: 0.1,
+            max_start_late: Dur::from_millis(1),
             grace: Dur::from_millis(2000),
             max_hosts: 32,
             port: 5500,
@@ -93,12 +101,26 @@ impl Default for TestbedConfig {
 pub const BUILT_IN_CCS: [&str; 3] = ["reno", "cubic", "bbr"];
 
 impl TestbedConfig {
+    /// The thresholds of the timing verdict.
+    pub fn timing_bounds(&self) -> crate::timing::TimingBounds {
+        crate::timing::TimingBounds {
+            max_lateness_rtt: self.max_lateness_rtt,
+            max_start_late_ns: self.max_start_late.0,
+        }
+    }
+
     /// Checks values; errors name the field.
     pub fn validate(&self) -> Result<(), String> {
         if !(self.rate_scale > 0.0 && self.rate_scale.is_finite()) {
             return Err(format!(
                 "testbed.rate_scale: must be > 0, got {}",
                 self.rate_scale
+            ));
+        }
+        if !(self.max_lateness_rtt >= 0.0 && self.max_lateness_rtt.is_finite()) {
+            return Err(format!(
+                "testbed.max_lateness_rtt: must be a finite number >= 0, got {}",
+                self.max_lateness_rtt
             ));
         }
         if !(576..=65_535).contains(&self.mtu) {

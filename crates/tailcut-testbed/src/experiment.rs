@@ -369,6 +369,8 @@ pub struct SchemeSummary {
     pub congestion_control: Option<String>,
     /// With DCTCP: the BPF program's counters over the scheme's run.
     pub dctcp: Option<crate::dctcp::DctcpStats>,
+    /// Whether the run kept its timing (`crate::timing`).
+    pub timing: crate::timing::TimingVerdict,
 }
 
 /// Namespace counters reported in the summary.
@@ -459,6 +461,7 @@ fn run_scheme(
     let (tb, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.{e}", s.name))?;
     let tb = &tb;
     let join_ports = mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
+    let base_rtt_ns = crate::timing::base_rtt_ns(&spec);
     // Registered before the hosts exist and unregistered when this function returns (or when the
     // process dies: the loader is tied to this thread).
     let mut dctcp = dctcp_g
@@ -480,7 +483,10 @@ fn run_scheme(
             mptcp_endpoints: mptcp && join_ports.is_empty(),
             ..HostSetup::default()
         },
-        loop_cfg: LoopConfig { spin: tb.spin },
+        loop_cfg: LoopConfig {
+            spin: tb.spin,
+            ..LoopConfig::default()
+        },
         capture,
         shim,
     })?;
@@ -689,6 +695,13 @@ fn run_scheme(
         .collect();
     let mut fcts: Vec<u64> = rows.iter().filter_map(|r| r.fct_ns).collect();
     fcts.sort_unstable();
+    let start_lates: Vec<u64> = rows.iter().filter_map(|r| r.start_late_ns).collect();
+    let timing = crate::timing::verdict(
+        fabric.lateness.p99_ns,
+        &start_lates,
+        base_rtt_ns,
+        tb.timing_bounds(),
+    );
     let summary = SchemeSummary {
         scheme: s.name.clone(),
         flows: n as u64,
@@ -702,12 +715,15 @@ fn run_scheme(
         fabric,
         congestion_control,
         dctcp: dctcp_stats,
+        timing,
     };
     Ok((rows, summary))
 }
 
-/// `run FILE --out DIR [--overwrite]`.
-pub fn cli(args: &[String]) -> Result<(), String> {
+/// `run FILE --out DIR [--overwrite] [--allow-invalid-timing]`. `Ok(false)`: the outputs are written
+/// but a scheme's run did not keep its timing and invalid timing was not allowed (the binary then
+/// exits with `timing::EXIT_INVALID_TIMING`).
+pub fn cli(args: &[String]) -> Result<bool, String> {
     let file = args
         .first()
         .filter(|a| !a.starts_with("--"))
@@ -749,7 +765,27 @@ pub fn cli(args: &[String]) -> Result<(), String> {
             s.kernel.get("TcpExt.TCPTimeouts").copied().unwrap_or(0)
         );
     }
-    Ok(())
+    // Last, so that it is what a user sees at the end of the run.
+    let invalid: Vec<_> = summaries.iter().filter(|s| !s.timing.valid).collect();
+    let allowed = args.iter().any(|a| a == "--allow-invalid-timing");
+    for s in &invalid {
+        eprintln!(
+            "WARNING: {}: TIMING INVALID, the FCTs measure this machine as much as the network: {}",
+            s.scheme,
+            s.timing.reasons.join("; ")
+        );
+    }
+    if !invalid.is_empty() {
+        eprintln!(
+            "WARNING: the run's timing was not kept (testbed.json: timing); {}",
+            if allowed {
+                "accepted with --allow-invalid-timing"
+            } else {
+                "rerun on a quieter machine, lower the rates, or pass --allow-invalid-timing to accept it"
+            }
+        );
+    }
+    Ok(invalid.is_empty() || allowed)
 }
 
 #[cfg(test)]

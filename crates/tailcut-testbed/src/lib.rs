@@ -16,6 +16,7 @@ pub mod probe;
 pub mod report;
 pub mod shim;
 pub mod testbed;
+pub mod timing;
 pub mod wire;
 
 pub use host::{HostNs, HostSetup};

@@ -1647,3 +1647,75 @@ fn dcquic_migrates_to_the_second_nic_after_a_link_down_without_losing_a_call() {
         "plane two carried the calls after the migration"
     );
 }
+
+/// Runs the binary on `text` (an experiment file with `max_time = 1s`) into a fresh folder with `extra`
+/// arguments; returns its exit code and `testbed.json`'s first scheme.
+fn run_binary(name: &str, text: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let dir = TempDir::new(name);
+    let file = dir.0.join("e.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.0.join("out");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_tailcut-testbed"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr).to_string();
+    let json = std::fs::read_to_string(out.join("testbed.json"))
+        .unwrap_or_else(|e| panic!("testbed.json written ({e}); stderr: {stderr}"));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    (o.status.code(), v[0].clone())
+}
+
+/// A small file whose timing thresholds are `bounds` (TOML lines under `[testbed]`).
+fn timing_file(bounds: &str) -> String {
+    format!(
+        "seed = 4\n{LOSSY_DUMBBELL}
+[[workload]]
+name = \"plain\"
+pattern = {{ kind = \"all_to_all\" }}
+fixed = \"20KB\"
+flows = 8
+rate_per_host = 40
+[[schemes]]
+name = \"linux\"
+transport = \"tcp\"
+[testbed]
+{GRACE}
+{bounds}
+"
+    )
+}
+
+/// Facts only: thresholds nothing can meet (0) make the run invalid whatever the machine's timing,
+/// with the outputs written all the same; thresholds nothing can miss make it valid.
+#[test]
+fn a_run_that_cannot_keep_its_timing_is_marked_invalid_and_exits_3() {
+    let Some(_g) = realnet("a_run_that_cannot_keep_its_timing_is_marked_invalid_and_exits_3") else {
+        return;
+    };
+    let zero = timing_file("max_lateness_rtt = 0\nmax_start_late = \"0ns\"");
+    let (code, s) = run_binary("timing-invalid", &zero, &[]);
+    assert_eq!(
+        code,
+        Some(i32::from(tailcut_testbed::timing::EXIT_INVALID_TIMING))
+    );
+    assert_eq!(s["timing"]["valid"], false, "{s}");
+    assert!(!s["timing"]["reasons"].as_array().unwrap().is_empty());
+    assert_eq!(s["completed"], s["flows"], "the flows ran and were recorded");
+    let (code, s) = run_binary("timing-allowed", &zero, &["--allow-invalid-timing"]);
+    assert_eq!(code, Some(0), "accepted when asked");
+    assert_eq!(s["timing"]["valid"], false, "and still recorded as invalid");
+
+    let huge = timing_file("max_lateness_rtt = 1e9\nmax_start_late = \"1000s\"");
+    let (code, s) = run_binary("timing-valid", &huge, &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(s["timing"]["valid"], true, "{s}");
+    assert!(
+        s["timing"]["base_rtt_ns"].as_u64().unwrap() > 0,
+        "the dumbbell's links have delays"
+    );
+}

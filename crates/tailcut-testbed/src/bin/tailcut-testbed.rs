@@ -1,7 +1,9 @@
 //! `tailcut-testbed`: real Linux hosts through an emulated fabric.
 //!
 //! ```text
-//! tailcut-testbed run FILE --out DIR [--overwrite]   run an experiment file's workload on real hosts
+//! tailcut-testbed run FILE --out DIR [--overwrite] [--allow-invalid-timing]
+//!                                                    run an experiment file's workload on real hosts;
+//!                                                    exit 3 when its timing was not kept (docs/testbed.md)
 //! tailcut-testbed bench [--rate MBIT] [--seconds S]  forwarding capacity and lateness of this machine
 //! tailcut-testbed hold [--hosts N] [--dctcp]         start hosts with a `sleep` in each (and the BPF
 //!                                                    DCTCP) and wait (used by the leak tests: kill it,
@@ -14,7 +16,12 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
-        Some("run") => tailcut_testbed::experiment::cli(&args[1..]),
+        Some("run") => match tailcut_testbed::experiment::cli(&args[1..]) {
+            Ok(true) => Ok(()),
+            // The outputs are written; the run did not keep its timing (warned already).
+            Ok(false) => return ExitCode::from(tailcut_testbed::timing::EXIT_INVALID_TIMING),
+            Err(e) => Err(e),
+        },
         Some("bench") => tailcut_testbed::cli::bench(&args[1..]),
         Some("hold") => tailcut_testbed::cli::hold(&args[1..]),
         Some("agent") => tailcut_testbed::agent::main(),
@@ -29,4 +36,4 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] [--dctcp] | agent";
+const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] [--allow-invalid-timing] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] [--dctcp] | agent";
