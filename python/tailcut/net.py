@@ -94,7 +94,9 @@ class Client:
         self._client = NetClient(server, _options(scheme, options))
 
     def call(self, request: bytes) -> bytes:
-        """Sends ``request`` and returns the response; raises ``TimeoutError`` without one."""
+        """Sends ``request`` and returns the response; raises ``TimeoutError`` without one, and
+        ``ConnectionError`` (with the handshake's or the peer's reason) when the connection ended
+        before it, e.g. a DCQUIC server whose certificate the client does not trust."""
         return self._client.call(request)[0]
 
     def call_timed(self, request: bytes) -> tuple[bytes, float]:

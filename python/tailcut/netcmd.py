@@ -174,13 +174,19 @@ def bench(args: argparse.Namespace) -> int:
                     client.call(base[: sizes[i % len(sizes)]])
             except TimeoutError as exc:
                 return _no_answer(address, args, f"the warm-up call timed out ({exc})")
+            except ConnectionError as exc:
+                return _refused(address, args, str(exc))
             rows, wrong = _run(client, sizes, offsets, base, arrivals, args.concurrency)
             ends = {"client": client.stats(), "server": local.stats() if local else None}
     finally:
         if local is not None:
             local.close()
     if not any(r["completed"] for r in rows):
-        # Every call timed out: there is no measurement, only a server that did not answer.
+        # No call answered: there is no measurement, only a server that did not answer, or a
+        # connection it refused (whose reason says why, e.g. the certificate).
+        refused = next((r["error"] for r in rows if r.get("error")), None)
+        if refused is not None:
+            return _refused(address, args, refused)
         return _no_answer(address, args, f"all {len(rows)} calls timed out")
     _print(args, rows)
     if args.out is not None:
@@ -198,6 +204,12 @@ def _no_answer(address: str, args: argparse.Namespace, what: str) -> int:
         "that port, with that scheme (and for DCQUIC, --ca and --server-name matching its certificate)?",
         file=sys.stderr,
     )
+    return 1
+
+
+def _refused(address: str, args: argparse.Namespace, reason: str) -> int:
+    """The connection to the server ended before any answer, with its reason (exit 1, no result)."""
+    print(f"tailcut: error: {args.scheme} server {address}: {reason}", file=sys.stderr)
     return 1
 
 
@@ -228,6 +240,8 @@ def _run(
             reply, stats = client.call_stats(req)
         except TimeoutError:
             row.update(finish_ns=None, fct_ns=None, completed=False)
+        except ConnectionError as exc:
+            row.update(finish_ns=None, fct_ns=None, completed=False, error=str(exc))
         else:
             finish = time.monotonic_ns() - t0
             row.update(finish_ns=finish, fct_ns=finish - start_ns, completed=True)

@@ -471,3 +471,17 @@ def test_bench_against_a_dead_port_fails(cli, capsys) -> None:
     assert cli(*args, "--concurrency", "2", "--warmup", "0") == 1
     err = capsys.readouterr().err
     assert f"127.0.0.1:{port} did not answer: all 2 calls timed out" in err, err
+
+
+def test_bench_with_an_untrusted_certificate_names_the_handshake_error(cli, capsys, tmp_path) -> None:
+    from tailcut import net
+
+    # Another throwaway CA than the local server's: the handshake fails at once, with rustls's
+    # reason, not as a call timeout seconds later.
+    with net.Server(scheme="dcquic") as other:
+        ca = tmp_path / "other-ca.pem"
+        ca.write_text(other.ca_pem)
+    args = ["net", "bench", "--scheme", "dcquic", "--ca", str(ca), "--count", "2", "--warmup", "1"]
+    assert cli(*args) == 1
+    err = capsys.readouterr().err
+    assert "the connection ended" in err and "certificate" in err.lower(), err

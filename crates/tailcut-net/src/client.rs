@@ -46,7 +46,7 @@ pub struct Reply {
     pub stats: CallStats,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CallError {
     TooLarge {
         len: usize,
@@ -56,6 +56,12 @@ pub enum CallError {
     Timeout,
     /// The runtime thread has stopped.
     Closed,
+    /// The call's connection ended before the response (DCQUIC: a refused handshake, such as a
+    /// certificate the client does not trust, or the peer's close), with the reason it gave. The
+    /// next call opens a new connection.
+    Connection {
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for CallError {
@@ -66,6 +72,7 @@ impl std::fmt::Display for CallError {
             }
             CallError::Timeout => write!(f, "no response before the call timeout"),
             CallError::Closed => write!(f, "the client's runtime thread has stopped"),
+            CallError::Connection { reason } => write!(f, "the connection ended: {reason}"),
         }
     }
 }
@@ -77,6 +84,8 @@ impl std::error::Error for CallError {}
 pub struct ClientStats {
     pub calls_completed: u64,
     pub calls_timed_out: u64,
+    /// Calls whose connection ended before their response ([`CallError::Connection`]).
+    pub calls_failed: u64,
     /// Responses to calls already answered or timed out (duplicates or late ones), or not under
     /// their call's number (CloudBurst), dropped.
     pub stale_responses: u64,
@@ -376,6 +385,11 @@ pub trait ClientScheme: Send + 'static {
     fn reopen(&mut self, _cfg: &NetConfig, _association: u64) {}
     /// The runtime thread starts: what the engine sends first leaves now.
     fn begin(&mut self, _now: Time) {}
+    /// Why the engine's connection ended, if it did: its calls can no longer be answered (DCQUIC; a
+    /// stream or CloudBurst association never ends by itself).
+    fn failure(&self) -> Option<String> {
+        None
+    }
     /// The packet and engine bytes of a datagram that came from the server on socket `k`, if it is
     /// this association's: by default a preamble naming the scheme and the association.
     fn decode(bytes: &[u8], ecn: Ecn, _k: usize, association: u64) -> Option<(Packet, &[u8])> {
@@ -556,6 +570,8 @@ impl<S: ClientScheme> ClientLoop<S> {
 
     /// Starts waiting calls while the scheme takes them.
     fn start_calls(&mut self, now: Time) {
+        // Before a new call can replace the ended connection, whose calls then could not be told.
+        self.fail_calls(now);
         if !self.waiting.is_empty() {
             self.reopen_if_idle(now);
         }
@@ -713,6 +729,43 @@ impl<S: ClientScheme> ClientLoop<S> {
             if p.request_final.is_none() && self.scheme.engine_ref().message_stats(key).is_none() {
                 p.request_final = Some(MessageStats::default());
             }
+            self.release(now, key);
+        }
+    }
+
+    /// Ends every unanswered call with the reason its connection ended, at once rather than at its
+    /// timeout: the handshake's reason (an untrusted certificate, a wrong server name) is what the
+    /// caller needs, not a timeout seconds later.
+    fn fail_calls(&mut self, now: Time) {
+        if !self.calls.values().any(|p| p.reply.is_some()) {
+            return;
+        }
+        let Some(reason) = self.scheme.failure() else {
+            return;
+        };
+        let keys: Vec<u64> = self.calls.keys().copied().collect();
+        for key in keys {
+            let Some(p) = self.calls.get_mut(&key) else {
+                continue;
+            };
+            let err = || CallError::Connection {
+                reason: reason.clone(),
+            };
+            match p.reply.take() {
+                Some(Waiter::Caller(tx)) => {
+                    let _ = tx.send(Err(err()));
+                    self.stats.calls_failed += 1;
+                }
+                Some(Waiter::Loop) => {
+                    self.stats.calls_failed += 1;
+                    if let Some(l) = self.closed_loop.take() {
+                        let _ = l.reply.send(Err(err()));
+                    }
+                }
+                None => {}
+            }
+            // The ended engine reports nothing more about its requests.
+            p.request_final.get_or_insert_with(MessageStats::default);
             self.release(now, key);
         }
     }

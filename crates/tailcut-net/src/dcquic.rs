@@ -205,6 +205,14 @@ impl ClientScheme for ClientSide {
         self.engine.restart_clock(now);
     }
 
+    /// The reason quinn gave when the connection ended (a failed handshake names the certificate
+    /// error; a peer's close its code and reason).
+    fn failure(&self) -> Option<String> {
+        self.engine
+            .is_closed()
+            .then(|| self.engine.close_reason().unwrap_or("closed").to_string())
+    }
+
     /// QUIC's application close with code 0 (no error).
     fn close(&mut self, now: Time) {
         self.engine.close(now, 0, "");

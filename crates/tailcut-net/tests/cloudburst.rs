@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{answer, calls_through, eventually, expected, faults, settled, LOOPBACK};
+use common::{answer, calls_through, eventually, expected, faults, settled, taken, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server};
@@ -177,11 +177,13 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
         if flood.send_to(&buf, to).is_ok() {
             sent += 1;
         }
-        if i % 1000 == 0 {
-            // Let the server keep up, so most of the flood is processed, not dropped by the kernel.
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        // Flow control, not pacing: a batch the server's socket buffer holds, then wait until the
+        // server took all of it, so no datagram is lost to a descheduled runtime thread.
+        if i % 32 == 31 {
+            taken(&s, sent);
         }
     }
+    taken(&s, sent);
     // Service continues, and the garbage is all accounted for once the real calls are through.
     let c = Client::connect(to, cfg.clone()).unwrap();
     for i in 0..50 {
@@ -192,7 +194,7 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
     // handler ran more than 50 times; the 50 real calls are the acknowledged responses.
     let st = settled(&s, |st| st.responses_acked >= 50);
     assert!(st.responses_acked >= 50, "{st:?}");
-    assert!(st.datagrams_in > sent / 2, "{st:?}");
+    assert!(st.datagrams_in >= sent, "{st:?}");
     assert!(st.associations <= 8, "{st:?}");
     assert!(st.associations_evicted > 0, "{st:?}");
     assert!(st.foreign_datagrams > 0, "{st:?}");

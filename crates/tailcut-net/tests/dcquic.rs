@@ -129,10 +129,22 @@ fn a_black_holed_path_is_left_by_proactive_migration_without_losing_a_call() {
 fn a_client_that_does_not_trust_the_server_gets_no_answer() {
     let server_tls = tls();
     let s = Server::bind(LOOPBACK.parse().unwrap(), cfg(&server_tls), answer).unwrap();
-    let mut c = cfg(&tls()); // another CA
-    c.stream_call_timeout = Dur::from_millis(500);
+    // Another CA; cfg's call timeout (20 s) only bounds a failing test: the call ends with the
+    // handshake, whatever the machine's load.
+    let c = cfg(&tls());
     let cl = Client::connect(s.local_addr(), c).unwrap();
-    assert!(cl.call(b"hello").is_err());
+    // The handshake's reason, not a timeout: the call ends when the connection does.
+    match cl.call(b"hello") {
+        Err(tailcut_net::CallError::Connection { reason }) => {
+            assert!(reason.to_lowercase().contains("certificate"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // Counters are published a moment after the call returned.
+    assert_eq!(
+        eventually(|| cl.stats(), |st| st.calls_failed == 1).calls_failed,
+        1
+    );
     assert_eq!(s.stats().requests, 0);
     assert_eq!(cl.stats().dcquic.unwrap().handshakes, 0);
 }
@@ -181,11 +193,13 @@ fn garbage_and_initial_floods_leave_the_server_bounded_and_serving() {
         };
         let _ = junk.send_to(bytes, to);
     }
-    let ss = settled(&s, |st| st.datagrams_in >= 1_500);
-    assert!(ss.associations <= 8, "{ss:?}");
-    assert!(ss.foreign_datagrams > 0);
+    // The real client's Initial queues behind what of the flood the socket kept (a loaded server
+    // drops some: no count of arrivals to wait for), so once it is answered the flood was handled.
     let cl = Client::connect(to, c).unwrap();
     assert_eq!(cl.call(b"still here").unwrap().bytes, expected(b"still here"));
+    let ss = settled(&s, |st| st.requests == 1);
+    assert!(ss.associations <= 8, "{ss:?}");
+    assert!(ss.foreign_datagrams > 0, "{ss:?}");
     let _: SocketAddr = to;
 }
 

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{answer, calls_through, expected, faults, settled, LOOPBACK};
+use common::{answer, calls_through, expected, faults, settled, taken, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, Scheme, SendLoss, Server, ServerStats};
@@ -192,18 +192,6 @@ fn a_peer_announcing_a_message_over_the_limit_is_dropped() {
     // A new client is served.
     let c = Client::connect(s.local_addr(), config()).unwrap();
     assert_eq!(c.call(&[9; 500]).unwrap().bytes, expected(&[9; 500]));
-}
-
-/// Waits (at least a minute of sleeps) until the server has taken `sent` datagrams; panics if it
-/// never does.
-fn taken(s: &Server, sent: u64) {
-    for _ in 0..300_000 {
-        if s.stats().datagrams_in >= sent {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-    panic!("the server took {} of {sent} datagrams", s.stats().datagrams_in);
 }
 
 #[test]

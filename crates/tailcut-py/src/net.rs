@@ -3,7 +3,7 @@
 //! takes the GIL for each request.
 
 use crate::{config_error, ConfigError};
-use pyo3::exceptions::{PyOSError, PyTimeoutError};
+use pyo3::exceptions::{PyConnectionError, PyOSError, PyTimeoutError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::{Map, Value};
@@ -172,6 +172,7 @@ impl NetClient {
             CallError::Timeout => PyTimeoutError::new_err(e.to_string()),
             CallError::TooLarge { .. } => ConfigError::new_err(e.to_string()),
             CallError::Closed => PyOSError::new_err(e.to_string()),
+            CallError::Connection { .. } => PyConnectionError::new_err(e.to_string()),
         })?;
         let r = reply.stats.request;
         Ok((
@@ -194,6 +195,7 @@ impl NetClient {
         serde_json::json!({
             "calls_completed": s.calls_completed,
             "calls_timed_out": s.calls_timed_out,
+            "calls_failed": s.calls_failed,
             "stale_responses": s.stale_responses,
             "datagrams_in": s.datagrams_in,
             "foreign_datagrams": s.foreign_datagrams,

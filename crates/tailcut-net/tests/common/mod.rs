@@ -136,3 +136,15 @@ pub fn calls_through(
     assert_eq!((cs.calls_completed, cs.calls_timed_out), (n, 0), "{scheme:?}");
     (ss, cs, resent)
 }
+
+/// Waits (at least a minute of sleeps) until the server has taken `sent` datagrams; panics if it
+/// never does.
+pub fn taken(s: &Server, sent: u64) {
+    for _ in 0..300_000 {
+        if s.stats().datagrams_in >= sent {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    panic!("the server took {} of {sent} datagrams", s.stats().datagrams_in);
+}
