@@ -8,7 +8,7 @@ mod common;
 use common::{answer, eventually, expected, loaded_machine_config, one_packet_request, settled, LOOPBACK};
 use std::net::UdpSocket;
 use tailcut_net::frame::{Control, Preamble, SCHEME_CLOUDBURST};
-use tailcut_net::{Client, NetConfig, Scheme, Server};
+use tailcut_net::{Client, NetConfig, Scheme, Server, ServerStats};
 use tailcut_proto::Dur;
 
 /// A server of 8 associations, so short-lived clients that were not freed would push others out.
@@ -24,7 +24,10 @@ const SCHEMES: [Scheme; 4] = [Scheme::CloudBurst, Scheme::Tcp, Scheme::Mptcp, Sc
 #[test]
 fn closed_clients_free_their_associations_and_never_push_a_live_one_out() {
     for scheme in SCHEMES {
-        let cfg = config_of(scheme);
+        let cfg = NetConfig {
+            association_idle_timeout: Dur::from_millis(10_000),
+            ..config_of(scheme)
+        };
         let s = Server::bind(LOOPBACK.parse().unwrap(), cfg.clone(), answer).unwrap();
         let long = Client::connect(s.local_addr(), cfg.clone()).unwrap();
         let req = b"long-lived".to_vec();
@@ -36,10 +39,18 @@ fn closed_clients_free_their_associations_and_never_push_a_live_one_out() {
             let r = i.to_be_bytes();
             assert_eq!(c.call(&r).unwrap().bytes, expected(&r), "{scheme:?} client {i}");
         }
-        let st = settled(&s, |st| st.associations_closed == 80);
-        assert_eq!(st.associations_closed, 80, "{scheme:?}: {st:?}");
+        // Every short-lived association goes: at once by its client's close or, where the server's
+        // socket was full when the close came (a CloudBurst request bursting into a descheduled
+        // server dropped all four closes of one client in 2 of 10 runs under a CPU hog), by the
+        // idle rule. That the close itself frees at once is scripted in
+        // `datagrams_after_a_close_do_not_reopen_the_association`. (The long-lived association may
+        // expire too while the others run; it is reopened below.)
+        let gone = |st: &ServerStats| st.associations_closed + st.associations_expired >= 80;
+        let st = settled(&s, |st| gone(st) && st.associations <= 1);
+        assert!(gone(&st) && st.associations <= 1, "{scheme:?}: {st:?}");
+        assert!(st.associations_closed > 0, "{scheme:?}: {st:?}");
         assert_eq!(st.associations_evicted, 0, "{scheme:?}: {st:?}");
-        // The long-lived client was idle all along, and its association is still there.
+        // The long-lived client was idle all along, and was never pushed out.
         for _ in 0..5 {
             assert_eq!(long.call(&req).unwrap().bytes, expected(&req), "{scheme:?}");
         }
