@@ -708,26 +708,16 @@ impl<S: ClientScheme> ClientLoop<S> {
             .map(|(k, _)| *k)
             .collect();
         for key in due {
-            let Some(p) = self.calls.get_mut(&key) else {
-                continue;
-            };
-            match p.reply.take() {
-                Some(Waiter::Caller(tx)) => {
-                    let _ = tx.send(Err(CallError::Timeout));
-                    self.stats.calls_timed_out += 1;
-                }
-                Some(Waiter::Loop) => {
-                    self.stats.calls_timed_out += 1;
-                    if let Some(l) = self.closed_loop.take() {
-                        let _ = l.reply.send(Err(CallError::Timeout));
-                    }
-                }
-                None => {}
+            if self.end_call(key, CallError::Timeout) {
+                self.stats.calls_timed_out += 1;
             }
             // A request the engine no longer holds will never be reported final: treat it as
             // final so the call (and its id) goes.
-            if p.request_final.is_none() && self.scheme.engine_ref().message_stats(key).is_none() {
-                p.request_final = Some(MessageStats::default());
+            let gone = self.scheme.engine_ref().message_stats(key).is_none();
+            if let Some(p) = self.calls.get_mut(&key) {
+                if p.request_final.is_none() && gone {
+                    p.request_final = Some(MessageStats::default());
+                }
             }
             self.release(now, key);
         }
@@ -745,28 +735,35 @@ impl<S: ClientScheme> ClientLoop<S> {
         };
         let keys: Vec<u64> = self.calls.keys().copied().collect();
         for key in keys {
-            let Some(p) = self.calls.get_mut(&key) else {
-                continue;
-            };
-            let err = || CallError::Connection {
+            let err = CallError::Connection {
                 reason: reason.clone(),
             };
-            match p.reply.take() {
-                Some(Waiter::Caller(tx)) => {
-                    let _ = tx.send(Err(err()));
-                    self.stats.calls_failed += 1;
-                }
-                Some(Waiter::Loop) => {
-                    self.stats.calls_failed += 1;
-                    if let Some(l) = self.closed_loop.take() {
-                        let _ = l.reply.send(Err(err()));
-                    }
-                }
-                None => {}
+            if self.end_call(key, err) {
+                self.stats.calls_failed += 1;
             }
             // The ended engine reports nothing more about its requests.
-            p.request_final.get_or_insert_with(MessageStats::default);
+            if let Some(p) = self.calls.get_mut(&key) {
+                p.request_final.get_or_insert_with(MessageStats::default);
+            }
             self.release(now, key);
+        }
+    }
+
+    /// Tells call `key`'s waiter (its caller, or the closed loop it belongs to) that it failed with
+    /// `err`; true if it still had one.
+    fn end_call(&mut self, key: u64, err: CallError) -> bool {
+        match self.calls.get_mut(&key).and_then(|p| p.reply.take()) {
+            Some(Waiter::Caller(tx)) => {
+                let _ = tx.send(Err(err));
+                true
+            }
+            Some(Waiter::Loop) => {
+                if let Some(l) = self.closed_loop.take() {
+                    let _ = l.reply.send(Err(err));
+                }
+                true
+            }
+            None => false,
         }
     }
 
