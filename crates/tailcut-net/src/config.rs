@@ -256,10 +256,7 @@ impl NetConfig {
             self.validate_tcp()?;
         }
         if self.scheme == Scheme::Dcquic {
-            self.dcquic.validate().map_err(|e| match e.split_once(": ") {
-                Some((field, reason)) => ConfigError::new(format!("dcquic.{field}"), reason),
-                None => ConfigError::new("dcquic", e),
-            })?;
+            self.dcquic.validate().map_err(|e| e.at("dcquic"))?;
             if !(1228..=65_535).contains(&self.path_mtu) {
                 return Err(ConfigError::new(
                     "path_mtu",
@@ -277,13 +274,7 @@ impl NetConfig {
             }
         }
         if matches!(self.scheme, Scheme::Mptcp | Scheme::Fuso) {
-            // Its messages start with the field they name.
-            self.mptcp_config()
-                .validate()
-                .map_err(|e| match e.split_once(": ") {
-                    Some((field, reason)) => ConfigError::new(format!("mptcp.{field}"), reason),
-                    None => ConfigError::new("mptcp", e),
-                })?;
+            self.mptcp_config().validate().map_err(|e| e.at("mptcp"))?;
             if self.mptcp.subflows as usize > MAX_PATHS {
                 return Err(ConfigError::new(
                     "mptcp.subflows",

@@ -38,19 +38,23 @@ impl Default for TlsModel {
 }
 
 impl TlsModel {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError;
         for (n, b) in [
             ("tls_client_hello", self.tls_client_hello),
             ("tls_server_flight", self.tls_server_flight),
             ("tls_client_finished", self.tls_client_finished),
         ] {
             if b.0 == 0 {
-                return Err(format!("{n}: must be > 0"));
+                return Err(ConfigError::new(n, "must be > 0"));
             }
             // A real flight is a few KB (tens with a certificate chain); a size past 16 MB is a typo
             // that would keep the handshake, and every flow behind it, running until max_time.
             if b.0 > 1 << 24 {
-                return Err(format!("{n}: must be at most 16MiB, got {} bytes", b.0));
+                return Err(ConfigError::new(
+                    n,
+                    format!("must be at most 16MiB, got {} bytes", b.0),
+                ));
             }
         }
         Ok(())

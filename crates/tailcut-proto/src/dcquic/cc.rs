@@ -37,10 +37,13 @@ fn default_g() -> f64 {
 }
 
 impl CcKind {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
         if let CcKind::Dctcp { g } = self {
             if !(*g > 0.0 && *g <= 1.0) {
-                return Err(format!("congestion_control.g: must be in (0, 1], got {g}"));
+                return Err(crate::ConfigError::new(
+                    "congestion_control.g",
+                    format!("must be in (0, 1], got {g}"),
+                ));
             }
         }
         Ok(())

@@ -44,18 +44,25 @@ impl Default for MigrationConfig {
 }
 
 impl MigrationConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError;
         if self.short_window == 0 || self.short_window >= self.long_window {
-            return Err(format!(
-                "migration.short_window: must be in 1..long_window ({}), got {}",
-                self.long_window, self.short_window
+            return Err(ConfigError::new(
+                "migration.short_window",
+                format!(
+                    "must be in 1..long_window ({}), got {}",
+                    self.long_window, self.short_window
+                ),
             ));
         }
         if self.alpha.is_nan() || self.alpha <= 0.0 {
-            return Err(format!("migration.alpha: must be > 0, got {}", self.alpha));
+            return Err(ConfigError::new(
+                "migration.alpha",
+                format!("must be > 0, got {}", self.alpha),
+            ));
         }
         if self.check_interval.0 == 0 {
-            return Err("migration.check_interval: must be > 0".into());
+            return Err(ConfigError::new("migration.check_interval", "must be > 0"));
         }
         Ok(())
     }

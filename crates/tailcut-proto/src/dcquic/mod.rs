@@ -43,6 +43,7 @@ use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto};
 use crate::rng::Rng;
 use crate::time::{Dur, Time};
 use crate::units::Bytes;
+use crate::ConfigError;
 use quinn_proto::{
     AckFrequencyConfig, ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint,
     Endpoint, EndpointConfig, Event, ServerConfig, Side, StreamEvent, StreamId, TransportConfig, VarInt,
@@ -129,39 +130,42 @@ impl Default for DcquicConfig {
 }
 
 impl DcquicConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.congestion_control.validate()?;
         self.mps.validate()?;
         self.migration.validate()?;
         if self.initial_window_packets == 0 {
-            return Err("initial_window_packets: must be >= 1".into());
+            return Err(ConfigError::new("initial_window_packets", "must be >= 1"));
         }
         if self.socket_buffer.0 < 16_384 || self.socket_buffer.0 > (1 << 40) {
-            return Err(format!(
-                "socket_buffer: must be in 16KB..=1TB, got {}",
-                self.socket_buffer.0
+            return Err(ConfigError::new(
+                "socket_buffer",
+                format!("must be in 16KB..=1TB, got {}", self.socket_buffer.0),
             ));
         }
         if self.initial_rtt.0 == 0 {
-            return Err("initial_rtt: must be > 0".into());
+            return Err(ConfigError::new("initial_rtt", "must be > 0"));
         }
         if self.max_streams == 0 {
-            return Err("max_streams: must be >= 1".into());
+            return Err(ConfigError::new("max_streams", "must be >= 1"));
         }
         // quinn's timer granularity is 1 ms; 2^14 ms is RFC 9000's ceiling for max_ack_delay.
         if self.ack_delay.0 < 1_000_000 || self.ack_delay.0 >= (1 << 14) * 1_000_000 {
-            return Err(format!("ack_delay: must be in 1ms..16s, got {}", self.ack_delay));
+            return Err(ConfigError::new(
+                "ack_delay",
+                format!("must be in 1ms..16s, got {}", self.ack_delay),
+            ));
         }
         if self.ack_eliciting_threshold > 1_000_000 {
-            return Err(format!(
-                "ack_eliciting_threshold: must be <= 1000000, got {}",
-                self.ack_eliciting_threshold
+            return Err(ConfigError::new(
+                "ack_eliciting_threshold",
+                format!("must be <= 1000000, got {}", self.ack_eliciting_threshold),
             ));
         }
         if !(1..=64).contains(&self.tail_fec_packets) {
-            return Err(format!(
-                "tail_fec_packets: must be in 1..=64, got {}",
-                self.tail_fec_packets
+            return Err(ConfigError::new(
+                "tail_fec_packets",
+                format!("must be in 1..=64, got {}", self.tail_fec_packets),
             ));
         }
         Ok(())
@@ -255,14 +259,17 @@ impl Shared {
     /// Real sockets: the driver's TLS configs (`real`), messages delimited by their stream's FIN.
     /// `epoch` is the runtime clock's zero. 0-RTT and tail FEC are simulator features here and are
     /// refused.
-    pub fn real(cfg: DcquicConfig, epoch: Instant, real: real::RealMode) -> Result<Shared, String> {
+    pub fn real(cfg: DcquicConfig, epoch: Instant, real: real::RealMode) -> Result<Shared, ConfigError> {
         cfg.validate()?;
         real.validate()?;
         if cfg.zero_rtt {
-            return Err("zero_rtt: not available on real sockets (session tickets are simulated)".into());
+            return Err(ConfigError::new(
+                "zero_rtt",
+                "not available on real sockets (session tickets are simulated)",
+            ));
         }
         if cfg.tail_fec {
-            return Err("tail_fec: not available on real sockets".into());
+            return Err(ConfigError::new("tail_fec", "not available on real sockets"));
         }
         Ok(Shared {
             cfg,

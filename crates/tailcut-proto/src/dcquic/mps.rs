@@ -45,16 +45,16 @@ impl Default for MpsConfig {
 }
 
 impl MpsConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
         for (name, v) in [
             ("base", self.base),
             ("small_task", self.small_task),
             ("large_task_mps", self.large_task_mps),
         ] {
             if !(MIN_MPS..=MAX_MPS).contains(&v.0) {
-                return Err(format!(
-                    "mps.{name}: must be in {MIN_MPS}..={MAX_MPS}, got {}",
-                    v.0
+                return Err(crate::ConfigError::new(
+                    format!("mps.{name}"),
+                    format!("must be in {MIN_MPS}..={MAX_MPS}, got {}", v.0),
                 ));
             }
         }

@@ -44,22 +44,32 @@ pub struct RealMode {
 }
 
 impl RealMode {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError;
         if u64::from(self.path_max_payload) < super::mps::MIN_MPS {
-            return Err(format!(
-                "path_max_payload: must be >= {} (QUIC's minimum), got {}",
-                super::mps::MIN_MPS,
-                self.path_max_payload
+            return Err(ConfigError::new(
+                "path_max_payload",
+                format!(
+                    "must be >= {} (QUIC's minimum), got {}",
+                    super::mps::MIN_MPS,
+                    self.path_max_payload
+                ),
             ));
         }
         if self.max_message_bytes == 0 || self.max_buffered_bytes < self.max_message_bytes {
-            return Err(format!(
-                "max_buffered_bytes ({}) must be >= max_message_bytes ({}) > 0",
-                self.max_buffered_bytes, self.max_message_bytes
+            return Err(ConfigError::new(
+                "max_buffered_bytes",
+                format!(
+                    "({}) must be >= max_message_bytes ({}) > 0",
+                    self.max_buffered_bytes, self.max_message_bytes
+                ),
             ));
         }
         if self.client.is_none() && self.server.is_none() {
-            return Err("client, server: need at least one TLS configuration".into());
+            return Err(ConfigError::new(
+                "client",
+                "need at least one TLS configuration (client or server)",
+            ));
         }
         Ok(())
     }

@@ -76,14 +76,21 @@ impl MptcpConfig {
     }
 
     /// Errors name the offending field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::ConfigError> {
+        use crate::ConfigError;
         if !(1..=32).contains(&self.subflows) {
-            return Err(format!("subflows: must be in 1..=32, got {}", self.subflows));
+            return Err(ConfigError::new(
+                "subflows",
+                format!("must be in 1..=32, got {}", self.subflows),
+            ));
         }
         if let Some(f) = self.fuso {
             for (n, v) in [("alpha", f.alpha), ("beta", f.beta)] {
                 if !(v.is_finite() && v >= 0.0) {
-                    return Err(format!("{n}: must be a finite number >= 0, got {v}"));
+                    return Err(ConfigError::new(
+                        n,
+                        format!("must be a finite number >= 0, got {v}"),
+                    ));
                 }
             }
         }

@@ -99,8 +99,7 @@ impl Scheme for Dcquic {
         let mut m = to_map(&DcquicConfig::default());
         deep_overlay(&mut m, params);
         let cfg: DcquicConfig = parse(m)?;
-        cfg.validate()
-            .map_err(|e| ConfigError::from_message(&e).at("params"))?;
+        cfg.validate().map_err(|e| e.at("params"))?;
         Ok(Transport::new(DcquicTransport::new(cfg)))
     }
 }

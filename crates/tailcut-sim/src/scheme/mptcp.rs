@@ -152,8 +152,7 @@ pub fn multipath(
         ofo_to_data_level: m.ofo_to_data_level,
         fuso,
     };
-    cfg.validate()
-        .map_err(|e| ConfigError::from_message(&e).at("params"))?;
+    cfg.validate().map_err(|e| e.at("params"))?;
     Ok(Transport::new(MptcpTransport { tcp, cfg, switch }))
 }
 

@@ -61,8 +61,7 @@ impl TcpScheme for Tls13 {
     }
 
     fn build(&self, tls: TlsModel, t: TcpTransport) -> Result<Transport, ConfigError> {
-        tls.validate()
-            .map_err(|e| ConfigError::from_message(&e).at("params"))?;
+        tls.validate().map_err(|e| e.at("params"))?;
         Ok(Transport::new(TlsTransport { inner: t, tls }))
     }
 }
