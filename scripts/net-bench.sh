@@ -20,7 +20,7 @@ echo "| Size | Stack | p50 us | p99 us | p99.9 us |"
 echo "|---|---|---|---|---|"
 for size in 100B 10KB 100KB; do
     cb=()
-    [ "$size" = 100KB ] && cb=(--symbol-bytes 8952)
+    [ "$size" = 100KB ] && cb=(--param symbol_bytes=8952)
     row "$size" "kernel TCP" --scheme kernel-tcp
     row "$size" "tcp over UDP" --scheme tcp
     row "$size" "tcp over UDP, 1% loss" --scheme tcp --loss 0.01

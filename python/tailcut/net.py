@@ -6,24 +6,29 @@ call at once; a Python ``handler`` runs on the server's runtime thread and takes
 
     from tailcut import net
 
-    with net.Server(scheme="fuso") as server:  # an echo server on 127.0.0.1
-        with net.Client(server.address, scheme="fuso") as client:
+    with net.Server(scheme="fuso", params={"min_rto": "5ms"}) as server:  # echo on 127.0.0.1
+        with net.Client(server.address, scheme="fuso", params={"min_rto": "5ms"}) as client:
             assert client.call(b"hello") == b"hello"
 
-Schemes: ``cloudburst``, ``tcp`` (tailcut's TCP engine over UDP), ``mptcp``, ``fuso``, ``dcquic``
+The scheme is given exactly as an experiment file's ``[[schemes]]`` entry gives it: ``scheme`` is a
+registry name (``tailcut schemes``) or a whole entry (``{"transport": "fuso", "params": {...}}``, e.g.
+one of ``tailcut.load(...)``'s schemes), and ``params`` is laid over the entry's; the keys, units,
+defaults and errors are the simulator's. The runtime runs ``tcp`` and every scheme over TCP whose
+network needs it can meet (``dctcp``, ``tlp``, ``tcp_ir``, ``proactive``; ``cp`` with
+``trims=True``), ``mptcp``, ``fuso``, ``cloudburst`` (one block per message) and ``dcquic``
 (tailcut's QUIC engine with TLS 1.3 on plain QUIC datagrams: any QUIC v1 peer speaking its ALPN, e.g.
-aioquic, is a peer; see ``docs/dcquic.md``). Options (keyword arguments, the same on both ends):
-``seed``; CloudBurst's ``paths``, ``symbol_bytes``, ``nic_rate`` (e.g. ``"2Gbps"``),
-``transmission_timeout_us`` (20 ms: a request is given up then, and a call at twice it plus the decoder
-timeout), ``decoder_timeout_us`` (5 ms); the stream schemes' ``mss``, ``min_rto_us``,
-``initial_rto_us``, ``dctcp`` (bool), ``call_timeout_ms``, ``max_message_bytes``; MPTCP/FUSO's
-``subflows``; the server's ``max_associations`` and ``association_idle_timeout_ms`` (60 s); ``spin_us``
-(busy-poll the sockets that long before each sleep). DCQUIC's: ``cert`` and ``key`` (a server's PEM
+aioquic, is a peer; see ``docs/dcquic.md``); it refuses the others with the reason
+(``docs/net.md`` lists the few defaults that describe the socket instead). Runtime options (keyword
+arguments, the same on both ends): ``seed``; ``trims`` (the network's switches cut payloads);
+``call_timeout_ms``, ``max_message_bytes`` (stream schemes); the server's ``max_associations`` and
+``association_idle_timeout_ms`` (60 s); ``spin_us`` (busy-poll the sockets that long before each
+sleep). DCQUIC's: ``cert`` and ``key`` (a server's PEM
 files; without them the server makes a throwaway CA, its :attr:`Server.ca_pem`), ``ca`` (a PEM file) or
 ``ca_pem`` (PEM text: the roots a client trusts), ``server_name`` (default ``localhost``), ``alpn``
 (default ``tailcut-rpc``), ``task_bytes`` (the MPS rule's task size), ``path_mtu`` (default 9000),
 ``local_addrs`` (a client's local IP addresses, one path each: proactive migration moves between them),
-``migration`` (bool). A bad option raises :class:`tailcut.ConfigError` naming it (``net.<option>``).
+A bad option raises :class:`tailcut.ConfigError` naming it (``net.<option>``, or
+``scheme.params.<key>`` for a scheme parameter).
 """
 
 from __future__ import annotations
@@ -44,8 +49,11 @@ def generate_cert(names: list[str] | None = None) -> tuple[str, str, str]:
     return _generate_cert(names or ["localhost"])
 
 
-def _options(scheme: str, options: dict[str, Any]) -> str:
-    return json.dumps({"scheme": scheme, **options})
+Scheme = str | dict[str, Any]
+
+
+def _options(scheme: Scheme, params: dict[str, Any] | None, options: dict[str, Any]) -> str:
+    return json.dumps({"scheme": scheme, "params": params or {}, **options})
 
 
 class Server:
@@ -58,11 +66,12 @@ class Server:
     def __init__(
         self,
         bind: str = "127.0.0.1:0",
-        scheme: str = "cloudburst",
+        scheme: Scheme = "cloudburst",
         handler: Callable[[bytes], bytes] | None = None,
+        params: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        self._server = NetServer(bind, _options(scheme, options), handler)
+        self._server = NetServer(bind, _options(scheme, params, options), handler)
 
     @property
     def address(self) -> str:
@@ -90,8 +99,14 @@ class Server:
 class Client:
     """One association to a server of the same scheme; calls may come from several threads."""
 
-    def __init__(self, server: str, scheme: str = "cloudburst", **options: Any) -> None:
-        self._client = NetClient(server, _options(scheme, options))
+    def __init__(
+        self,
+        server: str,
+        scheme: Scheme = "cloudburst",
+        params: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        self._client = NetClient(server, _options(scheme, params, options))
 
     def call(self, request: bytes) -> bytes:
         """Sends ``request`` and returns the response; raises ``TimeoutError`` without one, and

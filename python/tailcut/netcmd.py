@@ -24,7 +24,6 @@ from typing import Any
 from tailcut.config import float_arg, int_arg, parse_bytes
 from tailcut.outdir import atomic_dir, claim, write_marker
 
-SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso", "dcquic"]
 # Range-checked numbers (the runtime's fields are unsigned): never an OverflowError traceback.
 SEED = int_arg(0)
 COUNT = int_arg(0)
@@ -73,25 +72,32 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     for q in (serve, bench):
         q.add_argument(
-            "--scheme", choices=SCHEMES, default="cloudburst", help="the scheme (default cloudburst)"
+            "--scheme",
+            default="cloudburst",
+            help="a scheme of the registry (tailcut schemes), with its defaults (default cloudburst)",
+        )
+        q.add_argument(
+            "--experiment",
+            type=Path,
+            help="take the scheme from this experiment file's [[schemes]] entry named by --entry",
+        )
+        q.add_argument("--entry", help="the name of that [[schemes]] entry")
+        q.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a scheme parameter over the entry's, as params writes it: min_rto=5ms, subflows=4, "
+            "congestion_control={kind=\"dctcp\"}, mps.negotiate=false (repeatable)",
+        )
+        q.add_argument(
+            "--network-trims",
+            action="store_true",
+            help="the network's switches cut payloads instead of dropping (CP can run)",
         )
         q.add_argument(
             "--seed", type=SEED, default=1, help="seed of the engines and of the request sizes (default 1)"
         )
-        q.add_argument("--min-rto-us", type=COUNT, help="stream schemes: minimum RTO")
-        q.add_argument("--initial-rto-us", type=COUNT, help="stream schemes: RTO before the first sample")
-        q.add_argument("--mss", type=COUNT, help="stream schemes: payload bytes per segment")
-        q.add_argument("--dctcp", action="store_true", help="stream schemes: DCTCP (ECT(0) data, g = 1/16)")
-        q.add_argument("--subflows", type=COUNT, help="mptcp, fuso: sub-flows (client sockets)")
-        q.add_argument("--paths", type=COUNT, help="cloudburst: paths (client sockets)")
-        q.add_argument("--symbol-bytes", type=COUNT, help="cloudburst: symbol size")
-        q.add_argument("--nic-rate", help="cloudburst: pacing rate, e.g. 2Gbps")
-        q.add_argument(
-            "--transmission-timeout-us",
-            type=COUNT,
-            help="cloudburst: a request is given up after this long (20000; a call at 2x + the decoder's)",
-        )
-        q.add_argument("--decoder-timeout-us", type=COUNT, help="cloudburst: partial decodes dropped (5000)")
         q.add_argument("--spin-us", type=COUNT, help="busy-poll the sockets this long before each sleep")
         q.add_argument("--cert", help="dcquic server: certificate chain (PEM); without it a throwaway CA")
         q.add_argument("--key", help="dcquic server: private key (PEM)")
@@ -101,18 +107,62 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--path-mtu", type=COUNT, help="dcquic: largest IP packet the path carries (9000)")
 
 
+def _param_value(text: str) -> Any:
+    """A ``--param`` value as an experiment file writes it: TOML (``4``, ``true``,
+    ``{kind = "dctcp"}``, ``"5ms"``), else the bare text as a string (``5ms``, ``2Gbps``)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def scheme_entry(args: argparse.Namespace) -> dict[str, Any]:
+    """The scheme as an experiment file's ``[[schemes]]`` entry: ``--experiment FILE --entry NAME``
+    or ``--scheme NAME``, with each ``--param`` laid over its ``params`` (dotted keys reach into
+    tables). The runtime resolves it through the scheme layer, as the simulator does."""
+    if args.experiment is not None:
+        import tomllib
+
+        try:
+            doc = tomllib.loads(args.experiment.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ValueError(f"--experiment {args.experiment}: {exc}") from exc
+        schemes = [s for s in doc.get("schemes", []) if isinstance(s, dict)]
+        names = ", ".join(str(s.get("name")) for s in schemes)
+        if not args.entry:
+            raise ValueError(f"--entry: missing (one of {names})")
+        found = [s for s in schemes if s.get("name") == args.entry]
+        if not found:
+            raise ValueError(f"--entry: no scheme named {args.entry!r} in {args.experiment} (it has {names})")
+        entry = json.loads(json.dumps(found[0]))
+    else:
+        entry = {"transport": args.scheme}
+    params = entry.setdefault("params", {})
+    for p in args.param:
+        key, sep, value = p.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--param {p}: expected KEY=VALUE, e.g. min_rto=5ms")
+        *tables, last = key.split(".")
+        table = params
+        for part in tables:
+            table = table.setdefault(part, {})
+            if not isinstance(table, dict):
+                raise ValueError(f"--param {p}: params.{part} is not a table")
+        table[last] = _param_value(value)
+    return entry
+
+
+def scheme_label(args: argparse.Namespace) -> str:
+    """The scheme's name in output: the entry's name, else its transport."""
+    entry = scheme_entry(args)
+    return str(entry.get("name") or entry["transport"])
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     keys = (
         "seed",
-        "min_rto_us",
-        "initial_rto_us",
-        "mss",
-        "subflows",
-        "paths",
-        "symbol_bytes",
-        "nic_rate",
-        "transmission_timeout_us",
-        "decoder_timeout_us",
         "spin_us",
         "cert",
         "key",
@@ -122,8 +172,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "path_mtu",
     )
     opts = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
-    if args.dctcp:
-        opts["dctcp"] = True
+    if args.network_trims:
+        opts["trims"] = True
     return opts
 
 
@@ -131,8 +181,8 @@ def cmd(args: argparse.Namespace) -> int:
     from tailcut import net
 
     if args.net_command == "serve":
-        with net.Server(args.bind, args.scheme, **_options(args)) as s:
-            print(f"serving {args.scheme} echo RPCs on {s.address}", flush=True)
+        with net.Server(args.bind, scheme_entry(args), **_options(args)) as s:
+            print(f"serving {scheme_label(args)} echo RPCs on {s.address}", flush=True)
             deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
             while deadline is None or time.monotonic() < deadline:
                 time.sleep(min(10.0, args.seconds or 10.0))
@@ -163,12 +213,13 @@ def bench(args: argparse.Namespace) -> int:
     base = rng.randbytes(2 * max(args.size))
     offsets = [rng.randrange(max(args.size)) for _ in range(args.count)]
     arrivals = _arrivals(rng, args)
-    local = None if args.server else net.Server(scheme=args.scheme, **opts)
+    entry = scheme_entry(args)
+    local = None if args.server else net.Server(scheme=entry, **opts)
     address = args.server or (local.address if local else "")
     if local is not None and local.ca_pem and "ca" not in opts:
         opts = {**opts, "ca_pem": local.ca_pem}
     try:
-        with net.Client(address, args.scheme, **opts) as client:
+        with net.Client(address, entry, **opts) as client:
             try:
                 for i in range(args.warmup):
                     client.call(base[: sizes[i % len(sizes)]])
@@ -200,7 +251,7 @@ def bench(args: argparse.Namespace) -> int:
 def _no_answer(address: str, args: argparse.Namespace, what: str) -> int:
     """A bench that measured nothing fails (exit 1) and writes no result."""
     print(
-        f"tailcut: error: {args.scheme} server {address} did not answer: {what}; is it running, on "
+        f"tailcut: error: {scheme_label(args)} server {address} did not answer: {what}; is it running, on "
         "that port, with that scheme (and for DCQUIC, --ca and --server-name matching its certificate)?",
         file=sys.stderr,
     )
@@ -209,7 +260,7 @@ def _no_answer(address: str, args: argparse.Namespace, what: str) -> int:
 
 def _refused(address: str, args: argparse.Namespace, reason: str) -> int:
     """The connection to the server ended before any answer, with its reason (exit 1, no result)."""
-    print(f"tailcut: error: {args.scheme} server {address}: {reason}", file=sys.stderr)
+    print(f"tailcut: error: {scheme_label(args)} server {address}: {reason}", file=sys.stderr)
     return 1
 
 
@@ -278,7 +329,7 @@ def _run(
 
 
 def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
-    print(f"{args.scheme}, {args.load} load, {len(rows)} calls")
+    print(f"{scheme_label(args)}, {args.load} load, {len(rows)} calls")
     for size in sorted(set(args.size)):
         fct = sorted(r["fct_ns"] for r in rows if r["size_bytes"] == size and r["completed"])
         failed = sum(1 for r in rows if r["size_bytes"] == size and not r["completed"])
@@ -303,7 +354,7 @@ def _write(
     from tailcut.results import FLOW_COLUMNS
 
     frame = pd.DataFrame(rows)
-    frame["scheme"] = args.scheme
+    frame["scheme"] = scheme_label(args)
     frame["component"] = "rpc"
     frame["src"] = "client"
     frame["dst"] = address
@@ -313,6 +364,6 @@ def _write(
     frame = frame[FLOW_COLUMNS]
     with atomic_dir(args.out) as tmp:
         frame.to_parquet(tmp / "flows.parquet", index=False)
-        meta = {"scheme": args.scheme, "load": args.load, "options": opts, "ends": ends}
+        meta = {"scheme": scheme_entry(args), "load": args.load, "options": opts, "ends": ends}
         (tmp / "net.json").write_text(json.dumps(meta, indent=2))
         write_marker(tmp, "run", source="net")

@@ -12,11 +12,11 @@ import tailcut
 from tailcut import net
 
 SCHEMES = ["cloudburst", "tcp", "mptcp", "fuso"]
-# Datacenter timers for the stream schemes; CloudBurst ignores them.
-FAST = {"min_rto_us": 5_000, "initial_rto_us": 20_000}
+# Datacenter timers for the stream schemes, as an experiment file's params write them.
+FAST = {"params": {"min_rto": "5ms", "initial_rto": "20ms"}}
 # CloudBurst gives a request up at its transmission timeout (20 ms by default), which a runtime
 # thread descheduled on a loaded machine outlasts; these tests are not about that timer.
-PATIENT = {"transmission_timeout_us": 1_000_000, "decoder_timeout_us": 100_000}
+PATIENT = {"params": {"transmission_timeout": "1s", "decoder_timeout": "100ms"}}
 
 
 def _options(scheme: str) -> dict:
@@ -93,10 +93,15 @@ def test_a_failing_handler_is_counted_and_the_server_goes_on() -> None:
 @pytest.mark.parametrize(
     ("options", "path"),
     [
-        ({"scheme": "quic"}, "net.scheme"),
-        ({"mss": -1}, "net.mss"),
+        ({"scheme": "quic"}, "scheme.transport"),
+        ({"params": {"mss_bytes": -1}}, "scheme.params.mss_bytes"),
+        ({"mss": 1000}, "net.mss"),
         ({"colour": "red"}, "net.colour"),
-        ({"subflows": 99, "scheme": "fuso"}, "net.mptcp.subflows"),
+        ({"params": {"subflows": 99}, "scheme": "fuso"}, "scheme.params.subflows"),
+        ({"scheme": "pias"}, "scheme.transport"),
+        ({"scheme": "cp"}, "scheme.transport"),
+        ({"params": {"zero_rtt": True}, "scheme": "dcquic"}, "scheme.params.zero_rtt"),
+        ({"scheme": {"transport": "tcp", "shim": {"kind": "tracks"}}}, "scheme.shim"),
         ({"path_mtu": 500, "scheme": "dcquic"}, "net.path_mtu"),
         ({"local_addrs": ["not-an-ip"], "scheme": "dcquic"}, "net.local_addrs"),
         ({"ca_pem": "no certificate here", "scheme": "dcquic"}, "net.ca_pem"),
@@ -130,9 +135,9 @@ def test_net_bench_writes_the_simulator_flow_columns(tmp_path, scheme: str, load
     argv = ["net", "bench", "--scheme", scheme, "--size", "100B,10KB", "--count", "60", "--warmup", "5"]
     argv += ["--load", load, "--rate", "2000", "--concurrency", "2", "--out", str(out)]
     if scheme in ("tcp", "fuso"):
-        argv += ["--min-rto-us", "5000"]
+        argv += ["--param", "min_rto=5ms"]
     if scheme == "cloudburst":
-        argv += ["--transmission-timeout-us", "1000000", "--decoder-timeout-us", "100000"]
+        argv += ["--param", "transmission_timeout=1s", "--param", "decoder_timeout=100ms"]
     assert main(argv) == 0
     flows = pd.read_parquet(out / "flows.parquet")
     assert list(flows.columns) == FLOW_COLUMNS
@@ -150,3 +155,28 @@ def test_net_bench_rejects_bad_arguments(tmp_path) -> None:
     assert main(["net", "bench", "--count", "0", "--out", str(tmp_path / "x")]) == 2
     with pytest.raises(SystemExit):
         main(["net", "bench", "--size", "10XB"])
+
+
+def test_net_bench_runs_an_experiment_files_entry_unchanged(tmp_path, capsys) -> None:
+    """The ``[[schemes]]`` entry of an experiment file, as written, on real sockets; a scheme the
+    runtime cannot run is refused naming the field, before any call."""
+    from tailcut.cli import main
+
+    exp = tmp_path / "exp.toml"
+    exp.write_text(
+        '[[schemes]]\nname = "FUSO, 3 paths"\ntransport = "fuso"\n'
+        'params = { subflows = 3, min_rto = "5ms", initial_rto = "20ms" }\n\n'
+        '[[schemes]]\nname = "pias"\ntransport = "pias"\n'
+    )
+    out = tmp_path / "bench"
+    argv = ["net", "bench", "--experiment", str(exp), "--entry", "FUSO, 3 paths", "--count", "30"]
+    assert main([*argv, "--warmup", "2", "--out", str(out)]) == 0
+    import json
+
+    meta = json.loads((out / "net.json").read_text())
+    assert meta["scheme"]["transport"] == "fuso" and meta["scheme"]["params"]["subflows"] == 3
+    capsys.readouterr()
+    assert main(["net", "bench", "--experiment", str(exp), "--entry", "pias", "--count", "3"]) == 2
+    assert "scheme.transport: 'pias' needs strict-priority switch classes" in capsys.readouterr().err
+    assert main(["net", "bench", "--scheme", "tcp", "--param", "min_rtto=5ms", "--count", "3"]) == 2
+    assert "scheme.params.min_rtto: unknown field" in capsys.readouterr().err

@@ -2,12 +2,13 @@
 
 use crate::kernel_tls;
 use crate::tls::TlsConfig;
-use crate::{Client, NetConfig, Scheme, SendLoss, Server};
+use crate::{Client, Family, NetConfig, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use tailcut_proto::units::{format_bytes, parse_bytes, parse_rate, Rate};
+use tailcut_proto::units::{format_bytes, parse_bytes};
 use tailcut_proto::Dur;
+use tailcut_scheme::{Entry, Network};
 use tailcut_sys::clock::monotonic_ns;
 
 /// Value of `--name` in `args`, parsed.
@@ -28,60 +29,132 @@ fn micros(args: &[String], name: &str) -> Result<Option<Dur>, String> {
     Ok(flag::<u64>(args, name)?.map(Dur::from_micros))
 }
 
-fn config(args: &[String]) -> Result<NetConfig, String> {
-    let mut cfg = NetConfig::default();
-    if let Some(s) = flag::<String>(args, "--scheme")? {
-        if s != "kernel-tcp" && s != "kernel-tls" {
-            cfg.scheme = s.parse::<Scheme>().map_err(|e| format!("--scheme: {e}"))?;
+/// Baselines of `bench` that are the kernel's stacks, not schemes of the registry.
+const KERNEL_BASELINES: [&str; 2] = ["kernel-tcp", "kernel-tls"];
+
+/// Every value of `--name` in `args`.
+fn all_flags<'a>(args: &'a [String], name: &str) -> Result<Vec<&'a str>, String> {
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        if a == name {
+            out.push(
+                args.get(i + 1)
+                    .ok_or_else(|| format!("{name}: missing value"))?
+                    .as_str(),
+            );
         }
     }
+    Ok(out)
+}
+
+/// A `--param key=value`'s value as an experiment file would write it: TOML (`4`, `true`,
+/// `{ kind = "dctcp" }`, `"5ms"`), or else the bare text as a string (`5ms`, `2Gbps`).
+fn param_value(text: &str) -> serde_json::Value {
+    match toml::from_str::<toml::Table>(&format!("v = {text}")) {
+        Ok(mut t) => t
+            .remove("v")
+            .and_then(|v| serde_json::to_value(v).ok())
+            .unwrap_or_else(|| text.into()),
+        Err(_) => text.into(),
+    }
+}
+
+/// The scheme entry the flags name: `--experiment FILE --entry NAME` takes the `[[schemes]]` entry
+/// of that name from an experiment file, `--scheme NAME` a registry scheme with its defaults; each
+/// `--param key=value` (dotted keys reach into tables: `mps.negotiate=false`) is laid over its
+/// `params`.
+fn entry(args: &[String]) -> Result<Entry, String> {
+    let mut e = match flag::<PathBuf>(args, "--experiment")? {
+        Some(file) => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("--experiment {}: {e}", file.display()))?;
+            let doc: toml::Table =
+                toml::from_str(&text).map_err(|e| format!("--experiment {}: {e}", file.display()))?;
+            let doc = serde_json::to_value(doc).map_err(|e| e.to_string())?;
+            let schemes = doc["schemes"].as_array().cloned().unwrap_or_default();
+            let names: Vec<&str> = schemes.iter().filter_map(|s| s["name"].as_str()).collect();
+            let want: String = flag(args, "--entry")?
+                .ok_or_else(|| format!("--entry: missing (one of {})", names.join(", ")))?;
+            let (i, table) = schemes
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s["name"].as_str() == Some(&want))
+                .ok_or_else(|| {
+                    format!(
+                        "--entry: no scheme named '{want}' in {} (it has {})",
+                        file.display(),
+                        names.join(", ")
+                    )
+                })?;
+            let table = table.as_object().cloned().unwrap_or_default();
+            Entry::from_table(&table)
+                .map_err(|e| format!("{}: {}", file.display(), e.at(&format!("schemes[{i}]"))))?
+        }
+        None => Entry {
+            name: None,
+            transport: flag(args, "--scheme")?.unwrap_or_else(|| "cloudburst".into()),
+            params: serde_json::Map::new(),
+        },
+    };
+    for p in all_flags(args, "--param")? {
+        let (key, value) = p
+            .split_once('=')
+            .ok_or_else(|| format!("--param {p}: expected key=value, e.g. min_rto=5ms"))?;
+        let mut parts: Vec<&str> = key.split('.').collect();
+        let last = parts.pop().unwrap_or_default();
+        let mut table = &mut e.params;
+        for part in parts {
+            let slot = table
+                .entry(part.to_string())
+                .or_insert_with(|| serde_json::Value::Object(Default::default()));
+            table = slot
+                .as_object_mut()
+                .ok_or_else(|| format!("--param {p}: params.{part} is not a table"))?;
+        }
+        table.insert(last.to_string(), param_value(value));
+    }
+    Ok(e)
+}
+
+/// The TLS flags: certificates, server name, ALPN.
+fn tls_flags(args: &[String]) -> Result<TlsConfig, String> {
     let path = |name| flag::<PathBuf>(args, name);
     let (cert, key, ca) = (path("--cert")?, path("--key")?, path("--ca")?);
+    let mut tls = TlsConfig::default();
     if cert.is_some() || key.is_some() || ca.is_some() {
-        cfg.tls = TlsConfig::from_pem_files(cert.as_deref(), key.as_deref(), ca.as_deref())?;
+        tls = TlsConfig::from_pem_files(cert.as_deref(), key.as_deref(), ca.as_deref())?;
     }
     if let Some(n) = flag(args, "--server-name")? {
-        cfg.tls.server_name = n;
+        tls.server_name = n;
     }
     if let Some(a) = flag::<String>(args, "--alpn")? {
-        cfg.tls.alpn = vec![a.into_bytes()];
+        tls.alpn = vec![a.into_bytes()];
     }
+    Ok(tls)
+}
+
+/// The runtime configuration: the scheme entry, resolved by the scheme layer, and the runtime's own
+/// flags.
+fn config(args: &[String]) -> Result<NetConfig, String> {
+    let e = entry(args)?;
+    let mut cfg = NetConfig {
+        network: Network {
+            trims: args.iter().any(|a| a == "--network-trims"),
+        },
+        ..NetConfig::default()
+    };
+    cfg = cfg
+        .scheme(&e.transport, &e.params)
+        .map_err(|err| format!("scheme '{}': {err}", e.name.as_deref().unwrap_or(&e.transport)))?;
+    cfg.tls = tls_flags(args)?;
     if let Some(b) = flag::<String>(args, "--task-bytes")? {
         cfg.dcquic_task_bytes = parse_bytes(&b)?;
     }
     if let Some(m) = flag(args, "--path-mtu")? {
         cfg.path_mtu = m;
     }
-    if let Some(b) = flag::<String>(args, "--initial-window")? {
-        cfg.dcquic.initial_window_limit = tailcut_proto::units::Bytes(parse_bytes(&b)?);
-    }
-    if let Some(d) = micros(args, "--min-rto-us")? {
-        cfg.tcp.min_rto = d;
-    }
-    if let Some(d) = micros(args, "--initial-rto-us")? {
-        cfg.tcp.initial_rto = d;
-    }
-    if let Some(m) = flag(args, "--mss")? {
-        cfg.tcp.mss_bytes = m;
-    }
     if let Some(d) = micros(args, "--spin-us")? {
         cfg.spin = d;
-    }
-    if let Some(n) = flag(args, "--subflows")? {
-        cfg.mptcp.subflows = n;
-    }
-    if args.iter().any(|a| a == "--dctcp") {
-        cfg.tcp.ecn = true;
-        cfg.tcp.congestion_control = tailcut_proto::tcp::CongestionControl::Dctcp { g: 1.0 / 16.0 };
-    }
-    if let Some(p) = flag(args, "--paths")? {
-        cfg.cloudburst.paths = p;
-    }
-    if let Some(r) = flag::<String>(args, "--nic-rate")? {
-        cfg.cloudburst.nic_rate = Rate(parse_rate(&r)?);
-    }
-    if let Some(b) = flag(args, "--symbol-bytes")? {
-        cfg.cloudburst.symbol_bytes = b;
     }
     if let Some(rate) = flag(args, "--loss")? {
         cfg.send_loss = Some(SendLoss {
@@ -102,7 +175,7 @@ fn echo(req: &[u8], out: &mut Vec<u8>) {
 /// Without certificates a DCQUIC server makes a throwaway CA and leaf (for `--server-name`, else
 /// localhost) and says so; `--ca-out` writes the CA for clients.
 fn ensure_identity(cfg: &mut NetConfig, args: &[String]) -> Result<(), String> {
-    if cfg.scheme != Scheme::Dcquic || !cfg.tls.cert_chain.is_empty() {
+    if cfg.family() != Family::Dcquic || !cfg.tls.cert_chain.is_empty() {
         return Ok(());
     }
     let name = cfg.tls.server_name.clone();
@@ -154,9 +227,9 @@ pub fn serve(args: &[String]) -> Result<(), String> {
     let bind: SocketAddr = flag(args, "--bind")?.unwrap_or_else(|| ([127, 0, 0, 1], 7000).into());
     let mut cfg = config(args)?;
     ensure_identity(&mut cfg, args)?;
-    let scheme = cfg.scheme;
+    let scheme = cfg.scheme.transport;
     let s = Server::bind(bind, cfg, echo).map_err(|e| format!("bind {bind}: {e}"))?;
-    println!("serving {scheme:?} echo RPCs on {}", s.local_addr());
+    println!("serving {scheme} echo RPCs on {}", s.local_addr());
     loop {
         std::thread::sleep(std::time::Duration::from_secs(10));
         let st = s.stats();
@@ -168,7 +241,13 @@ pub fn serve(args: &[String]) -> Result<(), String> {
 }
 
 pub fn bench(args: &[String]) -> Result<(), String> {
-    let scheme: String = flag(args, "--scheme")?.unwrap_or_else(|| "cloudburst".into());
+    let baseline = flag::<String>(args, "--scheme")?.filter(|s| KERNEL_BASELINES.contains(&s.as_str()));
+    // A registry scheme, from --scheme or an experiment's entry; checked before anything runs.
+    let scheme = match &baseline {
+        Some(b) => b.clone(),
+        None => config(args)?.scheme.transport.to_string(),
+    };
+    let dcquic = baseline.is_none() && config(args)?.family() == Family::Dcquic;
     let size = match flag::<String>(args, "--size")? {
         Some(s) => parse_bytes(&s)? as usize,
         None => 10_000,
@@ -185,7 +264,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let mut waited_ns = Vec::with_capacity(count);
     let fresh = args.iter().any(|a| a == "--fresh");
     match scheme.as_str() {
-        "dcquic" if fresh => {
+        _ if dcquic && fresh => {
             let mut cfg = config(args)?;
             let local = match server {
                 Some(_) => None,
@@ -229,7 +308,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             print_dist("handshake (first Initial -> connected)", &mut handshake_ns);
         }
         "kernel-tls" => {
-            let mut tls = config(args)?.tls;
+            let mut tls = tls_flags(args)?;
             let _server = match server {
                 Some(_) => None,
                 None => {
@@ -284,7 +363,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             );
             print_dist("TCP connect + TLS handshake", &mut handshake_ns);
         }
-        "cloudburst" | "tcp" | "mptcp" | "fuso" | "dcquic" => {
+        _ if baseline.is_none() => {
             let mut cfg = config(args)?;
             if server.is_none() {
                 ensure_identity(&mut cfg, &[])?;
@@ -375,11 +454,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 format_bytes(size as u64)
             );
         }
-        other => {
-            return Err(format!(
-                "--scheme: unknown '{other}' (cloudburst, tcp, mptcp, fuso, dcquic, kernel-tcp or kernel-tls)"
-            ))
-        }
+        other => return Err(format!("--scheme: unknown '{other}'")),
     }
     print_dist("call (application thread)", &mut lat_ns);
     if !engine_ns.is_empty() {

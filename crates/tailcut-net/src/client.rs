@@ -9,7 +9,7 @@
 //! (`stream.rs`) and never waits for an id.
 
 use crate::codec::Codec;
-use crate::config::{NetConfig, Scheme};
+use crate::config::{Family, NetConfig};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Control, Preamble};
 use crate::io::{PathSocket, TxCounters};
@@ -186,20 +186,20 @@ impl Client {
         let driver = Driver::new(socks, wake_rx, &cfg)?;
         let shared = stats.clone();
         let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
-        let runtime = match cfg.scheme {
-            Scheme::CloudBurst => {
+        let runtime = match cfg.family() {
+            Family::CloudBurst => {
                 let scheme = cloudburst::ClientSide::new(&cfg, association).map_err(invalid)?;
                 spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
-            Scheme::Tcp => {
+            Family::Tcp => {
                 let scheme = tcp::ClientSide::<TcpEndpoint>::new(&cfg, association);
                 spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
-            Scheme::Mptcp | Scheme::Fuso => {
+            Family::Mptcp => {
                 let scheme = tcp::ClientSide::<MptcpEndpoint>::new(&cfg, association);
                 spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
-            Scheme::Dcquic => {
+            Family::Dcquic => {
                 let paths: Vec<(IpAddr, SocketAddr)> = (0..cfg.paths()).map(via).collect();
                 let mtu = probe_path_mtu(&paths).map_or(cfg.path_mtu, |m| m.min(cfg.path_mtu));
                 let payload = mtu.saturating_sub(28).min(u32::from(u16::MAX)) as u16;

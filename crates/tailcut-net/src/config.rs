@@ -4,13 +4,14 @@ use crate::frame::{MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::MAX_DATAGRAM_BYTES;
 use crate::stream::HEADER_BYTES;
 use crate::tls::TlsConfig;
+use serde_json::{Map, Value};
 use std::net::{IpAddr, SocketAddr};
 use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
 use tailcut_proto::dcquic::DcquicConfig;
 use tailcut_proto::mptcp::MptcpConfig;
 use tailcut_proto::tcp::TcpConfig;
-use tailcut_proto::units::Rate;
 use tailcut_proto::{ConfigError, Dur};
+use tailcut_scheme::{resolve_for, Driver, EngineSpec, Network, SchemeSpec};
 
 /// A test hook: the runtime drops `rate` of its outgoing datagrams before they reach the socket,
 /// sends `duplicate` of them twice, and holds `reorder` of them back until the next one has gone,
@@ -28,41 +29,6 @@ pub struct SendLoss {
     pub after: u64,
 }
 
-/// The scheme a client and server speak.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Scheme {
-    /// CloudBurst's coded multipath messages (`cloudburst`).
-    #[default]
-    CloudBurst,
-    /// tailcut's TCP engine over the TCP-in-UDP encapsulation (`tcp`): the like-for-like baseline,
-    /// and the base of CP and DCTCP (`tcp.cp`, `tcp.congestion_control`).
-    Tcp,
-    /// MPTCP (`mptcp`): one sub-flow per path, Linux MPTCP's scheduler and recovery.
-    Mptcp,
-    /// FUSO (`fuso`): MPTCP whose idle sub-flows resend the worst sub-flow's oldest un-ACKed packet.
-    Fuso,
-    /// DCQUIC (`dcquic`): tailcut's QUIC engine in real mode (TLS 1.3, an ALPN), one stream per call,
-    /// on plain QUIC datagrams that any QUIC v1 peer with the ALPN can exchange; the client's paths
-    /// are its local addresses, which proactive migration moves between.
-    Dcquic,
-}
-
-impl std::str::FromStr for Scheme {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Scheme, String> {
-        match s {
-            "cloudburst" => Ok(Scheme::CloudBurst),
-            "tcp" => Ok(Scheme::Tcp),
-            "mptcp" => Ok(Scheme::Mptcp),
-            "fuso" => Ok(Scheme::Fuso),
-            "dcquic" => Ok(Scheme::Dcquic),
-            _ => Err(format!(
-                "unknown scheme '{s}' (cloudburst, tcp, mptcp, fuso, dcquic)"
-            )),
-        }
-    }
-}
-
 /// Largest TCP-in-UDP header: 28 fixed bytes, four SACK blocks, the 16-byte DSS.
 const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 
@@ -77,24 +43,20 @@ pub struct PathAddrs {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetConfig {
-    pub scheme: Scheme,
+    /// The scheme both ends run, resolved by the scheme layer from an experiment file's
+    /// `[[schemes]]` entry ([`NetConfig::scheme`]): the same keys, units, defaults and errors as the
+    /// simulator, with the socket defaults of `tailcut_scheme::driver::SOCKET_DEFAULTS`.
+    pub scheme: SchemeSpec,
+    /// What the network between the ends provides (CP needs trimming switch ports).
+    pub network: Network,
     /// A client's paths over several interfaces: path `i` uses entry `i` modulo their number, so
     /// paths are (interface x UDP source port) pairs. Empty: every path from the loopback or
     /// unspecified address to the address `Client::connect` is given. Ignored by servers (bind
     /// `0.0.0.0` to serve every interface; replies go to the address each path came from).
     pub path_addrs: Vec<PathAddrs>,
-    /// The TCP engine's parameters (`Scheme::Tcp`). The runtime forces the handshake (the server
-    /// learns the client's initial sequence number from its SYN) and `carry_bytes`.
-    pub tcp: TcpConfig,
-    /// The multipath layer of `Scheme::Mptcp` and `Scheme::Fuso` (each sub-flow runs `tcp`); FUSO
-    /// switches its recovery on with the paper's defaults when `fuso` is unset. `subflows` is the
-    /// number of client sockets (paths).
-    pub mptcp: MptcpConfig,
     /// Largest request or response a stream scheme (TCP, DCQUIC) accepts; a peer announcing more is
     /// dropped.
     pub stream_max_message_bytes: u64,
-    /// DCQUIC's engine parameters (`Scheme::Dcquic`; 0-RTT and tail FEC are simulator features).
-    pub dcquic: DcquicConfig,
     /// DCQUIC's certificates, trusted roots, server name and ALPN.
     pub tls: TlsConfig,
     /// The task size a DCQUIC client picks its maximum packet size by (`dcquic.mps`): below
@@ -107,9 +69,6 @@ pub struct NetConfig {
     /// A stream scheme's call without a response by then fails (the stream still delivers it later,
     /// and the response is then dropped as stale).
     pub stream_call_timeout: Dur,
-    /// The CloudBurst engine's parameters. The runtime forces `carry_bytes` and explicit paths
-    /// (path `i` is the client's `i`-th socket); `paths` is the number of client sockets.
-    pub cloudburst: CloudBurstConfig,
     /// Most client associations a server keeps; beyond it the least recently active is dropped.
     pub max_associations: usize,
     /// A server drops an association that sent nothing for this long (a client that closes says so
@@ -128,54 +87,20 @@ pub struct NetConfig {
 }
 
 impl Default for NetConfig {
+    /// CloudBurst with its defaults on sockets.
     fn default() -> Self {
+        let network = Network::default();
         NetConfig {
-            scheme: Scheme::CloudBurst,
+            scheme: resolve_for("cloudburst", &Map::new(), Driver::Sockets(network))
+                .expect("the registry's defaults resolve"),
+            network,
             path_addrs: Vec::new(),
-            tcp: TcpConfig {
-                // A 1500 B MTU: 1500 - 20 (IP) - 8 (UDP) - 12 (preamble) - the largest TCP-in-UDP header.
-                mss_bytes: 1460 - 12 - TCP_UDP_MAX_HEADER,
-                header_bytes: 40 + 12 + TCP_UDP_MAX_HEADER,
-                // What one connection may hold above its cumulative ACK (and the window it offers):
-                // a real socket buffer, not the simulator's 16 MB.
-                rcv_window_bytes: 1 << 20,
-                ..TcpConfig::default()
-            },
-            mptcp: MptcpConfig::default(),
             stream_max_message_bytes: 16 << 20,
-            dcquic: DcquicConfig {
-                // quinn sets up state for every stream the peer may open when a connection starts
-                // (two hash maps of this many entries): the simulator's 1024 cost ~13% of a fresh
-                // connection's CPU here (perf); quinn's own default is 100. Calls in flight per
-                // connection beyond it wait for a stream.
-                max_streams: 100,
-                ..DcquicConfig::default()
-            },
             tls: TlsConfig::default(),
             dcquic_task_bytes: 0,
             // Jumbo frames, as DCQUIC's MPS rule assumes (loopback, veth and TUN carry them).
             path_mtu: 9000,
             stream_call_timeout: Dur::from_millis(10_000),
-            cloudburst: CloudBurstConfig {
-                paths: 4,
-                // A 1500 B MTU: 1500 - 20 (IP) - 8 (UDP) - 12 (preamble) - 12 (CloudBurst header).
-                symbol_bytes: 1448,
-                header_bytes: 52,
-                // CloudBurst sends rounds at r x LINK_CAP until the STOP comes back, with no congestion
-                // control: the rate must be one the receiver can absorb. 2 Gbit/s (a round of 4 every
-                // 24 us) is what one receiving thread on a shared 2-vCPU VM kept up with on loopback;
-                // at 10 Gbit/s its socket queue grew to milliseconds and STOPs came late.
-                nic_rate: Rate(2_000_000_000),
-                // Generous for a loaded host (a descheduled thread stalls for milliseconds), short
-                // enough that a wire id comes back soon: ids rest `NetConfig::id_quarantine`
-                // (46 ms here) after use, so one client completes at most ~5 500 calls/s.
-                transmission_timeout: Dur::from_millis(20),
-                decoder_timeout: Dur::from_millis(5),
-                carry_bytes: true,
-                // Fig. 4's header, one block per message: the runtime's framing, id quarantine and
-                // tests are sized for messages of at most 64 packets (blocks not yet measured here).
-                ..CloudBurstConfig::paper()
-            },
             max_associations: 64,
             association_idle_timeout: Dur::from_millis(60_000),
             // Small on purpose: a slow receiver should drop surplus coded packets (the code is
@@ -188,47 +113,94 @@ impl Default for NetConfig {
     }
 }
 
+/// The engine families the runtime runs; the scheme layer refuses the others for sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    CloudBurst,
+    Tcp,
+    Mptcp,
+    Dcquic,
+}
+
 impl NetConfig {
-    /// The engine configuration the runtime actually uses.
-    pub fn engine_config(&self) -> CloudBurstConfig {
-        CloudBurstConfig {
-            carry_bytes: true,
-            path_mode: PathMode::Explicit,
-            ..self.cloudburst.clone()
+    /// `self` running `transport` with `params`, exactly as an experiment file's `[[schemes]]` entry
+    /// writes them (`transport = "fuso"`, `params = { subflows = 4, min_rto = "5ms" }`). Errors name
+    /// the entry's field (`params.min_rto`, `transport`); a scheme the runtime cannot run on
+    /// `self.network` is refused with the reason.
+    pub fn scheme(mut self, transport: &str, params: &Map<String, Value>) -> Result<NetConfig, ConfigError> {
+        self.scheme = resolve_for(transport, params, Driver::Sockets(self.network))?;
+        Ok(self)
+    }
+
+    /// [`NetConfig::scheme`] from a JSON object of parameters (tests and examples: `json!({...})`).
+    pub fn scheme_json(self, transport: &str, params: Value) -> Result<NetConfig, ConfigError> {
+        match params {
+            Value::Object(m) => self.scheme(transport, &m),
+            Value::Null => self.scheme(transport, &Map::new()),
+            _ => Err(ConfigError::new("params", "must be a table")),
         }
     }
 
-    /// The TCP engine configuration the runtime actually uses.
+    /// The engine family of the scheme.
+    pub fn family(&self) -> Family {
+        match &self.scheme.engine {
+            EngineSpec::CloudBurst { .. } => Family::CloudBurst,
+            EngineSpec::Mptcp { .. } => Family::Mptcp,
+            EngineSpec::Dcquic(_) => Family::Dcquic,
+            // The scheme layer refuses TLS and reconnecting clients on sockets; a spec built by hand
+            // reaches `validate`, which refuses it too.
+            EngineSpec::Tcp(_) | EngineSpec::Tls { .. } | EngineSpec::Reconnect { .. } => Family::Tcp,
+        }
+    }
+
+    /// The CloudBurst engine configuration the runtime actually uses: real bytes, and path `i` is
+    /// the client's `i`-th socket.
+    pub fn engine_config(&self) -> CloudBurstConfig {
+        let base = match &self.scheme.engine {
+            EngineSpec::CloudBurst { cfg, .. } => cfg.clone(),
+            _ => CloudBurstConfig::paper(),
+        };
+        CloudBurstConfig {
+            carry_bytes: true,
+            path_mode: PathMode::Explicit,
+            ..base
+        }
+    }
+
+    /// The TCP engine configuration the runtime actually uses (each sub-flow's for MPTCP): the
+    /// server learns the client's initial sequence number from its SYN, so there is always a
+    /// handshake, and real bytes.
     pub fn tcp_config(&self) -> TcpConfig {
         TcpConfig {
             handshake: true,
             carry_bytes: true,
-            ..self.tcp.clone()
+            ..self.scheme.engine.tcp().cloned().unwrap_or_default()
         }
     }
 
-    /// The multipath configuration the runtime uses (`Scheme::Mptcp` never runs FUSO's recovery).
+    /// The multipath configuration (FUSO's recovery is on for `fuso` only).
     pub fn mptcp_config(&self) -> MptcpConfig {
-        match self.scheme {
-            Scheme::Fuso => MptcpConfig {
-                fuso: Some(self.mptcp.fuso.unwrap_or_default()),
-                ofo_to_data_level: true,
-                ..self.mptcp.clone()
-            },
-            _ => MptcpConfig {
-                fuso: None,
-                ..self.mptcp.clone()
-            },
+        match &self.scheme.engine {
+            EngineSpec::Mptcp { cfg, .. } => cfg.clone(),
+            _ => MptcpConfig::default(),
+        }
+    }
+
+    /// DCQUIC's engine parameters.
+    pub fn dcquic_config(&self) -> DcquicConfig {
+        match &self.scheme.engine {
+            EngineSpec::Dcquic(c) => c.clone(),
+            _ => DcquicConfig::default(),
         }
     }
 
     /// Paths (client sockets) of an association.
     pub fn paths(&self) -> usize {
-        match self.scheme {
-            Scheme::CloudBurst => self.cloudburst.paths as usize,
-            Scheme::Tcp => 1,
-            Scheme::Mptcp | Scheme::Fuso => self.mptcp.subflows as usize,
-            Scheme::Dcquic => self.path_addrs.len().max(1),
+        match self.family() {
+            Family::CloudBurst => self.engine_config().paths as usize,
+            Family::Tcp => 1,
+            Family::Mptcp => self.mptcp_config().subflows as usize,
+            Family::Dcquic => self.path_addrs.len().max(1),
         }
     }
 
@@ -239,12 +211,12 @@ impl NetConfig {
 
     /// Largest datagram the runtime builds.
     pub fn max_datagram_bytes(&self) -> usize {
-        match self.scheme {
-            Scheme::CloudBurst => self.cloudburst.symbol_bytes as usize + 64,
-            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso => {
-                (self.tcp.mss_bytes + TCP_UDP_MAX_HEADER) as usize + PREAMBLE_BYTES
+        match self.family() {
+            Family::CloudBurst => self.engine_config().symbol_bytes as usize + 64,
+            Family::Tcp | Family::Mptcp => {
+                (self.tcp_config().mss_bytes + TCP_UDP_MAX_HEADER) as usize + PREAMBLE_BYTES
             }
-            Scheme::Dcquic => usize::from(self.path_max_payload()),
+            Family::Dcquic => usize::from(self.path_max_payload()),
         }
     }
 
@@ -252,11 +224,13 @@ impl NetConfig {
         if self.association_idle_timeout == Dur::ZERO {
             return Err(ConfigError::new("association_idle_timeout", "must be > 0"));
         }
-        if self.scheme != Scheme::CloudBurst {
-            self.validate_tcp()?;
+        // A spec set by hand rather than by `scheme` is checked as the scheme layer checks it.
+        tailcut_scheme::driver::check(&self.scheme, Driver::Sockets(self.network))?;
+        let family = self.family();
+        if family != Family::CloudBurst {
+            self.validate_stream()?;
         }
-        if self.scheme == Scheme::Dcquic {
-            self.dcquic.validate().map_err(|e| e.at("dcquic"))?;
+        if family == Family::Dcquic {
             if !(1228..=65_535).contains(&self.path_mtu) {
                 return Err(ConfigError::new(
                     "path_mtu",
@@ -273,28 +247,26 @@ impl NetConfig {
                 ));
             }
         }
-        if matches!(self.scheme, Scheme::Mptcp | Scheme::Fuso) {
-            self.mptcp_config().validate().map_err(|e| e.at("mptcp"))?;
-            if self.mptcp.subflows as usize > MAX_PATHS {
+        if family == Family::Mptcp && self.mptcp_config().subflows as usize > MAX_PATHS {
+            return Err(ConfigError::new(
+                "params.subflows",
+                format!("at most {MAX_PATHS} paths (client sockets) per association"),
+            ));
+        }
+        if family == Family::CloudBurst {
+            let cb = self.engine_config();
+            if cb.paths as usize > MAX_PATHS {
                 return Err(ConfigError::new(
-                    "mptcp.subflows",
-                    format!("at most {MAX_PATHS} paths per association"),
+                    "params.paths",
+                    format!("at most {MAX_PATHS} paths (client sockets) per association"),
                 ));
             }
-        }
-        self.engine_config().validate()?;
-        let cb = &self.cloudburst;
-        if cb.paths as usize > MAX_PATHS {
-            return Err(ConfigError::new(
-                "cloudburst.paths",
-                format!("at most {MAX_PATHS} paths per association"),
-            ));
-        }
-        if cb.symbol_bytes as usize + PREAMBLE_BYTES + cb.layout().header_bytes() > MAX_DATAGRAM_BYTES {
-            return Err(ConfigError::new(
-                "cloudburst.symbol_bytes",
-                format!("a datagram holds at most {MAX_DATAGRAM_BYTES} bytes"),
-            ));
+            if cb.symbol_bytes as usize + PREAMBLE_BYTES + cb.layout().header_bytes() > MAX_DATAGRAM_BYTES {
+                return Err(ConfigError::new(
+                    "params.symbol_bytes",
+                    format!("a datagram holds at most {MAX_DATAGRAM_BYTES} bytes"),
+                ));
+            }
         }
         if self
             .path_addrs
@@ -339,17 +311,16 @@ impl NetConfig {
         Ok(())
     }
 
-    fn validate_tcp(&self) -> Result<(), ConfigError> {
-        if self.tcp.mss_bytes == 0 || self.max_datagram_bytes() > MAX_DATAGRAM_BYTES {
+    /// The runtime's own limits of the stream schemes (the engines' parameters are the scheme
+    /// layer's to check).
+    fn validate_stream(&self) -> Result<(), ConfigError> {
+        if self.family() != Family::Dcquic && self.max_datagram_bytes() > MAX_DATAGRAM_BYTES {
             return Err(ConfigError::new(
-                "tcp.mss_bytes",
-                format!("must be >= 1 and leave a datagram of at most {MAX_DATAGRAM_BYTES} bytes"),
-            ));
-        }
-        if self.tcp.rcv_window_bytes < self.tcp.mss_bytes {
-            return Err(ConfigError::new(
-                "tcp.rcv_window_bytes",
-                "must hold at least one segment",
+                "params.mss_bytes",
+                format!(
+                    "must leave a datagram of at most {MAX_DATAGRAM_BYTES} bytes (the TCP-in-UDP header and preamble take {})",
+                    TCP_UDP_MAX_HEADER as usize + PREAMBLE_BYTES
+                ),
             ));
         }
         if self.stream_max_message_bytes == 0 {
@@ -372,13 +343,13 @@ impl NetConfig {
 
     /// Largest request or response.
     pub fn max_message_bytes(&self) -> u64 {
-        match self.scheme {
+        match self.family() {
             // Every CloudBurst message starts with its call's number (`cloudburst.rs`).
-            Scheme::CloudBurst => self
+            Family::CloudBurst => self
                 .engine_config()
                 .max_message_bytes()
                 .saturating_sub(crate::cloudburst::CALL_HEADER_BYTES),
-            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso | Scheme::Dcquic => self.stream_max_message_bytes,
+            Family::Tcp | Family::Mptcp | Family::Dcquic => self.stream_max_message_bytes,
         }
     }
 
@@ -388,16 +359,16 @@ impl NetConfig {
     /// sooner could be taken for the old message. Twice the transmission timeout covers a request that
     /// failed while its response was still being sent.
     pub fn id_quarantine(&self) -> Dur {
-        let cb = &self.cloudburst;
+        let cb = &self.engine_config();
         cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout + Dur::from_millis(1)
     }
 
     /// A call without a response by then fails.
     pub fn call_timeout(&self) -> Dur {
-        let cb = &self.cloudburst;
-        match self.scheme {
-            Scheme::CloudBurst => cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout,
-            Scheme::Tcp | Scheme::Mptcp | Scheme::Fuso | Scheme::Dcquic => self.stream_call_timeout,
+        let cb = &self.engine_config();
+        match self.family() {
+            Family::CloudBurst => cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout,
+            Family::Tcp | Family::Mptcp | Family::Dcquic => self.stream_call_timeout,
         }
     }
 }

@@ -91,7 +91,7 @@ pub fn shared(
     let tls = cfg.tls.quic().map_err(|e| format!("tls: {e}"))?;
     let mode = quic_crypto::real_mode(tls, path_max_payload, cfg.max_message_bytes())
         .map_err(|e| format!("dcquic: {e}"))?;
-    Shared::real(cfg.dcquic.clone(), epoch, mode)
+    Shared::real(cfg.dcquic_config(), epoch, mode)
         .map(Arc::new)
         .map_err(|e| format!("dcquic: {e}"))
 }

@@ -46,5 +46,6 @@ pub mod timers;
 pub mod tls;
 
 pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
-pub use config::{NetConfig, PathAddrs, Scheme, SendLoss};
+pub use config::{Family, NetConfig, PathAddrs, SendLoss};
 pub use server::{Server, ServerStats};
+pub use tailcut_scheme::{Network, SchemeSpec};

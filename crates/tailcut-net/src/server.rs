@@ -13,7 +13,7 @@
 //! array has a fixed size.
 
 use crate::codec::Codec;
-use crate::config::{NetConfig, Scheme};
+use crate::config::{Family, NetConfig};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES};
 use crate::io::{PathSocket, TxCounters};
@@ -91,20 +91,20 @@ impl Server {
         let stats = Arc::new(Mutex::new(ServerStats::default()));
         let shared = stats.clone();
         let handler: Handler = Box::new(handler);
-        let runtime = match cfg.scheme {
-            Scheme::CloudBurst => {
+        let runtime = match cfg.family() {
+            Family::CloudBurst => {
                 let scheme = cloudburst::ServerSide::new(&cfg);
                 spawn(driver, scheme, cfg, handler, shared, wake)?
             }
-            Scheme::Tcp => {
+            Family::Tcp => {
                 let scheme = tcp::ServerSide::<TcpEndpoint>::new(&cfg);
                 spawn(driver, scheme, cfg, handler, shared, wake)?
             }
-            Scheme::Mptcp | Scheme::Fuso => {
+            Family::Mptcp => {
                 let scheme = tcp::ServerSide::<MptcpEndpoint>::new(&cfg);
                 spawn(driver, scheme, cfg, handler, shared, wake)?
             }
-            Scheme::Dcquic => {
+            Family::Dcquic => {
                 let epoch = driver.clock.instant_epoch();
                 let engines = dcquic::shared(&cfg, epoch, cfg.path_max_payload())
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;

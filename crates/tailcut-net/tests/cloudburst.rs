@@ -5,11 +5,11 @@ mod common;
 
 use common::{answer, calls_through, eventually, expected, faults, settled, taken, LOOPBACK};
 use rand::{Rng as _, SeedableRng};
+use serde_json::json;
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server};
 use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
 use tailcut_proto::rng::{mix64, Rng};
-use tailcut_proto::Dur;
 
 /// The defaults with timeouts that survive a runtime thread descheduled for hundreds of
 /// milliseconds: the tests run in parallel on a shared 2-vCPU machine (and in CI beside other test
@@ -17,10 +17,12 @@ use tailcut_proto::Dur;
 /// transmission timeout. The price is the id quarantine (2.1 s): past 256 calls a client waits for
 /// ids, so the 1,000-call tests take seconds.
 fn config() -> NetConfig {
-    let mut cfg = NetConfig::default();
-    cfg.cloudburst.transmission_timeout = Dur::from_millis(1_000);
-    cfg.cloudburst.decoder_timeout = Dur::from_millis(100);
-    cfg
+    config_with(json!({}))
+}
+
+/// [`config`] with more CloudBurst `params`.
+fn config_with(more: serde_json::Value) -> NetConfig {
+    common::loaded_machine_config_with("cloudburst", more)
 }
 
 /// Sizes from 1 byte to ~64 KB (the default 1448 B symbols carry at most 64 x 1448 B per message),
@@ -121,8 +123,7 @@ fn thousand_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
 
 #[test]
 fn one_black_holed_path_of_three_loses_no_call() {
-    let mut cfg = config();
-    cfg.cloudburst.paths = 3;
+    let cfg = config_with(json!({"paths": 3}));
     let max = cfg.max_message_bytes() as usize;
     let hole = |seed| {
         Some(SendLoss {
@@ -198,7 +199,7 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
     assert!(st.associations <= 8, "{st:?}");
     assert!(st.associations_evicted > 0, "{st:?}");
     assert!(st.foreign_datagrams > 0, "{st:?}");
-    let per_engine = cfg.cloudburst.max_decoders as usize;
+    let per_engine = cfg.engine_config().max_decoders as usize;
     assert!(st.tables.decoders <= 8 * per_engine, "{st:?}");
     assert!(st.tables.finished <= 8 * 256, "{st:?}");
     assert!(st.tables.untaken == 0, "{st:?}");

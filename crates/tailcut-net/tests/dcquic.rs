@@ -5,9 +5,10 @@
 mod common;
 
 use common::{answer, calls_through, eventually, expected, faults, settled, LOOPBACK};
+use serde_json::json;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use tailcut_net::tls::TlsConfig;
-use tailcut_net::{Client, NetConfig, PathAddrs, Scheme, SendLoss, Server};
+use tailcut_net::{Client, NetConfig, PathAddrs, SendLoss, Server};
 use tailcut_proto::Dur;
 
 fn tls() -> TlsConfig {
@@ -16,7 +17,10 @@ fn tls() -> TlsConfig {
 
 fn cfg(tls: &TlsConfig) -> NetConfig {
     NetConfig {
-        scheme: Scheme::Dcquic,
+        scheme: NetConfig::default()
+            .scheme_json("dcquic", json!({}))
+            .unwrap()
+            .scheme,
         tls: tls.clone(),
         stream_call_timeout: Dur::from_millis(20_000),
         ..NetConfig::default()
@@ -101,7 +105,9 @@ fn a_black_holed_path_is_left_by_proactive_migration_without_losing_a_call() {
     // again and a call timed out (docs/dcquic.md). A mean of 300 ms over the last 10 calls (a call
     // stalled 3 s) is a dead path, not a stalled thread, and comes well before quinn's 30 s idle
     // timeout whatever the machine's load, since the floor does not grow with the mean.
-    c.dcquic.migration.min_stall = Dur::from_millis(300);
+    c = c
+        .scheme_json("dcquic", json!({"migration": {"min_stall": "300ms"}}))
+        .unwrap();
     c.stream_call_timeout = Dur::from_millis(120_000);
     // Calls of 10 KB one at a time are 2 data datagrams and an ACK each way: the hole opens after
     // ~100 calls, past the rule's W + w = 60 stream records.

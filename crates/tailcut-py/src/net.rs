@@ -12,13 +12,29 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tailcut_net::tls::{certs_in_pem, TlsConfig};
-use tailcut_net::{CallError, Client, NetConfig, PathAddrs, Scheme, Server};
-use tailcut_proto::tcp::CongestionControl;
-use tailcut_proto::units::{parse_rate, Rate};
+use tailcut_net::{CallError, Client, NetConfig, Network, PathAddrs, Server};
 use tailcut_proto::Dur;
+use tailcut_scheme::Entry;
 
-/// The runtime configuration from `options_json`, a JSON object of the keys below; an unknown key or
-/// a bad value raises `ConfigError` naming it (`path` = `net.<key>`).
+/// Former options that are scheme parameters now, with the `params` key that replaces each.
+const MOVED_TO_PARAMS: [(&str, &str); 11] = [
+    ("paths", "paths"),
+    ("symbol_bytes", "symbol_bytes"),
+    ("nic_rate", "nic_rate"),
+    ("subflows", "subflows"),
+    ("mss", "mss_bytes"),
+    ("min_rto_us", "min_rto (e.g. \"5ms\")"),
+    ("initial_rto_us", "initial_rto"),
+    ("dctcp", "the scheme dctcp"),
+    ("transmission_timeout_us", "transmission_timeout"),
+    ("decoder_timeout_us", "decoder_timeout"),
+    ("migration", "migration = {enabled = ...}"),
+];
+
+/// The runtime configuration from `options_json`, a JSON object: `scheme` (a registry name, or a
+/// whole `[[schemes]]` entry `{name, transport, params}`), `params` (laid over the entry's), and
+/// the runtime's own keys below. A bad key or value raises `ConfigError` naming it (`net.<key>`,
+/// `scheme.params.<key>`).
 fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
     let bad = |key: &str, reason: String| {
         let path = format!("net.{key}");
@@ -27,6 +43,13 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
     let opts: Map<String, Value> =
         serde_json::from_str(options_json).map_err(|e| bad("", format!("not a JSON object: {e}")))?;
     let mut cfg = NetConfig::default();
+    // The scheme entry, resolved once all keys are read (`trims` describes the network it needs).
+    let mut entry = Entry {
+        name: None,
+        transport: "cloudburst".into(),
+        params: Map::new(),
+    };
+    let mut params = Map::new();
     let text = |key: &str, v: &Value| {
         v.as_str()
             .map(str::to_string)
@@ -45,35 +68,32 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             })
         };
         match key.as_str() {
-            "scheme" => {
-                let s = v.as_str().ok_or_else(|| bad(key, "must be a string".into()))?;
-                cfg.scheme = s.parse::<Scheme>().map_err(|e| bad(key, e))?;
+            "scheme" => match v {
+                Value::String(s) => entry.transport = s.clone(),
+                Value::Object(t) => {
+                    entry = Entry::from_table(t).map_err(|e| {
+                        let e = e.at("scheme");
+                        config_error(py, &e.path, &e.reason, e.to_string())
+                    })?
+                }
+                _ => return Err(bad(key, "must be a scheme name or a [[schemes]] entry".into())),
+            },
+            "params" => {
+                params = v
+                    .as_object()
+                    .cloned()
+                    .ok_or_else(|| bad(key, "must be a table of the scheme's parameters".into()))?
             }
-            "seed" => cfg.seed = uint()?,
-            "paths" => cfg.cloudburst.paths = uint32()?,
-            "symbol_bytes" => cfg.cloudburst.symbol_bytes = uint32()?,
-            "nic_rate" => {
-                let s = v
-                    .as_str()
-                    .ok_or_else(|| bad(key, "must be a rate like '2Gbps'".into()))?;
-                cfg.cloudburst.nic_rate = Rate(parse_rate(s).map_err(|e| bad(key, e))?);
-            }
-            "subflows" => cfg.mptcp.subflows = uint32()?,
-            "mss" => cfg.tcp.mss_bytes = uint32()?,
-            "min_rto_us" => cfg.tcp.min_rto = Dur::from_micros(uint()?),
-            "initial_rto_us" => cfg.tcp.initial_rto = Dur::from_micros(uint()?),
-            "dctcp" => {
-                if v.as_bool()
-                    .ok_or_else(|| bad(key, "must be true or false".into()))?
-                {
-                    cfg.tcp.ecn = true;
-                    cfg.tcp.congestion_control = CongestionControl::Dctcp { g: 1.0 / 16.0 };
+            "trims" => {
+                cfg.network = Network {
+                    trims: v
+                        .as_bool()
+                        .ok_or_else(|| bad(key, "must be true or false".into()))?,
                 }
             }
+            "seed" => cfg.seed = uint()?,
             "call_timeout_ms" => cfg.stream_call_timeout = Dur::from_millis(uint()?),
             "spin_us" => cfg.spin = Dur::from_micros(uint()?),
-            "transmission_timeout_us" => cfg.cloudburst.transmission_timeout = Dur::from_micros(uint()?),
-            "decoder_timeout_us" => cfg.cloudburst.decoder_timeout = Dur::from_micros(uint()?),
             "association_idle_timeout_ms" => cfg.association_idle_timeout = Dur::from_millis(uint()?),
             "max_message_bytes" => cfg.stream_max_message_bytes = uint()?,
             "max_associations" => cfg.max_associations = uint()? as usize,
@@ -99,14 +119,25 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
                     cfg.path_addrs.push(PathAddrs { local, remote });
                 }
             }
-            "migration" => {
-                cfg.dcquic.migration.enabled = v
-                    .as_bool()
-                    .ok_or_else(|| bad(key, "must be true or false".into()))?
+            _ => {
+                let moved = MOVED_TO_PARAMS.iter().find(|(old, _)| old == key);
+                return Err(bad(
+                    key,
+                    match moved {
+                        Some((_, new)) => format!(
+                            "a scheme parameter: give it as an experiment file does, params = {{{new}}}"
+                        ),
+                        None => "unknown option".into(),
+                    },
+                ));
             }
-            _ => return Err(bad(key, "unknown option".into())),
         }
     }
+    entry.params.extend(params);
+    cfg = cfg.scheme(&entry.transport, &entry.params).map_err(|e| {
+        let e = e.at("scheme");
+        config_error(py, &e.path, &e.reason, e.to_string())
+    })?;
     if cert.is_some() || key_file.is_some() || ca.is_some() {
         let t = TlsConfig::from_pem_files(cert.as_deref(), key_file.as_deref(), ca.as_deref())
             .map_err(|e| bad("cert", e))?;
@@ -250,7 +281,7 @@ impl NetServer {
         let mut cfg = config(py, options_json)?;
         // A DCQUIC server without a certificate gets a throwaway CA and leaf (its CA is `ca_pem`).
         let mut ca_pem = None;
-        if cfg.scheme == Scheme::Dcquic && cfg.tls.cert_chain.is_empty() {
+        if cfg.family() == tailcut_net::Family::Dcquic && cfg.tls.cert_chain.is_empty() {
             let (t, g) = TlsConfig::generate(&[cfg.tls.server_name.clone()])
                 .map_err(|e| PyOSError::new_err(format!("generating a certificate: {e}")))?;
             cfg.tls.cert_chain = t.cert_chain;

@@ -179,7 +179,7 @@ pub fn check_scheme_json(entry_json: &str) -> Result<(), ApiError> {
     })?;
     let t = scheme::resolve(&entry.transport, &entry.params).map_err(ApiError::Config)?;
     if let Some(ShimConfig::Tracks(c)) = &entry.shim {
-        scheme::tracks::resolve(c, &t).map_err(|e| ApiError::Config(e.at("shim")))?;
+        scheme::tracks::resolve(c, &t.engine).map_err(|e| ApiError::Config(e.at("shim")))?;
     }
     Ok(())
 }

@@ -17,7 +17,8 @@ pub mod metrics;
 pub mod net;
 pub mod paths;
 pub mod run;
-pub mod scheme;
+/// The scheme layer (`tailcut-scheme`), which every driver shares.
+pub use tailcut_scheme as scheme;
 pub mod sim;
 pub mod summary;
 mod tagged;

@@ -135,13 +135,17 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     let hops = estimate::mean_hops(&exp.topology);
     estimate::check_work(&flows, exp.workload.len(), &size, exp.schemes.len(), hops, limits)?;
     let other = match &exp.other_traffic {
-        Some(o) => Some(scheme::resolve(&o.transport, &o.params).map_err(|e| e.at("other_traffic"))?),
+        Some(o) => Some(Transport::from(
+            scheme::resolve(&o.transport, &o.params).map_err(|e| e.at("other_traffic"))?,
+        )),
         None => None,
     };
     let mut schemes = Vec::new();
     for (i, s) in exp.schemes.iter().enumerate() {
         let here = format!("schemes[{i}]");
-        let t = scheme::resolve(&s.transport, &s.params).map_err(|e| e.at(&here))?;
+        let resolved = scheme::resolve(&s.transport, &s.params).map_err(|e| e.at(&here))?;
+        let engine = resolved.engine.clone();
+        let t = Transport::from(resolved);
         if let Some(names) = &s.applies_to {
             for n in names {
                 if !component_names.contains(n) {
@@ -186,7 +190,7 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
         let shim = match &s.shim {
             None => None,
             Some(ShimConfig::Tracks(c)) => Some(ShimConfig::Tracks(
-                scheme::tracks::resolve(c, &t).map_err(|e| e.at(&format!("{here}.shim")))?,
+                scheme::tracks::resolve(c, &engine).map_err(|e| e.at(&format!("{here}.shim")))?,
             )),
         };
         schemes.push(SchemeRun {

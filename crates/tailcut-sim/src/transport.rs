@@ -16,16 +16,18 @@ mod switch;
 mod tcp;
 mod tls;
 
+#[cfg(test)]
+mod tests;
+
 pub use cloudburst::CloudBurstTransport;
 pub use dcquic::DcquicTransport;
 pub use mptcp::MptcpTransport;
 pub use reconnect::ReconnectTransport;
-pub use switch::SwitchDefault;
-pub use tcp::{ReplicaPolicy, TcpTransport};
+pub use switch::apply as apply_switch_default;
+use tailcut_scheme::{EngineSpec, SchemeSpec};
+pub use tailcut_scheme::{ReplicaPolicy, SwitchDefault, MAX_COPIES};
+pub use tcp::TcpTransport;
 pub use tls::TlsTransport;
-
-/// Largest number of copies of a replicated flow.
-pub const MAX_COPIES: u32 = 4;
 
 /// Builds the engines of one connection, and says what the network around them must provide. Only
 /// `connect` and `framing` are required: the rest defaults to one connection per flow, one port per end
@@ -102,6 +104,39 @@ impl Transport {
     /// See [`EngineFactory::tcp`].
     pub fn tcp(&self) -> Option<&TcpConfig> {
         self.0.tcp()
+    }
+}
+
+/// The simulator's engines of a resolved scheme.
+impl From<SchemeSpec> for Transport {
+    fn from(s: SchemeSpec) -> Transport {
+        let tcp = |cfg| TcpTransport {
+            cfg,
+            replicas: s.replicas,
+            switch: s.switch,
+        };
+        match s.engine {
+            EngineSpec::Tcp(cfg) => Transport::new(tcp(cfg)),
+            EngineSpec::Mptcp { tcp, cfg } => Transport::new(MptcpTransport {
+                tcp,
+                cfg,
+                switch: s.switch,
+            }),
+            EngineSpec::CloudBurst {
+                cfg,
+                nic_rate_from_host,
+            } => Transport::new(CloudBurstTransport {
+                cfg,
+                nic_rate_from_host,
+                switch: s.switch,
+            }),
+            EngineSpec::Dcquic(cfg) => Transport::new(DcquicTransport::new(cfg)),
+            EngineSpec::Tls { tcp: cfg, tls } => Transport::new(TlsTransport { inner: tcp(cfg), tls }),
+            EngineSpec::Reconnect { tcp, reconnect_after } => Transport::new(ReconnectTransport {
+                cfg: tcp,
+                reconnect_after,
+            }),
+        }
     }
 }
 

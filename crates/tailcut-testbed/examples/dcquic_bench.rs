@@ -9,7 +9,7 @@
 use std::net::{SocketAddr, TcpListener};
 use tailcut_net::kernel_tls;
 use tailcut_net::tls::TlsConfig;
-use tailcut_net::{Client, NetConfig, Scheme, Server};
+use tailcut_net::{Client, NetConfig, Server};
 use tailcut_proto::units::Rate;
 use tailcut_proto::Dur;
 use tailcut_sim::topo::{self, LeafSpine, SwitchQueues};
@@ -72,7 +72,10 @@ fn dcquic(
 ) -> (Vec<u64>, Vec<u64>, u16) {
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let cfg = NetConfig {
-        scheme: Scheme::Dcquic,
+        scheme: NetConfig::default()
+            .scheme_json("dcquic", serde_json::json!({}))
+            .unwrap()
+            .scheme,
         tls: tls.clone(),
         ..NetConfig::default()
     };

@@ -33,7 +33,7 @@ use std::thread::{self, JoinHandle, Scope};
 use std::time::Duration;
 use tailcut_net::cli::echo_framed;
 use tailcut_net::tls::TlsConfig;
-use tailcut_net::{Client, NetConfig, PathAddrs, Scheme, Server};
+use tailcut_net::{Client, NetConfig, PathAddrs, Server};
 use tailcut_proto::rng::{derive_seed, mix64, Stream};
 use tailcut_proto::Dur;
 use tailcut_sim::fault::{Direction, FaultConfig, LinkRef};
@@ -496,7 +496,14 @@ fn run_dcquic(
 ) -> Result<Vec<ClientOutcome>, String> {
     let (tls, _) = TlsConfig::generate(&[SERVER_NAME.into()])?;
     let mut cfg = NetConfig {
-        scheme: Scheme::Dcquic,
+        // The paper's rule, stated here rather than inherited so that a changed default shows.
+        scheme: NetConfig::default()
+            .scheme_json(
+                "dcquic",
+                serde_json::json!({"migration": {"enabled": true, "long_window": 50, "short_window": 10, "alpha": 2.0}}),
+            )
+            .map_err(|e| e.to_string())?
+            .scheme,
         tls,
         // A call is at most ARRIVALS_UNTIL + DRAIN old at the deadline: none is abandoned before it,
         // and one still stuck after it ends (as unfinished) without holding the run for long.
@@ -505,11 +512,6 @@ fn run_dcquic(
         ..NetConfig::default()
     };
     cfg.tls.server_name = SERVER_NAME.into();
-    // The paper's rule, stated here rather than inherited so that a changed default shows.
-    cfg.dcquic.migration.enabled = true;
-    cfg.dcquic.migration.long_window = 50;
-    cfg.dcquic.migration.short_window = 10;
-    cfg.dcquic.migration.alpha = 2.0;
     let scfg = cfg.clone();
     let any: SocketAddr = (Ipv4Addr::UNSPECIFIED, 0).into();
     let server = srv

@@ -1414,7 +1414,7 @@ fn cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout() {
     let Some(_g) = realnet("cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout") else {
         return;
     };
-    use tailcut_net::{Client, NetConfig, Scheme, Server};
+    use tailcut_net::{Client, NetConfig, Network, Server};
     let trim = AqmConfig::Trim {
         header_bytes: Bytes(80),
         threshold: None,
@@ -1430,19 +1430,18 @@ fn cp_over_the_udp_runtime_recovers_cut_packets_without_a_timeout() {
         HostSetup::default(),
     );
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
+    // The simulator's `cp` scheme (SACK on, no duplicate-ACK threshold, PACKs) on a network whose
+    // switch trims. "No timeout" must mean that the PACKs repaired every cut, not that the emulator
+    // thread was never descheduled for longer than an RTO: with 10 s timers only a repair that never
+    // came can end in one. (The calls' own bound is raised to match.)
     let mut cfg = NetConfig {
-        scheme: Scheme::Tcp,
+        network: Network { trims: true },
         ..NetConfig::default()
-    };
-    // CP as the simulator's `cp` scheme runs it: SACK on, no duplicate-ACK threshold, PACKs.
-    cfg.tcp.cp = true;
-    cfg.tcp.sack = true;
-    cfg.tcp.dupack_threshold = u32::MAX;
-    // "No timeout" must mean that the PACKs repaired every cut, not that the emulator thread was
-    // never descheduled for longer than an RTO: with 10 s timers only a repair that never came can
-    // end in one. (The calls' own bound is raised to match.)
-    cfg.tcp.min_rto = Dur::from_millis(10_000);
-    cfg.tcp.initial_rto = Dur::from_millis(10_000);
+    }
+    .scheme_json("cp", serde_json::json!({"min_rto": "10s", "initial_rto": "10s"}))
+    .unwrap();
+    let t = cfg.tcp_config();
+    assert!(t.cp && t.sack && t.dupack_threshold == u32::MAX);
     cfg.stream_call_timeout = Dur::from_millis(120_000);
     let server_cfg = cfg.clone();
     let at = addr(h1.ips[0], 0);
@@ -1499,22 +1498,22 @@ fn runtime_paths_over_two_nics_survive_a_black_holed_plane() {
     let Some(_g) = realnet("runtime_paths_over_two_nics_survive_a_black_holed_plane") else {
         return;
     };
-    use tailcut_net::{Client, NetConfig, PathAddrs, Scheme, Server};
-    for scheme in [Scheme::Fuso, Scheme::CloudBurst] {
+    use tailcut_net::{Client, NetConfig, PathAddrs, Server};
+    for scheme in ["fuso", "cloudburst"] {
         let tb = start(two_planes(), vec![blackhole_plane_one()], HostSetup::default());
         let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
-        let mut cfg = NetConfig {
-            scheme,
-            ..NetConfig::default()
-        };
-        cfg.mptcp.subflows = 2;
-        cfg.cloudburst.paths = 2;
-        cfg.cloudburst.nic_rate = Rate(50_000_000);
         // CloudBurst gives a message up at its transmission timeout (20 ms by default), which a
         // runtime thread descheduled on a loaded machine outlasts: this test is about the paths.
-        cfg.cloudburst.transmission_timeout = Dur::from_millis(2_000);
-        cfg.cloudburst.decoder_timeout = Dur::from_millis(200);
-        cfg.tcp.min_rto = Dur::from_millis(5);
+        let params = match scheme {
+            "fuso" => serde_json::json!({"subflows": 2, "min_rto": "5ms"}),
+            _ => serde_json::json!({
+                "paths": 2,
+                "nic_rate": "50Mbps",
+                "transmission_timeout": "2s",
+                "decoder_timeout": "200ms",
+            }),
+        };
+        let mut cfg = NetConfig::default().scheme_json(scheme, params).unwrap();
         // Bounds a failing call only; the default 10 s is within reach of a loaded machine.
         cfg.stream_call_timeout = Dur::from_millis(120_000);
         let scfg = cfg.clone();
@@ -1566,12 +1565,15 @@ fn dcquic_migrates_to_the_second_nic_after_a_link_down_without_losing_a_call() {
         return;
     };
     use tailcut_net::tls::TlsConfig;
-    use tailcut_net::{Client, NetConfig, PathAddrs, Scheme, Server};
+    use tailcut_net::{Client, NetConfig, PathAddrs, Server};
     let tb = start(two_planes(), Vec::new(), HostSetup::default());
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let (tls, _) = TlsConfig::generate(&["tailcut-server".into()]).unwrap();
     let mut cfg = NetConfig {
-        scheme: Scheme::Dcquic,
+        scheme: NetConfig::default()
+            .scheme_json("dcquic", serde_json::json!({"migration": {"min_stall": "300ms"}}))
+            .unwrap()
+            .scheme,
         tls,
         // Bounds a failing call only (the stalled call migrates after 3 s, see below).
         stream_call_timeout: Dur::from_millis(120_000),
@@ -1584,7 +1586,6 @@ fn dcquic_migrates_to_the_second_nic_after_a_link_down_without_losing_a_call() {
     // (one call stalled 3 s) is the downed link, not a stall, and fires long before quinn's 30 s
     // idle timeout however loaded the machine (an alpha-only threshold grows with the mean: 5000 x
     // once outlasted it under a CPU hog and lost a call).
-    cfg.dcquic.migration.min_stall = Dur::from_millis(300);
     let scfg = cfg.clone();
     let any = addr(Ipv4Addr::UNSPECIFIED, 0);
     let server = h1

@@ -1,11 +1,11 @@
 //! What the runtime's integration tests share: a checkable response, and waiting for counters.
 #![allow(dead_code)]
 
+use serde_json::{json, Value};
 use tailcut_net::frame::{Preamble, SCHEME_CLOUDBURST};
 use tailcut_net::tls::TlsConfig;
-use tailcut_net::{Client, ClientStats, NetConfig, Scheme, SendLoss, Server, ServerStats};
+use tailcut_net::{Client, ClientStats, NetConfig, SendLoss, Server, ServerStats};
 use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
-use tailcut_proto::Dur;
 
 pub const LOOPBACK: &str = "127.0.0.1:0";
 
@@ -27,17 +27,25 @@ pub fn expected(req: &[u8]) -> Vec<u8> {
 /// thread descheduled for hundreds of milliseconds (in CI beside other test binaries, 100 ms failed
 /// calls); a 5 ms minimum RTO makes a lost TCP tail cost milliseconds, not Linux's 200; three
 /// sub-flows for the multipath schemes; a generated certificate for DCQUIC.
-pub fn loaded_machine_config(scheme: Scheme) -> NetConfig {
-    let mut cfg = NetConfig {
-        scheme,
-        ..NetConfig::default()
+pub fn loaded_machine_config(scheme: &str) -> NetConfig {
+    loaded_machine_config_with(scheme, json!({}))
+}
+
+/// [`loaded_machine_config`] with more of the scheme's `params` (an experiment entry's keys).
+pub fn loaded_machine_config_with(scheme: &str, more: Value) -> NetConfig {
+    let mut params = match scheme {
+        "cloudburst" => json!({"transmission_timeout": "1s", "decoder_timeout": "100ms"}),
+        "mptcp" | "fuso" => json!({"min_rto": "5ms", "initial_rto": "20ms", "subflows": 3}),
+        "dcquic" => json!({}),
+        _ => json!({"min_rto": "5ms", "initial_rto": "20ms"}),
     };
-    cfg.cloudburst.transmission_timeout = Dur::from_millis(1_000);
-    cfg.cloudburst.decoder_timeout = Dur::from_millis(100);
-    cfg.tcp.min_rto = Dur::from_millis(5);
-    cfg.tcp.initial_rto = Dur::from_millis(20);
-    cfg.mptcp.subflows = 3;
-    if scheme == Scheme::Dcquic {
+    if let (Some(p), Value::Object(m)) = (params.as_object_mut(), more) {
+        p.extend(m);
+    }
+    let mut cfg = NetConfig::default()
+        .scheme_json(scheme, params)
+        .unwrap_or_else(|e| panic!("{scheme}: {e}"));
+    if scheme == "dcquic" {
         cfg.tls = TlsConfig::generate(&["localhost".into()]).unwrap().0;
     }
     cfg
@@ -109,7 +117,7 @@ pub fn calls_through(
     n: u64,
     request: impl Fn(u64) -> Vec<u8>,
 ) -> (ServerStats, ClientStats, u64) {
-    let scheme = cfg.scheme;
+    let scheme = cfg.scheme.transport;
     let with = |seed| NetConfig {
         send_loss: hook(seed),
         ..cfg.clone()

@@ -1,6 +1,6 @@
 //! Engines of CloudBurst and the queues it needs: a small class of its own at switches and host NICs.
 
-use super::{ConnSetup, EngineFactory};
+use super::{ConnSetup, EngineFactory, SwitchDefault};
 use crate::net::aqm::AqmConfig;
 use crate::net::queue::{ClassConfig, SchedConfig};
 use crate::topo::SwitchQueues;
@@ -16,14 +16,10 @@ pub struct CloudBurstTransport {
     pub cfg: CloudBurstConfig,
     /// LINK_CAP is each host's own NIC rate, unless the experiment set `nic_rate`.
     pub nic_rate_from_host: bool,
-    /// Byte limit of the CloudBurst switch class as a share of the port buffer (Sec. IV-B: 1%),
-    /// at least two full packets; used when the experiment lists no classes.
-    pub switch_queue_share: f64,
-    /// WRR weights (background, CloudBurst) of that default (Sec. V-C friendliness: 4:1).
-    pub wrr_weights: [u32; 2],
-    /// Host NIC: CloudBurst packets first, in a queue of this many packets (0 = the host NIC
-    /// unchanged); used when the experiment lists no host classes. See docs/cloudburst.md.
-    pub host_queue_packets: u32,
+    /// The queues it needs ([`SwitchDefault::CloudBurstClass`]: the class's share of a switch port's
+    /// buffer, Sec. IV-B: 1%; WRR weights, Sec. V-C: 4:1; the host NIC's CloudBurst queue, see
+    /// docs/cloudburst.md); anything else leaves the experiment's queues as they are.
+    pub switch: SwitchDefault,
 }
 
 impl EngineFactory for CloudBurstTransport {
@@ -51,11 +47,17 @@ impl EngineFactory for CloudBurstTransport {
     /// Sec. IV-B / V: CloudBurst packets in a class of their own with a tiny drop-tail limit, WRR
     /// against everything else, unless the experiment lists classes itself.
     fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
+        let SwitchDefault::CloudBurstClass {
+            share, wrr_weights, ..
+        } = self.switch
+        else {
+            return base.clone();
+        };
         let base = &self.host_queues(base);
         if !base.classes.is_empty() {
             return base.clone();
         }
-        let limit = ((base.buffer.0 as f64 * self.switch_queue_share) as u64).max(3000);
+        let limit = ((base.buffer.0 as f64 * share) as u64).max(3000);
         let background: Vec<u8> = (0..=u8::MAX).filter(|&c| c != self.cfg.class).collect();
         SwitchQueues {
             classes: vec![
@@ -71,7 +73,7 @@ impl EngineFactory for CloudBurstTransport {
                 },
             ],
             sched: SchedConfig::Wrr {
-                weights: self.wrr_weights.to_vec(),
+                weights: wrr_weights.to_vec(),
             },
             ..base.clone()
         }
@@ -84,7 +86,13 @@ impl CloudBurstTransport {
     /// serve CloudBurst packets first from a queue of `host_queue_packets` and drop the excess
     /// (coded packets are interchangeable; a lost STOP is repeated).
     fn host_queues(&self, base: &SwitchQueues) -> SwitchQueues {
-        if self.host_queue_packets == 0 || !base.host_classes.is_empty() {
+        let host_queue_packets = match self.switch {
+            SwitchDefault::CloudBurstClass {
+                host_queue_packets, ..
+            } => host_queue_packets,
+            _ => 0,
+        };
+        if host_queue_packets == 0 || !base.host_classes.is_empty() {
             return base.clone();
         }
         let pkt = (self.cfg.symbol_bytes + self.cfg.header_bytes) as u64;
@@ -93,7 +101,7 @@ impl CloudBurstTransport {
             host_classes: vec![
                 ClassConfig {
                     classes: vec![self.cfg.class],
-                    limit: Some(Bytes(self.host_queue_packets as u64 * pkt)),
+                    limit: Some(Bytes(host_queue_packets as u64 * pkt)),
                     aqm: Some(AqmConfig::DropTail),
                 },
                 ClassConfig {

@@ -43,7 +43,7 @@ impl EngineFactory for MptcpTransport {
     }
 
     fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
-        self.switch.apply(base)
+        super::apply_switch_default(self.switch, base)
     }
 
     fn tcp(&self) -> Option<&TcpConfig> {

@@ -1,7 +1,7 @@
 //! Engines of TCP and of the baselines built into the TCP endpoint (TLP, TCP-IR, Proactive, PIAS, pFabric,
 //! CP), optionally replicated over several connections (RepFlow, replicated DCTCP).
 
-use super::{ConnSetup, EngineFactory, SwitchDefault};
+use super::{ConnSetup, EngineFactory, ReplicaPolicy, SwitchDefault};
 use crate::topo::SwitchQueues;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::tcp::{Role, TcpConfig, TcpEndpoint};
@@ -21,22 +21,6 @@ impl From<TcpConfig> for TcpTransport {
             cfg,
             replicas: ReplicaPolicy::default(),
             switch: SwitchDefault::Unchanged,
-        }
-    }
-}
-
-/// How many connections carry a flow: `copies` for flows smaller than `below_bytes`, one otherwise.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ReplicaPolicy {
-    pub copies: u32,
-    pub below_bytes: u64,
-}
-
-impl Default for ReplicaPolicy {
-    fn default() -> Self {
-        ReplicaPolicy {
-            copies: 1,
-            below_bytes: 0,
         }
     }
 }
@@ -63,15 +47,11 @@ impl EngineFactory for TcpTransport {
     }
 
     fn replicas(&self, size_bytes: u64) -> u32 {
-        if size_bytes < self.replicas.below_bytes {
-            self.replicas.copies
-        } else {
-            1
-        }
+        self.replicas.copies_for(size_bytes)
     }
 
     fn switch_queues(&self, base: &SwitchQueues) -> SwitchQueues {
-        self.switch.apply(base)
+        super::apply_switch_default(self.switch, base)
     }
 
     fn tcp(&self) -> Option<&TcpConfig> {

@@ -2,7 +2,6 @@
 //! effect, and the replica plumbing of the simulator.
 
 use crate::common;
-
 use std::sync::atomic::{AtomicU32, Ordering};
 use tailcut_proto::rng::Rng;
 use tailcut_proto::{Dur, Engine, Time};
@@ -184,17 +183,17 @@ fn registry_resolves_every_baseline_and_names_bad_fields() {
     assert!(bad("proactive", r#"{"copies": 2}"#).starts_with("params"));
 
     // Replica policies.
-    let t = scheme::resolve("repflow", &serde_json::Map::new()).unwrap();
+    let t = Transport::from(scheme::resolve("repflow", &serde_json::Map::new()).unwrap());
     assert_eq!((t.replicas(99_999), t.replicas(100_000)), (2, 1));
     let m = serde_json::from_str(r#"{"copies": 3}"#).unwrap();
-    let t = scheme::resolve("replicated_dctcp", &m).unwrap();
+    let t = Transport::from(scheme::resolve("replicated_dctcp", &m).unwrap());
     assert_eq!(t.replicas(10_000_000), 3);
 }
 
 #[test]
 fn pias_and_pfabric_bring_their_switch_queues() {
     let base = SwitchQueues::default();
-    let pias = scheme::resolve("pias", &serde_json::Map::new()).unwrap();
+    let pias = Transport::from(scheme::resolve("pias", &serde_json::Map::new()).unwrap());
     let q = pias.switch_queues(&base);
     assert_eq!(q.classes.len(), 2);
     assert_eq!(q.classes[1].classes, vec![1]);
@@ -202,16 +201,16 @@ fn pias_and_pfabric_bring_their_switch_queues() {
     assert!(q.host_classes.is_empty(), "deployed PIAS: host NIC FIFO");
     let m: serde_json::Map<String, serde_json::Value> =
         serde_json::from_str(r#"{"host_priority": true}"#).unwrap();
-    let ideal = scheme::resolve("pias", &m).unwrap().switch_queues(&base);
+    let ideal = Transport::from(scheme::resolve("pias", &m).unwrap()).switch_queues(&base);
     assert_eq!(
         ideal.host_classes, q.classes,
         "idealised PIAS: host NIC by priority"
     );
-    let pf = scheme::resolve("pfabric", &serde_json::Map::new()).unwrap();
+    let pf = Transport::from(scheme::resolve("pfabric", &serde_json::Map::new()).unwrap());
     let q = pf.switch_queues(&base);
     assert_eq!(q.aqm, AqmConfig::Pfabric);
     assert_eq!(q.buffer.0, 51_000);
-    let tcp = scheme::resolve("tcp", &serde_json::Map::new()).unwrap();
+    let tcp = Transport::from(scheme::resolve("tcp", &serde_json::Map::new()).unwrap());
     assert_eq!(tcp.switch_queues(&base), base);
 }
 

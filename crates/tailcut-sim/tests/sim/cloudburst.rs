@@ -3,6 +3,7 @@
 use tailcut_sim::api;
 use tailcut_sim::run::{run, Tables};
 use tailcut_sim::scheme;
+use tailcut_sim::transport::Transport;
 
 fn experiment(fault: bool, path_mode: &str) -> String {
     experiment_with(fault, &format!("path_mode = \"{path_mode}\""))
@@ -115,14 +116,10 @@ fn ecmp_mode_completes_too() {
 #[test]
 fn unknown_param_is_rejected_with_its_name() {
     let bad = serde_json::json!({ "path_mod": "ecmp" });
-    let err = scheme::resolve("cloudburst", bad.as_object().unwrap())
-        .err()
-        .expect("rejected");
+    let err = scheme::resolve("cloudburst", bad.as_object().unwrap()).expect_err("rejected");
     assert_eq!(err.path, "params.path_mod", "{err}");
     let bad = serde_json::json!({ "rate_share": 1.5 });
-    let err = scheme::resolve("cloudburst", bad.as_object().unwrap())
-        .err()
-        .expect("rejected");
+    let err = scheme::resolve("cloudburst", bad.as_object().unwrap()).expect_err("rejected");
     assert_eq!(err.path, "params.rate_share", "{err}");
     let ok = serde_json::json!({ "wrr_weights": [4, 1], "degree": { "kind": "fixed", "d": 5 } });
     assert!(scheme::resolve("cloudburst", ok.as_object().unwrap()).is_ok());
@@ -179,7 +176,7 @@ fn request_response_with_paper_sizes_completes() {
 #[test]
 fn hosts_serve_cloudburst_first_from_a_small_queue_unless_told_otherwise() {
     use tailcut_sim::topo::SwitchQueues;
-    let t = scheme::resolve("cloudburst", &serde_json::Map::new()).expect("defaults");
+    let t = Transport::from(scheme::resolve("cloudburst", &serde_json::Map::new()).expect("defaults"));
     let q = t.switch_queues(&SwitchQueues::default());
     assert_eq!(q.host_classes.len(), 2);
     assert_eq!(q.host_classes[0].classes, vec![1]);
@@ -189,7 +186,7 @@ fn hosts_serve_cloudburst_first_from_a_small_queue_unless_told_otherwise() {
     assert_eq!(q.classes[1].limit.map(|b| b.0), Some(3000));
     // Off with 0, and an experiment's own host classes win.
     let off = serde_json::json!({ "host_queue_packets": 0 });
-    let t0 = scheme::resolve("cloudburst", off.as_object().unwrap()).unwrap();
+    let t0 = Transport::from(scheme::resolve("cloudburst", off.as_object().unwrap()).unwrap());
     assert!(t0.switch_queues(&SwitchQueues::default()).host_classes.is_empty());
     let own = SwitchQueues {
         host_classes: vec![q.host_classes[1].clone()],

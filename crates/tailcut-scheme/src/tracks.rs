@@ -2,7 +2,7 @@
 //! tail losses for the tenants' unchanged TCP. See docs/tracks.md.
 
 use super::{params_of, to_map, Doc, SchemeInfo};
-use crate::transport::Transport;
+use crate::EngineSpec;
 use tailcut_proto::tracks::TracksConfig;
 use tailcut_proto::ConfigError;
 
@@ -46,10 +46,10 @@ pub fn info() -> SchemeInfo {
 /// The shim's configuration for hosts whose engines are `transport`'s. A hypervisor learns whether the
 /// senders use SACK from their SYN options; our packets carry none, so it comes from the transport (off
 /// for engines that are not TCP). Error paths are relative to the `shim` table.
-pub fn resolve(c: &TracksConfig, transport: &Transport) -> Result<TracksConfig, ConfigError> {
+pub fn resolve(c: &TracksConfig, engine: &EngineSpec) -> Result<TracksConfig, ConfigError> {
     c.validate()?;
     Ok(TracksConfig {
-        sack: transport.tcp().is_some_and(|c| c.sack),
+        sack: engine.tcp().is_some_and(|c| c.sack),
         ..c.clone()
     })
 }

@@ -1,12 +1,21 @@
-//! The scheme registry: one file per scheme declares its parameters (defaults and docs), validates
-//! them with the path of the offending field and builds its [`Transport`]. `SCHEMES` lists them all;
-//! `tailcut schemes` prints that list (and the host shims), and experiments name a scheme by its
-//! `transport` key. `docs/adding-a-scheme.md` walks through adding one.
+//! The scheme layer, below every driver: one file per scheme declares its parameters (defaults and
+//! docs), validates them with the path of the offending field and resolves them into a
+//! [`SchemeSpec`] (an engine family with its checked configuration, plus what the scheme needs from
+//! the network). `SCHEMES` lists them all; `tailcut schemes` prints that list (and the host shims),
+//! and experiments name a scheme by its `transport` key. The simulator, the UDP runtime, the testbed
+//! and the Python front all resolve a `[[schemes]]` entry here and nowhere else; a driver that cannot
+//! run a spec refuses it ([`driver`]). `docs/adding-a-scheme.md` walks through adding one.
 
-use crate::transport::Transport;
+pub mod driver;
+mod spec;
+
+pub use driver::{resolve_for, Driver, Entry, Network};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
+pub use spec::{
+    EngineSpec, ReplicaPolicy, SchemeSpec, SwitchDefault, TRIM_HEADER_BYTES, TRIM_HEADER_HEADROOM,
+};
 use tailcut_proto::ConfigError;
 
 mod cloudburst;
@@ -29,7 +38,23 @@ mod tlp;
 mod tls13;
 pub mod tracks;
 
-pub use over_tcp::{OverTcp, TcpScheme, TCP_DOCS};
+pub use over_tcp::{OverTcp, TcpParts, TcpScheme, TCP_DOCS};
+
+/// Largest number of copies of a replicated flow.
+pub const MAX_COPIES: u32 = 4;
+
+impl SchemeSpec {
+    /// A spec of `engine` with no replication and the experiment's queues unchanged; [`resolve`]
+    /// fills in the registry name.
+    pub fn of(engine: EngineSpec) -> SchemeSpec {
+        SchemeSpec {
+            transport: "",
+            engine,
+            replicas: ReplicaPolicy::default(),
+            switch: SwitchDefault::Unchanged,
+        }
+    }
+}
 
 /// A parameter's name and its documentation line.
 pub type Doc = (&'static str, &'static str);
@@ -42,7 +67,7 @@ pub trait Scheme: Sync {
     fn params(&self) -> Vec<Param>;
     /// Checks `params` (the user's keys, overlaid on the defaults) and builds the transport. Error
     /// paths are relative to the scheme's table: `params.min_rto`, `transport`.
-    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError>;
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError>;
 }
 
 /// Every registered scheme, in the order `tailcut schemes` lists them.
@@ -103,7 +128,7 @@ pub fn registry() -> Vec<SchemeInfo> {
 
 /// Resolves an experiment's `transport` name and `params`; error paths are relative to the scheme's
 /// table (`params.copies`, `transport`).
-pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
     let Some(scheme) = SCHEMES.iter().find(|s| s.name() == name) else {
         let known: Vec<&str> = SCHEMES.iter().map(|s| s.name()).collect();
         return Err(ConfigError::new(
@@ -111,7 +136,9 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<Transport, Con
             format!("unknown transport '{name}' (known: {})", known.join(", ")),
         ));
     };
-    scheme.resolve(params)
+    let mut spec = scheme.resolve(params)?;
+    spec.transport = scheme.name();
+    Ok(spec)
 }
 
 /// The parameters `docs` names, each with its default from `defaults` (dotted names look into tables),

@@ -1,7 +1,8 @@
 //! `tcp_ir`: TCP-IR (Flach et al., SIGCOMM'13), one XOR-coded packet per half-RTT bin of data.
 
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::tcp::TcpIrConfig;
 use tailcut_proto::ConfigError;
 
@@ -29,11 +30,11 @@ impl TcpScheme for TcpIr {
         )]
     }
 
-    fn build(&self, p: TcpIrConfig, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: TcpIrConfig, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         if p.max_block_segments == 0 {
             return bad("max_block_segments", "must be >= 1");
         }
         t.cfg.tcp_ir = Some(p);
-        Ok(Transport::new(t))
+        Ok(t.into_spec())
     }
 }

@@ -3,7 +3,8 @@
 use super::cp::{cp_cfg, with_cp, CpParams, CP_DOCS};
 use super::over_tcp::dctcp_cfg;
 use super::{Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::ConfigError;
 
@@ -32,7 +33,7 @@ impl TcpScheme for CpDctcp {
         CP_DOCS
     }
 
-    fn build(&self, p: CpParams, t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: CpParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         with_cp(p, t)
     }
 }

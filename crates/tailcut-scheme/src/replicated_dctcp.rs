@@ -3,7 +3,8 @@
 use super::over_tcp::dctcp_cfg;
 use super::repflow::{replicated, ReplicaParams, REPLICA_DOCS};
 use super::{Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::ConfigError;
 
@@ -35,7 +36,7 @@ impl TcpScheme for ReplicatedDctcp {
         REPLICA_DOCS
     }
 
-    fn build(&self, p: ReplicaParams, t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: ReplicaParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         replicated(p, t)
     }
 }

@@ -2,7 +2,8 @@
 
 use super::over_tcp::NoParams;
 use super::{Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::ConfigError;
 
 pub struct Tcp;
@@ -26,7 +27,7 @@ impl TcpScheme for Tcp {
         &[]
     }
 
-    fn build(&self, _: NoParams, t: TcpTransport) -> Result<Transport, ConfigError> {
-        Ok(Transport::new(t))
+    fn build(&self, _: NoParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
+        Ok(t.into_spec())
     }
 }

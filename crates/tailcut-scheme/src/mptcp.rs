@@ -5,7 +5,7 @@
 use super::cp::{cp_cfg, cp_switch, CpParams, CP_DOCS};
 use super::over_tcp::{tcp_config, tcp_params};
 use super::{bad, overlay, params_of, parse, split, to_map, Doc, Param, Scheme, TCP_DOCS};
-use crate::transport::{MptcpTransport, SwitchDefault, Transport};
+use crate::{EngineSpec, SchemeSpec, SwitchDefault};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tailcut_proto::mptcp::{FusoConfig, MptcpConfig};
@@ -107,7 +107,7 @@ pub fn multipath(
     params: &Map<String, Value>,
     defaults: MptcpConfig,
     fuso: Option<&[Doc]>,
-) -> Result<Transport, ConfigError> {
+) -> Result<SchemeSpec, ConfigError> {
     let is = |docs: &[Doc], k: &str| docs.iter().any(|(n, _)| *n == k);
     let (m_user, rest) = split(params, |k| is(MPTCP_DOCS, k));
     let (f_user, rest) = split(&rest, |k| fuso.is_some_and(|d| is(d, k)));
@@ -153,7 +153,10 @@ pub fn multipath(
         fuso,
     };
     cfg.validate().map_err(|e| e.at("params"))?;
-    Ok(Transport::new(MptcpTransport { tcp, cfg, switch }))
+    Ok(SchemeSpec {
+        switch,
+        ..SchemeSpec::of(EngineSpec::Mptcp { tcp, cfg })
+    })
 }
 
 impl Scheme for Mptcp {
@@ -169,95 +172,7 @@ impl Scheme for Mptcp {
         multipath_params(&MptcpConfig::default(), None)
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
         multipath(params, MptcpConfig::default(), None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::net::aqm::AqmConfig;
-    use crate::scheme::{registry, resolve};
-    use crate::topo::SwitchQueues;
-    use serde_json::{json, Map, Value};
-    use tailcut_proto::units::Bytes;
-
-    fn error_path(name: &str, params: Value) -> String {
-        resolve(name, params.as_object().unwrap()).err().unwrap().path
-    }
-
-    #[test]
-    fn fuso_defaults_and_errors_name_the_field() {
-        let fuso = registry().into_iter().find(|s| s.name == "fuso").unwrap();
-        let default = |n: &str| fuso.params.iter().find(|p| p.name == n).unwrap().default.clone();
-        assert_eq!(default("subflows"), json!(4));
-        assert_eq!(default("ofo_to_data_level"), json!(true));
-        assert_eq!((default("alpha"), default("beta")), (json!(0.5), json!(0.5)));
-        let t = resolve("fuso", &Map::new()).unwrap();
-        assert_eq!(t.ports_per_end(), 4);
-        let t = resolve("mptcp", json!({"subflows": 8}).as_object().unwrap()).unwrap();
-        assert_eq!(t.ports_per_end(), 8);
-        assert_eq!(error_path("fuso", json!({"subflows": 0})), "params.subflows");
-        assert_eq!(error_path("fuso", json!({"alpha": -1.0})), "params.alpha");
-        // FUSO's weights are no parameters of plain MPTCP.
-        let e = resolve("mptcp", json!({"alpha": 0.5}).as_object().unwrap())
-            .err()
-            .unwrap();
-        assert!(e.reason.contains("alpha"), "{e}");
-        assert_eq!(error_path("mptcp", json!({"warmup": "lots"})), "params.warmup");
-        assert_eq!(error_path("fuso", json!({"handshake": true})), "params.handshake");
-    }
-
-    #[test]
-    fn cp_on_subflows_sets_cps_endpoint_and_switch_defaults() {
-        for name in ["mptcp", "fuso"] {
-            let t = resolve(name, json!({"cp": true}).as_object().unwrap()).unwrap();
-            let c = t.tcp().unwrap();
-            assert!(c.cp && c.sack && c.dupack_threshold == u32::MAX, "{name}");
-            let base = SwitchQueues::default();
-            assert!(
-                matches!(
-                    t.switch_queues(&base).aqm,
-                    AqmConfig::Trim {
-                        header_bytes: Bytes(66),
-                        ..
-                    }
-                ),
-                "{name}"
-            );
-            let t = resolve(name, &Map::new()).unwrap();
-            let c = t.tcp().unwrap();
-            assert!(!c.cp && c.dupack_threshold == 3);
-            assert_eq!(t.switch_queues(&base), base);
-        }
-        // The experiment's ECN K is kept as the trimming queue's ecn_k, as for `cp_dctcp`; a user's
-        // dupACK threshold wins (hybrid).
-        let t = resolve(
-            "fuso",
-            json!({"cp": true, "dupack_threshold": 3}).as_object().unwrap(),
-        )
-        .unwrap();
-        assert_eq!(t.tcp().unwrap().dupack_threshold, 3);
-        let base = SwitchQueues {
-            aqm: AqmConfig::Ecn { k: Bytes(30_000) },
-            ..Default::default()
-        };
-        let q = t.switch_queues(&base);
-        assert!(
-            matches!(q.aqm, AqmConfig::Trim { ecn_k: Some(k), .. } if k.0 == 30_000),
-            "{:?}",
-            q.aqm
-        );
-        for (params, field) in [
-            (json!({"switch_header_bytes": "66B"}), "switch_header_bytes"),
-            (json!({"cp": true, "sack": false}), "sack"),
-            (
-                json!({"cp": true, "switch_header_bytes": "0B"}),
-                "switch_header_bytes",
-            ),
-            (json!({"cp": "yes"}), "cp"),
-        ] {
-            assert_eq!(error_path("fuso", params), format!("params.{field}"));
-        }
     }
 }

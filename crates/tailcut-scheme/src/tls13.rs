@@ -3,7 +3,7 @@
 
 use super::over_tcp::dctcp_cfg;
 use super::{Doc, TcpScheme};
-use crate::transport::{TcpTransport, TlsTransport, Transport};
+use crate::{EngineSpec, SchemeSpec, TcpParts};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::tls13::TlsModel;
 use tailcut_proto::ConfigError;
@@ -60,8 +60,8 @@ impl TcpScheme for Tls13 {
         ]
     }
 
-    fn build(&self, tls: TlsModel, t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, tls: TlsModel, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         tls.validate().map_err(|e| e.at("params"))?;
-        Ok(Transport::new(TlsTransport { inner: t, tls }))
+        Ok(SchemeSpec::of(EngineSpec::Tls { tcp: t.cfg, tls }))
     }
 }

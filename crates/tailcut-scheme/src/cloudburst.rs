@@ -2,13 +2,16 @@
 //! receiver's STOP; no TCP underneath.
 
 use super::{bad, overlay, params_of, parse, split, to_map, Doc, Param, Scheme};
-use crate::transport::{CloudBurstTransport, Transport};
+use crate::{EngineSpec, SchemeSpec, SwitchDefault};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tailcut_proto::cloudburst::CloudBurstConfig;
 use tailcut_proto::ConfigError;
 
 pub struct CloudBurst;
+
+/// The fastest link rate an experiment may give (the simulator's limit), so LINK_CAP too.
+const MAX_NIC_RATE_BPS: u64 = 100_000_000_000_000;
 
 /// The scheme's parameters beyond the endpoint's own: the queues it needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -90,7 +93,7 @@ impl Scheme for CloudBurst {
         all
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
         let (queues, endpoint) = split(params, |k| QUEUE_DOCS.iter().any(|(n, _)| *n == k));
         let nic_rate_from_host = !endpoint.contains_key("nic_rate");
         // Without blocks the packet sizes default to the paper's, for Fig. 4's shorter header.
@@ -102,7 +105,12 @@ impl Scheme for CloudBurst {
         let q: QueueParams = parse(overlay(to_map(&QueueParams::default()), queues))?;
         cfg.validate().map_err(|e| e.at("params"))?;
         // A NIC rate past any link's (e.g. 2^63 bps) paces rounds 0 ns apart: refuse it like a link rate.
-        crate::limits::rate("params.nic_rate", cfg.nic_rate)?;
+        if cfg.nic_rate.0 == 0 || cfg.nic_rate.0 > MAX_NIC_RATE_BPS {
+            return bad(
+                "nic_rate",
+                format!("must be in 1bps..=100Tbps, got {} bps", cfg.nic_rate.0),
+            );
+        }
         if !(q.switch_queue_share > 0.0 && q.switch_queue_share <= 1.0) {
             return bad("switch_queue_share", "must be in (0, 1]");
         }
@@ -112,12 +120,18 @@ impl Scheme for CloudBurst {
         if cfg.class == 0 {
             return bad("class", "class 0 is the background class");
         }
-        Ok(Transport::new(CloudBurstTransport {
-            cfg,
-            nic_rate_from_host,
-            switch_queue_share: q.switch_queue_share,
+        let switch = SwitchDefault::CloudBurstClass {
+            class: cfg.class,
+            share: q.switch_queue_share,
             wrr_weights: q.wrr_weights,
             host_queue_packets: q.host_queue_packets,
-        }))
+        };
+        Ok(SchemeSpec {
+            switch,
+            ..SchemeSpec::of(EngineSpec::CloudBurst {
+                cfg,
+                nic_rate_from_host,
+            })
+        })
     }
 }

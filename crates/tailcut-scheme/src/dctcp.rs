@@ -2,7 +2,8 @@
 
 use super::over_tcp::{dctcp_cfg, NoParams};
 use super::{Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::ConfigError;
 
@@ -31,21 +32,21 @@ impl TcpScheme for Dctcp {
         &[]
     }
 
-    fn build(&self, _: NoParams, t: TcpTransport) -> Result<Transport, ConfigError> {
-        Ok(Transport::new(t))
+    fn build(&self, _: NoParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
+        Ok(t.into_spec())
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::scheme::resolve;
+    use crate::resolve;
     use serde_json::{json, Map};
     use tailcut_proto::tcp::CongestionControl;
 
     #[test]
     fn dctcp_defaults_and_param_errors() {
         let t = resolve("dctcp", &Map::new()).unwrap();
-        let c = t.tcp().unwrap();
+        let c = t.engine.tcp().unwrap();
         assert!(c.ecn && matches!(c.congestion_control, CongestionControl::Dctcp { .. }));
         let e = resolve("dctcp", json!({ "ecn": false }).as_object().unwrap())
             .err()

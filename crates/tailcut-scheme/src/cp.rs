@@ -3,7 +3,7 @@
 //! `cp = true` too.
 
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{SwitchDefault, TcpTransport, Transport};
+use crate::{SchemeSpec, SwitchDefault, TcpParts, TRIM_HEADER_BYTES, TRIM_HEADER_HEADROOM};
 use serde::{Deserialize, Serialize};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::units::Bytes;
@@ -23,8 +23,8 @@ pub struct CpParams {
 impl Default for CpParams {
     fn default() -> Self {
         CpParams {
-            switch_header_bytes: crate::net::aqm::default_trim_header(),
-            switch_header_headroom: crate::net::aqm::default_trim_headroom(),
+            switch_header_bytes: Bytes(TRIM_HEADER_BYTES),
+            switch_header_headroom: Bytes(TRIM_HEADER_HEADROOM),
             switch_priority_headers: false,
         }
     }
@@ -72,13 +72,13 @@ pub fn cp_switch(p: &CpParams) -> Result<SwitchDefault, ConfigError> {
 }
 
 /// CP on the TCP endpoint: trimming switches, PACKs; the PACK needs SACK.
-pub fn with_cp(p: CpParams, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+pub fn with_cp(p: CpParams, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
     t.switch = cp_switch(&p)?;
     if !t.cfg.sack {
         return bad("sack", "CP's PACK is a SACK-format option; needs sack = true");
     }
     t.cfg.cp = true;
-    Ok(Transport::new(t))
+    Ok(t.into_spec())
 }
 
 impl TcpScheme for Cp {
@@ -104,48 +104,7 @@ impl TcpScheme for Cp {
         CP_DOCS
     }
 
-    fn build(&self, p: CpParams, t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: CpParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         with_cp(p, t)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::net::aqm::AqmConfig;
-    use crate::scheme::resolve;
-    use crate::topo::SwitchQueues;
-    use serde_json::{json, Map};
-    use tailcut_proto::units::Bytes;
-
-    #[test]
-    fn cp_brings_a_trimming_queue_and_keeps_the_ecn_threshold() {
-        let t = resolve("cp_dctcp", &Map::new()).unwrap();
-        let c = t.tcp().unwrap();
-        assert!(c.cp && c.sack && c.ecn);
-        assert_eq!(c.dupack_threshold, u32::MAX);
-        let base = SwitchQueues {
-            aqm: AqmConfig::Ecn { k: Bytes(32_000) },
-            ..SwitchQueues::default()
-        };
-        match t.switch_queues(&base).aqm {
-            AqmConfig::Trim {
-                header_bytes,
-                header_headroom,
-                priority_headers,
-                ecn_k,
-                threshold,
-            } => {
-                assert_eq!(header_bytes, Bytes(66));
-                assert_eq!(header_headroom, Bytes(1500));
-                assert!(!priority_headers);
-                assert_eq!(ecn_k, Some(Bytes(32_000)));
-                assert_eq!(threshold, None);
-            }
-            other => panic!("{other:?}"),
-        }
-        let e = resolve("cp", json!({ "sack": false }).as_object().unwrap())
-            .err()
-            .unwrap();
-        assert_eq!(e.path, "params.sack");
     }
 }

@@ -2,7 +2,7 @@
 
 use super::over_tcp::dctcp_cfg;
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{SwitchDefault, TcpTransport, Transport};
+use crate::{SchemeSpec, SwitchDefault, TcpParts};
 use serde::{Deserialize, Serialize};
 use tailcut_proto::tcp::{PiasConfig, TcpConfig};
 use tailcut_proto::units::Bytes;
@@ -56,7 +56,7 @@ impl TcpScheme for Pias {
         ]
     }
 
-    fn build(&self, p: PiasParams, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: PiasParams, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         let th: Vec<u64> = p.thresholds.iter().map(|b| b.0).collect();
         if th.windows(2).any(|w| w[0] >= w[1]) || th.first() == Some(&0) {
             return bad("thresholds", "must be positive and strictly ascending");
@@ -69,6 +69,6 @@ impl TcpScheme for Pias {
             host_priority: p.host_priority,
         };
         t.cfg.pias = Some(PiasConfig { thresholds_bytes: th });
-        Ok(Transport::new(t))
+        Ok(t.into_spec())
     }
 }

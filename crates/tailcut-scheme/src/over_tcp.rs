@@ -3,7 +3,8 @@
 //! resolved TCP transport; [`OverTcp`] makes it a registry [`Scheme`].
 
 use super::{bad, params_of, parse, split, to_map, Doc, Param, Scheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::{EngineSpec, ReplicaPolicy, SwitchDefault};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -25,7 +26,37 @@ pub trait TcpScheme: Sync {
     fn docs(&self) -> &'static [Doc];
     /// Checks the scheme's parameters against the resolved TCP configuration (`t.cfg`) and builds the
     /// transport, typically by setting the scheme's switches in `t.cfg` and its network needs in `t`.
-    fn build(&self, p: Self::Params, t: TcpTransport) -> Result<Transport, ConfigError>;
+    fn build(&self, p: Self::Params, t: TcpParts) -> Result<SchemeSpec, ConfigError>;
+}
+
+/// A TCP scheme being built: the endpoint's configuration, and the replication and switch queues the
+/// scheme adds around it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TcpParts {
+    pub cfg: TcpConfig,
+    pub replicas: ReplicaPolicy,
+    pub switch: SwitchDefault,
+}
+
+impl From<TcpConfig> for TcpParts {
+    fn from(cfg: TcpConfig) -> Self {
+        TcpParts {
+            cfg,
+            replicas: ReplicaPolicy::default(),
+            switch: SwitchDefault::Unchanged,
+        }
+    }
+}
+
+impl TcpParts {
+    /// The scheme of a plain TCP endpoint with these parts.
+    pub fn into_spec(self) -> SchemeSpec {
+        SchemeSpec {
+            replicas: self.replicas,
+            switch: self.switch,
+            ..SchemeSpec::of(EngineSpec::Tcp(self.cfg))
+        }
+    }
 }
 
 /// A [`TcpScheme`] in the registry.
@@ -46,13 +77,13 @@ impl<S: TcpScheme> Scheme for OverTcp<S> {
         all
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
         let docs = self.0.docs();
         let (own, tcp) = split(params, |k| docs.iter().any(|(n, _)| *n == k));
         let cfg = tcp_config(self.0.tcp_defaults(), tcp, params)?;
         let mut own_params = to_map(&self.0.defaults());
         own_params.extend(own);
-        self.0.build(parse(own_params)?, TcpTransport::from(cfg))
+        self.0.build(parse(own_params)?, TcpParts::from(cfg))
     }
 }
 

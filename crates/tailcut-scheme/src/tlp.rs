@@ -1,7 +1,8 @@
 //! `tlp`: TCP with Tail Loss Probe (draft-dukkipati-tcpm-tcp-loss-probe, RFC 8985 Sec. 7).
 
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::tcp::TlpConfig;
 use tailcut_proto::ConfigError;
 
@@ -35,7 +36,7 @@ impl TcpScheme for Tlp {
         ]
     }
 
-    fn build(&self, p: TlpConfig, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: TlpConfig, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         if p.pto_floor.0 == 0 {
             return bad("pto_floor", "must be > 0");
         }
@@ -43,6 +44,6 @@ impl TcpScheme for Tlp {
             return bad("sack", "TLP needs sack = true");
         }
         t.cfg.tlp = Some(p);
-        Ok(Transport::new(t))
+        Ok(t.into_spec())
     }
 }

@@ -2,7 +2,7 @@
 //! counts. Its parameters serve `replicated_dctcp` too.
 
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{ReplicaPolicy, TcpTransport, Transport, MAX_COPIES};
+use crate::{ReplicaPolicy, SchemeSpec, TcpParts, MAX_COPIES};
 use serde::{Deserialize, Serialize};
 use tailcut_proto::units::Bytes;
 use tailcut_proto::ConfigError;
@@ -27,7 +27,7 @@ pub const REPLICA_DOCS: &[Doc] = &[
 ];
 
 /// The transport with `p`'s replication.
-pub fn replicated(p: ReplicaParams, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+pub fn replicated(p: ReplicaParams, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
     if !(1..=MAX_COPIES).contains(&p.copies) {
         return bad("copies", format!("must be in 1..={MAX_COPIES}, got {}", p.copies));
     }
@@ -35,7 +35,7 @@ pub fn replicated(p: ReplicaParams, mut t: TcpTransport) -> Result<Transport, Co
         copies: p.copies,
         below_bytes: p.replicate_below.map_or(u64::MAX, |b| b.0),
     };
-    Ok(Transport::new(t))
+    Ok(t.into_spec())
 }
 
 impl TcpScheme for RepFlow {
@@ -60,7 +60,7 @@ impl TcpScheme for RepFlow {
         REPLICA_DOCS
     }
 
-    fn build(&self, p: ReplicaParams, t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: ReplicaParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         replicated(p, t)
     }
 }

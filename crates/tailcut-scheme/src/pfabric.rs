@@ -2,7 +2,7 @@
 //! switch queues, line-rate start.
 
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{SwitchDefault, TcpTransport, Transport};
+use crate::{SchemeSpec, SwitchDefault, TcpParts};
 use serde::{Deserialize, Serialize};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::units::Bytes;
@@ -62,7 +62,7 @@ impl TcpScheme for Pfabric {
         ]
     }
 
-    fn build(&self, p: PfabricParams, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: PfabricParams, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         if p.switch_buffer.0 < 1500 {
             return bad(
                 "switch_buffer",
@@ -80,6 +80,6 @@ impl TcpScheme for Pfabric {
         };
         t.cfg.pfabric_priority = true;
         t.cfg.pfabric_probe_after = Some(p.probe_after_timeouts);
-        Ok(Transport::new(t))
+        Ok(t.into_spec())
     }
 }

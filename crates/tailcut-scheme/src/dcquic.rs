@@ -2,7 +2,7 @@
 //! control and proactive connection migration. Its baselines are `tls13.rs` and `reconnect.rs`.
 
 use super::{params_of, parse, to_map, Doc, Param, Scheme};
-use crate::transport::{DcquicTransport, Transport};
+use crate::{EngineSpec, SchemeSpec};
 use serde_json::{Map, Value};
 use tailcut_proto::dcquic::DcquicConfig;
 use tailcut_proto::ConfigError;
@@ -95,11 +95,11 @@ impl Scheme for Dcquic {
         params_of(&to_map(&DcquicConfig::default()), DOCS)
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
         let mut m = to_map(&DcquicConfig::default());
         deep_overlay(&mut m, params);
         let cfg: DcquicConfig = parse(m)?;
         cfg.validate().map_err(|e| e.at("params"))?;
-        Ok(Transport::new(DcquicTransport::new(cfg)))
+        Ok(SchemeSpec::of(EngineSpec::Dcquic(cfg)))
     }
 }

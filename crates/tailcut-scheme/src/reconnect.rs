@@ -3,7 +3,7 @@
 
 use super::over_tcp::dctcp_cfg;
 use super::{bad, Doc, TcpScheme};
-use crate::transport::{ReconnectTransport, TcpTransport, Transport};
+use crate::{EngineSpec, SchemeSpec, TcpParts};
 use serde::{Deserialize, Serialize};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::{ConfigError, Dur};
@@ -66,12 +66,12 @@ impl TcpScheme for Reconnect {
         )]
     }
 
-    fn build(&self, p: ReconnectParams, t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, p: ReconnectParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         if p.reconnect_after.0 == 0 {
             return bad("reconnect_after", "must be > 0");
         }
-        Ok(Transport::new(ReconnectTransport {
-            cfg: t.cfg,
+        Ok(SchemeSpec::of(EngineSpec::Reconnect {
+            tcp: t.cfg,
             reconnect_after: p.reconnect_after,
         }))
     }

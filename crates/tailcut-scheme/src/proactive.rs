@@ -2,7 +2,8 @@
 
 use super::over_tcp::NoParams;
 use super::{Doc, TcpScheme};
-use crate::transport::{TcpTransport, Transport};
+use crate::SchemeSpec;
+use crate::TcpParts;
 use tailcut_proto::ConfigError;
 
 pub struct Proactive;
@@ -26,8 +27,8 @@ impl TcpScheme for Proactive {
         &[]
     }
 
-    fn build(&self, _: NoParams, mut t: TcpTransport) -> Result<Transport, ConfigError> {
+    fn build(&self, _: NoParams, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
         t.cfg.proactive = true;
-        Ok(Transport::new(t))
+        Ok(t.into_spec())
     }
 }

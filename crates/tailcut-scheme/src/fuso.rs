@@ -3,7 +3,7 @@
 
 use super::mptcp::{multipath, multipath_params};
 use super::{Doc, Param, Scheme};
-use crate::transport::Transport;
+use crate::SchemeSpec;
 use serde_json::{Map, Value};
 use tailcut_proto::mptcp::{FusoConfig, MptcpConfig};
 use tailcut_proto::ConfigError;
@@ -31,7 +31,7 @@ impl Scheme for Fuso {
         multipath_params(&MptcpConfig::fuso(), Some((&FusoConfig::default(), FUSO_DOCS)))
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<Transport, ConfigError> {
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
         multipath(params, MptcpConfig::fuso(), Some(FUSO_DOCS))
     }
 }

@@ -1,0 +1,305 @@
+//! Which driver runs a scheme, and what each driver can run. The simulator runs every spec. The UDP
+//! runtime (`tailcut-net`, and the testbed's runtime hosts) runs the engines on real sockets: it
+//! takes the same `[[schemes]]` entry, with a few defaults that describe the socket instead of the
+//! simulated NIC ([`SOCKET_DEFAULTS`], applied only where the entry does not set the key), and refuses
+//! what a socket network cannot give, naming the field. Nothing is approximated silently.
+
+use crate::{EngineSpec, SchemeSpec, SwitchDefault};
+use serde_json::{Map, Value};
+use tailcut_proto::ConfigError;
+
+/// Where a scheme runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// `tailcut-sim`: every scheme, on the simulated network.
+    Simulator,
+    /// `tailcut-net`: tailcut's engines on UDP sockets, over a real network with these features.
+    Sockets(Network),
+}
+
+/// What the real network under the UDP runtime provides beyond forwarding packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Network {
+    /// Switch ports cut the payload of a packet they cannot queue instead of dropping it (the
+    /// testbed fabric's trimming ports): CP's switch half is there.
+    pub trims: bool,
+}
+
+/// The engine families a socket default applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// TCP and every scheme over it, MPTCP and FUSO included.
+    Tcp,
+    CloudBurst,
+    Dcquic,
+}
+
+/// One default that differs on sockets: (family, parameter, value, why).
+pub type SocketDefault = (Family, &'static str, &'static str, &'static str);
+
+/// Defaults the UDP runtime lays under an entry's own keys. Each describes the socket rather than a
+/// protocol choice; an entry that sets the key keeps its value.
+pub const SOCKET_DEFAULTS: &[SocketDefault] = &[
+    (
+        Family::Tcp,
+        "mss_bytes",
+        "1372",
+        "a 1,500-byte packet less IPv4 (20), UDP (8), the runtime's preamble (12) and the largest TCP-in-UDP header (76)",
+    ),
+    (
+        Family::Tcp,
+        "header_bytes",
+        "128",
+        "IPv4, UDP, preamble and TCP-in-UDP header bytes of a full segment, so a segment is 1,500 bytes",
+    ),
+    (
+        Family::Tcp,
+        "initial_rto",
+        "1s",
+        "RTO of the handshake's SYN, before any RTT sample: RFC 6298's 1 s, as Linux (the simulator's rule that it follows min_rto applies to connections modelled without a handshake; a socket connection always has one)",
+    ),
+    (
+        Family::Tcp,
+        "rcv_window_bytes",
+        "1048576",
+        "what one connection may hold above its cumulative ACK: a real socket buffer, not the simulator's 16 MB",
+    ),
+    (
+        Family::Dcquic,
+        "max_streams",
+        "100",
+        "quinn sets up state for every stream a peer may open; 1,024 cost ~13% of a fresh connection's CPU (quinn's own default is 100)",
+    ),
+    (
+        Family::CloudBurst,
+        "multi_block",
+        "false",
+        "the runtime carries one block (<= 64 packets) per message, with Fig. 4's header",
+    ),
+    (
+        Family::CloudBurst,
+        "symbol_bytes",
+        "1448",
+        "a 1,500-byte packet less IPv4 (20), UDP (8), the preamble (12) and Fig. 4's header (12)",
+    ),
+    (
+        Family::CloudBurst,
+        "header_bytes",
+        "52",
+        "IPv4, UDP, preamble and Fig. 4's header",
+    ),
+    (
+        Family::CloudBurst,
+        "nic_rate",
+        "2Gbps",
+        "LINK_CAP: a rate one receiving thread keeps up with on a shared 2-vCPU host (at 10 Gbit/s its socket queue grew to milliseconds)",
+    ),
+    (
+        Family::CloudBurst,
+        "transmission_timeout",
+        "20ms",
+        "generous for a loaded host (a descheduled thread stalls for milliseconds); ids rest twice this after use",
+    ),
+    (
+        Family::CloudBurst,
+        "decoder_timeout",
+        "5ms",
+        "a finished message's record is kept this long after its last packet",
+    ),
+];
+
+/// A default as the entry would write it: a number or boolean as such, anything else (a size, rate
+/// or duration with its unit) as a string.
+pub fn value_of(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
+}
+
+/// The family a resolved engine takes socket defaults from.
+pub fn family(e: &EngineSpec) -> Family {
+    match e {
+        EngineSpec::CloudBurst { .. } => Family::CloudBurst,
+        EngineSpec::Dcquic(_) => Family::Dcquic,
+        EngineSpec::Tcp(_)
+        | EngineSpec::Mptcp { .. }
+        | EngineSpec::Tls { .. }
+        | EngineSpec::Reconnect { .. } => Family::Tcp,
+    }
+}
+
+/// Resolves `transport` with `params` for `driver`: the registry's resolution, with the driver's
+/// defaults under the entry's keys, then the driver's refusals. Error paths are relative to the
+/// scheme's table (`params.multi_block`, `transport`).
+pub fn resolve_for(
+    transport: &str,
+    params: &Map<String, Value>,
+    driver: Driver,
+) -> Result<SchemeSpec, ConfigError> {
+    let Driver::Sockets(_) = driver else {
+        return crate::resolve(transport, params);
+    };
+    let fam = family(&crate::resolve(transport, &Map::new())?.engine);
+    let mut merged = Map::new();
+    for &(f, key, value, _) in SOCKET_DEFAULTS {
+        if f == fam && !params.contains_key(key) {
+            merged.insert(key.to_string(), value_of(value));
+        }
+    }
+    merged.extend(params.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let spec = crate::resolve(transport, &merged)?;
+    check(&spec, driver)?;
+    Ok(spec)
+}
+
+/// Whether `driver` can run `spec`: `Err` names the field and says why not.
+pub fn check(spec: &SchemeSpec, driver: Driver) -> Result<(), ConfigError> {
+    match driver {
+        Driver::Simulator => Ok(()),
+        Driver::Sockets(net) => on_sockets(spec, net),
+    }
+}
+
+/// Refuses what the UDP runtime cannot run, naming the field.
+fn on_sockets(spec: &SchemeSpec, net: Network) -> Result<(), ConfigError> {
+    let refuse = |path: &str, why: &str| Err(ConfigError::new(path, why));
+    let name = spec.transport;
+    if spec.replicas.copies > 1 {
+        return refuse(
+            "transport",
+            &format!("'{name}' sends a flow on several connections; the runtime runs one connection per call (simulator only)"),
+        );
+    }
+    match spec.switch {
+        SwitchDefault::Unchanged | SwitchDefault::CloudBurstClass { .. } => {}
+        SwitchDefault::Trim { .. } if net.trims => {}
+        SwitchDefault::Trim { .. } => {
+            return refuse(
+                if name == "cp" || name == "cp_dctcp" { "transport" } else { "params.cp" },
+                "CP needs switch ports that cut payloads instead of dropping; this network has none \
+                 (the testbed's fabric has them with trim = true; the simulator always)",
+            )
+        }
+        SwitchDefault::PriorityClasses { .. } => {
+            return refuse(
+                "transport",
+                &format!("'{name}' needs strict-priority switch classes, which a socket network does not give (simulator only)"),
+            )
+        }
+        SwitchDefault::Pfabric { .. } => {
+            return refuse(
+                "transport",
+                &format!("'{name}' needs pFabric's priority-dropping switch queues (simulator only)"),
+            )
+        }
+    }
+    match &spec.engine {
+        EngineSpec::Tls { .. } => refuse(
+            "transport",
+            &format!("'{name}' is the simulator's model of TCP + TLS 1.3; on sockets its baseline is the kernel's TCP + TLS 1.3 (scheme kernel-tls of tailcut net bench)"),
+        ),
+        EngineSpec::Reconnect { .. } => refuse(
+            "transport",
+            &format!("'{name}' (an application that reconnects from its next NIC) is not in the runtime (simulator only)"),
+        ),
+        EngineSpec::Tcp(c) | EngineSpec::Mptcp { tcp: c, .. } => {
+            if c.spray_paths > 0 {
+                return refuse(
+                    "params.spray_paths",
+                    "per-packet source routing is the simulator's; on sockets use mptcp or fuso for several paths",
+                );
+            }
+            Ok(())
+        }
+        EngineSpec::Dcquic(c) => {
+            if c.zero_rtt {
+                return refuse("params.zero_rtt", "not available on real sockets (session tickets are simulated)");
+            }
+            if c.tail_fec {
+                return refuse("params.tail_fec", "not available on real sockets");
+            }
+            Ok(())
+        }
+        EngineSpec::CloudBurst { cfg, .. } => {
+            if cfg.multi_block {
+                return refuse(
+                    "params.multi_block",
+                    "the runtime carries one block (<= 64 packets) per message; set multi_block = false",
+                );
+            }
+            if cfg.path_mode != tailcut_proto::cloudburst::PathMode::Explicit {
+                return refuse(
+                    "params.path_mode",
+                    "the runtime's paths are its sockets (explicit); ecmp source-port pools are the simulator's",
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A `[[schemes]]` entry as a socket driver takes it: the registry name and its parameters. `name`
+/// (a label) is kept; keys that describe the simulated network are refused, naming them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub name: Option<String>,
+    pub transport: String,
+    pub params: Map<String, Value>,
+}
+
+impl Entry {
+    /// Reads an entry table (`{ name, transport, params }`, as an experiment file writes it). Error
+    /// paths are relative to the entry.
+    pub fn from_table(t: &Map<String, Value>) -> Result<Entry, ConfigError> {
+        let mut e = Entry {
+            name: None,
+            transport: String::new(),
+            params: Map::new(),
+        };
+        for (k, v) in t {
+            match k.as_str() {
+                "name" => {
+                    e.name = Some(v.as_str().ok_or_else(|| ConfigError::new("name", "must be a string"))?.to_string())
+                }
+                "transport" => {
+                    e.transport = v
+                        .as_str()
+                        .ok_or_else(|| ConfigError::new("transport", "must be a string (tailcut schemes lists them)"))?
+                        .to_string()
+                }
+                "params" => {
+                    e.params = v
+                        .as_object()
+                        .ok_or_else(|| ConfigError::new("params", "must be a table"))?
+                        .clone()
+                }
+                // Which of the experiment's workload components the scheme carries: a socket
+                // driver's calls are its one workload, so there is nothing to choose.
+                "applies_to" => {}
+                "network" => {
+                    return Err(ConfigError::new(
+                        k,
+                        "switch queues of the simulated network; on sockets the network is the real one (remove it, or run the entry in the simulator)",
+                    ))
+                }
+                "shim" => {
+                    return Err(ConfigError::new(
+                        k,
+                        "a host shim under kernel TCP (T-RACKs runs as tailcut-tracksd on the testbed's hosts), not under the UDP runtime",
+                    ))
+                }
+                _ => {
+                    return Err(ConfigError::new(
+                        k,
+                        "unknown key of a scheme entry (name, transport, params)",
+                    ))
+                }
+            }
+        }
+        if e.transport.is_empty() {
+            return Err(ConfigError::new(
+                "transport",
+                "missing (tailcut schemes lists them)",
+            ));
+        }
+        Ok(e)
+    }
+}

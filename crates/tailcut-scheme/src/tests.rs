@@ -1,0 +1,232 @@
+//! Registry-wide rules: every parameter listed and documented, every listed parameter accepted.
+
+use super::over_tcp::TCP_DOCS;
+use super::{registry, resolve, to_map, SCHEMES};
+use serde_json::{Map, Value};
+use tailcut_proto::tcp::TcpConfig;
+use tailcut_proto::Dur;
+
+/// `tailcut schemes` is the parameters' only reference: one without a doc line cannot be looked up.
+#[test]
+fn every_parameter_of_every_scheme_and_shim_is_documented_once() {
+    let all = registry();
+    assert_eq!(all.len(), SCHEMES.len() + 1, "schemes and the T-RACKs shim");
+    for info in &all {
+        assert!(!info.description.is_empty(), "{}", info.name);
+        for (i, p) in info.params.iter().enumerate() {
+            assert!(
+                !p.doc.is_empty(),
+                "{}: `{}` has no documentation",
+                info.name,
+                p.name
+            );
+            assert!(
+                info.params[..i].iter().all(|q| q.name != p.name),
+                "{}: `{}` listed twice",
+                info.name,
+                p.name
+            );
+        }
+    }
+}
+
+/// The registry's text is what users read (`tailcut schemes`, docs/experiment-file.md): no pointers into
+/// the project's issues or design notes, no Rust paths.
+#[test]
+fn registry_text_has_no_internal_notes() {
+    for info in registry() {
+        let texts = std::iter::once(info.description).chain(info.params.iter().map(|p| p.doc));
+        for text in texts {
+            for note in ["issue #", "(seed ", "::", "TODO"] {
+                assert!(!text.contains(note), "{}: {note:?} in {text:?}", info.name);
+            }
+        }
+    }
+}
+
+/// Every TCP option, optional ones included, is listed (serialisation omits the unset optional ones, so
+/// set them all).
+#[test]
+fn every_tcp_option_is_listed() {
+    let full = TcpConfig {
+        spray_paths: 4,
+        delayed_ack: Some(Dur::from_millis(1)),
+        ..TcpConfig::default()
+    };
+    for key in to_map(&full).keys() {
+        assert!(
+            TCP_DOCS.iter().any(|(n, _)| n == key),
+            "TCP option `{key}` is not listed"
+        );
+    }
+    let tcp = registry().into_iter().find(|s| s.name == "tcp").unwrap();
+    let spray = tcp.params.iter().find(|p| p.name == "spray_paths").unwrap();
+    assert_eq!(spray.default, Value::from(0));
+}
+
+/// A listed parameter is a real one: given alone at its default it is never an unknown key.
+#[test]
+fn every_listed_parameter_is_accepted() {
+    for info in registry().iter().filter(|i| i.kind == "transport") {
+        for p in info.params.iter().filter(|p| !p.name.contains('.')) {
+            let mut m = Map::new();
+            m.insert(p.name.clone(), p.default.clone());
+            if let Err(e) = resolve(info.name, &m) {
+                assert!(
+                    !e.reason.contains("unknown field"),
+                    "{}: `{}` = {}: {e}",
+                    info.name,
+                    p.name,
+                    p.default
+                );
+            }
+        }
+        resolve(info.name, &Map::new()).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+    }
+}
+
+#[test]
+fn unknown_transports_and_parameters_name_the_field() {
+    let e = resolve("tcpp", &Map::new()).err().unwrap();
+    assert_eq!(e.path, "transport");
+    assert!(e.reason.contains("known: tcp, dctcp"), "{e}");
+    let m: Map<String, Value> = serde_json::from_str(r#"{"min_rtto": "5ms"}"#).unwrap();
+    let e = resolve("tcp", &m).err().unwrap();
+    assert_eq!(e.path, "params.min_rtto");
+    assert!(e.reason.contains("unknown field"), "{e}");
+    let m: Map<String, Value> = serde_json::from_str(r#"{"copies": 9}"#).unwrap();
+    assert_eq!(resolve("repflow", &m).err().unwrap().path, "params.copies");
+}
+
+#[test]
+fn initial_rto_follows_min_rto_only_without_a_handshake() {
+    let rto = |json: &str| {
+        let m: Map<String, Value> = serde_json::from_str(json).unwrap();
+        let cfg = super::over_tcp::tcp_config(TcpConfig::default(), m.clone(), &m).unwrap();
+        cfg.initial_rto
+    };
+    assert_eq!(rto(r#"{"min_rto": "5ms"}"#), Dur::from_millis(5));
+    assert_eq!(
+        rto(r#"{"min_rto": "5ms", "handshake": true}"#),
+        Dur::from_millis(1000)
+    );
+    assert_eq!(
+        rto(r#"{"min_rto": "5ms", "initial_rto": "3s"}"#),
+        Dur::from_millis(3000)
+    );
+}
+
+/// A value of `default` that differs from it and is still valid in most places: a number one
+/// step away, a boolean flipped, a number with a unit one unit up or down. `None` for values
+/// without an obvious neighbour (names, tables, absent options), which
+/// `every_parameter_reaches_the_spec` sets from its own table.
+fn neighbours(default: &Value) -> Vec<Value> {
+    match default {
+        Value::Bool(b) => vec![Value::Bool(!b)],
+        Value::Number(n) if n.is_u64() => {
+            let n = n.as_u64().unwrap();
+            vec![(n + 1).into(), n.saturating_sub(1).into(), (n * 2).into()]
+        }
+        Value::Number(n) => {
+            let f = n.as_f64().unwrap();
+            vec![(f * 0.5).into(), (f + 0.5).into()]
+        }
+        Value::String(s) => {
+            let digits: String = s.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let unit = &s[digits.len()..];
+            match digits.parse::<u64>() {
+                Ok(n) if !unit.is_empty() => vec![
+                    Value::String(format!("{}{unit}", n + 1)),
+                    Value::String(format!("{}{unit}", n.saturating_sub(1))),
+                ],
+                _ => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Parameters without a numeric or boolean neighbour: params tables (with any companion key the
+/// value needs) that set them to something other than their default.
+const OTHER_VALUES: &[(&str, &str)] = &[
+    ("loss_detection", r#"{"loss_detection": "dupthresh"}"#),
+    (
+        "ecn",
+        r#"{"ecn": false, "congestion_control": {"kind": "new_reno"}}"#,
+    ),
+    ("rto_backoff", r#"{"rto_backoff": "karn"}"#),
+    ("rack", r#"{"rack": {"reo_wnd_min_rtt_divisor": 8}}"#),
+    ("delayed_ack", r#"{"delayed_ack": "1ms"}"#),
+    (
+        "congestion_control",
+        r#"{"congestion_control": {"kind": "dctcp", "g": 0.125}, "ecn": true}"#,
+    ),
+    (
+        "congestion_control",
+        r#"{"congestion_control": {"kind": "new_reno"}}"#,
+    ),
+    (
+        "congestion_control",
+        r#"{"congestion_control": {"kind": "cubic"}}"#,
+    ),
+    ("codec", r#"{"codec": "raptorq"}"#),
+    ("degree", r#"{"degree": {"kind": "fixed", "d": 3}}"#),
+    ("path_mode", r#"{"path_mode": "ecmp"}"#),
+    ("mps", r#"{"mps": {"negotiate": false}}"#),
+    ("migration", r#"{"migration": {"alpha": 3.0}}"#),
+    ("thresholds", r#"{"thresholds": ["50KB", "200KB"]}"#),
+    ("wrr_weights", r#"{"wrr_weights": [2, 1]}"#),
+    ("replicate_below", r#"{"replicate_below": "50KB"}"#),
+];
+
+/// A listed parameter reaches the engine: every scheme's every parameter, set to a valid value other
+/// than its default, changes the resolved spec (the engine's configuration, replication or switch
+/// needs). A key the registry lists but drops on the way would leave the spec as it was.
+#[test]
+fn every_parameter_reaches_the_spec() {
+    let mut checked = 0;
+    for info in registry().iter().filter(|i| i.kind == "transport") {
+        let base = resolve(info.name, &Map::new()).unwrap();
+        for p in &info.params {
+            let mut candidates: Vec<Map<String, Value>> = neighbours(&p.default)
+                .into_iter()
+                .map(|v| {
+                    let mut m = Map::new();
+                    match p.name.split_once('.') {
+                        // A key of a table parameter: set through the table.
+                        Some((table, key)) => m.insert(table.into(), serde_json::json!({ key: v })),
+                        None => m.insert(p.name.clone(), v),
+                    };
+                    m
+                })
+                .collect();
+            candidates.extend(
+                OTHER_VALUES
+                    .iter()
+                    .filter(|(n, _)| *n == p.name)
+                    .map(|(_, v)| serde_json::from_str(v).unwrap()),
+            );
+            let reached = candidates
+                .iter()
+                .any(|m| resolve(info.name, m).is_ok_and(|s| s != base));
+            // A parameter the scheme needs at one value (TLP's and CP's SACK) is read too when every
+            // other value is refused, naming it.
+            let top = format!("params.{}", p.name.split('.').next().unwrap_or_default());
+            let pinned = !candidates.is_empty()
+                && candidates.iter().all(|m| {
+                    resolve(info.name, m)
+                        .err()
+                        .is_some_and(|e| e.path.starts_with(&top))
+                });
+            assert!(
+                reached || pinned,
+                "{}: `{}` (default {}) never changed the resolved spec; tried {candidates:?}",
+                info.name,
+                p.name,
+                p.default
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 300, "only {checked} parameters checked");
+}
