@@ -38,8 +38,8 @@ pub struct DcquicConfig {
     /// 0-RTT resumption: a client's second and later connections to a server send their requests
     /// with the first flight, on a session ticket from an earlier connection of the same host.
     pub zero_rtt: bool,
-    /// Protect the tail of every message with an XOR parity sent as QUIC DATAGRAM frames ([`tailfec`];
-    /// not in the paper).
+    /// Protect the tail of every message with an XOR parity sent as QUIC DATAGRAM frames
+    /// ([`super::tailfec`]; not in the paper).
     pub tail_fec: bool,
     /// k: the protected tail is the message's last k chunks of one path MTU each (the parity is one
     /// chunk whatever k is).

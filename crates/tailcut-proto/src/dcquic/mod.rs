@@ -1,8 +1,9 @@
 //! DCQUIC (seed 004): QUIC tuned for the datacenter, on quinn-proto.
 //!
 //! One [`DcquicEngine`] is one end of one QUIC connection: a quinn-proto `Endpoint` holding a single
-//! `Connection`, driven through the [`Engine`] contract with real datagrams (the simulator carries the
-//! bytes beside the packet). On top of stock QUIC it adds what the paper adds:
+//! `Connection`, driven through the [`Engine`](crate::engine::Engine) contract with real datagrams
+//! (the simulator carries the bytes beside the packet). On top of stock QUIC it adds what the paper
+//! adds:
 //! - RPCs as streams on a long-lived connection: a request opens a bidirectional stream and its
 //!   response comes back on it; a message without a request (a push) opens a unidirectional stream;
 //! - per-connection maximum packet size chosen by task size ([`mps`], Sec. 4.2) and a socket-buffer

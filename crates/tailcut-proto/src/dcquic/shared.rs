@@ -21,7 +21,7 @@ pub struct Shared {
 }
 
 pub(super) enum Mode {
-    /// Seeded, simulation only ([`crypto`], [`simrand`]): crypto configurations built once per
+    /// Seeded, simulation only ([`crypto`], [`super::simrand`]): crypto configurations built once per
     /// transport (parsing the key and certificate is not free), and with `zero_rtt` the
     /// session-ticket store of each client host (one per transport, so one per run: tickets never
     /// cross runs).
