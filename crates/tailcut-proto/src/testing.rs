@@ -7,11 +7,19 @@
 //! that would run forever at its step limit, and asserts that nothing more is sent
 //! ([`Harness::assert_silent_until`]). With [`Harness::carry`] set, messages travel with real bytes
 //! ([`pattern`]) and every received message's bytes are checked.
+//!
+//! What only one engine family knows about its packets comes in through a [`Probe`]: what the fault
+//! scripts see of a packet beyond its header (TCP's stream offset and copy count, MPTCP's sub-flow and
+//! data sequence number), the one-way delay of the packet's path (MPTCP's sub-flows), and checks
+//! around each delivery (TCP's congestion-window log). A host [`Shim`] may sit in front of engine 0.
+//! The TCP and MPTCP tests build their harnesses on this one (`tcp/tests/harness.rs`,
+//! `mptcp/tests.rs`); with no probe ([`NoProbe`]) it serves any engine as it is.
 
-use crate::engine::{AppEvent, Engine, MsgId, Outgoing};
-use crate::packet::Packet;
+use crate::engine::{AppEvent, Direction, Engine, MsgId, Outgoing, Shim, Verdict};
+use crate::packet::{Ecn, Packet};
 use crate::time::{serialization_time, Dur, Time};
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 
 /// What the link does with one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,28 +33,64 @@ pub enum Fate {
     /// Held back until the next packet of its direction is on the link, then arrives right behind it
     /// (or when the link would otherwise go idle).
     Reorder,
+    /// Arrives CE-marked if it is ECN-capable (an AQM's mark), else unchanged.
+    Ce,
+    /// A data packet's payload is cut as a CP switch does: its header (66 bytes) arrives with
+    /// `trimmed` set. A packet without payload arrives unchanged.
+    Cut,
+}
+
+/// What an engine family adds to the harness; see the module doc. Every method but [`Probe::on_link`]
+/// does nothing by default.
+pub trait Probe<E: Engine> {
+    /// What the harness keeps about a packet entering the link, beside its header: the scripts see it
+    /// ([`Wire::info`]) and the log keeps it ([`Sent::info`]).
+    type Info: Clone + Debug + PartialEq;
+    /// A packet engine `from` puts on the link (past the shim), before the fault scripts see it.
+    fn on_link(&mut self, from: usize, pkt: &Packet) -> Self::Info;
+    /// The one-way delay of the packet's path; `one_way` is the harness's.
+    fn one_way(&self, _info: &Self::Info, one_way: Dur) -> Dur {
+        one_way
+    }
+    /// Just before engine `to` handles `pkt` (past the shim).
+    fn before_delivery(&mut self, _eps: &[E; 2], _now: Time, _to: usize, _pkt: &Packet) {}
+    /// Just after engine `to` handled `pkt`, before the harness drains it.
+    fn after_delivery(&mut self, _eps: &[E; 2], _now: Time, _to: usize, _pkt: &Packet) {}
+}
+
+/// No engine-specific knowledge: packets carry no [`Probe::Info`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProbe;
+
+impl<E: Engine> Probe<E> for NoProbe {
+    type Info = ();
+    fn on_link(&mut self, _: usize, _: &Packet) {}
 }
 
 /// A packet entering the link, as a fault script sees it; the script may rewrite `pkt`.
-pub struct Wire<'a> {
+pub struct Wire<'a, I = ()> {
     pub from: usize,
     /// Index among the packets its direction has carried, from 0.
     pub index: u64,
     pub pkt: &'a mut Packet,
     pub payload: &'a [u8],
+    /// What the harness's [`Probe`] says about the packet.
+    pub info: &'a I,
 }
 
-type Script = Box<dyn FnMut(&mut Wire<'_>) -> Fate>;
+type Script<I> = Box<dyn FnMut(&mut Wire<'_, I>) -> Fate>;
 
 /// One packet an engine put on the link, with its fate (as sent, before any rewrite).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Sent {
+pub struct Sent<I = ()> {
     pub time: Time,
     pub from: usize,
     pub index: u64,
     pub pkt: Packet,
     pub payload: Vec<u8>,
     pub fate: Fate,
+    /// What the harness's [`Probe`] said about the packet.
+    pub info: I,
 }
 
 struct Flight {
@@ -55,8 +99,11 @@ struct Flight {
     payload: Vec<u8>,
 }
 
-pub struct Harness<E: Engine> {
+pub struct Harness<E: Engine, P: Probe<E> = NoProbe> {
     pub eps: [E; 2],
+    pub probe: P,
+    /// A host shim in front of engine 0 (between it and the link), as the simulator installs one.
+    pub shim: Option<Box<dyn Shim>>,
     pub now: Time,
     pub one_way: Dur,
     /// Serialisation rate of each direction in bits/s; 0 puts packets on the link at once.
@@ -66,7 +113,7 @@ pub struct Harness<E: Engine> {
     pub early_timer_calls: bool,
     pub steps: u64,
     pub step_limit: u64,
-    pub sent: Vec<Sent>,
+    pub sent: Vec<Sent<P::Info>>,
     pub events: Vec<(Time, usize, AppEvent)>,
     /// Requests engine 1 answers as soon as it has them: request -> (response, length).
     pub responses: BTreeMap<MsgId, (MsgId, u64)>,
@@ -77,7 +124,7 @@ pub struct Harness<E: Engine> {
     /// With `carry`: bytes of messages received intact.
     pub bytes_checked: u64,
     lengths: BTreeMap<MsgId, u64>,
-    faults: Vec<Script>,
+    faults: Vec<Script<P::Info>>,
     wire: BTreeMap<(Time, u64), Flight>,
     wire_seq: u64,
     carried: [u64; 2],
@@ -94,25 +141,34 @@ pub fn pattern(msg: MsgId, len: u64) -> Vec<u8> {
 }
 
 /// Drops the `n`th packet (from 0) of the direction the script is installed on.
-pub fn drop_nth(n: u64) -> impl FnMut(&mut Wire<'_>) -> Fate {
+pub fn drop_nth<I>(n: u64) -> impl FnMut(&mut Wire<'_, I>) -> Fate {
     move |w| if w.index == n { Fate::Drop } else { Fate::Deliver }
 }
 
 /// Drops every packet `pred` selects.
-pub fn drop_where(mut pred: impl FnMut(&Wire<'_>) -> bool) -> impl FnMut(&mut Wire<'_>) -> Fate {
+pub fn drop_where<I>(mut pred: impl FnMut(&Wire<'_, I>) -> bool) -> impl FnMut(&mut Wire<'_, I>) -> Fate {
     move |w| if pred(w) { Fate::Drop } else { Fate::Deliver }
 }
 
 /// Gives the `n`th packet (from 0) `fate`.
-pub fn nth(n: u64, fate: Fate) -> impl FnMut(&mut Wire<'_>) -> Fate {
+pub fn nth<I>(n: u64, fate: Fate) -> impl FnMut(&mut Wire<'_, I>) -> Fate {
     move |w| if w.index == n { fate } else { Fate::Deliver }
 }
 
 impl<E: Engine> Harness<E> {
     /// Engines 0 and 1 on a 10 us link without a rate, faults or responses; 1 000 000 steps at most.
     pub fn new(a: E, b: E) -> Harness<E> {
+        Harness::with_probe(a, b, NoProbe)
+    }
+}
+
+impl<E: Engine, P: Probe<E>> Harness<E, P> {
+    /// [`Harness::new`]'s link, with `probe`.
+    pub fn with_probe(a: E, b: E, probe: P) -> Harness<E, P> {
         Harness {
             eps: [a, b],
+            probe,
+            shim: None,
             now: Time::ZERO,
             one_way: Dur::from_micros(10),
             rate_bps: 0,
@@ -138,12 +194,22 @@ impl<E: Engine> Harness<E> {
 
     /// Adds a fault script that sees every packet of both directions. Scripts run in the order added,
     /// all of them on every packet; the first fate other than `Deliver` applies.
-    pub fn fault(&mut self, script: impl FnMut(&mut Wire<'_>) -> Fate + 'static) {
+    pub fn fault(&mut self, script: impl FnMut(&mut Wire<'_, P::Info>) -> Fate + 'static) {
         self.faults.push(Box::new(script));
     }
 
+    /// Replaces every fault script with `script`.
+    pub fn set_fault(&mut self, script: impl FnMut(&mut Wire<'_, P::Info>) -> Fate + 'static) {
+        self.faults.clear();
+        self.fault(script);
+    }
+
     /// Adds a fault script for the packets engine `from` sends.
-    pub fn fault_from(&mut self, from: usize, mut script: impl FnMut(&mut Wire<'_>) -> Fate + 'static) {
+    pub fn fault_from(
+        &mut self,
+        from: usize,
+        mut script: impl FnMut(&mut Wire<'_, P::Info>) -> Fate + 'static,
+    ) {
         self.fault(move |w| if w.from == from { script(w) } else { Fate::Deliver });
     }
 
@@ -152,6 +218,8 @@ impl<E: Engine> Harness<E> {
         self.start();
         self.eps[1 - from].expect_message(msg, len);
         self.give(from, Outgoing::Message, msg, len);
+        // Expecting is an input too: the receiver may have something to report.
+        self.drain(1 - from);
         self.drain(from);
     }
 
@@ -200,7 +268,8 @@ impl<E: Engine> Harness<E> {
         }
     }
 
-    fn drain(&mut self, side: usize) {
+    /// Takes engine `side`'s packets onto the link and its events into the log, answering requests.
+    pub fn drain(&mut self, side: usize) {
         let mut payload = Vec::new();
         while let Some(pkt) = self.eps[side].poll_transmit(self.now, &mut payload) {
             self.put_on_link(side, pkt, std::mem::take(&mut payload));
@@ -222,9 +291,21 @@ impl<E: Engine> Harness<E> {
         }
     }
 
-    fn put_on_link(&mut self, from: usize, pkt: Packet, payload: Vec<u8>) {
+    fn put_on_link(&mut self, from: usize, mut pkt: Packet, payload: Vec<u8>) {
+        if from == 0 {
+            if let Some(shim) = self.shim.as_mut() {
+                if shim.on_egress(self.now, &mut pkt) == Verdict::Drop {
+                    return;
+                }
+            }
+        }
+        self.put_on_link_past_shim(from, pkt, payload);
+    }
+
+    fn put_on_link_past_shim(&mut self, from: usize, pkt: Packet, payload: Vec<u8>) {
         let index = self.carried[from];
         self.carried[from] += 1;
+        let info = self.probe.on_link(from, &pkt);
         let mut rewritten = pkt;
         let mut fate = Fate::Deliver;
         for script in &mut self.faults {
@@ -233,6 +314,7 @@ impl<E: Engine> Harness<E> {
                 index,
                 pkt: &mut rewritten,
                 payload: &payload,
+                info: &info,
             });
             if fate == Fate::Deliver {
                 fate = f;
@@ -243,7 +325,7 @@ impl<E: Engine> Harness<E> {
             depart += serialization_time(u64::from(pkt.size_bytes), self.rate_bps);
         }
         self.busy_until[from] = depart;
-        let arrive = depart + self.one_way;
+        let arrive = depart + self.probe.one_way(&info, self.one_way);
         self.sent.push(Sent {
             time: self.now,
             from,
@@ -251,7 +333,16 @@ impl<E: Engine> Harness<E> {
             pkt,
             payload: payload.clone(),
             fate,
+            info,
         });
+        match fate {
+            Fate::Ce if rewritten.ecn != Ecn::NotEct => rewritten.ecn = Ecn::Ce,
+            Fate::Cut if rewritten.payload_len() > 0 => {
+                rewritten.trimmed = true;
+                rewritten.size_bytes = 66;
+            }
+            _ => {}
+        }
         // A trimming element cuts the bytes with the payload.
         let flight = Flight {
             to: 1 - from,
@@ -260,7 +351,7 @@ impl<E: Engine> Harness<E> {
         };
         match fate {
             Fate::Drop => {}
-            Fate::Deliver => self.schedule(arrive, flight),
+            Fate::Deliver | Fate::Ce | Fate::Cut => self.schedule(arrive, flight),
             Fate::Delay(d) => self.schedule(arrive + d, flight),
             Fate::Duplicate => {
                 let copy = Flight {
@@ -296,7 +387,8 @@ impl<E: Engine> Harness<E> {
     fn next_time(&mut self) -> Option<Time> {
         let next = |h: &Self| {
             let w = h.wire.keys().next().map(|k| k.0);
-            [w, h.eps[0].poll_timeout(), h.eps[1].poll_timeout()]
+            let shim = h.shim.as_ref().and_then(|s| s.poll_timeout());
+            [w, h.eps[0].poll_timeout(), h.eps[1].poll_timeout(), shim]
                 .into_iter()
                 .flatten()
                 .min()
@@ -326,8 +418,7 @@ impl<E: Engine> Harness<E> {
         self.now = self.now.max(t);
         if let Some(entry) = self.wire.first_entry().filter(|e| e.key().0 <= self.now) {
             let f = entry.remove();
-            self.eps[f.to].handle_packet(self.now, &f.pkt, &f.payload);
-            self.drain(f.to);
+            self.deliver(f.to, f.pkt, &f.payload);
             if self.early_timer_calls {
                 for side in 0..2 {
                     self.eps[side].handle_timeout(self.now);
@@ -335,6 +426,22 @@ impl<E: Engine> Harness<E> {
                 }
             }
             return true;
+        }
+        if let Some(mut shim) = self.shim.take() {
+            if shim.poll_timeout().is_some_and(|d| d <= self.now) {
+                shim.handle_timeout(self.now);
+            }
+            let mut injected = Vec::new();
+            while let Some(x) = shim.poll_inject(self.now) {
+                injected.push(x);
+            }
+            self.shim = Some(shim);
+            for (dir, pkt) in injected {
+                match dir {
+                    Direction::ToHost => self.deliver_past_shim(0, pkt, &[]),
+                    Direction::ToNetwork => self.put_on_link_past_shim(0, pkt, Vec::new()),
+                }
+            }
         }
         for side in 0..2 {
             let due = self.eps[side].poll_timeout().is_some_and(|d| d <= self.now);
@@ -344,6 +451,25 @@ impl<E: Engine> Harness<E> {
             }
         }
         true
+    }
+
+    /// Hands a packet off the link to engine `to`, through the shim in front of engine 0.
+    fn deliver(&mut self, to: usize, mut pkt: Packet, payload: &[u8]) {
+        if to == 0 {
+            if let Some(shim) = self.shim.as_mut() {
+                if shim.on_ingress(self.now, &mut pkt) == Verdict::Drop {
+                    return;
+                }
+            }
+        }
+        self.deliver_past_shim(to, pkt, payload);
+    }
+
+    fn deliver_past_shim(&mut self, to: usize, pkt: Packet, payload: &[u8]) {
+        self.probe.before_delivery(&self.eps, self.now, to, &pkt);
+        self.eps[to].handle_packet(self.now, &pkt, payload);
+        self.probe.after_delivery(&self.eps, self.now, to, &pkt);
+        self.drain(to);
     }
 
     /// Runs until nothing is pending.
@@ -381,7 +507,7 @@ impl<E: Engine> Harness<E> {
     }
 
     /// Packets engine `from` put on the link.
-    pub fn sent_by(&self, from: usize) -> impl Iterator<Item = &Sent> + '_ {
+    pub fn sent_by(&self, from: usize) -> impl Iterator<Item = &Sent<P::Info>> + '_ {
         self.sent.iter().filter(move |s| s.from == from)
     }
 }

@@ -6,7 +6,11 @@ use super::real::{cid_key, RealMode, ALPN};
 use super::real_testkit::{self as kit, mode};
 use super::route::{route, Route};
 use super::*;
+use crate::engine::{AppEvent, Engine};
+use crate::packet::{Addr, FiveTuple, Proto};
 use crate::testing::{Fate, Harness};
+use crate::time::Time;
+use std::sync::Arc;
 
 const KEY_ROUTE: u32 = 0xC0FF_EE01;
 

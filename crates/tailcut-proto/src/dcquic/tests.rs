@@ -1,8 +1,13 @@
+use super::bridge::to_instant;
 use super::cc::Dctcp;
 use super::*;
+use crate::engine::{AppEvent, MsgId};
+use crate::packet::{Addr, FiveTuple, Proto};
 use crate::rng;
 use crate::testing::{Fate, Harness};
+use crate::time::{Dur, Time};
 use quinn_proto::congestion::Controller;
+use std::sync::Arc;
 
 /// Engine 0 is the client (addresses 1 and 2, port 1000), engine 1 the server (address 10, port 2000),
 /// on the generic harness (`crate::testing`): 10 us one way.

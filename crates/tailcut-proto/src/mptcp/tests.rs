@@ -1,5 +1,6 @@
 //! Scripted packet-sequence tests of MPTCP and FUSO: two endpoints joined by one wire per sub-flow
-//! (each with its own delay), a fault script deciding each packet's fate.
+//! (each with its own delay), fault scripts deciding each packet's fate; the generic harness
+//! ([`crate::testing`]) with an MPTCP probe.
 
 use super::fuso::{self, PathView};
 use super::lia;
@@ -10,9 +11,10 @@ use crate::packet::{Addr, FiveTuple, Header, Packet, TcpExt, TcpFlags, TcpHeader
 use crate::rng::Rng;
 use crate::seq::Seq;
 use crate::tcp::TcpConfig;
+use crate::testing::{self, Fate, Harness, Probe};
 use crate::time::{Dur, Time};
 use rand::SeedableRng;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 const ISN: [Seq; 2] = [Seq(0xffff_f000), Seq(77)];
 const PORTS: [u16; 2] = [1000, 80];
@@ -43,10 +45,9 @@ fn tcp_cfg() -> TcpConfig {
     }
 }
 
-/// What the fault script sees of a packet entering the wire.
-#[derive(Clone, Copy, Debug)]
-struct Ctx {
-    from: usize,
+/// What the fault scripts see, and the log keeps, of an MPTCP packet entering the wire.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct MptcpInfo {
     sub: usize,
     /// Sub-flow stream offset of a data packet.
     offset: Option<u64>,
@@ -57,95 +58,29 @@ struct Ctx {
     dsn_copy: bool,
 }
 
-/// One packet put on the wire.
-#[derive(Clone, Copy, Debug)]
-struct Sent {
-    time: Time,
-    ctx: Ctx,
-    delivered: bool,
-}
+type Sent = testing::Sent<MptcpInfo>;
+type Wire<'a> = testing::Wire<'a, MptcpInfo>;
 
-type Fault = Box<dyn FnMut(&Ctx) -> bool>;
-
-struct Net {
-    eps: [MptcpEndpoint; 2],
-    now: Time,
+/// MPTCP's knowledge of its packets for the generic harness: which sub-flow a packet takes (its
+/// source port), the one-way delay of that sub-flow, and the offsets and DSNs it carries.
+struct MptcpProbe {
     /// One-way delay of sub-flow i.
     delay: Vec<Dur>,
-    wire: BTreeMap<(Time, u64), (usize, Packet)>,
-    seq: u64,
-    fault: Fault,
-    /// Data packets for which this returns true arrive CE-marked.
-    mark_ce: fn(&Ctx) -> bool,
-    /// Data packets for which this returns true arrive payload-cut (CP's trimming switch).
-    cut: Fault,
     copies: HashMap<(usize, usize, u64), u64>,
     dsns_seen: [HashMap<u64, u32>; 2],
-    sent: Vec<Sent>,
-    events: Vec<(Time, usize, AppEvent)>,
-    steps: u64,
 }
 
-impl Net {
-    fn new(tcp: TcpConfig, cfg: MptcpConfig, delay: Vec<Dur>) -> Net {
-        let mk = |side: usize| {
-            MptcpEndpoint::new(
-                tcp.clone(),
-                cfg.clone(),
-                tuple(side),
-                ISN[side],
-                ISN[1 - side],
-                Rng::seed_from_u64(7 + side as u64),
-            )
-        };
-        Net {
-            eps: [mk(0), mk(1)],
-            now: Time::ZERO,
-            delay,
-            wire: BTreeMap::new(),
-            seq: 0,
-            fault: Box::new(|_| true),
-            mark_ce: |_| false,
-            cut: Box::new(|_| false),
-            copies: HashMap::new(),
-            dsns_seen: [HashMap::new(), HashMap::new()],
-            sent: Vec::new(),
-            events: Vec::new(),
-            steps: 0,
-        }
-    }
+impl Probe<MptcpEndpoint> for MptcpProbe {
+    type Info = MptcpInfo;
 
-    /// Returns false for packets to drop.
-    fn set_fault(&mut self, f: impl FnMut(&Ctx) -> bool + 'static) {
-        self.fault = Box::new(f);
-    }
-
-    fn send(&mut self, from: usize, msg: u64, len: u64) {
-        self.eps[1 - from].expect_message(msg, len);
-        self.eps[from].send_message(self.now, msg, len);
-        self.drain(1 - from);
-        self.drain(from);
-    }
-
-    fn drain(&mut self, side: usize) {
-        let mut buf = Vec::new();
-        while let Some(p) = self.eps[side].poll_transmit(self.now, &mut buf) {
-            self.put(side, p);
-        }
-        while let Some(ev) = self.eps[side].poll_event() {
-            self.events.push((self.now, side, ev));
-        }
-    }
-
-    fn put(&mut self, from: usize, mut p: Packet) {
+    fn on_link(&mut self, from: usize, p: &Packet) -> MptcpInfo {
         let sub = usize::from(p.tuple.src_port - PORTS[from]);
         let h = p.tcp().expect("tcp");
         let TcpExt::Dss { dsn, .. } = h.ext else {
             panic!("every MPTCP segment carries a DSS")
         };
-        let data = h.payload_len > 0;
         let (mut offset, mut dsn_opt, mut copy, mut dsn_copy) = (None, None, 0, false);
-        if data {
+        if h.payload_len > 0 {
             let isn = ISN[from].wrapping_add((sub as u32).wrapping_mul(0x3c6e_f35f));
             let off = h.seq.unwrap_near(isn, 0).expect("offset");
             let c = self.copies.entry((from, sub, off)).or_insert(0);
@@ -159,80 +94,50 @@ impl Net {
             offset = Some(off);
             dsn_opt = Some(dsn);
         }
-        let ctx = Ctx {
-            from,
+        MptcpInfo {
             sub,
             offset,
             dsn: dsn_opt,
             copy,
             dsn_copy,
+        }
+    }
+
+    fn one_way(&self, info: &MptcpInfo, _: Dur) -> Dur {
+        self.delay[info.sub]
+    }
+}
+
+/// Two MPTCP endpoints joined by one wire per sub-flow: the generic harness with [`MptcpProbe`],
+/// no serialisation delay.
+type Net = Harness<MptcpEndpoint, MptcpProbe>;
+
+impl Harness<MptcpEndpoint, MptcpProbe> {
+    /// A client (side 0) and a server (side 1); sub-flow i's one-way delay is `delay[i]`.
+    fn mptcp(tcp: TcpConfig, cfg: MptcpConfig, delay: Vec<Dur>) -> Net {
+        let mk = |side: usize| {
+            MptcpEndpoint::new(
+                tcp.clone(),
+                cfg.clone(),
+                tuple(side),
+                ISN[side],
+                ISN[1 - side],
+                Rng::seed_from_u64(7 + side as u64),
+            )
         };
-        let deliver = (self.fault)(&ctx);
-        self.sent.push(Sent {
-            time: self.now,
-            ctx,
-            delivered: deliver,
-        });
-        if deliver && data && (self.mark_ce)(&ctx) {
-            p.ecn = crate::packet::Ecn::Ce;
-        }
-        if deliver && data && (self.cut)(&ctx) {
-            p.trimmed = true;
-            p.size_bytes = 66;
-        }
-        if deliver {
-            let at = self.now + self.delay[sub];
-            self.wire.insert((at, self.seq), (1 - from, p));
-            self.seq += 1;
-        }
+        let probe = MptcpProbe {
+            delay,
+            copies: HashMap::new(),
+            dsns_seen: [HashMap::new(), HashMap::new()],
+        };
+        let mut n = Harness::with_probe(mk(0), mk(1), probe);
+        n.step_limit = 2_000_000;
+        n
     }
 
-    fn next_timer(&self) -> Option<Time> {
-        self.eps.iter().filter_map(|e| e.poll_timeout()).min()
-    }
-
-    /// Run until nothing is in flight and no timer is pending, or until `until`.
-    fn run_until(&mut self, until: Time) {
-        loop {
-            self.steps += 1;
-            assert!(self.steps < 2_000_000, "livelock");
-            let wire = self.wire.keys().next().map(|k| k.0);
-            let timer = self.next_timer();
-            let t = match (wire, timer) {
-                (Some(a), Some(b)) => a.min(b),
-                (Some(a), None) => a,
-                (None, Some(b)) => b,
-                (None, None) => return,
-            };
-            if t > until {
-                return;
-            }
-            self.now = t;
-            if wire == Some(t) {
-                let (k, (to, p)) = self.wire.pop_first().expect("non-empty");
-                debug_assert_eq!(k.0, t);
-                self.eps[to].handle_packet(self.now, &p, &[]);
-                self.drain(to);
-                self.drain(1 - to);
-            } else {
-                for s in 0..2 {
-                    if self.eps[s].poll_timeout().is_some_and(|d| d <= self.now) {
-                        self.eps[s].handle_timeout(self.now);
-                    }
-                    self.drain(s);
-                }
-            }
-        }
-    }
-
-    fn run(&mut self) {
-        self.run_until(Time::MAX);
-    }
-
-    fn received(&self, msg: u64) -> Option<Time> {
-        self.events
-            .iter()
-            .find_map(|&(t, side, ev)| (side == 1 && ev == AppEvent::MessageReceived { msg }).then_some(t))
+    /// Drops the packets `keep` returns false for (replacing any fault script).
+    fn keep_only(&mut self, mut keep: impl FnMut(&Wire<'_>) -> bool + 'static) {
+        self.set_fault(move |w| if keep(w) { Fate::Deliver } else { Fate::Drop });
     }
 
     fn acked(&self, msg: u64) -> Option<crate::engine::MessageStats> {
@@ -246,9 +151,31 @@ impl Net {
     fn recovery_copies(&self) -> Vec<Sent> {
         self.sent
             .iter()
-            .filter(|s| s.ctx.from == 0 && s.ctx.dsn_copy)
-            .copied()
+            .filter(|s| s.from == 0 && s.info.dsn_copy)
+            .cloned()
             .collect()
+    }
+}
+
+/// A fault script: data packets `pred` selects arrive CE-marked.
+fn ce_where(pred: fn(&Wire<'_>) -> bool) -> impl FnMut(&mut Wire<'_>) -> Fate {
+    move |w| {
+        if w.info.offset.is_some() && pred(w) {
+            Fate::Ce
+        } else {
+            Fate::Deliver
+        }
+    }
+}
+
+/// A fault script: data packets `pred` selects arrive payload-cut (CP's trimming switch).
+fn cut_where(mut pred: impl FnMut(&Wire<'_>) -> bool) -> impl FnMut(&mut Wire<'_>) -> Fate {
+    move |w| {
+        if w.info.offset.is_some() && pred(w) {
+            Fate::Cut
+        } else {
+            Fate::Deliver
+        }
     }
 }
 
@@ -278,10 +205,10 @@ fn us(n: u64) -> Dur {
 
 #[test]
 fn data_spreads_over_every_subflow_and_reassembles_at_data_level() {
-    let mut n = Net::new(tcp_cfg(), plain(4), vec![us(10), us(20), us(30), us(40)]);
+    let mut n = Net::mptcp(tcp_cfg(), plain(4), vec![us(10), us(20), us(30), us(40)]);
     n.send(0, 1, 200_000);
     n.run();
-    assert!(n.received(1).is_some());
+    assert!(n.received(1, 1).is_some());
     let st = n.acked(1).expect("acked");
     assert_eq!(st.sent_bytes, 200_000);
     assert_eq!(st.retransmitted_bytes + st.redundant_bytes, 0);
@@ -294,20 +221,20 @@ fn data_spreads_over_every_subflow_and_reassembles_at_data_level() {
     assert_eq!(n.eps[1].data_rcv_nxt(), 200_000);
     assert_eq!(n.eps[0].data_una(), 200_000);
     // Every sub-flow has its own 5-tuple: consecutive ports.
-    let ports: std::collections::BTreeSet<u16> = n.sent.iter().map(|s| s.ctx.sub as u16).collect();
+    let ports: std::collections::BTreeSet<u16> = n.sent.iter().map(|s| s.info.sub as u16).collect();
     assert_eq!(ports.len(), 4);
 }
 
 #[test]
 fn initial_window_is_split_across_subflows() {
-    let mut n = Net::new(tcp_cfg(), plain(4), vec![us(50); 4]);
+    let mut n = Net::mptcp(tcp_cfg(), plain(4), vec![us(50); 4]);
     n.send(0, 1, 100_000);
     // At time 0 the whole total initial window (16 segments) goes out, 4 per sub-flow.
     let at0: Vec<usize> = n
         .sent
         .iter()
         .filter(|s| s.time == Time::ZERO)
-        .map(|s| s.ctx.sub)
+        .map(|s| s.info.sub)
         .collect();
     assert_eq!(at0.len(), 16);
     for i in 0..4 {
@@ -318,7 +245,7 @@ fn initial_window_is_split_across_subflows() {
 
 #[test]
 fn scheduler_prefers_the_lowest_rtt_subflow() {
-    let mut n = Net::new(tcp_cfg(), plain(3), vec![us(300), us(20), us(150)]);
+    let mut n = Net::mptcp(tcp_cfg(), plain(3), vec![us(300), us(20), us(150)]);
     n.send(0, 1, 60_000);
     n.run();
     for i in 0..3 {
@@ -329,8 +256,8 @@ fn scheduler_prefers_the_lowest_rtt_subflow() {
     n.run();
     let data: Vec<usize> = n.sent[before..]
         .iter()
-        .filter(|s| s.ctx.from == 0 && s.ctx.offset.is_some())
-        .map(|s| s.ctx.sub)
+        .filter(|s| s.from == 0 && s.info.offset.is_some())
+        .map(|s| s.info.sub)
         .collect();
     assert_eq!(data, vec![1, 1, 1], "all on the 20 us sub-flow");
 }
@@ -354,11 +281,11 @@ fn lia_alpha_matches_rfc6356() {
 fn coupled_increase_is_slower_than_uncoupled() {
     let total = |coupled: bool| {
         let cfg = MptcpConfig { coupled, ..plain(2) };
-        let mut n = Net::new(tcp_cfg(), cfg, vec![us(50), us(50)]);
-        n.set_fault(|c| !(c.from == 0 && c.copy == 0 && c.offset == Some(20_000)));
+        let mut n = Net::mptcp(tcp_cfg(), cfg, vec![us(50), us(50)]);
+        n.keep_only(|c| !(c.from == 0 && c.info.copy == 0 && c.info.offset == Some(20_000)));
         n.send(0, 1, 3_000_000);
         n.run();
-        assert!(n.received(1).is_some());
+        assert!(n.received(1, 1).is_some());
         n.eps[0].subflow_cwnd(0) + n.eps[0].subflow_cwnd(1)
     };
     let (c, u) = (total(true), total(false));
@@ -374,12 +301,14 @@ fn subflows_react_to_ce_marks_as_dctcp() {
         congestion_control: crate::tcp::CongestionControl::Dctcp { g: 1.0 / 16.0 },
         ..tcp_cfg()
     };
-    let mut n = Net::new(tcp, plain(2), vec![us(30), us(30)]);
+    let mut n = Net::mptcp(tcp, plain(2), vec![us(30), us(30)]);
     // Sub-flow 1's data is marked from its 20th segment on; sub-flow 0's never.
-    n.mark_ce = |c| c.sub == 1 && c.offset.is_some_and(|o| o >= 20_000);
+    n.fault(ce_where(|c| {
+        c.info.sub == 1 && c.info.offset.is_some_and(|o| o >= 20_000)
+    }));
     n.send(0, 1, 400_000);
     n.run();
-    assert!(n.received(1).is_some());
+    assert!(n.received(1, 1).is_some());
     let (s0, s1) = (n.eps[0].subflow_stats(0), n.eps[0].subflow_stats(1));
     assert_eq!(s0.ecn_reductions, 0);
     assert!(s1.ecn_reductions > 0);
@@ -395,14 +324,14 @@ fn receive_window_block_triggers_opportunistic_retransmission_and_penalisation()
         initial_cwnd_segments: 4,
         ..tcp_cfg()
     };
-    let mut n = Net::new(tcp, plain(2), vec![us(20), us(2_000)]);
+    let mut n = Net::mptcp(tcp, plain(2), vec![us(20), us(2_000)]);
     // One segment on each sub-flow first, so both have an RTT sample (Linux penalises only a
     // sub-flow measured slower than the one that takes the retransmission).
     n.send(0, 0, 4_000);
     n.run();
     n.send(0, 1, 300_000);
     n.run();
-    assert!(n.received(1).is_some());
+    assert!(n.received(1, 1).is_some());
     let st = *n.eps[0].stats();
     assert!(st.opportunistic_retransmits > 0, "{st:?}");
     assert!(st.penalizations > 0, "{st:?}");
@@ -411,19 +340,19 @@ fn receive_window_block_triggers_opportunistic_retransmission_and_penalisation()
     assert!(n
         .sent
         .iter()
-        .any(|s| s.ctx.from == 0 && s.ctx.dsn_copy && s.ctx.sub == 0));
+        .any(|s| s.from == 0 && s.info.dsn_copy && s.info.sub == 0));
     let acked = n.acked(1).expect("acked");
     assert!(acked.retransmitted_bytes > 0);
 }
 
 #[test]
 fn a_dead_subflows_data_is_reinjected_on_the_others() {
-    let mut n = Net::new(tcp_cfg(), plain(2), vec![us(20), us(20)]);
+    let mut n = Net::mptcp(tcp_cfg(), plain(2), vec![us(20), us(20)]);
     // Sub-flow 1 goes black after its first few segments.
-    n.set_fault(|c| !(c.sub == 1 && c.offset.is_some_and(|o| o >= 2_000)));
+    n.keep_only(|c| !(c.info.sub == 1 && c.info.offset.is_some_and(|o| o >= 2_000)));
     n.send(0, 1, 50_000);
     n.run_until(Time::ZERO + Dur::from_millis(500));
-    let t = n.received(1).expect("delivered through sub-flow 0");
+    let t = n.received(1, 1).expect("delivered through sub-flow 0");
     let st = *n.eps[0].stats();
     assert_eq!(st.dead_subflows, 1, "{st:?}");
     assert!(st.reinjected_segments > 0);
@@ -440,10 +369,10 @@ fn warmup_opens_every_subflow_then_idles_before_application_data() {
         warmup_bytes: 100_000,
         ..plain(4)
     };
-    let mut n = Net::new(tcp_cfg(), cfg, vec![us(40); 4]);
+    let mut n = Net::mptcp(tcp_cfg(), cfg, vec![us(40); 4]);
     n.send(0, 9, 20_000);
     n.run();
-    assert!(n.received(9).is_some());
+    assert!(n.received(1, 9).is_some());
     // Only the application's messages are reported.
     assert!(n.events.iter().all(|(_, _, e)| match e {
         AppEvent::MessageReceived { msg } | AppEvent::MessageAcked { msg, .. } => *msg == 9,
@@ -452,12 +381,12 @@ fn warmup_opens_every_subflow_then_idles_before_application_data() {
     let first_app = n
         .sent
         .iter()
-        .find(|s| s.ctx.from == 0 && s.ctx.dsn.is_some_and(|d| d >= 100_000))
+        .find(|s| s.from == 0 && s.info.dsn.is_some_and(|d| d >= 100_000))
         .expect("app data");
     let last_warm = n
         .sent
         .iter()
-        .filter(|s| s.ctx.from == 0 && s.ctx.dsn.is_some_and(|d| d < 100_000))
+        .filter(|s| s.from == 0 && s.info.dsn.is_some_and(|d| d < 100_000))
         .map(|s| s.time)
         .max()
         .unwrap();
@@ -467,7 +396,7 @@ fn warmup_opens_every_subflow_then_idles_before_application_data() {
     let burst = n
         .sent
         .iter()
-        .filter(|s| s.ctx.from == 0 && s.time == first_app.time && s.ctx.offset.is_some())
+        .filter(|s| s.from == 0 && s.time == first_app.time && s.info.offset.is_some())
         .count();
     assert_eq!(burst, 16);
     let st = n.acked(9).expect("acked");
@@ -559,7 +488,7 @@ fn best_subflow_rules() {
 
 #[test]
 fn loss_cost_follows_the_paper() {
-    let mut n = Net::new(tcp_cfg(), fuso(2), vec![us(20), us(20)]);
+    let mut n = Net::mptcp(tcp_cfg(), fuso(2), vec![us(20), us(20)]);
     let s = &mut n.eps[0].subs[0];
     assert_eq!(s.loss_cost(0.5, 0.5), None, "never transmitted: infinity");
     s.sender.stats.data_segments_sent = 40;
@@ -580,9 +509,9 @@ fn recovery_copies_need_spare_cwnd_and_no_new_data() {
         initial_cwnd_segments: 4,
         ..tcp_cfg()
     };
-    let mut n = Net::new(tcp, fuso(2), vec![us(20), us(60)]);
+    let mut n = Net::mptcp(tcp, fuso(2), vec![us(20), us(60)]);
     // Lose the first transmission of the segment at offset 1000 on sub-flow 0.
-    n.set_fault(|c| !(c.from == 0 && c.sub == 0 && c.offset == Some(1_000) && c.copy == 0));
+    n.keep_only(|c| !(c.from == 0 && c.info.sub == 0 && c.info.offset == Some(1_000) && c.info.copy == 0));
     n.send(0, 1, 4_000);
     assert!(n.recovery_copies().is_empty(), "cwnd full at time 0");
     n.run();
@@ -591,13 +520,13 @@ fn recovery_copies_need_spare_cwnd_and_no_new_data() {
     let last_new = n
         .sent
         .iter()
-        .filter(|s| s.ctx.from == 0 && s.ctx.copy == 0 && !s.ctx.dsn_copy && s.ctx.dsn.is_some())
+        .filter(|s| s.from == 0 && s.info.copy == 0 && !s.info.dsn_copy && s.info.dsn.is_some())
         .map(|s| s.time)
         .max()
         .unwrap();
     assert!(copies.iter().all(|c| c.time >= last_new && c.time > Time::ZERO));
     // The lost segment's data arrived through a copy before sub-flow 0's own retransmission would.
-    let rx = n.received(1).expect("received");
+    let rx = n.received(1, 1).expect("received");
     assert!(rx < Time::ZERO + Dur::from_millis(5), "{rx}");
     let st = n.acked(1).unwrap();
     assert!(st.redundant_bytes > 0);
@@ -607,18 +536,18 @@ fn recovery_copies_need_spare_cwnd_and_no_new_data() {
 /// More data than the window: while new data remains, spare cwnd goes to new data, never copies.
 #[test]
 fn no_recovery_copy_while_new_data_remains() {
-    let mut n = Net::new(tcp_cfg(), fuso(2), vec![us(20), us(40)]);
+    let mut n = Net::mptcp(tcp_cfg(), fuso(2), vec![us(20), us(40)]);
     let mut k = 0u64;
-    n.set_fault(move |c| {
+    n.keep_only(move |c| {
         k += 1;
-        !(c.from == 0 && c.copy == 0 && k.is_multiple_of(17))
+        !(c.from == 0 && c.info.copy == 0 && k.is_multiple_of(17))
     });
     n.send(0, 1, 300_000);
     n.run();
     let last_new = n
         .sent
         .iter()
-        .filter(|s| s.ctx.from == 0 && s.ctx.copy == 0 && !s.ctx.dsn_copy && s.ctx.dsn.is_some())
+        .filter(|s| s.from == 0 && s.info.copy == 0 && !s.info.dsn_copy && s.info.dsn.is_some())
         .map(|s| s.time)
         .max()
         .unwrap();
@@ -633,41 +562,41 @@ fn the_worst_subflows_oldest_packet_is_copied_onto_the_best() {
         initial_cwnd_segments: 8,
         ..tcp_cfg()
     };
-    let mut n = Net::new(tcp, fuso(2), vec![us(20), us(20)]);
+    let mut n = Net::mptcp(tcp, fuso(2), vec![us(20), us(20)]);
     // Sub-flow 1 loses its first segment twice, so it retransmits and becomes the worst (C_l > 0);
     // sub-flow 0 never retransmits (C_l = 0) and is the best.
-    n.set_fault(|c| !(c.from == 0 && c.sub == 1 && c.offset == Some(0) && c.copy < 2));
+    n.keep_only(|c| !(c.from == 0 && c.info.sub == 1 && c.info.offset == Some(0) && c.info.copy < 2));
     n.send(0, 1, 40_000);
     n.run();
-    assert!(n.received(1).is_some());
+    assert!(n.received(1, 1).is_some());
     let copies = n.recovery_copies();
     assert!(!copies.is_empty());
     // Sub-flow 1's lost first segment carried DSN d; a copy of it rode sub-flow 0.
     let d = n
         .sent
         .iter()
-        .find(|s| s.ctx.from == 0 && s.ctx.sub == 1 && s.ctx.offset == Some(0))
-        .and_then(|s| s.ctx.dsn)
+        .find(|s| s.from == 0 && s.info.sub == 1 && s.info.offset == Some(0))
+        .and_then(|s| s.info.dsn)
         .unwrap();
     assert!(
-        copies.iter().any(|c| c.ctx.dsn == Some(d) && c.ctx.sub == 0),
+        copies.iter().any(|c| c.info.dsn == Some(d) && c.info.sub == 0),
         "{copies:?}"
     );
 }
 
 #[test]
 fn each_packet_is_protected_at_most_once_and_copies_never() {
-    let mut n = Net::new(tcp_cfg(), fuso(3), vec![us(20), us(35), us(50)]);
+    let mut n = Net::mptcp(tcp_cfg(), fuso(3), vec![us(20), us(35), us(50)]);
     let mut rng = Rng::seed_from_u64(11);
-    n.set_fault(move |c| c.from == 1 || rand::Rng::random_bool(&mut rng, 0.9));
+    n.keep_only(move |c| c.from == 1 || rand::Rng::random_bool(&mut rng, 0.9));
     for m in 0..20 {
         n.send(0, m, 7_000);
         n.run();
-        assert!(n.received(m).is_some());
+        assert!(n.received(1, m).is_some());
     }
     let mut per_dsn: HashMap<u64, u32> = HashMap::new();
     for c in n.recovery_copies() {
-        *per_dsn.entry(c.ctx.dsn.unwrap()).or_insert(0) += 1;
+        *per_dsn.entry(c.info.dsn.unwrap()).or_insert(0) += 1;
     }
     assert!(!per_dsn.is_empty());
     assert!(per_dsn.values().all(|&k| k == 1), "{per_dsn:?}");
@@ -685,34 +614,34 @@ fn a_lost_recovery_copy_is_retransmitted_by_its_carrier() {
         initial_cwnd_segments: 4,
         ..tcp_cfg()
     };
-    let mut n = Net::new(tcp, fuso(2), vec![us(20), us(20)]);
+    let mut n = Net::mptcp(tcp, fuso(2), vec![us(20), us(20)]);
     let mut dropped: Option<(usize, u64)> = None;
-    n.set_fault(move |c| {
+    n.keep_only(move |c| {
         if c.from != 0 {
             return true;
         }
         // Lose sub-flow 0's first segment once, and the first recovery copy once.
-        if c.sub == 0 && c.offset == Some(0) && c.copy == 0 {
+        if c.info.sub == 0 && c.info.offset == Some(0) && c.info.copy == 0 {
             return false;
         }
-        if c.dsn_copy && dropped.is_none() {
-            dropped = Some((c.sub, c.offset.unwrap()));
+        if c.info.dsn_copy && dropped.is_none() {
+            dropped = Some((c.info.sub, c.info.offset.unwrap()));
             return false;
         }
         true
     });
     n.send(0, 1, 4_000);
     n.run();
-    assert!(n.received(1).is_some());
-    let first = n.recovery_copies()[0];
-    assert!(!first.delivered);
-    let (sub, off) = (first.ctx.sub, first.ctx.offset.unwrap());
+    assert!(n.received(1, 1).is_some());
+    let first = n.recovery_copies()[0].clone();
+    assert!(first.fate == Fate::Drop);
+    let (sub, off) = (first.info.sub, first.info.offset.unwrap());
     let again = n
         .sent
         .iter()
-        .find(|s| s.ctx.from == 0 && s.ctx.sub == sub && s.ctx.offset == Some(off) && s.ctx.copy == 1)
+        .find(|s| s.from == 0 && s.info.sub == sub && s.info.offset == Some(off) && s.info.copy == 1)
         .expect("the carrier retransmits its lost copy");
-    assert_eq!(again.ctx.dsn, first.ctx.dsn);
+    assert_eq!(again.info.dsn, first.info.dsn);
     assert!(n.eps[0].subflow_stats(sub).retransmits > 0);
 }
 
@@ -818,18 +747,26 @@ mod props {
         ) {
             let cfg = if fuso_on { fuso(subflows) } else { plain(subflows) };
             let delays = (0..subflows).map(|i| us(20 + 15 * u64::from(i))).collect();
-            let mut n = Net::new(cp_tcp(), cfg, delays);
+            let mut n = Net::mptcp(cp_tcp(), cfg, delays);
             let mut rng = crate::rng::Rng::seed_from_u64(seed);
-            n.set_fault(move |_| !rand::Rng::random_bool(&mut rng, loss));
-            let mut rng = crate::rng::Rng::seed_from_u64(seed + 1);
-            n.cut = Box::new(move |_| rand::Rng::random_bool(&mut rng, cut));
+            let mut cut_rng = crate::rng::Rng::seed_from_u64(seed + 1);
+            // One script, so the cut draws come only from the data packets that were not lost.
+            n.set_fault(move |w| {
+                if rand::Rng::random_bool(&mut rng, loss) {
+                    Fate::Drop
+                } else if w.info.offset.is_some() && rand::Rng::random_bool(&mut cut_rng, cut) {
+                    Fate::Cut
+                } else {
+                    Fate::Deliver
+                }
+            });
             let total: u64 = lens.iter().sum();
             for (m, &len) in lens.iter().enumerate() {
                 n.send(0, m as u64, len);
             }
             n.run_until(Time::ZERO + Dur::from_millis(60_000));
             for (m, &len) in lens.iter().enumerate() {
-                prop_assert!(n.received(m as u64).is_some(), "message {} not received", m);
+                prop_assert!(n.received(1, m as u64).is_some(), "message {} not received", m);
                 let st = n.acked(m as u64).expect("acked");
                 prop_assert!(st.sent_bytes >= len + st.redundant_bytes);
             }
@@ -855,16 +792,16 @@ mod props {
         ) {
             let cfg = if fuso_on { fuso(subflows) } else { plain(subflows) };
             let delays = (0..subflows).map(|i| us(20 + 15 * u64::from(i))).collect();
-            let mut n = Net::new(tcp_cfg(), cfg, delays);
+            let mut n = Net::mptcp(tcp_cfg(), cfg, delays);
             let mut rng = crate::rng::Rng::seed_from_u64(seed);
-            n.set_fault(move |_| !rand::Rng::random_bool(&mut rng, loss));
+            n.keep_only(move |_| !rand::Rng::random_bool(&mut rng, loss));
             let total: u64 = lens.iter().sum();
             for (m, &len) in lens.iter().enumerate() {
                 n.send(0, m as u64, len);
             }
             n.run_until(Time::ZERO + Dur::from_millis(60_000));
             for (m, &len) in lens.iter().enumerate() {
-                prop_assert!(n.received(m as u64).is_some(), "message {} not received", m);
+                prop_assert!(n.received(1, m as u64).is_some(), "message {} not received", m);
                 let st = n.acked(m as u64).expect("acked");
                 prop_assert!(st.sent_bytes >= len + st.redundant_bytes);
             }
@@ -875,7 +812,7 @@ mod props {
                 // transmission of an already-sent DSN is a FUSO copy.)
                 let mut per_dsn: HashMap<u64, u32> = HashMap::new();
                 for c in n.recovery_copies() {
-                    *per_dsn.entry(c.ctx.dsn.unwrap()).or_insert(0) += 1;
+                    *per_dsn.entry(c.info.dsn.unwrap()).or_insert(0) += 1;
                 }
                 prop_assert!(per_dsn.values().all(|&k| k == 1), "{:?}", per_dsn);
                 prop_assert_eq!(
@@ -905,24 +842,26 @@ fn cp_tcp() -> TcpConfig {
 fn transmissions(n: &Net, sub: usize, off: u64) -> Vec<Sent> {
     n.sent
         .iter()
-        .filter(|s| s.ctx.from == 0 && s.ctx.sub == sub && s.ctx.offset == Some(off))
-        .copied()
+        .filter(|s| s.from == 0 && s.info.sub == sub && s.info.offset == Some(off))
+        .cloned()
         .collect()
 }
 
 #[test]
 fn a_cut_subflow_segment_is_packed_and_resent_precisely_with_its_dsn() {
     for cfg in [plain(2), fuso(2)] {
-        let mut n = Net::new(cp_tcp(), cfg.clone(), vec![us(20), us(30)]);
-        n.cut = Box::new(|c| c.from == 0 && c.sub == 1 && c.offset == Some(1_000) && c.copy == 0);
+        let mut n = Net::mptcp(cp_tcp(), cfg.clone(), vec![us(20), us(30)]);
+        n.fault(cut_where(|c| {
+            c.from == 0 && c.info.sub == 1 && c.info.offset == Some(1_000) && c.info.copy == 0
+        }));
         n.send(0, 1, 8_000);
         n.run();
-        let rx = n.received(1).expect("received");
+        let rx = n.received(1, 1).expect("received");
         // One RTT for the PACK plus one for the retransmission: far below the 5 ms RTO.
         assert!(rx < Time::ZERO + Dur::from_millis(1), "{rx}");
         let tx = transmissions(&n, 1, 1_000);
         assert_eq!(tx.len(), 2, "exactly one precise retransmission: {tx:?}");
-        assert_eq!(tx[0].ctx.dsn, tx[1].ctx.dsn, "the DSS mapping survives the cut");
+        assert_eq!(tx[0].info.dsn, tx[1].info.dsn, "the DSS mapping survives the cut");
         let (snd, rcv) = (n.eps[0].subflow_stats(1), n.eps[1].subflow_stats(1));
         assert_eq!((rcv.cut_segments_received, rcv.packs_sent), (1, 1));
         assert_eq!((snd.packs_received, snd.precise_retransmits), (1, 1));
@@ -945,11 +884,13 @@ fn without_cp_a_cut_subflow_segment_is_a_loss_and_no_pack() {
         cp: false,
         ..cp_tcp()
     };
-    let mut n = Net::new(tcp, plain(2), vec![us(20), us(30)]);
-    n.cut = Box::new(|c| c.from == 0 && c.sub == 1 && c.offset == Some(1_000) && c.copy == 0);
+    let mut n = Net::mptcp(tcp, plain(2), vec![us(20), us(30)]);
+    n.fault(cut_where(|c| {
+        c.from == 0 && c.info.sub == 1 && c.info.offset == Some(1_000) && c.info.copy == 0
+    }));
     n.send(0, 1, 8_000);
     n.run();
-    assert!(n.received(1).is_some());
+    assert!(n.received(1, 1).is_some());
     assert_eq!(n.eps[1].subflow_stats(1).packs_sent, 0);
     // With dupACK threshold inf and no PACK only the RTO recovers it.
     assert_eq!(n.eps[0].subflow_stats(1).timeouts, 1);
@@ -961,18 +902,20 @@ fn a_cut_recovery_copy_is_packed_and_resent_by_its_carrier() {
         initial_cwnd_segments: 4,
         ..cp_tcp()
     };
-    let mut n = Net::new(tcp, fuso(2), vec![us(20), us(20)]);
+    let mut n = Net::mptcp(tcp, fuso(2), vec![us(20), us(20)]);
     // Cut sub-flow 0's first segment once, and the first FUSO recovery copy once.
-    n.cut = Box::new(|c| c.from == 0 && (c.dsn_copy || (c.sub == 0 && c.offset == Some(0) && c.copy == 0)));
+    n.fault(cut_where(|c| {
+        c.from == 0 && (c.info.dsn_copy || (c.info.sub == 0 && c.info.offset == Some(0) && c.info.copy == 0))
+    }));
     n.send(0, 1, 4_000);
     n.run();
-    let rx = n.received(1).expect("received");
+    let rx = n.received(1, 1).expect("received");
     assert!(rx < Time::ZERO + Dur::from_millis(1), "{rx}");
-    let first = n.recovery_copies()[0];
-    let (sub, off) = (first.ctx.sub, first.ctx.offset.unwrap());
+    let first = n.recovery_copies()[0].clone();
+    let (sub, off) = (first.info.sub, first.info.offset.unwrap());
     let tx = transmissions(&n, sub, off);
     assert!(tx.len() >= 2, "the carrier resends its cut copy: {tx:?}");
-    assert_eq!(tx[1].ctx.dsn, first.ctx.dsn);
+    assert_eq!(tx[1].info.dsn, first.info.dsn);
     assert!(n.eps[0].subflow_stats(sub).precise_retransmits > 0);
     for i in 0..2 {
         assert_eq!(n.eps[0].subflow_stats(i).timeouts, 0);

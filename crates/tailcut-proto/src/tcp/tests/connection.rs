@@ -12,18 +12,19 @@ fn delayed_ack_every_second_segment_and_after_the_delay() {
         delayed_ack: Some(delay),
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 5 * MSS);
     h.run();
     let acks: Vec<_> = h
         .sent
         .iter()
-        .filter(|s| s.from == 1 && s.offset.is_none())
-        .copied()
+        .filter(|s| s.from == 1 && s.info.offset.is_none())
+        .cloned()
         .collect();
-    let ack_offsets: Vec<_> = acks.iter().map(|a| a.ack.unwrap()).collect();
+    let ack_offsets: Vec<_> = acks.iter().map(|a| a.info.ack.unwrap()).collect();
     assert_eq!(ack_offsets, vec![2 * MSS, 4 * MSS, 5 * MSS]);
     let fifth_arrival = h
+        .probe
         .arrivals
         .iter()
         .filter(|a| a.to == 1 && a.pkt.payload_len() > 0)
@@ -33,6 +34,7 @@ fn delayed_ack_every_second_segment_and_after_the_delay() {
     assert_eq!(acks[2].time, fifth_arrival + delay);
     // The first two ACKs go out the instant the second segment of each pair arrives.
     let second_arrival = h
+        .probe
         .arrivals
         .iter()
         .filter(|a| a.to == 1 && a.pkt.payload_len() > 0)
@@ -48,9 +50,9 @@ fn handshake_survives_syn_loss() {
         handshake: true,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     h.set_fault(|c| {
-        if c.from == 0 && c.ctl_index == 0 {
+        if c.from == 0 && c.info.ctl_index == 0 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -62,7 +64,7 @@ fn handshake_survives_syn_loss() {
         .sent
         .iter()
         .filter(|s| s.from == 0 && s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::SYN))
-        .copied()
+        .cloned()
         .collect();
     assert_eq!(syns.len(), 2);
     assert_eq!(syns[0].time, Time::ZERO);
@@ -89,7 +91,7 @@ fn burst_after_idle(slow_start_after_idle: bool) -> usize {
         slow_start_after_idle,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 100 * MSS);
     h.run();
     assert!(h.eps[0].cwnd_bytes() > 20 * MSS);
@@ -115,7 +117,7 @@ fn messages_get_their_own_events_and_stats() {
         loss_detection: LossDetection::Dupthresh,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     // Stream: msg 1 [0, 5000), msg 2 [5000, 8500), msg 3 empty, msg 4 [8500, 10500). Each message
     // is segmented when queued (no Nagle): ..., [8000, 8500), [8500, 9500), [9500, 10500).
     // Segment [5000, 6000) is lost (fast retransmit, charged to msg 2); the tail segment
@@ -164,7 +166,7 @@ fn messages_get_their_own_events_and_stats() {
 
 #[test]
 fn message_stats_are_visible_before_completion() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     h.send(0, 9, 3 * MSS);
     assert_eq!(h.eps[0].message_stats(9).map(|s| s.sent_bytes), Some(3 * MSS));
 }
@@ -176,9 +178,9 @@ fn handshake_survives_syn_ack_and_final_ack_loss() {
         ..test_cfg()
     };
     // First SYN-ACK lost.
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     h.set_fault(|c| {
-        if c.from == 1 && c.ctl_index == 0 {
+        if c.from == 1 && c.info.ctl_index == 0 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -198,9 +200,9 @@ fn handshake_survives_syn_ack_and_final_ack_loss() {
 
     // The client's third-handshake ACK lost and the client has no data: the server's SYN-ACK
     // retransmission makes the client acknowledge again.
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     h.set_fault(|c| {
-        if c.from == 0 && c.ctl_index == 1 {
+        if c.from == 0 && c.info.ctl_index == 1 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -224,7 +226,7 @@ fn handshake_survives_syn_ack_and_final_ack_loss() {
 
 #[test]
 fn explicit_retransmit_request_goes_out_at_once() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     h.send(0, 1, 10 * MSS);
     // All ten segments are in flight (cwnd full); the request bypasses cwnd.
     assert!(h.eps[0].retransmit_segment(3 * MSS + 10));
@@ -243,7 +245,7 @@ fn advertised_window_limits_the_flight() {
         rcv_window_bytes: 3 * MSS as u32,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 30 * MSS);
     let mut max_flight = 0;
     while h.step() {
@@ -259,9 +261,9 @@ fn syn_retransmissions_back_off() {
         handshake: true,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     h.set_fault(|c| {
-        if c.from == 0 && c.ctl_index < 2 {
+        if c.from == 0 && c.info.ctl_index < 2 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -291,7 +293,7 @@ fn syn_retransmissions_back_off() {
 
 #[test]
 fn class_route_and_timestamps_are_stamped_on_every_packet() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     h.eps[0].set_class(3);
     h.eps[0].set_route(crate::Route::Path(7));
     h.send(0, 1, 4 * MSS);
@@ -310,7 +312,7 @@ fn class_route_and_timestamps_are_stamped_on_every_packet() {
 
 #[test]
 fn loss_free_transfer_fills_the_link_after_slow_start() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     let total = 10_000 * MSS;
     h.send(0, 1, total);
     h.run();
@@ -334,10 +336,10 @@ fn loss_free_transfer_fills_the_link_after_slow_start() {
 #[test]
 #[should_panic(expected = "step limit")]
 fn a_black_hole_hits_the_step_limit_instead_of_hanging() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     h.step_limit = 200;
     h.set_fault(|c| {
-        if c.offset.is_some() {
+        if c.info.offset.is_some() {
             Fate::Drop
         } else {
             Fate::Deliver

@@ -31,11 +31,11 @@ fn pack_blocks(p: &Packet) -> Vec<(u64, u64)> {
 /// A one-segment message first (an RTT sample), then `segs` segments of message 2 whose first
 /// transmissions at the listed indices (within message 2) meet `fate`.
 fn warm_then(cfg: TcpConfig, segs: u64, hit: &'static [u64], fate: Fate) -> Harness {
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, MSS);
     h.run();
-    h.set_fault(move |c| match c.offset {
-        Some(o) if c.from == 0 && c.copy == 0 && o >= MSS && hit.contains(&(o / MSS - 1)) => fate,
+    h.set_fault(move |c| match c.info.offset {
+        Some(o) if c.from == 0 && c.info.copy == 0 && o >= MSS && hit.contains(&(o / MSS - 1)) => fate,
         _ => Fate::Deliver,
     });
     h.send(0, 2, segs * MSS);
@@ -71,6 +71,7 @@ fn a_cut_segment_yields_one_pack_and_exactly_one_retransmission() {
     assert!(hdr.flags.contains(TcpFlags::ACK) && p.payload_len() == 0);
     // The PACK went out at once: at the arrival time of the cut header.
     let cut_arrival = h
+        .probe
         .arrivals
         .iter()
         .find(|a| a.to == 1 && a.pkt.trimmed)
@@ -78,7 +79,11 @@ fn a_cut_segment_yields_one_pack_and_exactly_one_retransmission() {
         .time;
     assert_eq!(packs[0].time, cut_arrival);
     // The sender retransmits exactly that segment, once, without a timeout.
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![cut_start]);
     let st = h.eps[0].stats();
     assert_eq!(
@@ -99,7 +104,11 @@ fn several_cuts_in_one_window_reduce_the_window_once() {
     let mut h = warm_then(cp_cfg(), 10, &[2, 5, 7], Fate::Cut);
     h.run();
     assert_eq!(h.eps[1].rcv_nxt(), 11 * MSS);
-    let mut rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let mut rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     rtx.sort_unstable();
     assert_eq!(rtx, vec![3 * MSS, 6 * MSS, 8 * MSS]);
     let st = h.eps[0].stats();
@@ -111,18 +120,22 @@ fn several_cuts_in_one_window_reduce_the_window_once() {
 
 #[test]
 fn a_cut_retransmission_is_reported_and_retransmitted_again() {
-    let mut h = Harness::new(cp_cfg());
+    let mut h = Harness::tcp(cp_cfg());
     h.send(0, 1, MSS);
     h.run();
     // The first two transmissions of segment 2 of message 2 are cut.
-    h.set_fault(|c| match c.offset {
-        Some(o) if c.from == 0 && o == 3 * MSS && c.copy < 2 => Fate::Cut,
+    h.set_fault(|c| match c.info.offset {
+        Some(o) if c.from == 0 && o == 3 * MSS && c.info.copy < 2 => Fate::Cut,
         _ => Fate::Deliver,
     });
     h.send(0, 2, 6 * MSS);
     h.run();
     assert_eq!(h.eps[1].rcv_nxt(), 7 * MSS);
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![3 * MSS, 3 * MSS]);
     assert_eq!(h.eps[0].stats().timeouts, 0);
 }
@@ -134,7 +147,7 @@ fn a_pack_for_an_acknowledged_or_already_resent_segment_is_ignored() {
     while h.eps[0].stats().packs_received == 0 {
         assert!(h.step());
     }
-    let pack = h.arrivals.last().expect("the PACK").pkt;
+    let pack = h.probe.arrivals.last().expect("the PACK").pkt;
     assert!(!pack_blocks(&pack).is_empty());
     // The same PACK again (e.g. duplicated by the network): the segment was sent again after the
     // cut transmission the PACK echoes, so it is stale.
@@ -142,7 +155,11 @@ fn a_pack_for_an_acknowledged_or_already_resent_segment_is_ignored() {
     h.eps[0].handle_packet(now, &pack, &[]);
     h.drain(0);
     h.run();
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![4 * MSS]);
     assert_eq!(h.eps[0].stats().packs_received, 2);
     assert_eq!(h.eps[0].stats().precise_retransmits, 1);
@@ -194,7 +211,11 @@ fn cp_over_dctcp_retransmits_the_cut_segment() {
     let mut h = warm_then(cfg, 10, &[6], Fate::Cut);
     h.run();
     assert_eq!(h.eps[1].rcv_nxt(), 11 * MSS);
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![7 * MSS]);
     assert_eq!(h.eps[0].stats().timeouts, 0);
 }
@@ -205,7 +226,7 @@ fn spraying_gives_consecutive_data_segments_consecutive_path_labels() {
         spray_paths: 3,
         ..cp_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 7 * MSS);
     h.run();
     let labels: Vec<Route> = h.data_from(0).map(|s| s.pkt.route).collect();

@@ -24,9 +24,9 @@ fn dctcp_echo_is_byte_exact_with_delayed_acks() {
         delayed_ack: Some(Dur::from_micros(100)),
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.set_fault(|c| {
-        if c.from == 0 && c.offset.is_some() && c.data_index % 5 == 4 {
+        if c.from == 0 && c.info.offset.is_some() && c.info.data_index % 5 == 4 {
             Fate::Ce
         } else {
             Fate::Deliver
@@ -41,7 +41,7 @@ fn dctcp_echo_is_byte_exact_with_delayed_acks() {
         .sum();
     let (mut prev, mut echoed) = (0, 0);
     for s in h.sent.iter().filter(|s| s.from == 1) {
-        let ack = s.ack.unwrap();
+        let ack = s.info.ack.unwrap();
         if s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::ECE) {
             echoed += ack - prev;
         }
@@ -60,9 +60,9 @@ fn dctcp_case(k: u64, delayed_ack: Option<Dur>) {
         delayed_ack,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.set_fault(move |c| {
-        if c.from == 0 && c.offset.is_some() && c.data_index % k == k - 1 {
+        if c.from == 0 && c.info.offset.is_some() && c.info.data_index % k == k - 1 {
             Fate::Ce
         } else {
             Fate::Deliver
@@ -76,6 +76,7 @@ fn dctcp_case(k: u64, delayed_ack: Option<Dur>) {
     assert!((alpha - f).abs() < 0.04, "alpha {alpha} vs marked fraction {f}");
     // Every reduction is cwnd <- cwnd (1 - alpha / 2), with alpha as updated by that ACK.
     let cuts: Vec<_> = h
+        .probe
         .cwnd_log
         .iter()
         .filter(|o| o.ecn_reductions_after > o.ecn_reductions_before)
@@ -96,10 +97,10 @@ fn classic_ecn_halves_once_per_window_and_sets_cwr() {
         ecn: true,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     // Mark two packets of the first window: one reduction only.
     h.set_fault(|c| {
-        if c.from == 0 && (c.data_index == 2 || c.data_index == 4) {
+        if c.from == 0 && (c.info.data_index == 2 || c.info.data_index == 4) {
             Fate::Ce
         } else {
             Fate::Deliver
@@ -128,10 +129,10 @@ fn dctcp_receiver_acks_at_once_when_ce_state_changes() {
         delayed_ack: Some(Dur::from_millis(1)),
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     // Segment 0 unmarked, 1 marked, 2 and 3 unmarked.
     h.set_fault(|c| {
-        if c.from == 0 && c.data_index == 1 {
+        if c.from == 0 && c.info.data_index == 1 {
             Fate::Ce
         } else {
             Fate::Deliver
@@ -142,10 +143,10 @@ fn dctcp_receiver_acks_at_once_when_ce_state_changes() {
     let acks: Vec<(u64, bool)> = h
         .sent
         .iter()
-        .filter(|s| s.from == 1 && s.offset.is_none())
+        .filter(|s| s.from == 1 && s.info.offset.is_none())
         .map(|s| {
             let ece = s.pkt.tcp().unwrap().flags.contains(crate::TcpFlags::ECE);
-            (s.ack.unwrap(), ece)
+            (s.info.ack.unwrap(), ece)
         })
         .collect();
     // Segment 0 is acknowledged without ECE when the marked segment 1 arrives; segment 1 with ECE

@@ -18,13 +18,13 @@ fn dupthresh_cfg() -> TcpConfig {
 fn tail_loss_is_recovered_by_rto_at_min_rto() {
     // DupThresh: RACK-TLP would probe the tail loss away (`rack.rs` tests).
     let cfg = dupthresh_cfg();
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     drop_first_copies(&mut h, &[2 * MSS]);
     h.send(0, 1, 3 * MSS);
     h.run();
     let rtx = h.retransmissions(0);
     assert_eq!(rtx.len(), 1);
-    assert_eq!(rtx[0].offset, Some(2 * MSS));
+    assert_eq!(rtx[0].info.offset, Some(2 * MSS));
     // RFC 6298 Sec. 5.3: the timer was restarted by the last new ACK; the RTO is clamped to min_rto.
     let armed = last_new_ack_before(&h, rtx[0].time);
     assert_eq!(rtx[0].time, armed + cfg.min_rto);
@@ -39,13 +39,13 @@ fn tail_loss_is_recovered_by_rto_at_min_rto() {
 
 fn fast_retransmit_case(sack: bool) {
     let cfg = TcpConfig { sack, ..test_cfg() };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     drop_first_copies(&mut h, &[2 * MSS]);
     h.send(0, 1, 10 * MSS);
     h.run();
     let rtx = h.retransmissions(0);
     assert_eq!(rtx.len(), 1, "{rtx:?}");
-    assert_eq!(rtx[0].offset, Some(2 * MSS));
+    assert_eq!(rtx[0].info.offset, Some(2 * MSS));
     // Sent on the arrival of the third duplicate ACK, long before any RTO.
     // The first ACK of 2000 is new; the duplicates follow it.
     let dups = &h.acks_arriving(0, 2 * MSS)[1..];
@@ -74,7 +74,7 @@ fn early_retransmit_case(sack: bool, early: bool) -> Harness {
         loss_detection: LossDetection::Dupthresh,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     drop_first_copies(&mut h, &[0]);
     h.send(0, 1, 2 * MSS);
     h.run();
@@ -87,7 +87,7 @@ fn early_retransmit_on_one_dupack() {
         let h = early_retransmit_case(sack, true);
         let rtx = h.retransmissions(0);
         assert_eq!(rtx.len(), 1);
-        assert_eq!(rtx[0].offset, Some(0));
+        assert_eq!(rtx[0].info.offset, Some(0));
         let dups = h.acks_arriving(0, 0);
         assert_eq!(dups.len(), 1);
         assert_eq!(rtx[0].time, dups[0]);
@@ -103,9 +103,9 @@ fn early_retransmit_on_one_dupack() {
 fn lost_retransmission_backs_off_the_rto() {
     // DupThresh, so that both retransmissions are the RTO's (no tail loss probe).
     let cfg = dupthresh_cfg();
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     h.set_fault(|c| {
-        if c.from == 0 && c.offset == Some(2 * MSS) && c.copy < 2 {
+        if c.from == 0 && c.info.offset == Some(2 * MSS) && c.info.copy < 2 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -131,11 +131,15 @@ fn sack_recovers_several_holes_in_one_episode() {
         initial_cwnd_segments: 20,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     drop_first_copies(&mut h, &[3 * MSS, 7 * MSS, 12 * MSS]);
     h.send(0, 1, 20 * MSS);
     h.run();
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![3 * MSS, 7 * MSS, 12 * MSS]);
     let st = h.eps[0].stats();
     assert_eq!((st.fast_retransmits, st.timeouts), (1, 0));
@@ -151,12 +155,12 @@ fn newreno_recovers_two_losses_with_a_partial_ack() {
         initial_cwnd_segments: 20,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     drop_first_copies(&mut h, &[3 * MSS, 8 * MSS]);
     h.send(0, 1, 20 * MSS);
     h.run();
     let rtx = h.retransmissions(0);
-    let offs: Vec<u64> = rtx.iter().filter_map(|s| s.offset).collect();
+    let offs: Vec<u64> = rtx.iter().filter_map(|s| s.info.offset).collect();
     assert_eq!(offs, vec![3 * MSS, 8 * MSS]);
     // The second hole is retransmitted as soon as the partial ACK (up to it) arrives.
     let partial = h.acks_arriving(0, 8 * MSS);
@@ -175,7 +179,7 @@ fn limited_transmit_sends_new_data_on_first_two_dupacks() {
             limited_transmit: limited,
             ..test_cfg()
         };
-        let mut h = Harness::new(cfg);
+        let mut h = Harness::tcp(cfg);
         drop_first_copies(&mut h, &[MSS]);
         h.send(0, 1, 30 * MSS);
         h.run();
@@ -184,7 +188,7 @@ fn limited_transmit_sends_new_data_on_first_two_dupacks() {
         let sent_at = |t: Time| -> Vec<u64> {
             h.data_from(0)
                 .filter(|s| s.time == t)
-                .filter_map(|s| s.offset)
+                .filter_map(|s| s.info.offset)
                 .collect()
         };
         if limited {
@@ -202,10 +206,10 @@ fn limited_transmit_sends_new_data_on_first_two_dupacks() {
 
 #[test]
 fn mild_reordering_is_not_a_loss() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     // Segment 2 arrives after segments 3 and 4: two dupACKs, below the threshold of three.
     h.set_fault(|c| {
-        if c.from == 0 && c.offset == Some(2 * MSS) && c.copy == 0 {
+        if c.from == 0 && c.info.offset == Some(2 * MSS) && c.info.copy == 0 {
             Fate::Delay(Dur::from_nanos(2_000))
         } else {
             Fate::Deliver
@@ -221,10 +225,10 @@ fn mild_reordering_is_not_a_loss() {
 
 #[test]
 fn lost_acks_are_covered_by_later_cumulative_acks() {
-    let mut h = Harness::new(test_cfg());
+    let mut h = Harness::tcp(test_cfg());
     // Only every fourth pure ACK survives.
     h.set_fault(|c| {
-        if c.from == 1 && c.offset.is_none() && c.ctl_index % 4 != 3 {
+        if c.from == 1 && c.info.offset.is_none() && c.info.ctl_index % 4 != 3 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -243,14 +247,18 @@ fn without_dupack_detection_only_the_timer_recovers() {
         dupack_threshold: u32::MAX,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     drop_first_copies(&mut h, &[2 * MSS]);
     h.send(0, 1, 10 * MSS);
     h.run();
     let st = h.eps[0].stats();
     assert_eq!((st.fast_retransmits, st.timeouts), (0, 1));
     // SACK info is kept through the timeout (RFC 6675 Sec. 5.1): only the hole is resent.
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![2 * MSS]);
     assert_eq!(h.eps[1].rcv_nxt(), 10 * MSS);
 }
@@ -262,7 +270,7 @@ fn timeout_without_sack_goes_back_from_snd_una() {
         dupack_threshold: u32::MAX,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     drop_first_copies(&mut h, &[2 * MSS]);
     h.send(0, 1, 6 * MSS);
     h.run();
@@ -270,7 +278,11 @@ fn timeout_without_sack_goes_back_from_snd_una() {
     assert_eq!(st.timeouts, 1);
     // Without SACK the sender does not know what arrived: it goes back over the window, one
     // slow-start step at a time, until the cumulative ACK jumps past what it resent.
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx[0], 2 * MSS);
     assert_eq!(h.eps[1].rcv_nxt(), 6 * MSS);
     assert!(h.eps[1].stats().duplicate_segments as usize == rtx.len() - 1);
@@ -283,10 +295,10 @@ fn early_timer_calls_change_nothing() {
             delayed_ack: Some(Dur::from_micros(50)),
             ..test_cfg()
         };
-        let mut h = Harness::new(cfg);
+        let mut h = Harness::tcp(cfg);
         h.early_timer_calls = early;
         h.set_fault(|c| {
-            if (c.from == 0 && c.data_index % 7 == 3) || (c.from == 1 && c.ctl_index % 5 == 2) {
+            if (c.from == 0 && c.info.data_index % 7 == 3) || (c.from == 1 && c.info.ctl_index % 5 == 2) {
                 Fate::Drop
             } else {
                 Fate::Deliver

@@ -93,7 +93,7 @@ fn run(sc: &Scenario) -> Harness {
         cp,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.step_limit = 2_000_000;
     let mut rng = Rng::seed_from_u64(sc.seed ^ 0x5eed);
     let sc2 = sc.clone();

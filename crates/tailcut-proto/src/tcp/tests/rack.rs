@@ -12,12 +12,12 @@ const ONE_WAY: Dur = Dur::from_millis(1);
 /// A connection warmed by one clean segment (so SRTT and min_RTT exist), then `segs` segments
 /// whose first copies at the listed indices (0-based within the second message) meet `fate`.
 fn warm_then(cfg: TcpConfig, one_way: Dur, segs: u64, hit: &'static [u64], fate: Fate) -> Harness {
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.one_way = one_way;
     h.send(0, 1, MSS);
     h.run();
-    h.set_fault(move |c| match c.offset {
-        Some(o) if c.from == 0 && c.copy == 0 && o >= MSS && hit.contains(&(o / MSS - 1)) => fate,
+    h.set_fault(move |c| match c.info.offset {
+        Some(o) if c.from == 0 && c.info.copy == 0 && o >= MSS && hit.contains(&(o / MSS - 1)) => fate,
         _ => Fate::Deliver,
     });
     h.send(0, 2, segs * MSS);
@@ -30,6 +30,7 @@ fn warm_then(cfg: TcpConfig, one_way: Dur, segs: u64, hit: &'static [u64], fate:
 fn min_rtt(h: &Harness) -> Dur {
     let sent = h.data_from(0).next().unwrap().time;
     let acked = h
+        .probe
         .arrivals
         .iter()
         .find(|a| a.to == 0 && a.ack == Some(MSS))
@@ -39,9 +40,10 @@ fn min_rtt(h: &Harness) -> Dur {
 }
 
 fn first_copy(h: &Harness, offset: u64) -> Sent {
-    *h.data_from(0)
-        .find(|s| s.offset == Some(offset) && s.copy == 0)
+    h.data_from(0)
+        .find(|s| s.info.offset == Some(offset) && s.info.copy == 0)
         .unwrap()
+        .clone()
 }
 
 #[test]
@@ -51,7 +53,7 @@ fn rack_marks_a_segment_lost_one_reordering_window_after_a_later_one_is_sacked()
     let h = warm_then(test_cfg(), ONE_WAY, 3, &[0], Fate::Drop);
     let rtx = h.retransmissions(0);
     assert_eq!(rtx.len(), 1, "{rtx:?}");
-    assert_eq!(rtx[0].offset, Some(MSS));
+    assert_eq!(rtx[0].info.offset, Some(MSS));
     let (s0, s2) = (first_copy(&h, MSS).time, first_copy(&h, 3 * MSS).time);
     // The ACK SACKing the last segment set RACK.xmit_ts = s2 and RACK.rtt = a2 - s2; the first
     // segment is lost at s0 + RACK.rtt + reo_wnd, when the reordering timer fires.
@@ -94,7 +96,11 @@ fn dupthresh_would_take_the_same_reordering_as_no_loss_only_below_three_segments
 fn tlp_fires_at_the_pto_and_its_sack_starts_rack_recovery_without_a_timeout() {
     // The last two of ten segments are lost: nothing above them can be SACKed.
     let h = warm_then(test_cfg(), Dur::from_micros(10), 10, &[8, 9], Fate::Drop);
-    let offs: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let offs: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     // The probe resends the last segment (no new data); its SACK makes RACK mark the other.
     assert_eq!(offs, vec![10 * MSS, 9 * MSS]);
     let rtx = h.retransmissions(0);
@@ -137,7 +143,11 @@ fn a_loss_at_the_top_of_the_recovery_window_is_repaired_without_a_timeout() {
     // RACK: the ACK of the retransmission of 2 delivers a segment sent after the last one, so
     // the last one is lost (no window in recovery) and resent at once.
     let h = warm_then(test_cfg(), Dur::from_micros(10), 10, drops, Fate::Drop);
-    let offs: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let offs: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(offs, vec![3 * MSS, 10 * MSS]);
     let st = h.eps[0].stats();
     assert_eq!((st.fast_retransmits, st.timeouts), (1, 0));
@@ -147,12 +157,12 @@ fn a_loss_at_the_top_of_the_recovery_window_is_repaired_without_a_timeout() {
 fn a_lost_retransmission_is_detected_by_rack_without_a_timeout() {
     // Segment 2's first copy and its retransmission are lost; segments sent after the
     // retransmission are delivered, so RACK marks it lost again.
-    let mut h = Harness::new(TcpConfig {
+    let mut h = Harness::tcp(TcpConfig {
         initial_cwnd_segments: 4,
         ..test_cfg()
     });
     h.set_fault(|c| {
-        if c.from == 0 && c.offset == Some(2 * MSS) && c.copy < 2 {
+        if c.from == 0 && c.info.offset == Some(2 * MSS) && c.info.copy < 2 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -162,7 +172,11 @@ fn a_lost_retransmission_is_detected_by_rack_without_a_timeout() {
     h.run();
     let st = h.eps[0].stats();
     assert_eq!(st.timeouts, 0);
-    let rtx: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let rtx: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(rtx, vec![2 * MSS, 2 * MSS]);
     assert_eq!(h.eps[1].rcv_nxt(), 30 * MSS);
 }

@@ -22,11 +22,11 @@ fn tlp_cfg() -> TcpConfig {
 /// A one-segment message first, so the sender has an RTT sample; then `segs` segments of message 2
 /// with the first transmissions of the listed segment indices (within message 2) dropped.
 fn warm_then_send(cfg: TcpConfig, segs: u64, drop: &'static [u64]) -> Harness {
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, MSS);
     h.run();
-    h.set_fault(move |c| match c.offset {
-        Some(o) if c.from == 0 && c.copy == 0 && o >= MSS && drop.contains(&(o / MSS - 1)) => Fate::Drop,
+    h.set_fault(move |c| match c.info.offset {
+        Some(o) if c.from == 0 && c.info.copy == 0 && o >= MSS && drop.contains(&(o / MSS - 1)) => Fate::Drop,
         _ => Fate::Deliver,
     });
     h.send(0, 2, segs * MSS);
@@ -50,7 +50,7 @@ fn tlp_probe_at_pto_turns_a_tail_loss_into_fast_recovery() {
     // The last two segments of ten are lost: no dupACK reaches the sender.
     let h = warm_then_send(tlp_cfg(), 10, &[8, 9]);
     let rtx = h.retransmissions(0);
-    let offs: Vec<u64> = rtx.iter().filter_map(|s| s.offset).collect();
+    let offs: Vec<u64> = rtx.iter().filter_map(|s| s.info.offset).collect();
     // The probe retransmits the last segment; its SACK reveals the hole and fast recovery repairs it.
     assert_eq!(offs, vec![10 * MSS, 9 * MSS]);
     // The probe fires one PTO (here the floor, above 2 SRTT) after the last new ACK.
@@ -76,7 +76,11 @@ fn tlp_probe_at_pto_turns_a_tail_loss_into_fast_recovery() {
 #[test]
 fn tlp_probe_repairs_a_single_tail_loss_by_itself() {
     let h = warm_then_send(tlp_cfg(), 10, &[9]);
-    let offs: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let offs: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(offs, vec![10 * MSS]);
     let st = h.eps[0].stats();
     assert_eq!((st.tlp_probes, st.fast_retransmits, st.timeouts), (1, 0, 0));
@@ -85,11 +89,11 @@ fn tlp_probe_repairs_a_single_tail_loss_by_itself() {
 #[test]
 fn tlp_sends_at_most_one_probe_per_tail() {
     // The probe is lost too: the RTO (rearmed when the probe went out) recovers.
-    let mut h = Harness::new(tlp_cfg());
+    let mut h = Harness::tcp(tlp_cfg());
     h.send(0, 1, MSS);
     h.run();
     h.set_fault(|c| {
-        if c.from == 0 && c.offset == Some(10 * MSS) && c.copy < 2 {
+        if c.from == 0 && c.info.offset == Some(10 * MSS) && c.info.copy < 2 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -140,14 +144,18 @@ fn tcp_ir_rebuilds_one_lost_segment_without_retransmission() {
 
 #[test]
 fn tcp_ir_coded_packet_follows_its_bin_by_a_quarter_rtt() {
-    let mut h = Harness::new(ir_cfg());
+    let mut h = Harness::tcp(ir_cfg());
     h.send(0, 1, MSS);
     h.run();
     // One RTT sample so far: SRTT is exactly that sample.
     let rtt = h.eps[0].srtt().expect("sampled");
     h.send(0, 2, 4 * MSS);
     h.run();
-    let first = h.data_from(0).find(|s| s.offset == Some(MSS)).expect("sent").time;
+    let first = h
+        .data_from(0)
+        .find(|s| s.info.offset == Some(MSS))
+        .expect("sent")
+        .time;
     let coded: Vec<_> = h
         .sent
         .iter()
@@ -166,7 +174,11 @@ fn tcp_ir_coded_packet_probes_when_two_are_lost() {
     let st = h.eps[0].stats();
     // The receiver's answer to the coded packet starts fast recovery: no timeout.
     assert_eq!((st.fast_retransmits, st.timeouts), (1, 0));
-    let offs: Vec<u64> = h.retransmissions(0).iter().filter_map(|s| s.offset).collect();
+    let offs: Vec<u64> = h
+        .retransmissions(0)
+        .iter()
+        .filter_map(|s| s.info.offset)
+        .collect();
     assert_eq!(offs, vec![9 * MSS, 10 * MSS]);
 }
 
@@ -176,14 +188,14 @@ fn proactive_sends_every_segment_twice() {
         proactive: true,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 25 * MSS);
     h.run();
-    let data: Vec<_> = h.data_from(0).copied().collect();
+    let data: Vec<_> = h.data_from(0).cloned().collect();
     assert_eq!(data.len(), 50);
     for pair in data.chunks(2) {
-        assert_eq!(pair[0].offset, pair[1].offset);
-        assert_eq!((pair[0].copy, pair[1].copy), (0, 1));
+        assert_eq!(pair[0].info.offset, pair[1].info.offset);
+        assert_eq!((pair[0].info.copy, pair[1].info.copy), (0, 1));
         assert_eq!(pair[0].time, pair[1].time);
     }
     let st = h.eps[0].stats();
@@ -206,14 +218,14 @@ fn pias_demotes_exactly_at_the_byte_threshold() {
         }),
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 8 * MSS);
     h.run();
     h.send(0, 2, 4 * MSS);
     h.run();
     let classes: Vec<(u64, u8)> = h
         .data_from(0)
-        .map(|s| (s.offset.unwrap() / MSS, s.pkt.class))
+        .map(|s| (s.info.offset.unwrap() / MSS, s.pkt.class))
         .collect();
     // Message 1: bytes sent before the packet 0..2999 -> 0, 3000..5499 -> 1, from 5500 -> 2
     // (the segment at 5000 starts below 5500). Message 2 starts again at level 0.
@@ -243,7 +255,7 @@ fn pfabric_priority_is_the_remaining_message_size() {
         initial_cwnd_segments: 17,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.send(0, 1, 30 * MSS);
     h.run();
     let prio: Vec<u64> = h.data_from(0).map(|s| s.pkt.priority).collect();
@@ -261,10 +273,10 @@ fn pfabric_probe_mode_sends_one_byte_probes_at_a_fixed_period() {
         dupack_threshold: u32::MAX,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     // The segment at 2000 is lost on its first six transmissions (full or probe).
     h.set_fault(|c| {
-        if c.from == 0 && c.offset == Some(2 * MSS) && c.copy < 6 {
+        if c.from == 0 && c.info.offset == Some(2 * MSS) && c.info.copy < 6 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -275,8 +287,8 @@ fn pfabric_probe_mode_sends_one_byte_probes_at_a_fixed_period() {
     assert_eq!(h.eps[1].rcv_nxt(), 3 * MSS);
     let sends: Vec<_> = h
         .data_from(0)
-        .filter(|s| s.offset.is_some_and(|o| o >= 2 * MSS))
-        .map(|s| (s.offset.unwrap(), s.pkt.payload_len(), s.time))
+        .filter(|s| s.info.offset.is_some_and(|o| o >= 2 * MSS))
+        .map(|s| (s.info.offset.unwrap(), s.pkt.payload_len(), s.time))
         .collect();
     let shape: Vec<(u64, u32)> = sends.iter().map(|s| (s.0, s.1)).collect();
     // The original and two full retransmissions; from the third timeout one-byte probes until one

@@ -15,10 +15,10 @@ fn lossy_flow(backoff: RtoBackoff) -> Harness {
         initial_cwnd_segments: 11,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     h.rate_bps = 1_000_000_000;
     h.set_fault(|c| {
-        if c.from == 0 && c.offset == Some(6 * MSS) && c.copy < 2 {
+        if c.from == 0 && c.info.offset == Some(6 * MSS) && c.info.copy < 2 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -68,10 +68,10 @@ fn a_lost_syn_is_a_timeout_of_the_message_behind_it() {
         handshake: true,
         ..test_cfg()
     };
-    let mut h = Harness::new(cfg.clone());
+    let mut h = Harness::tcp(cfg.clone());
     // Drop the client's first SYN (its first payload-less packet).
     h.set_fault(|c| {
-        if c.from == 0 && c.offset.is_none() && c.ctl_index == 0 {
+        if c.from == 0 && c.info.offset.is_none() && c.info.ctl_index == 0 {
             Fate::Drop
         } else {
             Fate::Deliver
@@ -95,7 +95,7 @@ fn a_lost_syn_is_a_timeout_of_the_message_behind_it() {
     let syns: Vec<_> = h
         .sent
         .iter()
-        .filter(|s| s.from == 0 && s.offset.is_none())
+        .filter(|s| s.from == 0 && s.info.offset.is_none())
         .take(2)
         .collect();
     assert_eq!(syns[1].time - syns[0].time, cfg.initial_rto);

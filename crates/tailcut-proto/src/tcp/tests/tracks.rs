@@ -19,7 +19,7 @@ fn harness(sack: bool, with_shim: bool, drops: &'static [u64]) -> Harness {
         loss_detection: LossDetection::Dupthresh,
         ..TcpConfig::default()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     if with_shim {
         let shim = TracksConfig {
             sack,
@@ -48,7 +48,7 @@ fn newreno_fast_retransmits_a_lost_tail_segment_long_before_its_rto() {
     let st = h.eps[0].stats();
     assert_eq!((st.fast_retransmits, st.timeouts, st.retransmits), (1, 0, 1));
     let rtx = h.retransmissions(0);
-    assert_eq!(rtx[0].offset, Some(9 * MSS));
+    assert_eq!(rtx[0].info.offset, Some(9 * MSS));
     // beta = 10 RTTs (~0.2 ms here) rounded up to the 1 ms timer: the retransmission leaves at a
     // tick, 1-2 ms after the last ACK.
     assert!(
@@ -71,18 +71,19 @@ fn sack_sender_fast_retransmits_on_the_fake_sack_block_and_recovers_the_claimed_
     let st = h.eps[0].stats();
     assert_eq!((st.fast_retransmits, st.sack_renegings, st.timeouts), (1, 1, 1));
     let rtx = h.retransmissions(0);
-    assert_eq!(rtx[0].offset, Some(7 * MSS));
+    assert_eq!(rtx[0].info.offset, Some(7 * MSS));
     assert!(
         rtx[0].time < Time::ZERO + Dur::from_millis(3),
         "{:?}",
         rtx[0].time
     );
-    let offsets: Vec<_> = rtx.iter().map(|s| s.offset.unwrap()).collect();
+    let offsets: Vec<_> = rtx.iter().map(|s| s.info.offset.unwrap()).collect();
     assert_eq!(offsets, vec![7 * MSS, 8 * MSS, 9 * MSS]);
     let done = rtx.last().unwrap().time;
     assert!(done < Time::ZERO + Dur::from_millis(20), "{done:?}");
     // Spoofed ACKs reached the sender with the block (the sender saw SACK information for 8-9).
     let spoofed = h
+        .probe
         .arrivals
         .iter()
         .filter(|a| a.to == 0 && a.ack == Some(7 * MSS) && !a.pkt.tcp().unwrap().sack.is_empty())
@@ -103,7 +104,7 @@ fn dctcp_sack_sender_is_helped_the_same_way() {
         loss_detection: LossDetection::Dupthresh,
         ..TcpConfig::default()
     };
-    let mut h = Harness::new(cfg);
+    let mut h = Harness::tcp(cfg);
     let shim = TracksConfig {
         sack: true,
         ..TracksConfig::default()
