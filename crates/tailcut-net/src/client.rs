@@ -2,7 +2,7 @@
 //!
 //! `call` hands the request to the runtime thread over a bounded channel and blocks for the response.
 //! The loop is the same for every scheme; what a call is to the engine is the scheme's
-//! ([`ClientScheme`]: `cloudburst.rs`, `tcp.rs`). CloudBurst names a message with 8 bits on the wire,
+//! ([`ClientScheme`]: `cloudburst.rs`, `tcp.rs`, `dcquic.rs`). CloudBurst names a message with 8 bits on the wire,
 //! so at most 256 of its calls are in flight per client and a finished call's id rests for
 //! [`NetConfig::id_quarantine`] before reuse (see there); calls beyond that wait in the runtime, and
 //! [`CallStats::waited_for_id`] says how long. A stream scheme (TCP) frames calls on its byte stream

@@ -6,8 +6,10 @@
 //! `poll_event` until `None`, then reads `poll_timeout`. It sleeps in `epoll` with a `timerfd`
 //! deadline (nanoseconds; `epoll_wait`'s milliseconds are too coarse for µs timers) and reads the
 //! clock in one place ([`clock::Clock`]). Receives use GRO and `recvmmsg` (quinn-udp), with
-//! `IP_RECVTOS` for ECN. Schemes ([`Scheme`]): CloudBurst, and tailcut's TCP engine over the
-//! TCP-in-UDP encapsulation with calls framed on its stream; both engines carry real bytes. Paths
+//! `IP_RECVTOS` for ECN. A scheme is an experiment file's `[[schemes]]` entry, resolved by the scheme
+//! layer ([`NetConfig::scheme`]): CloudBurst; tailcut's TCP engine (and MPTCP, FUSO) over the TCP-in-UDP
+//! encapsulation with calls framed on its stream; DCQUIC on plain QUIC datagrams. Every engine carries
+//! real bytes. Paths
 //! are the client's UDP source ports, so an ECMP fabric spreads them. See `docs/net.md`.
 //!
 //! ```

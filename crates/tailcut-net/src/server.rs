@@ -1,6 +1,6 @@
 //! The server: answers requests of one scheme from any number of clients, one engine per association.
 //! The loop is the same for every scheme; what a request is to the engine is the scheme's
-//! ([`ServerScheme`]: `cloudburst.rs`, `tcp.rs`).
+//! ([`ServerScheme`]: `cloudburst.rs`, `tcp.rs`, `dcquic.rs`).
 //!
 //! The handler runs on the runtime thread (`request bytes -> response bytes` into a reused buffer), so
 //! a slow handler delays every association; hand work to other threads inside it if that matters.

@@ -133,7 +133,7 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             }
         }
     }
-    entry.params.extend(params);
+    entry.overlay(&params);
     cfg = cfg.scheme(&entry.transport, &entry.params).map_err(|e| {
         let e = e.at("scheme");
         config_error(py, &e.path, &e.reason, e.to_string())

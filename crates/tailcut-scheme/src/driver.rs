@@ -15,7 +15,20 @@ pub enum Driver {
     Simulator,
     /// `tailcut-net`: tailcut's engines on UDP sockets, over a real network with these features.
     Sockets(Network),
+    /// Linux's own stacks on the testbed's hosts ([`KERNEL_STACKS`]): the entry names the stack,
+    /// and only the parameters with a kernel setting may differ from their defaults.
+    Kernel,
 }
+
+/// The transports Linux runs itself on the testbed, and the parameters each maps to a kernel
+/// setting: `min_rto` to `net.ipv4.tcp_rto_min_us`, `ecn` to `net.ipv4.tcp_ecn`, DCTCP's
+/// `congestion_control.g` to the BPF DCTCP's gain, MPTCP's `subflows` and `coupled` to the path
+/// manager's joins and the congestion control. `dctcp` is Linux TCP with tailcut's BPF DCTCP.
+pub const KERNEL_STACKS: &[(&str, &[&str])] = &[
+    ("tcp", &["min_rto", "ecn"]),
+    ("mptcp", &["min_rto", "ecn", "subflows", "coupled"]),
+    ("dctcp", &["min_rto", "ecn", "congestion_control"]),
+];
 
 /// What the real network under the UDP runtime provides beyond forwarding packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,8 +41,11 @@ pub struct Network {
 /// The engine families a socket default applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Family {
-    /// TCP and every scheme over it, MPTCP and FUSO included.
+    /// TCP and every scheme over it, MPTCP and FUSO's sub-flows included.
     Tcp,
+    /// A single-path TCP connection, which on sockets always opens with a handshake (MPTCP's
+    /// sub-flows start established, as in the simulator).
+    TcpConnection,
     CloudBurst,
     Dcquic,
 }
@@ -53,7 +69,7 @@ pub const SOCKET_DEFAULTS: &[SocketDefault] = &[
         "IPv4, UDP, preamble and TCP-in-UDP header bytes of a full segment, so a segment is 1,500 bytes",
     ),
     (
-        Family::Tcp,
+        Family::TcpConnection,
         "initial_rto",
         "1s",
         "RTO of the handshake's SYN, before any RTT sample: RFC 6298's 1 s, as Linux (the simulator's rule that it follows min_rto applies to connections modelled without a handshake; a socket connection always has one)",
@@ -114,15 +130,15 @@ pub fn value_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
-/// The family a resolved engine takes socket defaults from.
-pub fn family(e: &EngineSpec) -> Family {
+/// The families whose socket defaults a resolved engine takes.
+pub fn families(e: &EngineSpec) -> &'static [Family] {
     match e {
-        EngineSpec::CloudBurst { .. } => Family::CloudBurst,
-        EngineSpec::Dcquic(_) => Family::Dcquic,
-        EngineSpec::Tcp(_)
-        | EngineSpec::Mptcp { .. }
-        | EngineSpec::Tls { .. }
-        | EngineSpec::Reconnect { .. } => Family::Tcp,
+        EngineSpec::CloudBurst { .. } => &[Family::CloudBurst],
+        EngineSpec::Dcquic(_) => &[Family::Dcquic],
+        EngineSpec::Mptcp { .. } => &[Family::Tcp],
+        EngineSpec::Tcp(_) | EngineSpec::Tls { .. } | EngineSpec::Reconnect { .. } => {
+            &[Family::Tcp, Family::TcpConnection]
+        }
     }
 }
 
@@ -135,12 +151,16 @@ pub fn resolve_for(
     driver: Driver,
 ) -> Result<SchemeSpec, ConfigError> {
     let Driver::Sockets(_) = driver else {
-        return crate::resolve(transport, params);
+        let spec = crate::resolve(transport, params)?;
+        if driver == Driver::Kernel {
+            on_kernel(transport, params)?;
+        }
+        return Ok(spec);
     };
-    let fam = family(&crate::resolve(transport, &Map::new())?.engine);
+    let fams = families(&crate::resolve(transport, &Map::new())?.engine);
     let mut merged = Map::new();
     for &(f, key, value, _) in SOCKET_DEFAULTS {
-        if f == fam && !params.contains_key(key) {
+        if fams.contains(&f) && !params.contains_key(key) {
             merged.insert(key.to_string(), value_of(value));
         }
     }
@@ -155,6 +175,33 @@ pub fn check(spec: &SchemeSpec, driver: Driver) -> Result<(), ConfigError> {
     match driver {
         Driver::Simulator => Ok(()),
         Driver::Sockets(net) => on_sockets(spec, net),
+        Driver::Kernel => on_kernel(spec.transport, &Map::new()),
+    }
+}
+
+/// Refuses a transport Linux does not run, or a parameter with no kernel setting, naming it.
+fn on_kernel(transport: &str, params: &Map<String, Value>) -> Result<(), ConfigError> {
+    let stacks: Vec<&str> = KERNEL_STACKS.iter().map(|(n, _)| *n).collect();
+    let Some((_, settable)) = KERNEL_STACKS.iter().find(|(n, _)| *n == transport) else {
+        return Err(ConfigError::new(
+            "transport",
+            format!(
+                "'{transport}' has no kernel implementation on the testbed (available: {}); the other \
+                 schemes run on tailcut's engines, which need the UDP runtime",
+                stacks.join(", ")
+            ),
+        ));
+    };
+    match params.keys().find(|k| !settable.contains(&k.as_str())) {
+        Some(k) => Err(ConfigError::new(
+            format!("params.{k}"),
+            format!(
+                "the testbed runs the kernel's {transport}, which has no such setting (only {} map to \
+                 it); set kernel parameters in [testbed]",
+                settable.join(", ")
+            ),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -246,6 +293,22 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Lays `more` over the entry's `params`, table by table (`{mps = {negotiate = false}}` keeps
+    /// the entry's other MPS keys), as the command line's dotted `--param` keys do.
+    pub fn overlay(&mut self, more: &Map<String, Value>) {
+        fn deep(base: &mut Map<String, Value>, over: &Map<String, Value>) {
+            for (k, v) in over {
+                match (base.get_mut(k), v) {
+                    (Some(Value::Object(b)), Value::Object(o)) => deep(b, o),
+                    _ => {
+                        base.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        deep(&mut self.params, more);
+    }
+
     /// Reads an entry table (`{ name, transport, params }`, as an experiment file writes it). Error
     /// paths are relative to the entry.
     pub fn from_table(t: &Map<String, Value>) -> Result<Entry, ConfigError> {

@@ -1,6 +1,6 @@
 //! The resolved transport of a workload component: what builds the engines of its connections and what it
-//! needs from the network. The scheme registry (`scheme/`) resolves an experiment's `transport` and
-//! `params` into one; Rust users (and tests) plug in engines of their own with [`Transport::new`].
+//! needs from the network. The scheme layer (`tailcut-scheme`) resolves an experiment's `transport`
+//! and `params` into a `SchemeSpec`, which becomes one here (`From<SchemeSpec>`); Rust users (and tests) plug in engines of their own with [`Transport::new`].
 
 use crate::topo::SwitchQueues;
 use std::sync::Arc;

@@ -26,19 +26,8 @@ use tailcut_sim::topo;
 use tailcut_sim::workload::{self, FlowSpec, HostInfo};
 use tailcut_sys::clock::monotonic_ns;
 
-/// Kernel stacks a scheme's `transport` can name on the testbed. `dctcp` is Linux TCP with tailcut's
-/// BPF DCTCP (`crate::dctcp`) on every socket.
-const KERNEL_TRANSPORTS: [&str; 3] = ["tcp", "mptcp", "dctcp"];
-/// Scheme parameters with a kernel equivalent, so that one file runs in both worlds: `min_rto` sets
-/// `net.ipv4.tcp_rto_min_us`, `ecn` sets `net.ipv4.tcp_ecn` (each overrides `[testbed]`).
-const KERNEL_PARAMS: [&str; 2] = ["min_rto", "ecn"];
-/// An `mptcp` scheme may also set its subflows and say it is uncoupled (`mptcp_join_ports`).
-const MPTCP_PARAMS: [&str; 4] = ["min_rto", "ecn", "subflows", "coupled"];
 /// Linux's in-kernel path manager allows at most 8 subflows besides the first.
 const MAX_SUBFLOWS: u64 = 9;
-/// A `dctcp` scheme may also carry the simulator's `congestion_control = { kind = "dctcp", g = ... }`:
-/// its `g` becomes the BPF DCTCP's gain.
-const DCTCP_PARAMS: [&str; 3] = ["min_rto", "ecn", "congestion_control"];
 /// Time between the last agent listening and the experiment's time zero (for the time zero to reach
 /// every agent before its first flow).
 const WARMUP: Duration = Duration::from_millis(300);
@@ -109,27 +98,10 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Strin
         ));
     }
     for (i, s) in exp.schemes.iter().enumerate() {
-        if !KERNEL_TRANSPORTS.contains(&s.transport.as_str()) {
-            return Err(format!(
-                "schemes[{i}].transport: '{}' has no kernel implementation on the testbed (available: {}); \
-                 the other schemes run on tailcut's engines, which need the UDP runtime",
-                s.transport,
-                KERNEL_TRANSPORTS.join(", ")
-            ));
-        }
-        let params: &[&str] = match s.transport.as_str() {
-            "dctcp" => &DCTCP_PARAMS,
-            "mptcp" => &MPTCP_PARAMS,
-            _ => &KERNEL_PARAMS,
-        };
-        if let Some(k) = s.params.keys().find(|k| !params.contains(&k.as_str())) {
-            return Err(format!(
-                "schemes[{i}].params.{k}: the testbed runs the kernel's {}, which has no such setting \
-                 (only {} map to it); set kernel parameters in [testbed]",
-                s.transport,
-                params.join(", ")
-            ));
-        }
+        // The scheme layer reads the entry as the simulator does (the same keys, units and errors),
+        // then refuses what the kernel's stacks cannot set.
+        tailcut_scheme::resolve_for(&s.transport, &s.params, tailcut_scheme::Driver::Kernel)
+            .map_err(|e| format!("schemes[{i}].{e}"))?;
         scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].{e}"))?;
         mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
         if s.applies_to.is_some() {

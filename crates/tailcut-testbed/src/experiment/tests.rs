@@ -82,9 +82,13 @@ fn mptcp_subflows_map_to_port_endpoints_on_one_nic_hosts() {
     assert!(scheme("coupled = true")
         .unwrap_err()
         .starts_with("coupled: upstream Linux MPTCP"));
+    // The scheme layer reads the entry first, as the simulator does: tcp has no subflows at all.
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { subflows = 2 }\n");
+    assert!(e.starts_with("schemes[0].params.subflows: unknown field"), "{e}");
+    // A parameter of the simulator's TCP that the kernel has no setting for.
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { sack = false }\n");
     assert!(
-        e.starts_with("schemes[0].params.subflows: the testbed runs the kernel's tcp"),
+        e.starts_with("schemes[0].params.sack: the testbed runs the kernel's tcp"),
         "{e}"
     );
 }
@@ -220,7 +224,10 @@ fn a_dctcp_scheme_runs_the_bpf_dctcp_with_the_simulators_gain() {
     assert!(e.starts_with("schemes[0].params.congestion_control"), "{e}");
     assert!(e.contains("gain"), "{e}");
     let e = settings("ecn = false", "").unwrap_err();
-    assert!(e.starts_with("schemes[0].params.ecn: DCTCP needs ECN"), "{e}");
+    assert!(
+        e.starts_with("schemes[0].params.ecn: DCTCP needs ecn = true"),
+        "{e}"
+    );
     let e = settings("mss_bytes = 9000", "").unwrap_err();
     assert!(e.starts_with("schemes[0].params.mss_bytes"), "{e}");
     let e = settings("", "[testbed]\ncongestion_control = \"cubic\"\n").unwrap_err();
@@ -241,7 +248,7 @@ fn testbed_dctcp_puts_the_bpf_dctcp_under_linux_tcp() {
         (Some("dctcp"), Some(1.0 / 16.0))
     );
     // The sim's congestion_control param stays an error for tcp: the file would not mean the same thing.
-    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { congestion_control = { kind = \"dctcp\" } }\n");
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { congestion_control = { kind = \"dctcp\" }, ecn = true }\n");
     assert!(e.starts_with("schemes[0].params.congestion_control"), "{e}");
 }
 
