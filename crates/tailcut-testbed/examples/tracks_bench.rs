@@ -10,7 +10,7 @@
 //! on the client; the difference of the medians is the agent's added latency (both directions).
 //!
 //! ```text
-//! cargo build --release -p tailcut-tracksd --bin tailcut-tracksd --example tracks_bench
+//! cargo build --release -p tailcut-tracksd --bin tailcut-tracksd -p tailcut-testbed --example tracks_bench
 //! target/release/examples/tracks_bench incast --senders 20 --rounds 10 --sack off --agent on
 //! target/release/examples/tracks_bench pingpong --count 2000 --agent on --backend bpf
 //! ```
