@@ -23,6 +23,7 @@ from typing import Any
 
 from tailcut.config import float_arg, int_arg, parse_bytes
 from tailcut.outdir import atomic_dir, claim, write_marker
+from tailcut.summary import percentile
 
 # Range-checked numbers (the runtime's fields are unsigned): never an OverflowError traceback.
 SEED = int_arg(0)
@@ -337,11 +338,12 @@ def _print(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
             print(f"  {size:>9} B: no call completed ({failed} failed)")
             continue
 
-        def q(p: float, fct: list[int] = fct) -> float:
-            return fct[min(len(fct) - 1, int(p * len(fct)))] / 1e3
+        def q(per_mille: int, fct: list[int] = fct, failed: int = failed) -> float:
+            # docs/metrics.md: a failed call is infinitely late (inf when the rank falls among them).
+            return percentile(fct, failed, per_mille) / 1e3
 
         print(
-            f"  {size:>9} B: p50 {q(0.5):9.1f} us  p99 {q(0.99):9.1f} us  p99.9 {q(0.999):9.1f} us"
+            f"  {size:>9} B: p50 {q(500):9.1f} us  p99 {q(990):9.1f} us  p99.9 {q(999):9.1f} us"
             f"  max {fct[-1] / 1e3:9.1f} us  ({len(fct)} calls, {failed} failed)"
         )
 

@@ -46,7 +46,7 @@ SUMMARY_COLUMNS = [
 ]
 
 
-def percentile(finished: np.ndarray, unfinished: int, per_mille: int) -> float:
+def percentile(finished: np.ndarray | Sequence[float], unfinished: int, per_mille: int) -> float:
     """The ``per_mille`` percentile by nearest rank of the sorted completion times ``finished`` and
     ``unfinished`` more that count as infinitely late: the value of rank ``ceil(per_mille * n / 1000)``.
 

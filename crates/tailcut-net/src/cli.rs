@@ -501,13 +501,14 @@ fn print_dist(what: &str, ns: &mut [u64]) {
         return;
     }
     ns.sort_unstable();
-    let q = |p: f64| ns[((ns.len() as f64 * p) as usize).min(ns.len() - 1)] as f64 / 1e3;
+    let q =
+        |per_mille| tailcut_proto::stats::sample_percentile(ns, per_mille).unwrap_or_default() as f64 / 1e3;
     let mean = ns.iter().sum::<u64>() as f64 / ns.len() as f64 / 1e3;
     println!(
         "{what:<44} us: p50 {:8.1}  p99 {:8.1}  p99.9 {:8.1}  max {:8.1}  mean {:8.1}",
-        q(0.5),
-        q(0.99),
-        q(0.999),
+        q(500),
+        q(990),
+        q(999),
         ns[ns.len() - 1] as f64 / 1e3,
         mean
     );

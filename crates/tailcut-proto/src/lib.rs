@@ -17,6 +17,7 @@ pub mod pattern;
 pub mod reconnect;
 pub mod rng;
 pub mod seq;
+pub mod stats;
 pub mod tcp;
 #[cfg(test)]
 pub(crate) mod testing;

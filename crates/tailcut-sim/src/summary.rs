@@ -41,17 +41,8 @@ impl SizeClass {
     }
 }
 
-/// The `per_mille` percentile by nearest rank of `n` completion times, the `sorted` finished ones and
-/// `unfinished` more that count as infinitely late: the value of rank `ceil(per_mille * n / 1000)`.
-/// Infinite when that rank falls among the unfinished flows, NaN without any flow.
-pub fn percentile(sorted: &[u64], unfinished: u64, per_mille: u64) -> f64 {
-    let n = sorted.len() as u64 + unfinished;
-    if n == 0 {
-        return f64::NAN;
-    }
-    let rank = (per_mille * n).div_ceil(1000).max(1);
-    sorted.get(rank as usize - 1).map_or(f64::INFINITY, |&v| v as f64)
-}
+/// The percentile rule, shared with the testbed and the UDP runtime (`tailcut_proto::stats`).
+pub use tailcut_proto::stats::percentile;
 
 /// The headline figures of a group of flows.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

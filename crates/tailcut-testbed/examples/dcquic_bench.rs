@@ -10,6 +10,7 @@ use std::net::{SocketAddr, TcpListener};
 use tailcut_net::kernel_tls;
 use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, NetConfig, Server};
+use tailcut_proto::stats::sample_percentile;
 use tailcut_proto::units::Rate;
 use tailcut_proto::Dur;
 use tailcut_sim::topo::{self, LeafSpine, SwitchQueues};
@@ -55,11 +56,11 @@ fn quantiles(mut ns: Vec<u64>) -> (String, String) {
         return ("-".into(), "-".into());
     }
     ns.sort_unstable();
-    let q = |p: f64| {
-        let v = ns[((ns.len() as f64 * p) as usize).min(ns.len() - 1)] as f64 / 1e3;
+    let q = |per_mille| {
+        let v = sample_percentile(&ns, per_mille).unwrap_or_default() as f64 / 1e3;
         format!("{v:.1}")
     };
-    (q(0.5), q(0.99))
+    (q(500), q(990))
 }
 
 /// (handshakes, calls) in ns; `fresh`: a new connection per call, its set-up in the call's time.

@@ -35,6 +35,7 @@ use tailcut_net::cli::echo_framed;
 use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, NetConfig, PathAddrs, Server};
 use tailcut_proto::rng::{derive_seed, mix64, Stream};
+use tailcut_proto::stats::percentile;
 use tailcut_proto::Dur;
 use tailcut_sim::fault::{Direction, FaultConfig, LinkRef};
 use tailcut_sim::net::link::LossConfig;
@@ -1048,15 +1049,11 @@ impl Tcts {
         self.finished.len() + self.unfinished
     }
 
-    /// Nearest-rank quantile over every issued call, an unfinished one counting as longer than any
-    /// finished one: `None` when the quantile falls on an unfinished call.
-    fn quantile(&self, p: f64) -> Option<u64> {
-        let n = self.issued();
-        if n == 0 {
-            return None;
-        }
-        let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
-        self.finished.get(rank - 1).copied()
+    /// The `per_mille` percentile over every issued call by `docs/metrics.md`'s rule, an unfinished
+    /// call infinitely late: `None` when it falls on an unfinished call (or without calls).
+    fn quantile(&self, per_mille: u64) -> Option<u64> {
+        let p = percentile(&self.finished, self.unfinished as u64, per_mille);
+        p.is_finite().then_some(p as u64)
     }
 
     fn mean(&self) -> String {
@@ -1071,8 +1068,8 @@ impl Tcts {
         }
     }
 
-    fn q(&self, p: f64) -> String {
-        match (self.issued(), self.quantile(p)) {
+    fn q(&self, per_mille: u64) -> String {
+        match (self.issued(), self.quantile(per_mille)) {
             (0, _) => "-".into(),
             (_, Some(t)) => ms(t),
             (_, None) => "unfinished".into(),
@@ -1133,10 +1130,10 @@ fn print_tables(seed: u64, clients: usize, runs: &[SchemeRun]) {
             all.finished.len(),
             all.unfinished,
             all.mean(),
-            all.q(0.5),
-            all.q(0.95),
-            all.q(0.99),
-            all.q(1.0),
+            all.q(500),
+            all.q(950),
+            all.q(990),
+            all.q(1000),
             moves
         );
     }
@@ -1154,7 +1151,7 @@ fn print_tables(seed: u64, clients: usize, runs: &[SchemeRun]) {
                 t.finished.len(),
                 t.unfinished,
                 t.mean(),
-                t.q(0.99)
+                t.q(990)
             );
         }
     }

@@ -9,6 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use tailcut_net::cli::{echo_framed, framed_call};
 use tailcut_net::{Client, NetConfig, Server};
+use tailcut_proto::stats::sample_percentile;
 use tailcut_proto::units::Rate;
 use tailcut_proto::Dur;
 use tailcut_sim::fault::{Direction, FaultConfig, LinkRef};
@@ -73,8 +74,8 @@ fn config(scheme: &str) -> NetConfig {
 /// p50 / p99 / p99.9 in microseconds.
 fn quantiles(mut ns: Vec<u64>) -> (f64, f64, f64) {
     ns.sort_unstable();
-    let q = |p: f64| ns[((ns.len() as f64 * p) as usize).min(ns.len() - 1)] as f64 / 1e3;
-    (q(0.5), q(0.99), q(0.999))
+    let q = |per_mille| sample_percentile(&ns, per_mille).map_or(f64::NAN, |v| v as f64 / 1e3);
+    (q(500), q(990), q(999))
 }
 
 fn kernel_tcp(tb: &Testbed, size: usize, calls: usize) -> Vec<u64> {

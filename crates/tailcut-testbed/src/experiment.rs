@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use tailcut_proto::stats::percentile;
 use tailcut_proto::tracks::TracksConfig;
 use tailcut_proto::Dur;
 use tailcut_sim::config::{Experiment, SchemeConfig};
@@ -327,8 +328,13 @@ pub struct SchemeSummary {
     pub scheme: String,
     pub flows: u64,
     pub completed: u64,
-    pub fct_p50_ns: Option<u64>,
-    pub fct_p99_ns: Option<u64>,
+    /// Nearest rank over every flow, unfinished ones infinitely late (`docs/metrics.md`): infinite
+    /// (`"inf"` in the file) when the rank falls among the unfinished flows, NaN (`null`) without flows.
+    #[serde(serialize_with = "fct_percentile_json")]
+    pub fct_p50_ns: f64,
+    #[serde(serialize_with = "fct_percentile_json")]
+    pub fct_p99_ns: f64,
+    /// Over the completed flows only.
     pub fct_mean_ns: Option<u64>,
     /// Sums over hosts of the namespaces' counters during the run.
     pub kernel: BTreeMap<String, u64>,
@@ -358,12 +364,28 @@ const KERNEL_COUNTERS: [&str; 9] = [
     "MPTcpExt.MPJoinSynAckRx",
 ];
 
-fn quantile(sorted: &[u64], q: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
+/// A completion-time percentile in `testbed.json` as the simulator's `summary.json` writes one
+/// (`docs/metrics.md`): nanoseconds, the string `"inf"` when it falls among the unfinished flows, `null`
+/// without flows.
+fn fct_percentile_json<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.is_nan() {
+        s.serialize_none()
+    } else if v.is_infinite() {
+        s.serialize_str("inf")
+    } else {
+        s.serialize_u64(*v as u64)
     }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
+}
+
+/// A percentile of [`SchemeSummary`] for the run's last lines: nanoseconds, `inf` or `-`.
+fn fct_percentile_text(v: f64) -> String {
+    if v.is_nan() {
+        "-".into()
+    } else if v.is_infinite() {
+        "inf".into()
+    } else {
+        format!("{}", v as u64)
+    }
 }
 
 /// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries. `agent` is the
@@ -678,8 +700,8 @@ fn run_scheme(
         scheme: s.name.clone(),
         flows: n as u64,
         completed: fcts.len() as u64,
-        fct_p50_ns: quantile(&fcts, 0.5),
-        fct_p99_ns: quantile(&fcts, 0.99),
+        fct_p50_ns: percentile(&fcts, n as u64 - fcts.len() as u64, 500),
+        fct_p99_ns: percentile(&fcts, n as u64 - fcts.len() as u64, 990),
         fct_mean_ns: (!fcts.is_empty()).then(|| fcts.iter().sum::<u64>() / fcts.len() as u64),
         kernel,
         tun_tx_drops,
@@ -728,12 +750,12 @@ pub fn cli(args: &[String]) -> Result<bool, String> {
             }
         }
         eprintln!(
-            "{}: {}/{} flows completed, FCT p50 {:?} ns, p99 {:?} ns, timeouts {}",
+            "{}: {}/{} flows completed, FCT p50 {} ns, p99 {} ns, timeouts {}",
             s.scheme,
             s.completed,
             s.flows,
-            s.fct_p50_ns,
-            s.fct_p99_ns,
+            fct_percentile_text(s.fct_p50_ns),
+            fct_percentile_text(s.fct_p99_ns),
             s.kernel.get("TcpExt.TCPTimeouts").copied().unwrap_or(0)
         );
     }

@@ -73,11 +73,13 @@ impl Lateness {
         self.max_ns = self.max_ns.max(o.max_ns);
     }
 
-    fn quantile(&self, q: f64) -> u64 {
+    /// The `per_mille` percentile by nearest rank (`tailcut_proto::stats::rank`, `docs/metrics.md`):
+    /// the upper end of the bucket that holds that rank, at most the largest value; 0 without events.
+    fn percentile(&self, per_mille: u64) -> u64 {
         if self.n == 0 {
             return 0;
         }
-        let rank = ((q * self.n as f64).ceil() as u64).max(1);
+        let rank = tailcut_proto::stats::rank(self.n, per_mille);
         let mut seen = 0;
         for (b, &c) in self.counts.iter().enumerate() {
             seen += c;
@@ -96,8 +98,8 @@ impl Lateness {
             } else {
                 (self.sum_ns / u128::from(self.n)) as u64
             },
-            p50_ns: self.quantile(0.5),
-            p99_ns: self.quantile(0.99),
+            p50_ns: self.percentile(500),
+            p99_ns: self.percentile(990),
             max_ns: self.max_ns,
         }
     }

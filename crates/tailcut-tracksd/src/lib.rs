@@ -8,6 +8,7 @@ pub mod addr6;
 pub mod agent;
 pub mod bpf_build;
 pub mod bpf_tap;
+pub mod cli;
 pub mod config;
 pub mod inject;
 pub mod nfq_tap;

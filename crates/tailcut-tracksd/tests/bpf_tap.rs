@@ -12,7 +12,7 @@ use tailcut_proto::packet::{Addr, FiveTuple, Header, Packet, Proto, TcpFlags, Tc
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::tracks::{Tracks, TracksConfig};
 use tailcut_proto::{Dur, SackBlocks, Seq, Shim, Time};
-use tailcut_testbed::probe;
+use tailcut_sys::probe;
 use tailcut_tracksd::addr6::V6Addrs;
 use tailcut_tracksd::agent::{shim_packet, AgentCounters};
 use tailcut_tracksd::bpf_tap::{BpfTap, BpfTapConfig};

@@ -9,6 +9,9 @@
 //!                                                    DCTCP) and wait (used by the leak tests: kill it,
 //!                                                    nothing remains)
 //! tailcut-testbed agent                              the workload agent (started inside a host)
+//! tailcut-testbed tracksd [--check | --uninstall] CONFIG.toml
+//!                                                    the T-RACKs agent, as `tailcut-tracksd` (the
+//!                                                    agent's realnet tests start it in a host this way)
 //! ```
 
 use std::process::ExitCode;
@@ -25,6 +28,8 @@ fn main() -> ExitCode {
         Some("bench") => tailcut_testbed::cli::bench(&args[1..]),
         Some("hold") => tailcut_testbed::cli::hold(&args[1..]),
         Some("agent") => tailcut_testbed::agent::main(),
+        // First thing, before any thread: it blocks the termination signals.
+        Some("tracksd") => tailcut_tracksd::cli::run(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -36,4 +41,4 @@ fn main() -> ExitCode {
     }
 }
 
-const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] [--allow-invalid-timing] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] [--dctcp] | agent";
+const USAGE: &str = "usage: tailcut-testbed run FILE --out DIR [--overwrite] [--allow-invalid-timing] | bench [--rate MBIT] [--seconds S] | hold [--hosts N] [--dctcp] | agent | tracksd [--check | --uninstall] CONFIG.toml";

@@ -6,10 +6,10 @@ pub const REQUIRE_ENV: &str = "TAILCUT_REQUIRE_REALNET";
 /// `Ok` if a namespace with a TUN device can be made here, else the reason it cannot.
 pub fn probe() -> Result<(), String> {
     std::thread::spawn(|| -> Result<(), String> {
-        tailcut_sys::netns::unshare_new().map_err(|e| {
+        crate::netns::unshare_new().map_err(|e| {
             format!("cannot create a network namespace (unshare(CLONE_NEWNET): {e}); root or CAP_SYS_ADMIN is needed")
         })?;
-        tailcut_sys::tun::open("probe0").map_err(|e| format!("cannot create a TUN device (/dev/net/tun: {e})"))?;
+        crate::tun::open("probe0").map_err(|e| format!("cannot create a TUN device (/dev/net/tun: {e})"))?;
         std::process::Command::new("ip")
             .arg("-V")
             .output()

@@ -1,4 +1,4 @@
-//! The agent against real Linux TCP: two testbed hosts (anonymous namespaces with TUN NICs) through
+//! The T-RACKs agent (`tailcut-tracksd`) against real Linux TCP: two testbed hosts (anonymous namespaces with TUN NICs) through
 //! the emulated fabric, the agent running in the sender's namespace, and a deterministic tail loss made
 //! by an iptables rule in the receiver's namespace that drops the last 10 segments of every request on
 //! their first transmission (by the connection's byte count, so retransmissions pass).
@@ -7,6 +7,10 @@
 //! `TAILCUT_REQUIRE_REALNET=1` (CI), and a missing iptables is always a failure (CI installs it).
 //! They assert kernel counters and bytes, never timings. Everything they create lives in namespaces
 //! held by this process and its children, which die with it.
+//!
+//! They live here, not in tailcut-tracksd, because they need the testbed, which depends on
+//! tailcut-tracksd; the agent is started as `tailcut-testbed tracksd CONFIG.toml`, the same
+//! `tailcut_tracksd::cli::run` as the `tailcut-tracksd` binary.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
@@ -336,7 +340,9 @@ fn start_agent_on(
     .unwrap();
     let mut child = h0
         .spawn(
-            Command::new(env!("CARGO_BIN_EXE_tailcut-tracksd"))
+            // The agent's command line as the `tailcut-tracksd` binary runs it (`tailcut_tracksd::cli`).
+            Command::new(env!("CARGO_BIN_EXE_tailcut-testbed"))
+                .arg("tracksd")
                 .arg(&cfg)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit()),

@@ -10,7 +10,7 @@
 //! on the client; the difference of the medians is the agent's added latency (both directions).
 //!
 //! ```text
-//! cargo build --release -p tailcut-tracksd --bin tailcut-tracksd --example tracks_bench
+//! cargo build --release -p tailcut-tracksd --bin tailcut-tracksd -p tailcut-testbed --example tracks_bench
 //! target/release/examples/tracks_bench incast --senders 20 --rounds 10 --sack off --agent on
 //! target/release/examples/tracks_bench pingpong --count 2000 --agent on --backend bpf
 //! ```
@@ -21,6 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
+use tailcut_proto::stats::sample_percentile;
 use tailcut_proto::Dur;
 use tailcut_sim::net::aqm::AqmConfig;
 use tailcut_sim::topo::{LinkSpec, NodeKind, NodeSpec, PortQueueSpec, TopoSpec};
@@ -162,12 +163,9 @@ fn stop_agent(h: &HostNs, mut child: Child) -> serde_json::Value {
         .unwrap_or_default()
 }
 
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i]
+/// The `per_mille` percentile of ascending samples by `docs/metrics.md`'s nearest rank; NaN without any.
+fn pct(sorted: &[f64], per_mille: u64) -> f64 {
+    sample_percentile(sorted, per_mille).unwrap_or(f64::NAN)
 }
 
 fn sum(before: &[Netstat], after: &[Netstat], key: &str) -> u64 {
@@ -344,7 +342,7 @@ fn incast(a: &Args) {
             "senders": n, "long": a.long, "long_mb": long_mb, "rounds": a.rounds, "bytes": bytes, "sack": a.sack,
             "agent": a.agent, "backend": a.backend,
             "flows": fcts.len(),
-            "fct_ms": {"p50": pct(&fcts, 0.5), "p99": pct(&fcts, 0.99), "max": pct(&fcts, 1.0)},
+            "fct_ms": {"p50": pct(&fcts, 500), "p99": pct(&fcts, 990), "max": pct(&fcts, 1000)},
             "over_100ms": over,
             "queue_drops": drops,
             "TCPTimeouts": sum(&before, &after, "TcpExt.TCPTimeouts"),
@@ -417,7 +415,7 @@ fn pingpong(a: &Args) {
     println!(
         "{}",
         serde_json::json!({"agent": a.agent, "backend": a.backend, "round_trips": count,
-            "rtt_us": {"p50": pct(&rtts, 0.5), "p90": pct(&rtts, 0.9), "p99": pct(&rtts, 0.99)}})
+            "rtt_us": {"p50": pct(&rtts, 500), "p90": pct(&rtts, 900), "p99": pct(&rtts, 990)}})
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
