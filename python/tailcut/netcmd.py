@@ -89,7 +89,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             default=[],
             metavar="KEY=VALUE",
             help="a scheme parameter over the entry's, as params writes it: min_rto=5ms, subflows=4, "
-            "congestion_control={kind=\"dctcp\"}, mps.negotiate=false (repeatable)",
+            'congestion_control={kind="dctcp"}, mps.negotiate=false (repeatable)',
         )
         q.add_argument(
             "--network-trims",
