@@ -108,51 +108,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--path-mtu", type=COUNT, help="dcquic: largest IP packet the path carries (9000)")
 
 
-def _param_value(text: str) -> Any:
-    """A ``--param`` value as an experiment file writes it: TOML (``4``, ``true``,
-    ``{kind = "dctcp"}``, ``"5ms"``), else the bare text as a string (``5ms``, ``2Gbps``)."""
-    import tomllib
-
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
 def scheme_entry(args: argparse.Namespace) -> dict[str, Any]:
     """The scheme as an experiment file's ``[[schemes]]`` entry: ``--experiment FILE --entry NAME``
     or ``--scheme NAME``, with each ``--param`` laid over its ``params`` (dotted keys reach into
-    tables). The runtime resolves it through the scheme layer, as the simulator does."""
-    if args.experiment is not None:
-        import tomllib
+    tables). The flags are read by the runtime's own command line code (one reading for
+    ``tailcut-net`` and ``tailcut net``); the runtime resolves the entry through the scheme layer."""
+    from tailcut import _core
 
-        try:
-            doc = tomllib.loads(args.experiment.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ValueError(f"--experiment {args.experiment}: {exc}") from exc
-        schemes = [s for s in doc.get("schemes", []) if isinstance(s, dict)]
-        names = ", ".join(str(s.get("name")) for s in schemes)
-        if not args.entry:
-            raise ValueError(f"--entry: missing (one of {names})")
-        found = [s for s in schemes if s.get("name") == args.entry]
-        if not found:
-            raise ValueError(f"--entry: no scheme named {args.entry!r} in {args.experiment} (it has {names})")
-        entry = json.loads(json.dumps(found[0]))
-    else:
-        entry = {"transport": args.scheme}
-    params = entry.setdefault("params", {})
+    argv = ["--scheme", args.scheme]
+    if args.experiment is not None:
+        argv += ["--experiment", str(args.experiment)]
+    if args.entry is not None:
+        argv += ["--entry", args.entry]
     for p in args.param:
-        key, sep, value = p.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--param {p}: expected KEY=VALUE, e.g. min_rto=5ms")
-        *tables, last = key.split(".")
-        table = params
-        for part in tables:
-            table = table.setdefault(part, {})
-            if not isinstance(table, dict):
-                raise ValueError(f"--param {p}: params.{part} is not a table")
-        table[last] = _param_value(value)
-    return entry
+        argv += ["--param", p]
+    return json.loads(_core.net_scheme_entry(argv))
 
 
 def scheme_label(args: argparse.Namespace) -> str:

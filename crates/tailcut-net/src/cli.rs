@@ -63,7 +63,7 @@ fn param_value(text: &str) -> serde_json::Value {
 /// of that name from an experiment file, `--scheme NAME` a registry scheme with its defaults; each
 /// `--param key=value` (dotted keys reach into tables: `mps.negotiate=false`) is laid over its
 /// `params`.
-fn entry(args: &[String]) -> Result<Entry, String> {
+pub fn scheme_entry(args: &[String]) -> Result<Entry, String> {
     let mut e = match flag::<PathBuf>(args, "--experiment")? {
         Some(file) => {
             let text = std::fs::read_to_string(&file)
@@ -136,7 +136,7 @@ fn tls_flags(args: &[String]) -> Result<TlsConfig, String> {
 /// The runtime configuration: the scheme entry, resolved by the scheme layer, and the runtime's own
 /// flags.
 fn config(args: &[String]) -> Result<NetConfig, String> {
-    let e = entry(args)?;
+    let e = scheme_entry(args)?;
     let mut cfg = NetConfig {
         network: Network {
             trims: args.iter().any(|a| a == "--network-trims"),

@@ -262,5 +262,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<net::NetClient>()?;
     m.add_class::<net::NetServer>()?;
     m.add_function(wrap_pyfunction!(net::generate_cert, m)?)?;
+    m.add_function(wrap_pyfunction!(net::net_scheme_entry, m)?)?;
     Ok(())
 }

@@ -267,6 +267,21 @@ pub struct NetServer {
 
 /// A throwaway CA and a certificate it signed for `names`, as PEM text `(ca, cert, key)`: for tests
 /// and peers such as aioquic that read certificate files. Not a deployment's PKI.
+/// The `[[schemes]]` entry that `tailcut net`'s flags name (`--scheme`, `--experiment` with
+/// `--entry`, `--param`), as JSON `{name, transport, params}`: the one reading of those flags,
+/// shared with the `tailcut-net` command. A bad flag raises `ValueError` with the reason.
+#[pyfunction]
+pub fn net_scheme_entry(args: Vec<String>) -> PyResult<String> {
+    let e = tailcut_net::cli::scheme_entry(&args).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let mut m = Map::new();
+    if let Some(n) = e.name {
+        m.insert("name".into(), n.into());
+    }
+    m.insert("transport".into(), e.transport.into());
+    m.insert("params".into(), Value::Object(e.params));
+    Ok(Value::Object(m).to_string())
+}
+
 #[pyfunction]
 pub fn generate_cert(names: Vec<String>) -> PyResult<(String, String, String)> {
     let (_, g) = TlsConfig::generate(&names).map_err(PyOSError::new_err)?;
