@@ -1,9 +1,10 @@
 """The settings that decide a comparison, per scheme, as they will run (``tailcut validate`` prints them).
 
 Two schemes compared with different minimum RTOs, initial windows or host queue limits measure those
-settings, not the schemes (docs/comparing-fairly.md). Each value is the experiment's own when the file
-sets it, else the scheme's default from the registry (the same table ``tailcut schemes`` prints), and is
-marked so: ``file`` or ``default``.
+settings, not the schemes (docs/comparing-fairly.md). Each value is the one the core resolved (its
+resolved config fills in every scheme parameter), so no rule of the core is restated here; it is marked
+``file`` when the file sets it, else ``default`` (``default: follows other settings`` when the core
+derived it from other keys, e.g. the initial RTO from the min RTO without a handshake).
 """
 
 from __future__ import annotations
@@ -48,11 +49,23 @@ def _registry(schemes: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {s["name"]: {p["name"]: p.get("default") for p in s.get("params", [])} for s in schemes}
 
 
+# How a value the core resolved is shown: `nic_rate = "host"` paces each host at its own NIC's rate.
+_SHOWN = {("nic_rate", "host"): "each host's NIC rate"}
+
+
+def _shown(name: str, value: Any) -> str:
+    text = format_default(value)
+    return _SHOWN.get((name, text), text)
+
+
 def scheme_settings(
     raw: Mapping[str, Any], resolved: Mapping[str, Any], registry: list[dict[str, Any]]
 ) -> list[tuple[str, str, list[Setting]]]:
     """``(scheme name, transport, settings)`` for each scheme: ``raw`` is the experiment as written (what
-    the file sets), ``resolved`` the core's resolved config (every default filled in)."""
+    the file sets), ``resolved`` the core's resolved config (every default filled in, the scheme
+    parameters too). Values come from ``resolved``, so they are the ones the run uses; the registry only
+    says which parameters a scheme has, and its default tells a derived default (TCP's initial RTO without
+    a handshake follows the min RTO) from the listed one."""
     defaults = _registry(registry)
     rows = []
     raw_schemes = raw.get("schemes") or []
@@ -60,45 +73,29 @@ def scheme_settings(
         written = raw_schemes[i] if i < len(raw_schemes) and isinstance(raw_schemes[i], dict) else {}
         transport = str(scheme.get("transport", ""))
         params = written.get("params") or {}
+        effective = scheme.get("params") or {}
         known = defaults.get(transport, {})
-        settings = [
-            Setting(name, format_default(params[name]), "file")
-            if name in params
-            else Setting(name, format_default(known[name]), "default")
-            for name in RESULT_PARAMS
-            if name in known or name in params
-        ]
-        settings = [_nic_rate(_initial_rto(s, settings, params)) for s in settings]
+        settings = []
+        for name in RESULT_PARAMS:
+            if name not in known and name not in effective:
+                continue
+            value = effective.get(name)  # absent: an optional parameter that is off (no delayed ACKs)
+            if name in params:
+                source = "file"
+            elif name in known and value != known[name]:
+                source = "default: follows other settings"
+            else:
+                source = "default"
+            settings.append(Setting(name, _shown(name, value), source))
         settings.append(_host_tsq(raw, resolved, written, scheme))
         shim, shim_written = scheme.get("shim"), written.get("shim") or {}
         if isinstance(shim, dict):
-            shim_defaults = defaults.get(str(shim.get("kind")), {})
             for name in SHIM_PARAMS:
-                if name in shim_written:
-                    settings.append(Setting(f"shim.{name}", format_default(shim_written[name]), "file"))
-                elif name in shim_defaults:
-                    settings.append(Setting(f"shim.{name}", format_default(shim_defaults[name]), "default"))
+                if name in shim:
+                    source = "file" if name in shim_written else "default"
+                    settings.append(Setting(f"shim.{name}", format_default(shim[name]), source))
         rows.append((str(scheme.get("name", "?")), transport, settings))
     return rows
-
-
-def _initial_rto(setting: Setting, settings: list[Setting], params: Mapping[str, Any]) -> Setting:
-    # The core's rule (scheme/over_tcp.rs, tcp_config): without a handshake and without a given
-    # initial_rto, the initial RTO is the min RTO, as in ns-2's datacenter setups.
-    if setting.name != "initial_rto" or "initial_rto" in params:
-        return setting
-    by_name = {s.name: s for s in settings}
-    if "min_rto" in by_name and by_name.get("handshake", Setting("", "false", "")).value == "false":
-        return Setting("initial_rto", by_name["min_rto"].value, "default: min_rto without a handshake")
-    return setting
-
-
-def _nic_rate(setting: Setting) -> Setting:
-    # The core's rule (transport/cloudburst.rs): without a given nic_rate, each host paces at its own
-    # NIC's rate; the registry's default is the engine's outside a topology.
-    if setting.name == "nic_rate" and setting.source == "default":
-        return Setting("nic_rate", "each host's NIC rate", "default")
-    return setting
 
 
 def _host_tsq(

@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from tailcut import _core
-from tailcut.config import ConfigSource, apply_overrides, check_u64, load_experiment, resolve, to_json
+from tailcut.config import (
+    ConfigSource,
+    apply_overrides,
+    check_limits,
+    check_u64,
+    load_experiment,
+    resolve,
+    to_json,
+)
 from tailcut.results import Result
 
 ProgressCallback = Callable[[float], "bool | None"]
@@ -43,12 +51,13 @@ def run(
     """
     if seed is not None:
         check_u64("seed", seed)
-    raw, resolved = prepare(config, overrides, limits)
+    raw = apply_overrides(load_experiment(config), overrides)
+    check_limits(limits)
+    # The core prepares the experiment once: it validates it (a bad field raises before anything runs or
+    # is written), runs it, and returns it resolved as it ran (every default filled in, the seed used),
+    # which config.toml records so that it repeats this exact run.
     document = json.loads(_core.run(to_json(raw), seed, progress, **(limits or {})))
-    if seed is not None and "seed" in resolved:
-        # config.toml must repeat this exact run, so it records the seed that was actually used.
-        resolved["seed"] = seed
-    return Result.from_core(document, resolved)
+    return Result.from_core(document, document["resolved_config"])
 
 
 def run_to_dir(

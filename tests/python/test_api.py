@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import tailcut
-from conftest import SWEEP_KEY, SWEEP_VALUES, TINY
+from conftest import INVALID_VALUE, SWEEP_KEY, SWEEP_VALUES, TINY
 from tailcut import _core
 from tailcut.config import load_config, to_json
 
@@ -65,6 +65,34 @@ def test_result_write_and_load_round_trip(tmp_path: Path) -> None:
 def test_validate_returns_resolved_json() -> None:
     resolved = json.loads(_core.validate(to_json(load_config(TINY))))
     assert resolved["name"] == "tiny"
+
+
+def test_run_prepares_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The core's run validates and resolves the experiment itself; a separate validation would prepare it
+    # (and generate its flows) again. A bad config still fails before anything runs.
+    def no_validate(*args: object, **kwargs: object) -> str:
+        raise AssertionError("tailcut.run validated separately")
+
+    monkeypatch.setattr(_core, "validate", no_validate)
+    assert tailcut.run(TINY, seed=5).config["seed"] == 5
+    with pytest.raises(tailcut.ConfigError) as e:
+        tailcut.run(TINY, overrides={SWEEP_KEY: INVALID_VALUE})
+    assert e.value.path == SWEEP_KEY
+
+
+def test_the_resolved_config_fills_in_every_scheme_parameter(tmp_path: Path) -> None:
+    res = tailcut.run(TINY)
+    schemes = json.loads(_core.schemes())
+    for scheme in res.config["schemes"]:
+        listed = next(s for s in schemes if s["name"] == scheme["transport"])
+        for p in listed["params"]:
+            if "." not in p["name"] and p["default"] is not None:
+                assert p["name"] in scheme["params"], (scheme["name"], p["name"])
+    # config.toml repeats the run: resolving it again changes nothing.
+    res.write(tmp_path / "r")
+    again = json.loads(_core.validate(to_json(load_config(tmp_path / "r" / "config.toml"))))
+    assert again["schemes"] == res.config["schemes"]
+    pd.testing.assert_frame_equal(tailcut.run(tmp_path / "r" / "config.toml").flows, res.flows)
 
 
 def test_progress_callback_false_cancels() -> None:

@@ -39,8 +39,8 @@ def test_values_from_the_file_and_defaults_are_told_apart() -> None:
     assert got["a"]["min_rto"] == ("5ms", "file")
     assert got["a"]["initial_cwnd_segments"] == ("10", "default")
     assert got["a"]["loss_detection"] == ("rack_tlp", "default")
-    # The core's rule: without a handshake the initial RTO is the min RTO.
-    assert got["a"]["initial_rto"] == ("5ms", "default: min_rto without a handshake")
+    # The core's rule (without a handshake the initial RTO is the min RTO), as the core resolved it.
+    assert got["a"]["initial_rto"] == ("5ms", "default: follows other settings")
     assert got["b"]["min_rto"] == ("200ms", "default")
     assert got["b"]["subflows"][1] == "default"
     assert "subflows" not in got["a"]
@@ -63,7 +63,7 @@ def test_a_shim_shows_its_min_rto() -> None:
     got = _settings(
         BASE + '[[schemes]]\nname = "t"\ntransport = "tcp"\nshim = { kind = "tracks", alpha = 4 }\n'
     )
-    assert got["t"]["shim.alpha"] == ("4", "file")
+    assert got["t"]["shim.alpha"] == ("4.0", "file")  # as the core resolved it (a float)
     assert got["t"]["shim.min_rto"] == ("200ms", "default")
 
 
@@ -76,3 +76,16 @@ def test_validate_prints_the_settings(cli, capsys, tiny: Path) -> None:
     assert ["min_rto", "5ms", "(file)"] in lines
     assert ["ecn", "true", "(default)"] in lines  # dctcp's
     assert ["host_tsq", "linux", "(default)"] in lines
+
+
+def test_values_are_the_ones_the_core_resolved() -> None:
+    got = _settings(
+        BASE
+        + '[[schemes]]\nname = "h"\ntransport = "tcp"\nparams = { handshake = true }\n'
+        + '[[schemes]]\nname = "c"\ntransport = "cloudburst"\n'
+        + '[[schemes]]\nname = "r"\ntransport = "cloudburst"\nparams = { nic_rate = "5Gbps" }\n'
+    )
+    assert got["h"]["initial_rto"] == ("1s", "default")
+    assert got["h"]["delayed_ack"] == ("-", "default")
+    assert got["c"]["nic_rate"] == ("each host's NIC rate", "default")
+    assert got["r"]["nic_rate"] == ("5Gbps", "file")

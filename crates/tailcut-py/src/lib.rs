@@ -92,8 +92,9 @@ pub(crate) fn config_error(py: Python<'_>, path: &str, reason: &str, message: St
 
 /// Run one experiment and return the result document as JSON.
 ///
-/// The config is validated first so that a bad config raises `ConfigError` before anything runs; an error
-/// during the run itself raises `SimulationError` (a config error found only then is still `ConfigError`).
+/// The config is prepared (validated, resolved) once, before anything runs, so that a bad config raises
+/// `ConfigError` before the first event; an error during the run itself raises `SimulationError`. The
+/// document's `resolved_config` is the config as it ran, every default filled in (as `validate` returns).
 /// The GIL is released for the whole run and re-acquired only every ~100 ms to call `progress(fraction)`
 /// and to check for Ctrl-C; a callback that returns a false value (other than `None`) or raises cancels
 /// the run: `SimulationError("run cancelled ...")`, or the callback's own exception (`KeyboardInterrupt`
@@ -109,7 +110,6 @@ fn run(
     max_events: Option<u64>,
     force: bool,
 ) -> PyResult<String> {
-    validate(py, config_json, max_memory, max_events, force)?;
     let limits = limits(max_memory, max_events, force);
     let (outcome, callback_error, cancelled) = py.allow_threads(|| {
         let mut callback_error: Option<PyErr> = None;
@@ -167,7 +167,7 @@ fn trace(
     max_events: Option<u64>,
     force: bool,
 ) -> PyResult<String> {
-    validate(py, config_json, max_memory, max_events, force)?;
+    // `trace_json` prepares the experiment before it checks the scheme and flows or runs anything.
     let limits = limits(max_memory, max_events, force);
     // A traced run is one scheme of an experiment that already ran: no progress callback, but Ctrl-C
     // still cancels it.

@@ -10,6 +10,9 @@ use tailcut_proto::ConfigError;
 
 pub struct CloudBurst;
 
+/// The `nic_rate` that paces each host at its own NIC's rate (the default).
+const NIC_RATE_FROM_HOST: &str = "host";
+
 /// The fastest link rate an experiment may give (the simulator's limit), so LINK_CAP too.
 const MAX_NIC_RATE_BPS: u64 = 100_000_000_000_000;
 
@@ -44,7 +47,7 @@ const ENDPOINT_DOCS: &[Doc] = &[
     ("paths", "NUM_PATHS of Algorithm 1: packets per round, one per path"),
     ("path_mode", "explicit (source-routed path labels 0..paths, as XPath) or ecmp (a pool of `paths` source ports)"),
     ("rate_share", "r of Algorithm 1: rounds start paths x packet / (r x nic_rate) apart"),
-    ("nic_rate", "LINK_CAP of Algorithm 1; by default each host's own NIC rate (the default shown applies only outside a topology)"),
+    ("nic_rate", "LINK_CAP of Algorithm 1: a rate, or \"host\" for each host's own NIC rate"),
     ("transmission_timeout", "t of Algorithm 1: the sender fails the message without a STOP by then"),
     ("decoder_timeout", "receiver drops a decoder (or a finished message's record) idle this long"),
     ("max_decoders", "concurrent decoders per peer; the least recently active is evicted beyond it"),
@@ -88,13 +91,22 @@ impl Scheme for CloudBurst {
     }
 
     fn params(&self) -> Vec<Param> {
-        let mut all = params_of(&to_map(&CloudBurstConfig::default()), ENDPOINT_DOCS);
+        let mut endpoint = to_map(&CloudBurstConfig::default());
+        endpoint.insert("nic_rate".into(), NIC_RATE_FROM_HOST.into());
+        let mut all = params_of(&endpoint, ENDPOINT_DOCS);
         all.extend(params_of(&to_map(&QueueParams::default()), QUEUE_DOCS));
         all
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
-        let (queues, endpoint) = split(params, |k| QUEUE_DOCS.iter().any(|(n, _)| *n == k));
+    fn resolve_filled(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
+        let (queues, mut endpoint) = split(params, |k| QUEUE_DOCS.iter().any(|(n, _)| *n == k));
+        // `nic_rate = "host"` spells the default out: each host's own NIC rate.
+        if endpoint.get("nic_rate").and_then(Value::as_str) == Some(NIC_RATE_FROM_HOST) {
+            endpoint.remove("nic_rate");
+        }
         let nic_rate_from_host = !endpoint.contains_key("nic_rate");
         // Without blocks the packet sizes default to the paper's, for Fig. 4's shorter header.
         let base = match endpoint.get("multi_block") {
@@ -120,18 +132,24 @@ impl Scheme for CloudBurst {
         if cfg.class == 0 {
             return bad("class", "class 0 is the background class");
         }
+        let mut filled = to_map(&cfg);
+        if nic_rate_from_host {
+            filled.insert("nic_rate".into(), NIC_RATE_FROM_HOST.into());
+        }
+        filled.extend(to_map(&q));
         let switch = SwitchDefault::CloudBurstClass {
             class: cfg.class,
             share: q.switch_queue_share,
             wrr_weights: q.wrr_weights,
             host_queue_packets: q.host_queue_packets,
         };
-        Ok(SchemeSpec {
+        let spec = SchemeSpec {
             switch,
             ..SchemeSpec::of(EngineSpec::CloudBurst {
                 cfg,
                 nic_rate_from_host,
             })
-        })
+        };
+        Ok((spec, filled))
     }
 }

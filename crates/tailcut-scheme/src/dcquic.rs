@@ -95,11 +95,15 @@ impl Scheme for Dcquic {
         params_of(&to_map(&DcquicConfig::default()), DOCS)
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
+    fn resolve_filled(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
         let mut m = to_map(&DcquicConfig::default());
         deep_overlay(&mut m, params);
         let cfg: DcquicConfig = parse(m)?;
         cfg.validate().map_err(|e| e.at("params"))?;
-        Ok(SchemeSpec::of(EngineSpec::Dcquic(cfg)))
+        let filled = to_map(&cfg);
+        Ok((SchemeSpec::of(EngineSpec::Dcquic(cfg)), filled))
     }
 }

@@ -31,7 +31,10 @@ impl Scheme for Fuso {
         multipath_params(&MptcpConfig::fuso(), Some((&FusoConfig::default(), FUSO_DOCS)))
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
+    fn resolve_filled(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
         multipath(params, MptcpConfig::fuso(), Some(FUSO_DOCS))
     }
 }

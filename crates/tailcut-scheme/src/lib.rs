@@ -67,7 +67,17 @@ pub trait Scheme: Sync {
     fn params(&self) -> Vec<Param>;
     /// Checks `params` (the user's keys, overlaid on the defaults) and builds the transport. Error
     /// paths are relative to the scheme's table: `params.min_rto`, `transport`.
-    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError>;
+    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
+        self.resolve_filled(params).map(|(spec, _)| spec)
+    }
+    /// [`Scheme::resolve`], and the `params` table with every parameter at its effective value: the
+    /// user's keys, the defaults, and defaults that follow other keys as they came out (TCP's
+    /// `initial_rto` without a handshake, CloudBurst's sizes without `multi_block`). Resolving that
+    /// table gives the same spec; optional parameters that are off stay absent.
+    fn resolve_filled(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(SchemeSpec, Map<String, Value>), ConfigError>;
 }
 
 /// Every registered scheme, in the order `tailcut schemes` lists them.
@@ -129,6 +139,16 @@ pub fn registry() -> Vec<SchemeInfo> {
 /// Resolves an experiment's `transport` name and `params`; error paths are relative to the scheme's
 /// table (`params.copies`, `transport`).
 pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
+    resolve_filled(name, params).map(|(spec, _)| spec)
+}
+
+/// [`resolve`], and the scheme's `params` with every parameter at its effective value (defaults filled
+/// in; see [`Scheme::resolve_filled`]): what a run reports back, so that re-running it resolves to the
+/// same spec even if a default changes.
+pub fn resolve_filled(
+    name: &str,
+    params: &Map<String, Value>,
+) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
     let Some(scheme) = SCHEMES.iter().find(|s| s.name() == name) else {
         let known: Vec<&str> = SCHEMES.iter().map(|s| s.name()).collect();
         return Err(ConfigError::new(
@@ -136,9 +156,9 @@ pub fn resolve(name: &str, params: &Map<String, Value>) -> Result<SchemeSpec, Co
             format!("unknown transport '{name}' (known: {})", known.join(", ")),
         ));
     };
-    let mut spec = scheme.resolve(params)?;
+    let (mut spec, filled) = scheme.resolve_filled(params)?;
     spec.transport = scheme.name();
-    Ok(spec)
+    Ok((spec, filled))
 }
 
 /// The parameters `docs` names, each with its default from `defaults` (dotted names look into tables),

@@ -3,7 +3,7 @@
 //! through [`multipath`] too.
 
 use super::cp::{cp_cfg, cp_switch, CpParams, CP_DOCS};
-use super::over_tcp::{tcp_config, tcp_params};
+use super::over_tcp::{tcp_config, tcp_params, tcp_table};
 use super::{bad, overlay, params_of, parse, split, to_map, Doc, Param, Scheme, TCP_DOCS};
 use crate::{EngineSpec, SchemeSpec, SwitchDefault};
 use serde::{Deserialize, Serialize};
@@ -103,11 +103,12 @@ pub fn multipath_params(defaults: &MptcpConfig, fuso: Option<(&FusoConfig, &[Doc
 
 /// Resolves a multipath scheme whose defaults are `defaults`; `fuso` holds FUSO's own parameter keys
 /// (the others would be TCP's), read into `defaults.fuso`.
+/// Also returns the `params` table with every parameter at its effective value (CP's only with `cp`).
 pub fn multipath(
     params: &Map<String, Value>,
     defaults: MptcpConfig,
     fuso: Option<&[Doc]>,
-) -> Result<SchemeSpec, ConfigError> {
+) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
     let is = |docs: &[Doc], k: &str| docs.iter().any(|(n, _)| *n == k);
     let (m_user, rest) = split(params, |k| is(MPTCP_DOCS, k));
     let (f_user, rest) = split(&rest, |k| fuso.is_some_and(|d| is(d, k)));
@@ -120,6 +121,8 @@ pub fn multipath(
         TcpConfig::default()
     };
     let mut tcp = tcp_config(base, tcp_user, params)?;
+    let mut filled = tcp_table(&tcp);
+    filled.extend(to_map(&m));
     if tcp.handshake {
         return bad(
             "handshake",
@@ -131,7 +134,9 @@ pub fn multipath(
             return bad("sack", "CP's PACK is a SACK-format option; needs sack = true");
         }
         tcp.cp = true;
-        cp_switch(&parse(overlay(to_map(&CpParams::default()), cp_user))?)?
+        let cp: CpParams = parse(overlay(to_map(&CpParams::default()), cp_user))?;
+        filled.extend(to_map(&cp));
+        cp_switch(&cp)?
     } else {
         if let Some((k, _)) = CP_DOCS.iter().find(|(k, _)| params.contains_key(*k)) {
             return bad(k, "only with cp = true");
@@ -139,7 +144,11 @@ pub fn multipath(
         SwitchDefault::Unchanged
     };
     let fuso = match defaults.fuso {
-        Some(f) => Some(parse::<FusoConfig>(overlay(to_map(&f), f_user))?),
+        Some(f) => {
+            let f: FusoConfig = parse(overlay(to_map(&f), f_user))?;
+            filled.extend(to_map(&f));
+            Some(f)
+        }
         None => None,
     };
     let cfg = MptcpConfig {
@@ -153,10 +162,11 @@ pub fn multipath(
         fuso,
     };
     cfg.validate().map_err(|e| e.at("params"))?;
-    Ok(SchemeSpec {
+    let spec = SchemeSpec {
         switch,
         ..SchemeSpec::of(EngineSpec::Mptcp { tcp, cfg })
-    })
+    };
+    Ok((spec, filled))
 }
 
 impl Scheme for Mptcp {
@@ -172,7 +182,10 @@ impl Scheme for Mptcp {
         multipath_params(&MptcpConfig::default(), None)
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
+    fn resolve_filled(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
         multipath(params, MptcpConfig::default(), None)
     }
 }

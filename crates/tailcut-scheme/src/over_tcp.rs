@@ -2,7 +2,7 @@
 //! [`TcpScheme`] declares its TCP defaults and its own parameters and builds its transport from the
 //! resolved TCP transport; [`OverTcp`] makes it a registry [`Scheme`].
 
-use super::{bad, params_of, parse, split, to_map, Doc, Param, Scheme};
+use super::{bad, overlay, params_of, parse, split, to_map, Doc, Param, Scheme};
 use crate::SchemeSpec;
 use crate::{EngineSpec, ReplicaPolicy, SwitchDefault};
 use serde::de::DeserializeOwned;
@@ -77,22 +77,31 @@ impl<S: TcpScheme> Scheme for OverTcp<S> {
         all
     }
 
-    fn resolve(&self, params: &Map<String, Value>) -> Result<SchemeSpec, ConfigError> {
+    fn resolve_filled(
+        &self,
+        params: &Map<String, Value>,
+    ) -> Result<(SchemeSpec, Map<String, Value>), ConfigError> {
         let docs = self.0.docs();
         let (own, tcp) = split(params, |k| docs.iter().any(|(n, _)| *n == k));
         let cfg = tcp_config(self.0.tcp_defaults(), tcp, params)?;
-        let mut own_params = to_map(&self.0.defaults());
-        own_params.extend(own);
-        self.0.build(parse(own_params)?, TcpParts::from(cfg))
+        let own: S::Params = parse(overlay(to_map(&self.0.defaults()), own))?;
+        let mut filled = tcp_table(&cfg);
+        filled.extend(to_map(&own));
+        Ok((self.0.build(own, TcpParts::from(cfg))?, filled))
     }
+}
+
+/// Every TCP option of `cfg` at its value, as a `params` table (unset optional ones absent).
+pub fn tcp_table(cfg: &TcpConfig) -> Map<String, Value> {
+    let mut t = to_map(cfg);
+    t.insert("spray_paths".into(), cfg.spray_paths.into());
+    t
 }
 
 /// TCP's options with their defaults in `cfg`, documented by `docs` (the multipath schemes reword one).
 pub fn tcp_params(cfg: &TcpConfig, docs: &[Doc]) -> Vec<Param> {
-    let mut defaults = to_map(cfg);
     // Serialisation leaves spraying out when it is off (the default), but it is a TCP option.
-    defaults.insert("spray_paths".into(), cfg.spray_paths.into());
-    params_of(&defaults, docs)
+    params_of(&tcp_table(cfg), docs)
 }
 
 /// The TCP configuration: `user` (the user's TCP keys) laid over `base`, checked. `all` is the scheme's

@@ -1,7 +1,7 @@
 //! Registry-wide rules: every parameter listed and documented, every listed parameter accepted.
 
 use super::over_tcp::TCP_DOCS;
-use super::{registry, resolve, to_map, SCHEMES};
+use super::{registry, resolve, resolve_filled, to_map, SCHEMES};
 use serde_json::{Map, Value};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::Dur;
@@ -177,6 +177,7 @@ const OTHER_VALUES: &[(&str, &str)] = &[
     ("thresholds", r#"{"thresholds": ["50KB", "200KB"]}"#),
     ("wrr_weights", r#"{"wrr_weights": [2, 1]}"#),
     ("replicate_below", r#"{"replicate_below": "50KB"}"#),
+    ("nic_rate", r#"{"nic_rate": "5Gbps"}"#),
 ];
 
 /// A listed parameter reaches the engine: every scheme's every parameter, set to a valid value other
@@ -229,4 +230,81 @@ fn every_parameter_reaches_the_spec() {
         }
     }
     assert!(checked > 300, "only {checked} parameters checked");
+}
+
+/// Tables whose defaults depend on other keys: TCP's `initial_rto` follows `min_rto` without a handshake,
+/// CloudBurst's sizes follow `multi_block`, CP's switch keys exist only with `cp = true`.
+const DEPENDENT: &[&str] = &[
+    r#"{"min_rto": "5ms"}"#,
+    r#"{"min_rto": "5ms", "handshake": true}"#,
+    r#"{"min_rto": "5ms", "initial_rto": "3s"}"#,
+    r#"{"handshake": true}"#,
+    r#"{"multi_block": false}"#,
+    r#"{"multi_block": false, "symbol_bytes": 1000}"#,
+    r#"{"nic_rate": "5Gbps"}"#,
+    r#"{"nic_rate": "host"}"#,
+    r#"{"cp": true}"#,
+    r#"{"cp": true, "switch_header_bytes": "80B"}"#,
+    r#"{"mps": {"negotiate": false}}"#,
+];
+
+/// The table a run reports back holds every parameter at its effective value, and resolving it gives
+/// the spec the user's table gave: for every scheme, from its defaults, each parameter's other values
+/// and the tables whose defaults depend on another key. Filling a filled table changes nothing.
+#[test]
+fn the_filled_table_resolves_to_the_same_spec() {
+    let mut checked = 0;
+    for info in registry().iter().filter(|i| i.kind == "transport") {
+        let mut tables: Vec<Map<String, Value>> = vec![Map::new()];
+        tables.extend(DEPENDENT.iter().map(|t| serde_json::from_str(t).unwrap()));
+        for p in &info.params {
+            for v in neighbours(&p.default) {
+                let mut m = Map::new();
+                match p.name.split_once('.') {
+                    Some((table, key)) => m.insert(table.into(), serde_json::json!({ key: v })),
+                    None => m.insert(p.name.clone(), v),
+                };
+                tables.push(m);
+            }
+        }
+        tables.extend(
+            OTHER_VALUES
+                .iter()
+                .map(|(_, v)| serde_json::from_str::<Map<String, Value>>(v).unwrap()),
+        );
+        for user in &tables {
+            let Ok((spec, filled)) = resolve_filled(info.name, user) else {
+                continue;
+            };
+            assert_eq!(resolve(info.name, user).unwrap(), spec);
+            let (again, refilled) = resolve_filled(info.name, &filled)
+                .unwrap_or_else(|e| panic!("{}: {user:?} filled to {filled:?}: {e}", info.name));
+            assert_eq!(again, spec, "{}: {user:?} filled to {filled:?}", info.name);
+            assert_eq!(refilled, filled, "{}: {user:?}", info.name);
+            // The user's keys are kept (in their canonical spelling: "0s" is written "0ns").
+            for k in user.keys() {
+                assert!(filled.contains_key(k), "{}: {k} of {user:?}", info.name);
+            }
+            checked += 1;
+        }
+        // Every parameter with a default is in the table, unless it is valid only with another key
+        // (CP's switch keys without cp = true).
+        let (_, filled) = resolve_filled(info.name, &Map::new()).unwrap();
+        for p in info
+            .params
+            .iter()
+            .filter(|p| !p.name.contains('.') && !p.default.is_null())
+        {
+            let alone = Map::from_iter([(p.name.clone(), p.default.clone())]);
+            if resolve(info.name, &alone).is_ok() {
+                assert!(
+                    filled.contains_key(&p.name),
+                    "{}: `{}` not filled in",
+                    info.name,
+                    p.name
+                );
+            }
+        }
+    }
+    assert!(checked > 300, "only {checked} tables checked");
 }

@@ -145,7 +145,8 @@ pub fn path_error(path: &str, msg: &str) -> ConfigError {
     }
 }
 
-/// Validates an experiment and returns it fully resolved (every default filled in) as JSON; the
+/// Validates an experiment and returns it fully resolved (every default filled in, scheme parameters
+/// included) as JSON; the
 /// resource estimate is checked against the default limits (this machine's available memory).
 pub fn validate_json(config_json: &str) -> Result<String, ApiError> {
     validate_json_with(config_json, &Limits::default())
@@ -154,8 +155,8 @@ pub fn validate_json(config_json: &str) -> Result<String, ApiError> {
 /// [`validate_json`] under explicit resource limits.
 pub fn validate_json_with(config_json: &str, limits: &Limits) -> Result<String, ApiError> {
     let exp = parse_json(config_json)?;
-    run::prepare_with(&exp, limits)?;
-    Ok(serde_json::to_string(&exp).expect("experiments serialise"))
+    let prep = run::prepare_with(&exp, limits)?;
+    Ok(serde_json::to_string(&prep.exp).expect("experiments serialise"))
 }
 
 /// One scheme as the compare suite declares it, apart from any topology or workload.
@@ -184,7 +185,9 @@ pub fn check_scheme_json(entry_json: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Runs an experiment; see [`tables_json`] for the result document.
+/// Runs an experiment; see [`tables_json`] for the result document. The experiment is prepared
+/// (validated, resolved, its flows generated) once, before anything runs: a config error is returned
+/// before the first event.
 pub fn run_json(
     config_json: &str,
     seed_override: Option<u64>,
@@ -204,8 +207,9 @@ pub fn run_json_with(
     if let Some(s) = seed_override {
         exp.seed = s;
     }
-    let tables = run::run_with(&exp, limits, progress)?;
-    Ok(tables_json(&tables, &exp).to_string())
+    let prep = run::prepare_with(&exp, limits)?;
+    let tables = run::run_prepared(&prep, progress)?;
+    Ok(tables_json(&tables, &prep.exp).to_string())
 }
 
 /// Re-runs scheme `scheme` (by name; may be omitted when the experiment has one) recording every event
@@ -265,7 +269,7 @@ pub fn trace_json(
         return Err(bad("max_events", "must be at least 1".into()));
     }
     let (tables, trace) = run::run_traced(&prep, k, (flows, max_events), progress)?;
-    let mut doc = tables_json(&tables, &exp);
+    let mut doc = tables_json(&tables, &prep.exp);
     doc["events"] = Value::Object(crate::trace::columns(&trace, &tables.ports));
     doc["trace"] = json!({
         "max_events": trace.max_events,

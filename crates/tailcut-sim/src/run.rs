@@ -48,6 +48,8 @@ pub struct SchemeRun {
 /// An experiment checked and expanded: the flows are generated once and shared by every scheme, so
 /// all schemes see the same arrivals, sizes and endpoints.
 pub struct Prepared {
+    /// The experiment as it runs: as given, with every scheme's `params` filled in
+    /// ([`scheme::resolve_filled`]); what a run reports back as its resolved config.
     pub exp: Experiment,
     pub flows: Vec<FlowSpec>,
     pub schemes: Vec<SchemeRun>,
@@ -134,16 +136,24 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     file_flows_start_in_time(exp, &flows)?;
     let hops = estimate::mean_hops(&exp.topology);
     estimate::check_work(&flows, exp.workload.len(), &size, exp.schemes.len(), hops, limits)?;
+    // The experiment as it runs: every scheme's `params` with each parameter's effective value.
+    let mut resolved_exp = exp.clone();
     let other = match &exp.other_traffic {
-        Some(o) => Some(Transport::from(
-            scheme::resolve(&o.transport, &o.params).map_err(|e| e.at("other_traffic"))?,
-        )),
+        Some(o) => {
+            let (spec, filled) =
+                scheme::resolve_filled(&o.transport, &o.params).map_err(|e| e.at("other_traffic"))?;
+            if let Some(r) = &mut resolved_exp.other_traffic {
+                r.params = filled;
+            }
+            Some(Transport::from(spec))
+        }
         None => None,
     };
     let mut schemes = Vec::new();
     for (i, s) in exp.schemes.iter().enumerate() {
         let here = format!("schemes[{i}]");
-        let resolved = scheme::resolve(&s.transport, &s.params).map_err(|e| e.at(&here))?;
+        let (resolved, filled) = scheme::resolve_filled(&s.transport, &s.params).map_err(|e| e.at(&here))?;
+        resolved_exp.schemes[i].params = filled;
         let engine = resolved.engine.clone();
         let t = Transport::from(resolved);
         if let Some(names) = &s.applies_to {
@@ -202,7 +212,7 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
         });
     }
     Ok(Prepared {
-        exp: exp.clone(),
+        exp: resolved_exp,
         flows,
         schemes,
         component_names,
