@@ -265,7 +265,16 @@ fn on_sockets(spec: &SchemeSpec, net: Network) -> Result<(), ConfigError> {
             }
             Ok(())
         }
-        EngineSpec::CloudBurst { cfg, .. } => {
+        EngineSpec::CloudBurst {
+            cfg,
+            nic_rate_from_host,
+        } => {
+            if *nic_rate_from_host {
+                return refuse(
+                    "params.nic_rate",
+                    "\"host\" is the simulated host's NIC rate; on sockets give LINK_CAP as a rate (default 2Gbps)",
+                );
+            }
             if cfg.multi_block {
                 return refuse(
                     "params.multi_block",
