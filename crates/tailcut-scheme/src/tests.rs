@@ -308,3 +308,27 @@ fn the_filled_table_resolves_to_the_same_spec() {
     }
     assert!(checked > 300, "only {checked} tables checked");
 }
+
+/// Every scheme on every driver: the simulator runs each; Linux's stacks on the testbed run the
+/// transports of `KERNEL_STACKS` and refuse the others at `transport`; a key without a kernel
+/// setting is refused at its path. (Sockets: `tailcut-net`'s tests/registry.rs runs each.)
+#[test]
+fn every_scheme_on_every_driver_runs_or_is_refused_naming_the_field() {
+    use crate::driver::{resolve_for, Driver, KERNEL_STACKS};
+    for info in registry().iter().filter(|i| i.kind == "transport") {
+        let none = Map::new();
+        resolve_for(info.name, &none, Driver::Simulator).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+        let kernel = resolve_for(info.name, &none, Driver::Kernel);
+        match KERNEL_STACKS.iter().find(|(n, _)| *n == info.name) {
+            Some((_, settable)) => {
+                kernel.unwrap_or_else(|e| panic!("{}: {e}", info.name));
+                let mut m = Map::new();
+                m.insert("max_rto".into(), Value::from("30s"));
+                let e = resolve_for(info.name, &m, Driver::Kernel).unwrap_err();
+                assert_eq!(e.path, "params.max_rto", "{e}");
+                assert!(!settable.contains(&"max_rto"));
+            }
+            None => assert_eq!(kernel.unwrap_err().path, "transport", "{}", info.name),
+        }
+    }
+}
