@@ -243,11 +243,17 @@ pub fn serve(args: &[String]) -> Result<(), String> {
 pub fn bench(args: &[String]) -> Result<(), String> {
     let baseline = flag::<String>(args, "--scheme")?.filter(|s| KERNEL_BASELINES.contains(&s.as_str()));
     // A registry scheme, from --scheme or an experiment's entry; checked before anything runs.
-    let scheme = match &baseline {
-        Some(b) => b.clone(),
-        None => config(args)?.scheme.transport.to_string(),
+    let resolved = match &baseline {
+        Some(_) => None,
+        None => Some(config(args)?),
     };
-    let dcquic = baseline.is_none() && config(args)?.family() == Family::Dcquic;
+    let scheme = match (&baseline, &resolved) {
+        (Some(b), _) => b.clone(),
+        (None, c) => c
+            .as_ref()
+            .map_or_else(String::new, |c| c.scheme.transport.to_string()),
+    };
+    let dcquic = resolved.as_ref().is_some_and(|c| c.family() == Family::Dcquic);
     let size = match flag::<String>(args, "--size")? {
         Some(s) => parse_bytes(&s)? as usize,
         None => 10_000,
@@ -265,7 +271,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     let fresh = args.iter().any(|a| a == "--fresh");
     match scheme.as_str() {
         _ if dcquic && fresh => {
-            let mut cfg = config(args)?;
+            let mut cfg = resolved.clone().ok_or("no scheme")?;
             let local = match server {
                 Some(_) => None,
                 None => {
@@ -364,7 +370,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
             print_dist("TCP connect + TLS handshake", &mut handshake_ns);
         }
         _ if baseline.is_none() => {
-            let mut cfg = config(args)?;
+            let mut cfg = resolved.clone().ok_or("no scheme")?;
             if server.is_none() {
                 ensure_identity(&mut cfg, &[])?;
             }
