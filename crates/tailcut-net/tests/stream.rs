@@ -25,7 +25,7 @@ fn config_of(scheme: &str) -> NetConfig {
 /// [`config_of`] with more of the scheme's `params`.
 fn config_with(scheme: &str, more: serde_json::Value) -> NetConfig {
     let mut params = json!({"min_rto": "5ms", "initial_rto": "20ms"});
-    if scheme != "tcp" {
+    if ["mptcp", "fuso"].contains(&scheme) {
         params["subflows"] = json!(3);
     }
     if let (Some(p), serde_json::Value::Object(m)) = (params.as_object_mut(), more) {
