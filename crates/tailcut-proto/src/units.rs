@@ -195,6 +195,70 @@ impl<'de> Deserialize<'de> for Rate {
     }
 }
 
+/// What an experiment file may write for each unit type, for the generated reference page. The
+/// formats are named `tailcut-*` because JSON Schema's own `time` format is a time of day; the page
+/// prints them as "time", "size" and "rate".
+#[cfg(feature = "schema")]
+mod schema {
+    use super::{Bytes, Dur, Rate};
+    use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+    use std::borrow::Cow;
+
+    impl JsonSchema for Dur {
+        fn schema_name() -> Cow<'static, str> {
+            "Dur".into()
+        }
+        fn schema_id() -> Cow<'static, str> {
+            "tailcut_proto::time::Dur".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A time: a number with a unit (ns, us or µs, ms, s), e.g. \"10ms\" or \"1.5us\", or integer nanoseconds.",
+                "type": ["string", "integer"],
+                "format": "tailcut-time",
+                "minimum": 0,
+                "examples": ["10ms"],
+            })
+        }
+    }
+
+    impl JsonSchema for Bytes {
+        fn schema_name() -> Cow<'static, str> {
+            "Bytes".into()
+        }
+        fn schema_id() -> Cow<'static, str> {
+            "tailcut_proto::units::Bytes".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A size: a number with a unit (B; KB, MB, GB, powers of 1000; KiB, MiB, GiB, powers of 1024), e.g. \"64KB\" or \"1.5MB\", or integer bytes.",
+                "type": ["string", "integer"],
+                "format": "tailcut-size",
+                "minimum": 0,
+                "examples": ["64KB"],
+            })
+        }
+    }
+
+    impl JsonSchema for Rate {
+        fn schema_name() -> Cow<'static, str> {
+            "Rate".into()
+        }
+        fn schema_id() -> Cow<'static, str> {
+            "tailcut_proto::units::Rate".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A rate: a number of bits per second with a unit (bps, Kbps, Mbps, Gbps, Tbps), e.g. \"10Gbps\", or integer bits per second.",
+                "type": ["string", "integer"],
+                "format": "tailcut-rate",
+                "minimum": 0,
+                "examples": ["10Gbps"],
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
