@@ -204,59 +204,50 @@ mod schema {
     use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
     use std::borrow::Cow;
 
-    impl JsonSchema for Dur {
-        fn schema_name() -> Cow<'static, str> {
-            "Dur".into()
-        }
-        fn schema_id() -> Cow<'static, str> {
-            "tailcut_proto::time::Dur".into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({
-                "description": "A time: a number with a unit (ns, us or µs, ms, s), e.g. \"10ms\" or \"1.5us\", or integer nanoseconds.",
-                "type": ["string", "integer"],
-                "format": "tailcut-time",
-                "minimum": 0,
-                "examples": ["10ms"],
-            })
-        }
+    /// A unit type's schema: a string with a unit, or an integer in the base unit.
+    macro_rules! unit_schema {
+        ($ty:ty, $id:literal, $format:literal, $example:literal, $description:literal) => {
+            impl JsonSchema for $ty {
+                fn schema_name() -> Cow<'static, str> {
+                    stringify!($ty).into()
+                }
+                fn schema_id() -> Cow<'static, str> {
+                    $id.into()
+                }
+                fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                    json_schema!({
+                        "description": $description,
+                        "type": ["string", "integer"],
+                        "format": $format,
+                        "minimum": 0,
+                        "examples": [$example],
+                    })
+                }
+            }
+        };
     }
 
-    impl JsonSchema for Bytes {
-        fn schema_name() -> Cow<'static, str> {
-            "Bytes".into()
-        }
-        fn schema_id() -> Cow<'static, str> {
-            "tailcut_proto::units::Bytes".into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({
-                "description": "A size: a number with a unit (B; KB, MB, GB, powers of 1000; KiB, MiB, GiB, powers of 1024), e.g. \"64KB\" or \"1.5MB\", or integer bytes.",
-                "type": ["string", "integer"],
-                "format": "tailcut-size",
-                "minimum": 0,
-                "examples": ["64KB"],
-            })
-        }
-    }
-
-    impl JsonSchema for Rate {
-        fn schema_name() -> Cow<'static, str> {
-            "Rate".into()
-        }
-        fn schema_id() -> Cow<'static, str> {
-            "tailcut_proto::units::Rate".into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({
-                "description": "A rate: a number of bits per second with a unit (bps, Kbps, Mbps, Gbps, Tbps), e.g. \"10Gbps\", or integer bits per second.",
-                "type": ["string", "integer"],
-                "format": "tailcut-rate",
-                "minimum": 0,
-                "examples": ["10Gbps"],
-            })
-        }
-    }
+    unit_schema!(
+        Dur,
+        "tailcut_proto::time::Dur",
+        "tailcut-time",
+        "10ms",
+        "A time: a number with a unit (ns, us or µs, ms, s), e.g. \"10ms\" or \"1.5us\", or integer nanoseconds."
+    );
+    unit_schema!(
+        Bytes,
+        "tailcut_proto::units::Bytes",
+        "tailcut-size",
+        "64KB",
+        "A size: a number with a unit (B; KB, MB, GB, powers of 1000; KiB, MiB, GiB, powers of 1024), e.g. \"64KB\" or \"1.5MB\", or integer bytes."
+    );
+    unit_schema!(
+        Rate,
+        "tailcut_proto::units::Rate",
+        "tailcut-rate",
+        "10Gbps",
+        "A rate: a number of bits per second with a unit (bps, Kbps, Mbps, Gbps, Tbps), e.g. \"10Gbps\", or integer bits per second."
+    );
 }
 
 #[cfg(test)]
