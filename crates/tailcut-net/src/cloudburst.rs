@@ -18,9 +18,11 @@
 //! then (an implicit STOP), so a call's request counters are final when the call returns.
 
 use crate::call_window::CallWindow;
-use crate::client::{CallEvent, ClientScheme, ClientStats};
+use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::config::NetConfig;
-use crate::server::{Request, ServerScheme, ServerStats};
+use crate::server_scheme::{Request, ServerScheme};
+use crate::stats::ClientStats;
+use crate::stats::ServerStats;
 use std::collections::{BTreeMap, VecDeque};
 use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Kind, TableSizes};
 use tailcut_proto::rng::{stream, Stream};

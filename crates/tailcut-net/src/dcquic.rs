@@ -16,10 +16,11 @@
 //! The runtime builds what is random or reads the clock and hands it to the engines: their TLS
 //! configs ([`crate::quic_crypto`]) and each engine's keys ([`crate::quic_keys`]).
 
-use crate::client::{CallEvent, ClientScheme, ClientStats};
+use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
 use crate::config::NetConfig;
-use crate::server::{Request, Routed, ServerScheme, ServerStats};
+use crate::server_scheme::{Request, Routed, ServerScheme};
+use crate::stats::{ClientStats, DcquicStats, ServerStats};
 use crate::{quic_crypto, quic_keys};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -236,21 +237,6 @@ impl ClientScheme for ClientSide {
     fn decode(bytes: &[u8], ecn: Ecn, k: usize, _association: u64) -> Option<(Packet, &[u8])> {
         Some((packet(SERVER_ADDR, path_addr(k), ecn, bytes.len()), bytes))
     }
-}
-
-/// DCQUIC's client counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DcquicStats {
-    pub handshakes: u64,
-    /// Summed over handshakes: from the first Initial to the handshake's completion.
-    pub handshake_ns: u64,
-    pub migrations: u64,
-    pub reconnects: u64,
-    pub lost_packets: u64,
-    /// The current connection's maximum UDP payload.
-    pub mps: u16,
-    /// The path (local socket) the connection uses now.
-    pub path: u32,
 }
 
 pub struct ServerSide {

@@ -29,6 +29,7 @@
 pub mod call_window;
 pub mod cli;
 pub mod client;
+pub mod client_scheme;
 pub mod clock;
 mod cloudburst;
 pub mod codec;
@@ -42,12 +43,15 @@ pub mod quic_crypto;
 pub mod quic_keys;
 mod runtime_thread;
 pub mod server;
+pub mod server_scheme;
+pub mod stats;
 pub mod stream;
 mod tcp;
 pub mod timers;
 pub mod tls;
 
-pub use client::{CallError, CallStats, Client, ClientStats, ClosedLoopReport, Reply};
+pub use client::{CallError, CallStats, Client, ClosedLoopReport, Reply};
 pub use config::{Family, NetConfig, PathAddrs, SendLoss};
-pub use server::{Server, ServerStats};
+pub use server::Server;
+pub use stats::{ClientStats, DcquicStats, ServerStats};
 pub use tailcut_scheme::{Network, SchemeSpec};

@@ -15,9 +15,11 @@
 use crate::codec::Codec;
 use crate::config::{Family, NetConfig};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
-use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES};
-use crate::io::{PathSocket, TxCounters};
+use crate::frame::{Control, Preamble, MAX_PATHS};
+use crate::io::PathSocket;
 use crate::runtime_thread::RuntimeThread;
+use crate::server_scheme::{Request, ServerScheme};
+pub use crate::stats::ServerStats;
 use crate::timers::Timers;
 use crate::{cloudburst, dcquic, tcp};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -25,46 +27,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
-use tailcut_proto::cloudburst::TableSizes;
 use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::tcp::TcpEndpoint;
 use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MsgId, Time};
-
-/// Server-side totals.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ServerStats {
-    pub requests: u64,
-    /// Requests decoded again (packets that outlived the receiver's memory of the message, a
-    /// duplicated datagram, an association reopened) or older than the association's call window,
-    /// not handed to the handler.
-    pub duplicate_requests: u64,
-    pub responses_acked: u64,
-    pub responses_failed: u64,
-    pub datagrams_in: u64,
-    /// Datagrams with no valid preamble or encoding, or that would open an association without
-    /// opening a connection of the scheme (a coded CloudBurst packet, a TCP SYN).
-    pub foreign_datagrams: u64,
-    pub associations: u64,
-    pub associations_opened: u64,
-    pub associations_evicted: u64,
-    /// Associations whose client said it closed (a control datagram from one of its addresses).
-    pub associations_closed: u64,
-    /// Datagrams of an association its client closed that arrived after the close (a multipath
-    /// client's last packets on another path than the close read first): dropped, never reopening it.
-    pub after_close: u64,
-    /// Associations dropped after `association_idle_timeout` without a datagram.
-    pub associations_expired: u64,
-    /// Associations whose connection ended (DCQUIC: closed by either end, or timed out).
-    pub associations_finished: u64,
-    /// Entries summed over every association's engine tables (CloudBurst).
-    pub tables: TableSizes,
-    pub engine_malformed: u64,
-    /// Associations dropped because the peer broke the scheme's framing (a stream message over the
-    /// limit) or stopped reading its responses (more than twice the largest message unacknowledged).
-    pub protocol_errors: u64,
-    pub dropped_by_hook: u64,
-    pub tx: TxCounters,
-}
 
 /// The request handler: reads the request, writes the response into the (cleared) buffer.
 pub type Handler = Box<dyn FnMut(&[u8], &mut Vec<u8>) + Send>;
@@ -189,17 +154,6 @@ impl ClosedIds {
     }
 }
 
-/// Where a datagram goes.
-pub struct Routed {
-    pub id: u64,
-    /// The path it names, or `None`: the path is its source address's slot in the association.
-    pub path: Option<u8>,
-    /// Bytes in front of the engine's.
-    pub skip: usize,
-    /// It opens association `id`, which does not exist yet.
-    pub opens: bool,
-}
-
 /// The slot of source address `from` among an association's remotes: its own, else the first free
 /// one, else the last (a peer with more addresses than slots shares it).
 fn slot_of(remotes: &mut [Option<SocketAddr>; MAX_PATHS], from: SocketAddr) -> usize {
@@ -208,69 +162,6 @@ fn slot_of(remotes: &mut [Option<SocketAddr>; MAX_PATHS], from: SocketAddr) -> u
         .position(|r| *r == Some(from))
         .or_else(|| remotes.iter().position(Option::is_none))
         .unwrap_or(MAX_PATHS - 1)
-}
-
-/// What a received message is to the server.
-pub enum Request {
-    /// A request to hand to the handler; its response goes out under `key`.
-    Answer { key: u64, data: Vec<u8> },
-    /// A request already answered (decoded again from late packets).
-    Duplicate,
-    /// Not a request (part of the scheme's framing).
-    None,
-    /// The peer broke the scheme's framing: the association is dropped.
-    Broken,
-}
-
-/// A scheme's side of the server loop.
-pub trait ServerScheme: Send + 'static {
-    type E: Codec + Send;
-    /// Per-association state of the scheme (duplicate detection, stream framing).
-    type State: Send;
-    /// May this datagram (its bytes after the preamble) open an association? Only the default
-    /// [`ServerScheme::route`] asks, so a scheme that keeps it overrides this; by default nothing
-    /// opens one.
-    fn opens(&self, _bytes: &[u8]) -> bool {
-        false
-    }
-    /// Which association a datagram belongs to (`live` says whether one exists). By default its
-    /// preamble names the scheme, the association and the path, and only a datagram that
-    /// [`ServerScheme::opens`] one may open it.
-    fn route(&mut self, bytes: &[u8], live: &dyn Fn(u64) -> bool) -> Option<Routed> {
-        let (p, rest) = Preamble::parse(bytes).filter(|(p, _)| p.scheme == <Self::E as Codec>::SCHEME)?;
-        let opens = !live(p.association) && self.opens(rest);
-        if !opens && !live(p.association) {
-            return None;
-        }
-        Some(Routed {
-            id: p.association,
-            path: Some(p.path),
-            skip: PREAMBLE_BYTES,
-            opens,
-        })
-    }
-    /// The engine and state of a new association `id`.
-    fn open(&mut self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
-    /// The server is shutting down: tell the peer of this association (DCQUIC's CONNECTION_CLOSE).
-    fn close(&self, _e: &mut Self::E, _now: Time) {}
-    /// Association `id` is gone (evicted, broken, finished, closed or expired); `state` was its
-    /// scheme state.
-    fn forget(&mut self, _id: u64, _state: &Self::State) {}
-    /// The engine's connection is over: its association can go (the scheme adds the engine's final
-    /// counters to `stats`).
-    fn finished(&self, _e: &Self::E, _stats: &mut ServerStats) -> bool {
-        false
-    }
-    /// The engine received message `msg`.
-    fn request(&self, e: &mut Self::E, st: &mut Self::State, now: Time, msg: MsgId) -> Request;
-    /// Queue the response to the request `key`.
-    fn respond(&self, e: &mut Self::E, st: &mut Self::State, now: Time, key: u64, response: &[u8]);
-    /// The engine acknowledged (or gave up) the response `msg`.
-    fn acked(&self, _st: &mut Self::State, _msg: MsgId) {}
-    /// Scheme counters over every association's engine into the published stats.
-    fn publish<'a>(&self, engines: impl Iterator<Item = &'a Self::E>, stats: &mut ServerStats)
-    where
-        Self::E: 'a;
 }
 
 struct Association<S: ServerScheme> {

@@ -9,10 +9,11 @@
 //! initial sequence number from the association id, and any well-formed segment with a DSS opens an
 //! association; sub-flow `i` is path `i` (the client's `i`-th socket).
 
-use crate::client::{CallEvent, ClientScheme};
+use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
 use crate::config::NetConfig;
-use crate::server::{Request, ServerScheme, ServerStats};
+use crate::server_scheme::{Request, ServerScheme};
+use crate::stats::ServerStats;
 use crate::stream::StreamFraming;
 use tailcut_proto::mptcp::{MptcpConfig, MptcpEndpoint};
 use tailcut_proto::rng::{derive_seed, mix64, stream, Stream};

@@ -1,41 +1,13 @@
 //! `dctcp`: DCTCP (RFC 8257) over the same TCP.
 
-use super::over_tcp::{dctcp_cfg, NoParams};
-use super::{Doc, TcpScheme};
-use crate::SchemeSpec;
-use crate::TcpParts;
-use tailcut_proto::tcp::TcpConfig;
-use tailcut_proto::ConfigError;
+use super::over_tcp::{dctcp_cfg, Plain};
 
-pub struct Dctcp;
-
-impl TcpScheme for Dctcp {
-    type Params = NoParams;
-
-    fn name(&self) -> &'static str {
-        "dctcp"
-    }
-
-    fn description(&self) -> &'static str {
-        "DCTCP (RFC 8257) over the same TCP; needs ECN marking at switches (aqm = ecn)"
-    }
-
-    fn tcp_defaults(&self) -> TcpConfig {
-        dctcp_cfg()
-    }
-
-    fn defaults(&self) -> NoParams {
-        NoParams {}
-    }
-
-    fn docs(&self) -> &'static [Doc] {
-        &[]
-    }
-
-    fn build(&self, _: NoParams, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
-        Ok(t.into_spec())
-    }
-}
+pub const DCTCP: Plain = Plain {
+    name: "dctcp",
+    description: "DCTCP (RFC 8257) over the same TCP; needs ECN marking at switches (aqm = ecn)",
+    base: dctcp_cfg,
+    set: |_| {},
+};
 
 #[cfg(test)]
 mod tests {

@@ -82,11 +82,11 @@ pub trait Scheme: Sync {
 
 /// Every registered scheme, in the order `tailcut schemes` lists them.
 pub static SCHEMES: &[&dyn Scheme] = &[
-    &OverTcp(tcp::Tcp),
-    &OverTcp(dctcp::Dctcp),
+    &OverTcp(tcp::TCP),
+    &OverTcp(dctcp::DCTCP),
     &OverTcp(tlp::Tlp),
     &OverTcp(tcp_ir::TcpIr),
-    &OverTcp(proactive::Proactive),
+    &OverTcp(proactive::PROACTIVE),
     &OverTcp(repflow::RepFlow),
     &OverTcp(replicated_dctcp::ReplicatedDctcp),
     &OverTcp(pias::Pias),

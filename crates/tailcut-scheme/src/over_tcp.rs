@@ -191,6 +191,95 @@ pub fn dctcp_cfg() -> TcpConfig {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
+/// A scheme that adds no parameter to TCP's: a TCP base and the engine switches it turns on are all it
+/// is (`tcp`, `dctcp`, `proactive`).
+pub struct Plain {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub base: fn() -> TcpConfig,
+    /// The scheme's switches, set on the resolved configuration (the user cannot turn them off).
+    pub set: fn(&mut TcpConfig),
+}
+
+impl TcpScheme for Plain {
+    type Params = NoParams;
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    fn tcp_defaults(&self) -> TcpConfig {
+        (self.base)()
+    }
+
+    fn defaults(&self) -> NoParams {
+        NoParams {}
+    }
+
+    fn docs(&self) -> &'static [Doc] {
+        &[]
+    }
+
+    fn build(&self, _: NoParams, mut t: TcpParts) -> Result<SchemeSpec, ConfigError> {
+        (self.set)(&mut t.cfg);
+        Ok(t.into_spec())
+    }
+}
+
+/// What a handshake-level layer adds to a TCP base (a TLS 1.3 handshake, an application that
+/// reconnects): its own parameters and the engine it makes of the resolved TCP. Defined once and
+/// registered over TCP and over DCTCP ([`OnTcpBase`]).
+pub trait Layer: Sync {
+    type Params: Serialize + DeserializeOwned;
+    fn defaults(&self) -> Self::Params;
+    fn docs(&self) -> &'static [Doc];
+    fn build(&self, p: Self::Params, t: TcpParts) -> Result<SchemeSpec, ConfigError>;
+}
+
+/// A [`Layer`] over one TCP base, with the 3-way handshake modelled: the layer's handshake (TLS) rides
+/// on TCP's, and a reconnection is a new connection with its own.
+pub struct OnTcpBase<L> {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub base: fn() -> TcpConfig,
+    pub layer: L,
+}
+
+impl<L: Layer> TcpScheme for OnTcpBase<L> {
+    type Params = L::Params;
+
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn description(&self) -> &'static str {
+        self.description
+    }
+
+    fn tcp_defaults(&self) -> TcpConfig {
+        TcpConfig {
+            handshake: true,
+            ..(self.base)()
+        }
+    }
+
+    fn defaults(&self) -> L::Params {
+        self.layer.defaults()
+    }
+
+    fn docs(&self) -> &'static [Doc] {
+        self.layer.docs()
+    }
+
+    fn build(&self, p: L::Params, t: TcpParts) -> Result<SchemeSpec, ConfigError> {
+        self.layer.build(p, t)
+    }
+}
+
 /// Every TCP option; `tcp_config` reads them.
 pub const TCP_DOCS: &[Doc] = &[
     ("mss_bytes", "maximum segment size, payload bytes"),

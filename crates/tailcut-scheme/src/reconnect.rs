@@ -1,31 +1,29 @@
 //! `tcp_reconnect`, `dctcp_reconnect`: a TCP or DCTCP RPC client that reconnects from its next NIC at
 //! application level (DCQUIC Sec. 4.3's baseline). One layer over two TCP bases.
 
-use super::over_tcp::dctcp_cfg;
-use super::{bad, Doc, TcpScheme};
+use super::over_tcp::{dctcp_cfg, Layer, OnTcpBase};
+use super::{bad, Doc};
 use crate::{EngineSpec, SchemeSpec, TcpParts};
 use serde::{Deserialize, Serialize};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::{ConfigError, Dur};
 
-pub struct Reconnect {
-    name: &'static str,
-    description: &'static str,
-    base: fn() -> TcpConfig,
-}
+pub struct Reconnect;
 
-pub const TCP_RECONNECT: Reconnect = Reconnect {
+pub const TCP_RECONNECT: OnTcpBase<Reconnect> = OnTcpBase {
     name: "tcp_reconnect",
     description:
         "TCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)",
     base: TcpConfig::default,
+    layer: Reconnect,
 };
 
-pub const DCTCP_RECONNECT: Reconnect = Reconnect {
+pub const DCTCP_RECONNECT: OnTcpBase<Reconnect> = OnTcpBase {
     name: "dctcp_reconnect",
     description:
         "DCTCP RPC client that reconnects from its next NIC at application level (DCQUIC Sec. 4.3 baseline)",
     base: dctcp_cfg,
+    layer: Reconnect,
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,24 +32,8 @@ pub struct ReconnectParams {
     reconnect_after: Dur,
 }
 
-impl TcpScheme for Reconnect {
+impl Layer for Reconnect {
     type Params = ReconnectParams;
-
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn description(&self) -> &'static str {
-        self.description
-    }
-
-    /// A reconnection is a new connection with its own handshake.
-    fn tcp_defaults(&self) -> TcpConfig {
-        TcpConfig {
-            handshake: true,
-            ..(self.base)()
-        }
-    }
 
     fn defaults(&self) -> ReconnectParams {
         ReconnectParams {

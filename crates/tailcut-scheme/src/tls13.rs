@@ -1,49 +1,31 @@
 //! `tcp_tls13`, `dctcp_tls13`: TCP or DCTCP with its 3-way handshake plus a TLS 1.3 handshake before data
 //! (DCQUIC's baselines). One layer over two TCP bases.
 
-use super::over_tcp::dctcp_cfg;
-use super::{Doc, TcpScheme};
+use super::over_tcp::{dctcp_cfg, Layer, OnTcpBase};
+use super::Doc;
 use crate::{EngineSpec, SchemeSpec, TcpParts};
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::tls13::TlsModel;
 use tailcut_proto::ConfigError;
 
-pub struct Tls13 {
-    name: &'static str,
-    description: &'static str,
-    base: fn() -> TcpConfig,
-}
+pub struct Tls13;
 
-pub const TCP_TLS13: Tls13 = Tls13 {
+pub const TCP_TLS13: OnTcpBase<Tls13> = OnTcpBase {
     name: "tcp_tls13",
     description: "TCP with its 3-way handshake plus a TLS 1.3 handshake (one more round trip and its bytes) before data",
     base: TcpConfig::default,
+    layer: Tls13,
 };
 
-pub const DCTCP_TLS13: Tls13 = Tls13 {
+pub const DCTCP_TLS13: OnTcpBase<Tls13> = OnTcpBase {
     name: "dctcp_tls13",
     description: "DCTCP with its 3-way handshake plus a TLS 1.3 handshake (one more round trip and its bytes) before data",
     base: dctcp_cfg,
+    layer: Tls13,
 };
 
-impl TcpScheme for Tls13 {
+impl Layer for Tls13 {
     type Params = TlsModel;
-
-    fn name(&self) -> &'static str {
-        self.name
-    }
-
-    fn description(&self) -> &'static str {
-        self.description
-    }
-
-    /// The TLS handshake rides on TCP's: it needs the 3-way handshake modelled.
-    fn tcp_defaults(&self) -> TcpConfig {
-        TcpConfig {
-            handshake: true,
-            ..(self.base)()
-        }
-    }
 
     fn defaults(&self) -> TlsModel {
         TlsModel::default()

@@ -1,0 +1,82 @@
+//! What a scheme implements to run in the server loop (`server.rs`): which association a datagram
+//! belongs to, the engine of a new association, what a received message is and how a response goes
+//! out. The schemes (`cloudburst.rs`, `tcp.rs`, `dcquic.rs`) import this, not the loop.
+
+use crate::codec::Codec;
+use crate::frame::{Preamble, PREAMBLE_BYTES};
+use crate::stats::ServerStats;
+use tailcut_proto::{MsgId, Time};
+
+/// Where a datagram goes.
+pub struct Routed {
+    pub id: u64,
+    /// The path it names, or `None`: the path is its source address's slot in the association.
+    pub path: Option<u8>,
+    /// Bytes in front of the engine's.
+    pub skip: usize,
+    /// It opens association `id`, which does not exist yet.
+    pub opens: bool,
+}
+
+/// What a received message is to the server.
+pub enum Request {
+    /// A request to hand to the handler; its response goes out under `key`.
+    Answer { key: u64, data: Vec<u8> },
+    /// A request already answered (decoded again from late packets).
+    Duplicate,
+    /// Not a request (part of the scheme's framing).
+    None,
+    /// The peer broke the scheme's framing: the association is dropped.
+    Broken,
+}
+
+/// A scheme's side of the server loop.
+pub trait ServerScheme: Send + 'static {
+    type E: Codec + Send;
+    /// Per-association state of the scheme (duplicate detection, stream framing).
+    type State: Send;
+    /// May this datagram (its bytes after the preamble) open an association? Only the default
+    /// [`ServerScheme::route`] asks, so a scheme that keeps it overrides this; by default nothing
+    /// opens one.
+    fn opens(&self, _bytes: &[u8]) -> bool {
+        false
+    }
+    /// Which association a datagram belongs to (`live` says whether one exists). By default its
+    /// preamble names the scheme, the association and the path, and only a datagram that
+    /// [`ServerScheme::opens`] one may open it.
+    fn route(&mut self, bytes: &[u8], live: &dyn Fn(u64) -> bool) -> Option<Routed> {
+        let (p, rest) = Preamble::parse(bytes).filter(|(p, _)| p.scheme == <Self::E as Codec>::SCHEME)?;
+        let opens = !live(p.association) && self.opens(rest);
+        if !opens && !live(p.association) {
+            return None;
+        }
+        Some(Routed {
+            id: p.association,
+            path: Some(p.path),
+            skip: PREAMBLE_BYTES,
+            opens,
+        })
+    }
+    /// The engine and state of a new association `id`.
+    fn open(&mut self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
+    /// The server is shutting down: tell the peer of this association (DCQUIC's CONNECTION_CLOSE).
+    fn close(&self, _e: &mut Self::E, _now: Time) {}
+    /// Association `id` is gone (evicted, broken, finished, closed or expired); `state` was its
+    /// scheme state.
+    fn forget(&mut self, _id: u64, _state: &Self::State) {}
+    /// The engine's connection is over: its association can go (the scheme adds the engine's final
+    /// counters to `stats`).
+    fn finished(&self, _e: &Self::E, _stats: &mut ServerStats) -> bool {
+        false
+    }
+    /// The engine received message `msg`.
+    fn request(&self, e: &mut Self::E, st: &mut Self::State, now: Time, msg: MsgId) -> Request;
+    /// Queue the response to the request `key`.
+    fn respond(&self, e: &mut Self::E, st: &mut Self::State, now: Time, key: u64, response: &[u8]);
+    /// The engine acknowledged (or gave up) the response `msg`.
+    fn acked(&self, _st: &mut Self::State, _msg: MsgId) {}
+    /// Scheme counters over every association's engine into the published stats.
+    fn publish<'a>(&self, engines: impl Iterator<Item = &'a Self::E>, stats: &mut ServerStats)
+    where
+        Self::E: 'a;
+}
