@@ -29,7 +29,7 @@ use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
 use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::tcp::TcpEndpoint;
-use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MsgId, Time};
+use tailcut_proto::{AppEvent, Dur, Ecn, Engine, Time};
 
 /// The request handler: reads the request, writes the response into the (cleared) buffer.
 pub type Handler = Box<dyn FnMut(&[u8], &mut Vec<u8>) + Send>;
