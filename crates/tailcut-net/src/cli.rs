@@ -148,7 +148,7 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
         .map_err(|err| format!("scheme '{}': {err}", e.name.as_deref().unwrap_or(&e.transport)))?;
     cfg.tls = tls_flags(args)?;
     if let Some(b) = flag::<String>(args, "--task-bytes")? {
-        cfg.dcquic_task_bytes = parse_bytes(&b)?;
+        cfg.dcquic_task_bytes = parse_bytes(&b).map_err(|e| e.at("--task-bytes").to_string())?;
     }
     if let Some(m) = flag(args, "--path-mtu")? {
         cfg.path_mtu = m;
@@ -255,7 +255,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     };
     let dcquic = resolved.as_ref().is_some_and(|c| c.family() == Family::Dcquic);
     let size = match flag::<String>(args, "--size")? {
-        Some(s) => parse_bytes(&s)? as usize,
+        Some(s) => parse_bytes(&s).map_err(|e| e.at("--size").to_string())? as usize,
         None => 10_000,
     };
     let count: usize = flag(args, "--count")?.unwrap_or(2_000);

@@ -37,6 +37,7 @@ fn star(hosts: u32, rate_bps: u64, delay: Dur, buffer: u64) -> Result<tailcut_si
         }),
         &q,
     )
+    .map_err(|e| e.to_string())
 }
 
 /// Starts a star of `--hosts` hosts (default 3) with `sleep 600` in each and, with `--dctcp`, registers

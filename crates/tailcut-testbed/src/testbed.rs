@@ -49,7 +49,7 @@ impl Testbed {
         let net = Network::build(&spec.topo, spec.seed);
         let names = Network::unrouted(&spec.topo, spec.seed);
         let addrs = AddrTable::new(&net)?;
-        let faults = fault::plan(&spec.faults, &net, spec.seed)?;
+        let faults = fault::plan(&spec.faults, &net, spec.seed).map_err(|e| e.to_string())?;
         let capture = spec.capture.as_ref().map(Capture::create).transpose()?;
         let mut hosts = Vec::with_capacity(net.hosts.len());
         let mut tuns: Vec<Option<File>> = (0..net.addrs.len()).map(|_| None).collect();
@@ -108,7 +108,8 @@ impl Testbed {
 
     /// Applies a fault from now on: its `at` and `until` count from this call.
     pub fn fault_now(&self, f: &FaultConfig) -> Result<(), String> {
-        let actions = fault::plan(std::slice::from_ref(f), &self.names, self.seed)?;
+        let actions =
+            fault::plan(std::slice::from_ref(f), &self.names, self.seed).map_err(|e| e.to_string())?;
         let start = actions.iter().map(|(t, _)| t.0).min().unwrap_or(0);
         for (t, a) in actions {
             self.control
