@@ -1,12 +1,13 @@
-"""Generate ``docs/experiment-file.md``, the experiment-file reference, from the schema.
+"""Generate ``docs/experiment-file.md``, the experiment-file reference, from the code.
 
-    python -m tailcut.reference docs/experiment-file.md     # run from a source checkout
+    python -m tailcut.reference docs/experiment-file.md
 
-Tables, keys, types, required keys and docs come from the Rust config types (:mod:`tailcut.rust_schema`
-reads their source), defaults from their serde defaults (default functions evaluated, the ``[network]``
-table's from the core's resolved config), scheme and shim parameters from the scheme registry
-(``tailcut schemes``). ``tests/python/test_reference.py`` fails when the checked-in page differs from what
-this writes, so the page cannot drift from the code.
+Tables, keys, types, defaults, required keys and docs come from the JSON schema of the Rust config types
+(``tailcut._core.experiment_schema()``: schemars derives it from the types, their serde attributes and doc
+comments, defaults included), scheme and shim parameters from the scheme registry (``tailcut schemes``).
+Both are read from the installed core, so reinstall it after changing the Rust code.
+``tests/python/test_reference.py`` fails when the checked-in page differs from what this writes, so the
+page cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -19,196 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tailcut.rust_schema import Field, Item, SchemaError, Variant, constant, function_body, read_items
+# The unit types' schemas (crates/tailcut-proto/src/units.rs) name their syntax with a format.
+_UNIT_FORMATS = {"tailcut-time": "time", "tailcut-size": "size", "tailcut-rate": "rate"}
 
-# The Rust files that hold the experiment schema, relative to the repository root.
-SCHEMA_FILES = (
-    "crates/tailcut-sim/src/config.rs",
-    "crates/tailcut-sim/src/topo/mod.rs",
-    "crates/tailcut-sim/src/net/aqm.rs",
-    "crates/tailcut-sim/src/net/queue.rs",
-    "crates/tailcut-sim/src/net/link.rs",
-    "crates/tailcut-sim/src/fault.rs",
-    "crates/tailcut-sim/src/workload/config.rs",
-)
+# Examples of plain values, where the schema gives none. A key's own default is its example when it has one.
+_EXAMPLES = {"string": '"name"', "number": "0.5", "boolean": "true"}
+_INTEGER_EXAMPLES = {"uint8": "1", "uint64": "1000"}  # by the schema's format; others 4
 
-# Value types the files spell as strings with units (crates/tailcut-proto/src/units.rs), and the few
-# types with a hand-written deserialiser.
-_SCALARS = {
-    "Dur": ("time", '"10ms"'),
-    "Bytes": ("size", '"64KB"'),
-    "Rate": ("rate", '"10Gbps"'),
-    "u8": ("integer", "1"),
-    "u32": ("integer", "4"),
-    "u64": ("integer", "1000"),
-    "usize": ("integer", "4"),
-    "f64": ("number", "0.5"),
-    "bool": ("boolean", "true"),
-    "String": ("string", '"name"'),
-    "HostTsq": ('"linux" or size', '"128KB"'),
-    "serde_json::Value": ("table", "{}"),
-    "serde_json::Map<String, serde_json::Value>": ("table", "{}"),
-}
+# Defaults that show nothing of a value's shape: the example column then shows one.
+_SHAPELESS = ("**required**", "-", "[]", '""', "{}")
 
 
-def _ns(expr: str) -> int:
-    """An integer literal expression of the config files: sums of products (``300 * 1_000_000_000``)."""
-    total = 0
-    for term in expr.replace("_", "").split("+"):
-        product = 1
-        for factor in term.split("*"):
-            product *= int(factor)
-        total += product
-    return total
-
-
-def _format(value: int, units: list[tuple[str, int]], base: str) -> str:
-    for unit, k in units:
-        if value >= k and value % k == 0:
-            return f"{value // k}{unit}"
-    return f"{value}{base}"
-
-
-def format_duration(ns: int) -> str:
-    return _format(ns, [("s", 10**9), ("ms", 10**6), ("us", 10**3)], "ns")
-
-
-def format_bytes(b: int) -> str:
-    return _format(b, [("GB", 10**9), ("MB", 10**6), ("KB", 10**3)], "B")
-
-
-def format_rate(r: int) -> str:
-    return _format(r, [("Tbps", 10**12), ("Gbps", 10**9), ("Mbps", 10**6), ("Kbps", 10**3)], "bps")
-
-
-_DUR_CALLS = {"from_secs": 10**9, "from_millis": 10**6, "from_micros": 10**3, "from_nanos": 1}
-
-
-def evaluate(expr: str, file: Path) -> str:
-    """A default function's body as TOML (``Rate(1_000_000_000)`` -> ``"1Gbps"``)."""
-    expr = re.sub(r"//[^\n]*", "", expr).strip()
-    number = r"[0-9][0-9_]*(?:\s*[*+]\s*[0-9][0-9_]*)*"
-    if re.fullmatch(r"[0-9][0-9_]*\.[0-9]+|" + number, expr):
-        return str(_ns(expr)) if "." not in expr else expr
-    if m := re.fullmatch(r"Rate\((" + number + r")\)", expr):
-        return f'"{format_rate(_ns(m.group(1)))}"'
-    if m := re.fullmatch(r"Bytes\((" + number + r")\)", expr):
-        return f'"{format_bytes(_ns(m.group(1)))}"'
-    if m := re.fullmatch(r"Dur\((" + number + r")\)", expr):
-        return f'"{format_duration(_ns(m.group(1)))}"'
-    if (m := re.fullmatch(r"Dur::(\w+)\((" + number + r")\)", expr)) and m.group(1) in _DUR_CALLS:
-        return f'"{format_duration(_ns(m.group(2)) * _DUR_CALLS[m.group(1)])}"'
-    if m := re.fullmatch(r'"([^"]*)"\.into\(\)', expr):
-        return f'"{m.group(1)}"'
-    if re.fullmatch(r"[A-Z][A-Z0-9_]*", expr) and (value := constant(file, expr)) is not None:
-        return evaluate(value, file)
-    raise SchemaError(f"{file}: cannot evaluate the default {expr!r}")
-
-
-def _inner(ty: str, wrapper: str) -> str | None:
-    prefix = f"{wrapper}<"
-    return ty[len(prefix) : -1] if ty.startswith(prefix) and ty.endswith(">") else None
-
-
-@dataclass
-class Schema:
-    items: dict[str, Item]
-    # Anchors of the sections that document a tagged or field-holding type, by type name.
-    anchors: dict[str, str]
-
-    def type_name(self, ty: str) -> str:
-        if (inner := _inner(ty, "Option")) is not None:
-            return self.type_name(inner)
-        if (inner := _inner(ty, "Vec")) is not None:
-            return f"list of {self.type_name(inner)}"
-        if m := re.fullmatch(r"\[(\w+); (\d+)\]", ty):
-            return f"{m.group(2)} x {self.type_name(m.group(1))}"
-        if ty in _SCALARS:
-            return _SCALARS[ty][0]
-        item = self.items.get(ty)
-        if item is None:
-            raise SchemaError(f"no reference type for {ty!r}")
-        if item.kind == "enum" and not item.tagged:
-            return "one of " + ", ".join(f'`"{v.name}"`' for v in item.variants)
-        anchor = self.anchors.get(ty)
-        shape = "table (`kind = ...`)" if item.tagged else "table"
-        return f"[{shape}](#{anchor})" if anchor else shape
-
-    def type_default(self, ty: str) -> str:
-        """What ``#[serde(default)]`` gives a field of this type, as TOML (``-`` for absent)."""
-        if ty.startswith("Option<"):
-            return "-"
-        if ty.startswith("Vec<"):
-            return "[]"
-        defaults = {"Dur": '"0s"', "Bytes": '"0B"', "bool": "false", "String": '""', "f64": "0"}
-        if ty in defaults:
-            return defaults[ty]
-        if ty in ("u8", "u32", "u64", "usize"):
-            return "0"
-        if ty.startswith("serde_json::Map"):
-            return "{}"
-        item = self.items.get(ty)
-        if item is not None and item.kind == "struct":
-            return "{}"  # a table whose keys all take their defaults
-        if item is not None and item.kind == "enum":
-            chosen = [v for v in item.variants if v.is_default]
-            if len(chosen) == 1:
-                return f'{{ kind = "{chosen[0].name}" }}' if item.tagged else f'"{chosen[0].name}"'
-        raise SchemaError(f"no default for type {ty!r}")
-
-    def example(self, ty: str) -> str:
-        if (inner := _inner(ty, "Option")) is not None:
-            return self.example(inner)
-        if (inner := _inner(ty, "Vec")) is not None:
-            return f"[{self.example(inner)}]"
-        if m := re.fullmatch(r"\[(\w+); (\d+)\]", ty):
-            return "[" + ", ".join([self.example(m.group(1))] * int(m.group(2))) + "]"
-        if ty == "[String; 2]":
-            return '["a", "b"]'
-        if ty in _SCALARS:
-            return _SCALARS[ty][1]
-        item = self.items[ty]
-        if item.kind == "enum" and not item.tagged:
-            return f'"{item.variants[-1].name}"'
-        if item.tagged:
-            return f'{{ kind = "{_example_variant(item).name}", ... }}'
-        return "{ ... }"
-
-
-def _example_variant(item: Item) -> Variant:
-    with_fields = [v for v in item.variants if v.fields or v.newtype]
-    return (with_fields or item.variants)[0]
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _default(schema: Schema, item: Item, f: Field, overrides: dict[str, Any]) -> str:
-    if f.name in overrides:
-        return overrides[f.name]
-    if f.default == "required":
-        return "**required**"
-    if f.default.startswith("fn:"):
-        return evaluate(function_body(item.file, f.default[3:]), item.file)
-    return schema.type_default(f.type)
-
-
-def field_rows(
-    schema: Schema, item: Item, fields: list[Field], overrides: dict[str, Any] | None = None
-) -> list[str]:
-    rows = ["| key | type | default | example | description |", "| --- | --- | --- | --- | --- |"]
-    for f in fields:
-        default = _default(schema, item, f, overrides or {})
-        example = (
-            default if default not in ("**required**", "-", "[]", '""', "{}") else schema.example(f.type)
-        )
-        shown = default if default == "**required**" else f"`{default}`"
-        rows.append(
-            f"| `{f.name}` | {schema.type_name(f.type)} | {_cell(shown)} "
-            f"| `{_cell(f'{f.name} = {example}')}` | {_cell(f.doc)} |"
-        )
-    return rows
+class SchemaError(ValueError):
+    """A schema construct the page does not know how to render; names the key."""
 
 
 def _toml(value: Any) -> str:
@@ -225,17 +49,76 @@ def _toml(value: Any) -> str:
     return str(value)
 
 
-def param_rows(params: list[dict[str, Any]]) -> list[str]:
-    rows = ["| key | default | description |", "| --- | --- | --- |"]
-    for p in params:
-        default = _toml(p.get("default"))
-        rows.append(f"| `{p['name']}` | `{_cell(default)}` | {_cell(p.get('doc') or '')} |")
-    return rows
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _one_line(doc: str) -> str:
+    """A doc comment (schemars keeps its line breaks) as one line of a table cell."""
+    return " ".join(doc.split())
+
+
+def _paragraphs(doc: str) -> str:
+    """A doc comment as Markdown paragraphs: lines of a paragraph joined, blank lines kept."""
+    return "\n\n".join(_one_line(p) for p in re.split(r"\n\s*\n", doc.strip()) if p.strip())
 
 
 def github_anchor(title: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation but ``-`` and ``_`` dropped."""
     return re.sub(r"[^a-z0-9 _-]", "", title.lower()).replace(" ", "-")
+
+
+def _ref_name(schema: dict[str, Any]) -> str | None:
+    ref = schema.get("$ref")
+    return ref.rsplit("/", 1)[-1] if ref else None
+
+
+def _without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """The value schema of an ``Option`` (schemars allows ``null`` besides it); others as they are."""
+    branches = schema.get("anyOf")
+    if branches and {"type": "null"} in branches:
+        rest = [b for b in branches if b != {"type": "null"}]
+        return rest[0] if len(rest) == 1 else {**schema, "anyOf": rest}
+    types = schema.get("type")
+    if isinstance(types, list) and "null" in types:
+        rest = [t for t in types if t != "null"]
+        return {**schema, "type": rest[0] if len(rest) == 1 else rest}
+    return schema
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    return _without_null(schema) is not schema
+
+
+def _variants(schema: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The variants of a ``kind``-tagged enum (tables with a constant ``kind``), else ``None``."""
+    variants = schema.get("oneOf")
+    if variants and all("kind" in v.get("properties", {}) for v in variants):
+        return variants
+    return None
+
+
+def _kind(variant: dict[str, Any]) -> str:
+    return variant["properties"]["kind"]["const"]
+
+
+def _string_choices(schema: dict[str, Any]) -> list[str] | None:
+    """The values of an enum of plain strings (``enum``, or a ``oneOf`` of documented constants)."""
+    if "enum" in schema:
+        return schema["enum"]
+    variants = schema.get("oneOf")
+    if variants and all(v.get("type") == "string" and "const" in v for v in variants):
+        return [v["const"] for v in variants]
+    return None
+
+
+def _ordered_keys(schema: dict[str, Any]) -> list[str]:
+    """Required keys first, in the order the Rust type declares them (schemars keeps that order in
+    ``required``), then the others alphabetically (its ``properties`` are sorted: keeping their order
+    needs serde_json's ``preserve_order``, which would reorder the resolved config the core writes)."""
+    required = [k for k in schema.get("required", []) if k != "kind"]
+    rest = sorted(k for k in schema.get("properties", {}) if k not in required and k != "kind")
+    return required + rest
 
 
 @dataclass
@@ -249,7 +132,8 @@ class Section:
         return github_anchor(self.title)
 
 
-# The page's sections, in order: the table (as an experiment file spells it) and the Rust type.
+# The page's sections, in order: the table (as an experiment file spells it) and the Rust type (its
+# name in the schema's `$defs`; the root is `Experiment`).
 SECTIONS = (
     Section("Top level", "Experiment", "Keys at the top of the file, outside any table."),
     Section("`[topology]`", "TopologyConfig", "The network's shape; `kind` picks one of:"),
@@ -268,10 +152,164 @@ SECTIONS = (
             "The transport of workload components a scheme's `applies_to` leaves out."),
 )  # fmt: skip
 
+
+class Schema:
+    """The JSON schema of ``Experiment`` with what the page needs of it."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.defs: dict[str, dict[str, Any]] = dict(root.get("$defs", {}))
+        self.defs[root.get("title", "Experiment")] = {k: v for k, v in root.items() if k != "$defs"}
+        self.anchors = {s.type: s.anchor for s in SECTIONS}
+        self.default_kinds = self._default_kinds()
+
+    def _default_kinds(self) -> dict[str, set[str]]:
+        """For each tagged enum, the kinds that keys of its type default to (its variant "the default")."""
+        kinds: dict[str, set[str]] = {}
+
+        def visit(node: Any) -> None:
+            if isinstance(node, dict):
+                for prop in node.get("properties", {}).values():
+                    name = _ref_name(_without_null(prop))
+                    default = prop.get("default")
+                    if name and isinstance(default, dict) and "kind" in default:
+                        kinds.setdefault(name, set()).add(default["kind"])
+                for value in node.values():
+                    visit(value)
+            elif isinstance(node, list):
+                for value in node:
+                    visit(value)
+
+        visit(self.defs)
+        return kinds
+
+    def target(self, schema: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+        """A key's value schema, through ``Option`` and ``$ref``, with the type's name if it has one."""
+        schema = _without_null(schema)
+        name = _ref_name(schema)
+        return (name, self.defs[name]) if name else (None, schema)
+
+    def type_name(self, schema: dict[str, Any]) -> str:
+        name, schema = self.target(schema)
+        if schema.get("format") in _UNIT_FORMATS:
+            return _UNIT_FORMATS[schema["format"]]
+        if "const" in schema:
+            return f"`{json.dumps(schema['const'])}`"
+        if (choices := _string_choices(schema)) is not None:
+            return "one of " + ", ".join(f"`{json.dumps(c)}`" for c in choices)
+        if "anyOf" in schema:
+            return " or ".join(self.type_name(b) for b in schema["anyOf"])
+        if _variants(schema) is not None or "properties" in schema:
+            shape = "table (`kind = ...`)" if _variants(schema) is not None else "table"
+            anchor = self.anchors.get(name or "")
+            return f"[{shape}](#{anchor})" if anchor else shape
+        kind = schema.get("type")
+        if kind == "array":
+            item = self.type_name(schema["items"])
+            n = schema.get("maxItems")
+            return f"{n} x {item}" if n is not None and n == schema.get("minItems") else f"list of {item}"
+        if kind == "object":
+            return "table"
+        if kind in ("string", "integer", "number", "boolean"):
+            return kind
+        raise SchemaError(f"no page type for the schema {schema}")
+
+    def example(self, schema: dict[str, Any]) -> str:
+        _, schema = self.target(schema)
+        if schema.get("examples"):
+            return _toml(schema["examples"][0])
+        if "const" in schema:
+            return _toml(schema["const"])
+        if (choices := _string_choices(schema)) is not None:
+            return _toml(choices[-1])
+        if "anyOf" in schema:
+            return self.example(schema["anyOf"][-1])
+        if (variants := _variants(schema)) is not None:
+            with_keys = [v for v in variants if len(v.get("properties", {})) > 1]
+            return f'{{ kind = "{_kind((with_keys or variants)[0])}", ... }}'
+        if "properties" in schema:
+            return "{ ... }"
+        kind = schema.get("type")
+        if kind == "array":
+            item = self.example(schema["items"])
+            n = schema.get("maxItems")
+            return "[" + ", ".join([item] * (n if n is not None and n == schema.get("minItems") else 1)) + "]"
+        if kind == "object":
+            return "{}"
+        if kind == "integer":
+            return _INTEGER_EXAMPLES.get(schema.get("format", ""), "4")
+        if kind in _EXAMPLES:
+            return _EXAMPLES[kind]
+        raise SchemaError(f"no example for the schema {schema}")
+
+    def default(self, key: str, prop: dict[str, Any], required: bool) -> str:
+        """A key's default as TOML, ``**required**``, or ``-`` for a key absent unless given."""
+        if required:
+            return "**required**"
+        if "default" not in prop:
+            if not _nullable(prop):
+                raise SchemaError(f"{key}: neither required, nor with a default, nor optional")
+            return "-"
+        value = prop["default"]
+        _, target = self.target(prop)
+        fields = target.get("properties", {})
+        if (
+            isinstance(value, dict)
+            and fields
+            and all(k in fields and fields[k].get("default") == v for k, v in value.items())
+        ):
+            return "{}"  # a table whose keys all take their defaults
+        return _toml(value)
+
+    def field_rows(self, schema: dict[str, Any]) -> list[str]:
+        rows = ["| key | type | default | example | description |", "| --- | --- | --- | --- | --- |"]
+        required = set(schema.get("required", []))
+        for key in _ordered_keys(schema):
+            prop = schema["properties"][key]
+            default = self.default(key, prop, key in required)
+            example = default if default not in _SHAPELESS else self.example(prop)
+            shown = default if default == "**required**" else f"`{default}`"
+            rows.append(
+                f"| `{key}` | {self.type_name(prop)} | {_cell(shown)} "
+                f"| `{_cell(f'{key} = {example}')}` | {_cell(_one_line(prop.get('description', '')))} |"
+            )
+        return rows
+
+    def section(self, section: Section) -> list[str]:
+        schema = self.defs[section.type]
+        out = [f"## {section.title}", "", section.intro]
+        if schema.get("description"):
+            out += ["", _paragraphs(schema["description"])]
+        out.append("")
+        variants = _variants(schema)
+        if variants is None:
+            return [*out, *self.field_rows(schema), ""]
+        defaults = self.default_kinds.get(section.type, set())
+        for variant in variants:
+            kind = _kind(variant)
+            marker = " (the default)" if defaults == {kind} else ""
+            out += [f'### `kind = "{kind}"`{marker}', ""]
+            if variant.get("description"):
+                out += [_paragraphs(variant["description"]), ""]
+            if _ordered_keys(variant):
+                out += [*self.field_rows(variant), ""]
+            else:
+                out += ["No other keys.", ""]
+        return out
+
+
+def param_rows(params: list[dict[str, Any]]) -> list[str]:
+    rows = ["| key | default | description |", "| --- | --- | --- |"]
+    for p in params:
+        default = _toml(p.get("default"))
+        rows.append(f"| `{p['name']}` | `{_cell(default)}` | {_cell(p.get('doc') or '')} |")
+    return rows
+
+
 HEADER = """# The experiment file
 
-<!-- Generated by `python -m tailcut.reference docs/experiment-file.md` from the Rust config types and
-the scheme registry; do not edit by hand (tests/python/test_reference.py checks it). -->
+<!-- Generated by `python -m tailcut.reference docs/experiment-file.md` from the JSON schema of the Rust
+config types (`tailcut._core.experiment_schema()`) and the scheme registry; do not edit by hand
+(tests/python/test_reference.py checks it). -->
 
 An experiment is one TOML file: a topology, switch queues, faults, a workload and the schemes to compare
 (`experiments/quickstart.toml` is a small complete one). Every table rejects unknown keys, and an error
@@ -282,61 +320,9 @@ Units: times are strings such as `"10ms"`, `"25us"`, `"2s"` (or integer nanoseco
 `"100Mbps"` (or integer bits/s). A default of `-` means the key is absent unless given. Relative file
 paths (`topology.path`, `workload[].cdf`, `faults[].rates`) resolve against the experiment file's folder
 (docs/simulator.md, "File paths in an experiment"). The examples show the shape of a value; the docs of
-each key say which values make sense.
+each key say which values make sense. Each table lists its required keys first, then the others in
+alphabetical order.
 """
-
-
-def _load_schema(root: Path) -> Schema:
-    items: dict[str, Item] = {}
-    for rel in SCHEMA_FILES:
-        items.update(read_items(root / rel))
-    anchors = {s.type: s.anchor for s in SECTIONS}
-    return Schema(items, anchors)
-
-
-def _network_defaults() -> dict[str, str]:
-    """``[network]``'s defaults as the core resolves them (its struct-level Default is Rust code)."""
-    from tailcut.config import resolve
-
-    probe = {
-        "name": "probe",
-        "topology": {"kind": "star", "hosts": 2},
-        "workload": [
-            {"name": "w", "pattern": {"kind": "all_to_all"}, "fixed": "1KB", "flows": 1, "load": 0.01}
-        ],
-        "schemes": [{"name": "tcp", "transport": "tcp"}],
-    }
-    return {k: _toml(v) for k, v in resolve(probe)["network"].items()}
-
-
-def _variant_fields(schema: Schema, variant: Variant) -> tuple[Item | None, list[Field]]:
-    if variant.newtype is None:
-        return None, variant.fields
-    item = schema.items[variant.newtype]
-    return item, item.variants[0].fields
-
-
-def _section(schema: Schema, section: Section, network: dict[str, str]) -> list[str]:
-    item = schema.items[section.type]
-    out = [f"## {section.title}", "", section.intro]
-    if item.doc:
-        out += ["", item.doc]
-    out.append("")
-    if item.kind == "struct":
-        overrides = network if section.type == "SwitchQueues" else {}
-        return [*out, *field_rows(schema, item, item.variants[0].fields, overrides), ""]
-    for variant in item.variants:
-        owner, fields = _variant_fields(schema, variant)
-        doc = owner.doc if owner is not None else variant.doc
-        default = " (the default)" if variant.is_default else ""
-        out += [f'### `kind = "{variant.name}"`{default}', ""]
-        if doc:
-            out += [doc, ""]
-        if fields:
-            out += [*field_rows(schema, owner or item, fields), ""]
-        else:
-            out += ["No other keys.", ""]
-    return out
 
 
 def _registry_section(registry: list[dict[str, Any]]) -> list[str]:
@@ -359,31 +345,23 @@ def _registry_section(registry: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def generate(root: Path, registry: list[dict[str, Any]] | None = None,
-             network: dict[str, str] | None = None) -> str:  # fmt: skip
-    """The page for the checkout at ``root`` (registry and network defaults from the installed core)."""
+def generate(schema: dict[str, Any] | None = None, registry: list[dict[str, Any]] | None = None) -> str:
+    """The page for the given JSON schema of ``Experiment`` and scheme registry (by default the
+    installed core's)."""
     from tailcut import _core
 
-    schema = _load_schema(root)
+    schema = schema if schema is not None else json.loads(_core.experiment_schema())
     registry = registry if registry is not None else json.loads(_core.schemes())
-    network = network if network is not None else _network_defaults()
+    page = Schema(schema)
     lines = [HEADER, "## Contents", ""]
     lines += [f"- [{s.title}](#{s.anchor})" for s in SECTIONS] + [
         "- [Scheme parameters](#scheme-parameters)",
         "",
     ]
     for section in SECTIONS:
-        lines += _section(schema, section, network)
+        lines += page.section(section)
     lines += _registry_section(registry)
     return "\n".join(lines).rstrip() + "\n"
-
-
-def find_root(start: Path) -> Path:
-    """The source checkout holding ``start`` (the folder with the schema files)."""
-    for folder in [start.resolve(), *start.resolve().parents]:
-        if all((folder / rel).is_file() for rel in SCHEMA_FILES):
-            return folder
-    raise SchemaError(f"{start} is not inside a tailcut source checkout (no {SCHEMA_FILES[0]})")
 
 
 def main(argv: list[str] | None = None, write: Callable[[Path, str], Any] = Path.write_text) -> int:
@@ -392,8 +370,7 @@ def main(argv: list[str] | None = None, write: Callable[[Path, str], Any] = Path
     if len(args) != 1 or args[0].startswith("-"):
         print("usage: python -m tailcut.reference docs/experiment-file.md", file=sys.stderr)
         return 0 if args in (["-h"], ["--help"]) else 2
-    out = Path(args[0])
-    write(out, generate(find_root(out.parent if out.parent != Path() else Path.cwd())))
+    write(Path(args[0]), generate())
     return 0
 
 

@@ -113,14 +113,9 @@ impl Default for NetConfig {
     }
 }
 
-/// The engine families the runtime runs; the scheme layer refuses the others for sockets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    CloudBurst,
-    Tcp,
-    Mptcp,
-    Dcquic,
-}
+/// The engine families the runtime runs: the scheme layer decides which one a scheme is, and refuses
+/// the others for sockets.
+pub use tailcut_scheme::driver::RuntimeFamily as Family;
 
 impl NetConfig {
     /// `self` running `transport` with `params`, exactly as an experiment file's `[[schemes]]` entry
@@ -141,16 +136,11 @@ impl NetConfig {
         }
     }
 
-    /// The engine family of the scheme.
+    /// The engine family of the scheme. A spec the runtime cannot run (the scheme layer refuses it
+    /// when an entry is resolved; one built by hand reaches `validate`, which refuses it too) is
+    /// given TCP's loop here so that the refusal, not this accessor, reports it.
     pub fn family(&self) -> Family {
-        match &self.scheme.engine {
-            EngineSpec::CloudBurst { .. } => Family::CloudBurst,
-            EngineSpec::Mptcp { .. } => Family::Mptcp,
-            EngineSpec::Dcquic(_) => Family::Dcquic,
-            // The scheme layer refuses TLS and reconnecting clients on sockets; a spec built by hand
-            // reaches `validate`, which refuses it too.
-            EngineSpec::Tcp(_) | EngineSpec::Tls { .. } | EngineSpec::Reconnect { .. } => Family::Tcp,
-        }
+        tailcut_scheme::driver::runtime_family(&self.scheme).unwrap_or(Family::Tcp)
     }
 
     /// The CloudBurst engine configuration the runtime actually uses: real bytes, and path `i` is

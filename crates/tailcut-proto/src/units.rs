@@ -216,6 +216,61 @@ impl<'de> Deserialize<'de> for Rate {
     }
 }
 
+/// What an experiment file may write for each unit type, for the generated reference page. The
+/// formats are named `tailcut-*` because JSON Schema's own `time` format is a time of day; the page
+/// prints them as "time", "size" and "rate".
+#[cfg(feature = "schema")]
+mod schema {
+    use super::{Bytes, Dur, Rate};
+    use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+    use std::borrow::Cow;
+
+    /// A unit type's schema: a string with a unit, or an integer in the base unit.
+    macro_rules! unit_schema {
+        ($ty:ty, $id:literal, $format:literal, $example:literal, $description:literal) => {
+            impl JsonSchema for $ty {
+                fn schema_name() -> Cow<'static, str> {
+                    stringify!($ty).into()
+                }
+                fn schema_id() -> Cow<'static, str> {
+                    $id.into()
+                }
+                fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                    json_schema!({
+                        "description": $description,
+                        "type": ["string", "integer"],
+                        "format": $format,
+                        "minimum": 0,
+                        "examples": [$example],
+                    })
+                }
+            }
+        };
+    }
+
+    unit_schema!(
+        Dur,
+        "tailcut_proto::time::Dur",
+        "tailcut-time",
+        "10ms",
+        "A time: a number with a unit (ns, us or µs, ms, s), e.g. \"10ms\" or \"1.5us\", or integer nanoseconds."
+    );
+    unit_schema!(
+        Bytes,
+        "tailcut_proto::units::Bytes",
+        "tailcut-size",
+        "64KB",
+        "A size: a number with a unit (B; KB, MB, GB, powers of 1000; KiB, MiB, GiB, powers of 1024), e.g. \"64KB\" or \"1.5MB\", or integer bytes."
+    );
+    unit_schema!(
+        Rate,
+        "tailcut_proto::units::Rate",
+        "tailcut-rate",
+        "10Gbps",
+        "A rate: a number of bits per second with a unit (bps, Kbps, Mbps, Gbps, Tbps), e.g. \"10Gbps\", or integer bits per second."
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

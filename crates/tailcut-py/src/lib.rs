@@ -231,6 +231,12 @@ fn schemes() -> String {
     api::schemes_json()
 }
 
+/// The JSON schema of an experiment file (`tailcut.reference` renders docs/experiment-file.md from it).
+#[pyfunction]
+fn experiment_schema() -> String {
+    api::experiment_schema_json()
+}
+
 /// Check one scheme's `{transport, params, shim}` on its own (the compare suite's schemes); raises
 /// `ConfigError` whose `path` is relative to the entry.
 #[pyfunction]
@@ -257,6 +263,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment_schema, m)?)?;
     m.add_function(wrap_pyfunction!(check_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_class::<net::NetClient>()?;

@@ -130,15 +130,44 @@ pub fn value_of(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()))
 }
 
-/// The families whose socket defaults a resolved engine takes.
-pub fn families(e: &EngineSpec) -> &'static [Family] {
-    match e {
-        EngineSpec::CloudBurst { .. } => &[Family::CloudBurst],
-        EngineSpec::Dcquic(_) => &[Family::Dcquic],
-        EngineSpec::Mptcp { .. } => &[Family::Tcp],
-        EngineSpec::Tcp(_) | EngineSpec::Tls { .. } | EngineSpec::Reconnect { .. } => {
-            &[Family::Tcp, Family::TcpConnection]
-        }
+/// The engine loops of the UDP runtime (`tailcut-net` spawns one per association).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeFamily {
+    CloudBurst,
+    Tcp,
+    Mptcp,
+    Dcquic,
+}
+
+/// Which runtime loop runs `e` on sockets, or why none does (naming the field). The one match over
+/// [`EngineSpec`] on the socket side: a new engine family decides here, and `tailcut-net` follows.
+pub fn runtime_family(spec: &SchemeSpec) -> Result<RuntimeFamily, ConfigError> {
+    let name = spec.transport;
+    match &spec.engine {
+        EngineSpec::Tcp(_) => Ok(RuntimeFamily::Tcp),
+        EngineSpec::Mptcp { .. } => Ok(RuntimeFamily::Mptcp),
+        EngineSpec::CloudBurst { .. } => Ok(RuntimeFamily::CloudBurst),
+        EngineSpec::Dcquic(_) => Ok(RuntimeFamily::Dcquic),
+        EngineSpec::Tls { .. } => Err(ConfigError::new(
+            "transport",
+            format!("'{name}' is the simulator's model of TCP + TLS 1.3; on sockets its baseline is the kernel's TCP + TLS 1.3 (scheme kernel-tls of tailcut net bench)"),
+        )),
+        EngineSpec::Reconnect { .. } => Err(ConfigError::new(
+            "transport",
+            format!("'{name}' (an application that reconnects from its next NIC) is not in the runtime (simulator only)"),
+        )),
+    }
+}
+
+/// The families whose socket defaults a resolved scheme takes (none for one the runtime refuses:
+/// its refusal then comes from [`check`], not from a borrowed default).
+pub fn families(spec: &SchemeSpec) -> &'static [Family] {
+    match runtime_family(spec) {
+        Ok(RuntimeFamily::CloudBurst) => &[Family::CloudBurst],
+        Ok(RuntimeFamily::Dcquic) => &[Family::Dcquic],
+        Ok(RuntimeFamily::Mptcp) => &[Family::Tcp],
+        Ok(RuntimeFamily::Tcp) => &[Family::Tcp, Family::TcpConnection],
+        Err(_) => &[],
     }
 }
 
@@ -157,7 +186,7 @@ pub fn resolve_for(
         }
         return Ok(spec);
     };
-    let fams = families(&crate::resolve(transport, &Map::new())?.engine);
+    let fams = families(&crate::resolve(transport, &Map::new())?);
     let mut merged = Map::new();
     for &(f, key, value, _) in SOCKET_DEFAULTS {
         if fams.contains(&f) && !params.contains_key(key) {
@@ -238,15 +267,10 @@ fn on_sockets(spec: &SchemeSpec, net: Network) -> Result<(), ConfigError> {
             )
         }
     }
+    runtime_family(spec)?;
     match &spec.engine {
-        EngineSpec::Tls { .. } => refuse(
-            "transport",
-            &format!("'{name}' is the simulator's model of TCP + TLS 1.3; on sockets its baseline is the kernel's TCP + TLS 1.3 (scheme kernel-tls of tailcut net bench)"),
-        ),
-        EngineSpec::Reconnect { .. } => refuse(
-            "transport",
-            &format!("'{name}' (an application that reconnects from its next NIC) is not in the runtime (simulator only)"),
-        ),
+        // Refused above.
+        EngineSpec::Tls { .. } | EngineSpec::Reconnect { .. } => Ok(()),
         EngineSpec::Tcp(c) | EngineSpec::Mptcp { tcp: c, .. } => {
             if c.spray_paths > 0 {
                 return refuse(
@@ -258,7 +282,10 @@ fn on_sockets(spec: &SchemeSpec, net: Network) -> Result<(), ConfigError> {
         }
         EngineSpec::Dcquic(c) => {
             if c.zero_rtt {
-                return refuse("params.zero_rtt", "not available on real sockets (session tickets are simulated)");
+                return refuse(
+                    "params.zero_rtt",
+                    "not available on real sockets (session tickets are simulated)",
+                );
             }
             if c.tail_fec {
                 return refuse("params.tail_fec", "not available on real sockets");

@@ -283,6 +283,13 @@ pub fn schemes_json() -> String {
     serde_json::to_string(&crate::scheme::registry()).expect("serialisable")
 }
 
+/// The JSON schema of an experiment file (the `Experiment` type: keys, types, defaults, docs), from
+/// which `python -m tailcut.reference` generates docs/experiment-file.md.
+#[cfg(feature = "schema")]
+pub fn experiment_schema_json() -> String {
+    serde_json::to_string(&schemars::schema_for!(Experiment)).expect("serialisable")
+}
+
 fn column<T: Into<Value>>(v: impl Iterator<Item = T>) -> Value {
     Value::Array(v.map(Into::into).collect())
 }

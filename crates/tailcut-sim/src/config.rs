@@ -11,6 +11,7 @@ use tailcut_proto::Dur;
 /// One scheme to run: a transport with parameters, optionally with its own switch queue settings
 /// (e.g. DCTCP with ECN marking, pFabric with priority queues).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct SchemeConfig {
     /// Label in the results (`scheme` column).
@@ -34,6 +35,7 @@ pub struct SchemeConfig {
 
 /// A host shim and its parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ShimConfig {
     /// T-RACKs (docs/tracks.md); parameters of [`tailcut_proto::tracks::TracksConfig`].
@@ -43,6 +45,7 @@ pub enum ShimConfig {
 /// The transport carrying workload components a scheme does not apply to (e.g. background TCP
 /// under FUSO's latency-sensitive queries).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OtherTraffic {
     /// Transport from the registry (`tailcut schemes`) carrying the other components.
@@ -53,6 +56,7 @@ pub struct OtherTraffic {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Experiment {
     /// Experiment name (used for the default output folder).
@@ -70,17 +74,20 @@ pub struct Experiment {
     /// tailcut's `max_rto` defaults to 60 s), so a flow that could still get through has retransmitted
     /// at least twice inside the window (docs/simulator.md, "Stalled runs").
     // Left out of the resolved config at its default, so results and sweep hashes of configs that
-    // never set it stay as they were.
+    // never set it stay as they were; the schema still states the default.
     #[serde(
         default = "default_stall_timeout",
         skip_serializing_if = "is_default_stall_timeout"
     )]
+    #[cfg_attr(feature = "schema", schemars(!skip_serializing_if))]
     pub stall_timeout: Dur,
     /// Carry real bytes in every message and check them where they arrive: each message holds a
     /// pattern seeded by its id, engines that can carry bytes do (TCP and the schemes built on it,
     /// MPTCP/FUSO, CloudBurst), and the run info counts messages received intact, corrupt, or
     /// without bytes (`app_bytes_*`). Flow tables are the same as without; slower (docs/net.md).
     #[serde(default, skip_serializing_if = "is_false")]
+    // The resolved config leaves it out at its default; the schema still states that default.
+    #[cfg_attr(feature = "schema", schemars(!skip_serializing_if))]
     pub check_bytes: bool,
     /// The network's shape: `kind` and that kind's keys.
     pub topology: TopologyConfig,
@@ -100,6 +107,11 @@ pub struct Experiment {
     /// What only a run on real hosts needs (`tailcut testbed run`: kernel stacks, sysctls, rate scale,
     /// checked there, `docs/testbed.md`). A simulator run carries it unread, so one file serves both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Any value deserialises here, but the testbed reads a table.
+    #[cfg_attr(
+        feature = "schema",
+        schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")
+    )]
     pub testbed: Option<serde_json::Value>,
 }
 

@@ -14,6 +14,7 @@ use tailcut_proto::{ConfigError, Dur};
 
 /// A link, named by its two end nodes (and which of several parallel links).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LinkRef {
     /// The two end nodes, e.g. `["tor0", "tor1"]`; the forward direction is from the first to the
@@ -25,6 +26,7 @@ pub struct LinkRef {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     #[default]
@@ -34,6 +36,7 @@ pub enum Direction {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultConfig {
     /// Apply a loss model to a link from `at` (until `until`, if given).

@@ -208,16 +208,7 @@ fn bytes_arrive_intact_through_a_lossy_ecmp_fabric() {
         &q,
     )
     .unwrap();
-    let lossy = |spine: &str| FaultConfig::Loss {
-        link: LinkRef {
-            between: ["leaf0".into(), spine.into()],
-            index: 0,
-        },
-        direction: Direction::Both,
-        model: LossConfig::Bernoulli { p: 0.01 },
-        at: Dur::ZERO,
-        until: None,
-    };
+    let lossy = |spine: &str| loss_on("leaf0", spine, Direction::Both, LossConfig::Bernoulli { p: 0.01 });
     let tb = start(topo, vec![lossy("spine0"), lossy("spine1")], HostSetup::default());
     const LEN: usize = 300_000;
     // Sixteen flows from rack 0 to rack 1 on distinct ports, so that ECMP spreads them (all on one
@@ -320,16 +311,7 @@ fn fabric_drops_equal_the_datagrams_the_receiver_missed() {
     };
     // Drop-tail overflow at the bottleneck plus 5% random loss on its link.
     let topo = two_hosts(100_000_000, 10_000_000, 30_000, AqmConfig::DropTail);
-    let loss = FaultConfig::Loss {
-        link: LinkRef {
-            between: ["sw0".into(), "h1".into()],
-            index: 0,
-        },
-        direction: Direction::Forward,
-        model: LossConfig::Bernoulli { p: 0.05 },
-        at: Dur::ZERO,
-        until: None,
-    };
+    let loss = loss_on("sw0", "h1", Direction::Forward, LossConfig::Bernoulli { p: 0.05 });
     let tb = start(topo, vec![loss], HostSetup::default());
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let before = h1.netstat().unwrap();
@@ -389,16 +371,7 @@ fn tcp_retransmits_cover_every_fabric_drop_and_bytes_arrive() {
         return;
     };
     let topo = two_hosts(50_000_000, 50_000_000, 200_000, AqmConfig::DropTail);
-    let loss = FaultConfig::Loss {
-        link: LinkRef {
-            between: ["h0".into(), "sw0".into()],
-            index: 0,
-        },
-        direction: Direction::Forward,
-        model: LossConfig::Bernoulli { p: 0.02 },
-        at: Dur::ZERO,
-        until: None,
-    };
+    let loss = loss_on("h0", "sw0", Direction::Forward, LossConfig::Bernoulli { p: 0.02 });
     let tb = start(topo, vec![loss], HostSetup::default());
     let (h0, h1) = (tb.hosts()[0].clone(), tb.hosts()[1].clone());
     let before = h0.netstat().unwrap();
@@ -446,17 +419,22 @@ fn two_planes() -> TopoSpec {
     }
 }
 
-fn blackhole_plane_one() -> FaultConfig {
+/// A loss fault on the first link between `a` and `b`, for the whole run.
+fn loss_on(a: &str, b: &str, direction: Direction, model: LossConfig) -> FaultConfig {
     FaultConfig::Loss {
         link: LinkRef {
-            between: ["s1".into(), "h1".into()],
+            between: [a.into(), b.into()],
             index: 0,
         },
-        direction: Direction::Both,
-        model: LossConfig::Blackhole,
+        direction,
+        model,
         at: Dur::ZERO,
         until: None,
     }
+}
+
+fn blackhole_plane_one() -> FaultConfig {
+    loss_on("s1", "h1", Direction::Both, LossConfig::Blackhole)
 }
 
 /// Sends `first` bytes, black-holes plane 1, then sends `rest`; returns how many bytes the receiver
@@ -1057,16 +1035,7 @@ fn pcaps_hold_the_transfer_and_show_what_the_fabric_dropped() {
         snaplen: 128,
         max_bytes: 64_000_000,
     };
-    let loss = FaultConfig::Loss {
-        link: LinkRef {
-            between: ["h0".into(), "sw0".into()],
-            index: 0,
-        },
-        direction: Direction::Forward,
-        model: LossConfig::Bernoulli { p: 0.02 },
-        at: Dur::ZERO,
-        until: None,
-    };
+    let loss = loss_on("h0", "sw0", Direction::Forward, LossConfig::Bernoulli { p: 0.02 });
     let tb = Testbed::start(TestbedSpec {
         topo: two_hosts(50_000_000, 50_000_000, 200_000, AqmConfig::DropTail),
         faults: vec![loss],

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 /// Parameters of the T-RACKs shim. Defaults follow the paper: alpha = 10 RTTs (Sec. IV-C, V-C),
 /// phi = 3, gamma = 100 KB and a 1 ms timer (testbed, Sec. VI), TCP min RTO 200 ms, 1 s idle timeout.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields, default)]
 pub struct TracksConfig {
     /// RTTs without a new ACK before spoofing: beta = alpha * RTT + rand(0..RTT).
@@ -17,6 +18,7 @@ pub struct TracksConfig {
     /// Acknowledged bytes after which a flow is long-lived and no longer tracked. `None` = infinity
     /// (the paper's simulations track every flow); written `gamma = "inf"` in configuration.
     #[serde(with = "gamma_serde")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "gamma_serde::schema"))]
     pub gamma: Option<Bytes>,
     /// Period of the global timer that scans the active small flows (a jiffy-driven timer in the
     /// kernel module).
@@ -66,6 +68,7 @@ pub struct TracksConfig {
 
 /// The fake SACK block's extent (Sec. IV-C leaves it open beyond "a gap, then a block").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FakeSackBlock {
     /// The k-th spoofed ACK claims the k+1 segments after the last ACK: each ACK SACKs one more whole
@@ -79,6 +82,7 @@ pub enum FakeSackBlock {
 
 /// How the shim measures a flow's RTT (the input of beta).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RttSource {
     /// The ACK's timestamp echo read as microseconds of the shim's clock: true of the simulator's
@@ -211,5 +215,13 @@ mod gamma_serde {
                 .map(|b| Some(Bytes(b)))
                 .map_err(serde::de::Error::custom),
         }
+    }
+
+    /// What `deserialize` accepts ("infinity" too, left out here as a spelling of "inf").
+    #[cfg(feature = "schema")]
+    pub fn schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [{ "type": "string", "const": "inf" }, g.subschema_for::<Bytes>()],
+        })
     }
 }

@@ -9,6 +9,7 @@ use tailcut_proto::ConfigError;
 /// Admission / marking policy of a queue. Buffers are byte-limited; every discipline drops a packet
 /// that does not fit (or, for random drop, a random one).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum AqmConfig {
     /// Drop the arriving packet when the buffer is full.

@@ -6,6 +6,7 @@ use tailcut_proto::rng::Rng;
 
 /// Packet loss on one direction of a link.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum LossConfig {
     #[default]

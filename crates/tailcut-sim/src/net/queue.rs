@@ -7,6 +7,7 @@ use tailcut_proto::units::Bytes;
 
 /// How a port serves its classes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SchedConfig {
     /// Lower class index first.
@@ -21,6 +22,7 @@ pub enum SchedConfig {
 
 /// One traffic class of a port.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ClassConfig {
     /// Packet classes (DSCP-like values in `Packet::class`) mapped to this queue.

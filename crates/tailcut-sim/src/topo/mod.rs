@@ -61,6 +61,7 @@ pub struct TopoSpec {
 
 /// Queueing of switch ports, shared by every topology.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct SwitchQueues {
     /// Buffer per switch egress port.
@@ -118,6 +119,7 @@ impl Default for SwitchQueues {
 
 /// The topology section of an experiment: `kind` selects the shape, the other keys its parameters.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TopologyConfig {
     Star(Star),
@@ -142,6 +144,7 @@ crate::tagged::kind_tagged!(TopologyConfig {
 /// N hosts on one switch: the incast / dumbbell shape with one bottleneck toward each host
 /// (T-RACKs Sec. V-A, CP incast). `receivers` hosts are listed first.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Star {
     /// Number of hosts.
@@ -156,6 +159,7 @@ pub struct Star {
 
 /// Two switches joined by one bottleneck link, `left` hosts on one side and `right` on the other.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Dumbbell {
     /// Hosts on the left switch.
@@ -176,6 +180,7 @@ pub struct Dumbbell {
 /// Two-tier leaf-spine. Give `fabric_rate` (each leaf-spine link) or `oversubscription`
 /// (hosts_per_leaf * host_rate / (spines * fabric_rate)).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LeafSpine {
     /// Number of leaf (ToR) switches.
@@ -202,6 +207,7 @@ pub struct LeafSpine {
 /// aggregation switches, (k/2)^2 core switches, `hosts_per_edge` hosts per edge switch (k/2 by
 /// default; FUSO's simulation uses k = 4 with 8 hosts per ToR, 10 Gbps hosts and 40 Gbps fabric).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FatTree {
     /// The fat-tree's k (even): k pods, k-port switches.
@@ -224,6 +230,7 @@ pub struct FatTree {
 /// three parallel inter-ToR paths P1-P3 (links 0, 1, 2 between tor0 and tor1), 1 Gbps everywhere.
 /// Delays default to give a ~280 us base RTT between racks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct FusoTestbed {
     /// Rate of every link.
@@ -237,6 +244,7 @@ pub struct FusoTestbed {
 /// CloudBurst's testbed (Sec. V): leaf-spine with 2 leaves x 4 servers and 4 spines (4 paths
 /// between racks), 1 Gbps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CloudburstTestbed {
     /// Rate of every link.
@@ -249,6 +257,7 @@ pub struct CloudburstTestbed {
 
 /// A topology file (TOML): `[[node]] name, kind` and `[[link]] a, b, rate, delay, buffer, tier`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct File {
     /// The topology file (TOML with `[[node]]` and `[[link]]`), relative to the experiment file's folder.

@@ -104,6 +104,26 @@ impl Visitor<'_> for HostTsqVisitor {
     }
 }
 
+/// What a file may write: `deserialize` by hand accepts "linux" or a size (`Bytes`' syntax).
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for HostTsq {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HostTsq".into()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        "tailcut_sim::topo::HostTsq".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "\"linux\" (Linux's limits), or a size every engine may keep in its NIC queue (0 = no limit).",
+            "anyOf": [
+                { "type": "string", "const": "linux" },
+                g.subschema_for::<tailcut_proto::units::Bytes>(),
+            ],
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,6 +22,7 @@ use tailcut_proto::Dur;
 /// (then `flows` and/or `until` must bound the count); with neither, every flow starts at `start` (one per
 /// pair for `pairs` / `permutation`; `incast` has its own round schedule and takes neither).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadComponent {
     /// Label used in results, e.g. "query" or "background". Required.
@@ -63,6 +64,8 @@ pub struct WorkloadComponent {
     /// Time of the first possible arrival (Poisson) or of every flow (no arrival process) or of the first
     /// incast round. Default 0.
     #[serde(default, skip_serializing_if = "is_zero_dur")]
+    // The resolved config leaves it out at its default; the schema still states that default.
+    #[cfg_attr(feature = "schema", schemars(!skip_serializing_if))]
     pub start: Dur,
     /// No flow of this component starts at or after this absolute time. Default: no limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,6 +77,8 @@ pub struct WorkloadComponent {
     /// Bytes of the request the data receiver sends before the data (request/response). 0 = plain flow.
     /// E.g. CloudBurst's 1.5 KB requests (Sec. V). Default 0.
     #[serde(default, skip_serializing_if = "is_zero_bytes")]
+    // The resolved config leaves it out at its default; the schema still states that default.
+    #[cfg_attr(feature = "schema", schemars(!skip_serializing_if))]
     pub request_bytes: Bytes,
     /// Restricts the hosts that receive data / issue requests when the pattern picks them at random.
     /// Default: all hosts the pattern allows.
@@ -104,6 +109,7 @@ fn is_zero_bytes(b: &Bytes) -> bool {
 
 /// Who sends to whom. Written as an inline table with a `kind` key.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Pattern {
     /// Each flow: the driving data sender (from `hosts` ∩ `server_hosts`) sends to a uniformly random other
@@ -186,6 +192,7 @@ fn default_one() -> u32 {
 
 /// Start offsets of an incast round's flows.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Jitter {
     /// Every flow starts at the round start.
@@ -207,6 +214,7 @@ pub enum Jitter {
 
 /// How flows map onto transport connections (interpreted by the simulator).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Connection {
     /// Every flow opens its own connection.
