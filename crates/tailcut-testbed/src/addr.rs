@@ -36,7 +36,10 @@ impl AddrTable {
             if addrs.len() > MAX_NICS {
                 return Err(ConfigError::new(
                     "topology",
-                    format!("host {h} has {} NICs, the testbed supports {MAX_NICS}", addrs.len()),
+                    format!(
+                        "host {h} has {} NICs, the testbed supports {MAX_NICS}",
+                        addrs.len()
+                    ),
                 ));
             }
             for (k, a) in addrs.iter().enumerate() {

@@ -7,27 +7,18 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
+use tailcut_proto::flags::{present, value as flag};
 use tailcut_proto::units::{Bytes, Rate};
 use tailcut_proto::{ConfigError, Dur};
 use tailcut_sim::topo::{self, Star, SwitchQueues, TopologyConfig};
 
-/// Value of `--name` in `args`, parsed. A flag is configuration: its error's path is the flag.
-pub fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, ConfigError> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(None),
-        Some(i) => {
-            let v = args
-                .get(i + 1)
-                .ok_or_else(|| ConfigError::new(name, "missing value"))?;
-            v.parse()
-                .map(Some)
-                .map_err(|_| ConfigError::new(name, format!("cannot parse '{v}'")))
-        }
-    }
-}
-
 /// A star of `hosts` hosts. Its only user input is `--hosts`, so a refused star is that flag's error.
-fn star(hosts: u32, rate_bps: u64, delay: Dur, buffer: u64) -> Result<tailcut_sim::topo::TopoSpec, ConfigError> {
+fn star(
+    hosts: u32,
+    rate_bps: u64,
+    delay: Dur,
+    buffer: u64,
+) -> Result<tailcut_sim::topo::TopoSpec, ConfigError> {
     let q = SwitchQueues {
         buffer: Bytes(buffer),
         ..Default::default()
@@ -48,9 +39,7 @@ fn star(hosts: u32, rate_bps: u64, delay: Dur, buffer: u64) -> Result<tailcut_si
 /// inodes and the DCTCP's name, then waits to be killed.
 pub fn hold(args: &[String]) -> Result<(), TestbedError> {
     let hosts: u32 = flag(args, "--hosts")?.unwrap_or(3);
-    let dctcp = args
-        .iter()
-        .any(|a| a == "--dctcp")
+    let dctcp = present(args, "--dctcp")
         .then(|| crate::dctcp::Dctcp::load(crate::dctcp::DEFAULT_G))
         .transpose()?;
     let tb = Testbed::start(TestbedSpec {

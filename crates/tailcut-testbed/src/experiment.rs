@@ -47,7 +47,9 @@ fn serde_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> Config
 /// Splits the file into the simulator's experiment and the `[testbed]` section; errors name the field.
 pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), ConfigError> {
     // TOML's own message says where in the text (line and column); there is no field yet.
-    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::new("", e.to_string()))?;
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::new("", e.to_string()))?;
     let tb = match table.remove("testbed") {
         Some(v) => serde_path_to_error::deserialize(v).map_err(|e| serde_error(e).at("testbed"))?,
         None => TestbedConfig::default(),
@@ -89,7 +91,8 @@ fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksC
                     ))
                 }
             }
-            let c = tailcut_tracksd::config::tracks_over_real_host_defaults(given).map_err(|e| e.at(&here))?;
+            let c =
+                tailcut_tracksd::config::tracks_over_real_host_defaults(given).map_err(|e| e.at(&here))?;
             let c = TracksConfig { sack, ..c };
             c.validate().map_err(|e| e.at(&here))?;
             Ok(Some(c))
@@ -265,7 +268,12 @@ fn mptcp_join_ports(tb: &TestbedConfig, s: &SchemeConfig, nics: usize) -> Result
         Some(v) => v
             .as_u64()
             .filter(|n| (1..=MAX_SUBFLOWS).contains(n))
-            .ok_or_else(|| bad("subflows", format!("must be an integer in 1..={MAX_SUBFLOWS}, got {v}")))?,
+            .ok_or_else(|| {
+                bad(
+                    "subflows",
+                    format!("must be an integer in 1..={MAX_SUBFLOWS}, got {v}"),
+                )
+            })?,
     };
     if nics > 1 {
         return match given {
@@ -765,13 +773,16 @@ pub fn cli(args: &[String]) -> Result<bool, TestbedError> {
         .first()
         .filter(|a| !a.starts_with("--"))
         .ok_or_else(|| ConfigError::new("run", "missing FILE"))?;
-    let out: String =
-        crate::cli::flag(args, "--out")?.ok_or_else(|| ConfigError::new("run", "missing --out DIR"))?;
+    let out: String = tailcut_proto::flags::value(args, "--out")?
+        .ok_or_else(|| ConfigError::new("run", "missing --out DIR"))?;
     let out = Path::new(&out);
-    if out.exists() && !args.iter().any(|a| a == "--overwrite") {
+    if out.exists() && !tailcut_proto::flags::present(args, "--overwrite") {
         return Err(ConfigError::new(
             "--out",
-            format!("{}: exists (pass --overwrite to replace its files)", out.display()),
+            format!(
+                "{}: exists (pass --overwrite to replace its files)",
+                out.display()
+            ),
         )
         .into());
     }
@@ -805,7 +816,7 @@ pub fn cli(args: &[String]) -> Result<bool, TestbedError> {
     }
     // Last, so that it is what a user sees at the end of the run.
     let invalid: Vec<_> = summaries.iter().filter(|s| !s.timing.valid).collect();
-    let allowed = args.iter().any(|a| a == "--allow-invalid-timing");
+    let allowed = tailcut_proto::flags::present(args, "--allow-invalid-timing");
     for s in &invalid {
         eprintln!(
             "WARNING: {}: TIMING INVALID, the FCTs measure this machine as much as the network: {}",

@@ -112,8 +112,7 @@ impl Testbed {
     /// Applies a fault from now on: its `at` and `until` count from this call. A fault that names no
     /// link of this testbed is a [`TestbedError::Config`] at `faults[0]`.
     pub fn fault_now(&self, f: &FaultConfig) -> Result<(), TestbedError> {
-        let actions =
-            fault::plan(std::slice::from_ref(f), &self.names, self.seed)?;
+        let actions = fault::plan(std::slice::from_ref(f), &self.names, self.seed)?;
         let start = actions.iter().map(|(t, _)| t.0).min().unwrap_or(0);
         for (t, a) in actions {
             self.control

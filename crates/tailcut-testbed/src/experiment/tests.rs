@@ -214,14 +214,20 @@ fn a_dctcp_scheme_runs_the_bpf_dctcp_with_the_simulators_gain() {
     )
     .unwrap();
     assert_eq!(g, Some(0.125));
-    let e = settings("congestion_control = { kind = \"dctcp\", g = 2.0 }", "").unwrap_err().to_string();
+    let e = settings("congestion_control = { kind = \"dctcp\", g = 2.0 }", "")
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("schemes[0].params.congestion_control.g: must be in (0, 1]"),
         "{e}"
     );
-    let e = settings("congestion_control = { kind = \"new_reno\" }", "").unwrap_err().to_string();
+    let e = settings("congestion_control = { kind = \"new_reno\" }", "")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("schemes[0].params.congestion_control.kind"), "{e}");
-    let e = settings("congestion_control = { kind = \"dctcp\", gain = 0.1 }", "").unwrap_err().to_string();
+    let e = settings("congestion_control = { kind = \"dctcp\", gain = 0.1 }", "")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("schemes[0].params.congestion_control"), "{e}");
     assert!(e.contains("gain"), "{e}");
     let e = settings("ecn = false", "").unwrap_err().to_string();
@@ -231,7 +237,9 @@ fn a_dctcp_scheme_runs_the_bpf_dctcp_with_the_simulators_gain() {
     );
     let e = settings("mss_bytes = 9000", "").unwrap_err().to_string();
     assert!(e.starts_with("schemes[0].params.mss_bytes"), "{e}");
-    let e = settings("", "[testbed]\ncongestion_control = \"cubic\"\n").unwrap_err().to_string();
+    let e = settings("", "[testbed]\ncongestion_control = \"cubic\"\n")
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("schemes[0].transport: 'dctcp'"), "{e}");
     assert!(e.contains("cubic"), "{e}");
 }
@@ -271,7 +279,9 @@ fn pcap_table_turns_capture_on_with_bounds() {
         ("max_bytes = 10", "testbed.pcap.max_bytes"),
         ("flows = [1]", "testbed.pcap"),
     ] {
-        let e = load(&format!("{BASE}{TCP}[testbed.pcap]\n{bad}\n")).unwrap_err().to_string();
+        let e = load(&format!("{BASE}{TCP}[testbed.pcap]\n{bad}\n"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with(field), "{e}");
     }
     // Names that differ only in what a file name cannot hold would share files.
