@@ -1,4 +1,6 @@
-//! The `tailcut-net` command's subcommands: `serve` and `bench`.
+//! The `tailcut-net` command's subcommands: `serve`, `bench` and `cert`. Flags are configuration
+//! and fail as [`ConfigError`]s naming the flag (or the experiment file's field); the sockets and files
+//! fail with the operating system's message.
 
 use crate::kernel_tls;
 use crate::tls::TlsConfig;
@@ -6,46 +8,39 @@ use crate::{Client, Family, NetConfig, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
+use tailcut_proto::flags::{present, value as flag, values};
 use tailcut_proto::units::{format_bytes, parse_bytes};
-use tailcut_proto::Dur;
+use tailcut_proto::{ConfigError, Dur};
 use tailcut_scheme::{Entry, Network};
 use tailcut_sys::clock::monotonic_ns;
 
-/// Value of `--name` in `args`, parsed.
-fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(None),
-        Some(i) => {
-            let v = args.get(i + 1).ok_or_else(|| format!("{name}: missing value"))?;
-            v.parse()
-                .map(Some)
-                .map_err(|_| format!("{name}: cannot parse '{v}'"))
-        }
+/// Why a subcommand stopped: a flag (or the experiment file it names) is wrong, or the sockets, files
+/// or peer failed. Printed as the command's last words.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// The scheme entry's own fields (the path is relative to the entry).
+    #[error("scheme '{name}': {error}")]
+    Scheme { name: String, error: ConfigError },
+    #[error("{0}")]
+    Run(String),
+}
+
+impl From<String> for CliError {
+    fn from(m: String) -> CliError {
+        CliError::Run(m)
     }
 }
 
-/// A duration flag in microseconds.
-fn micros(args: &[String], name: &str) -> Result<Option<Dur>, String> {
-    Ok(flag::<u64>(args, name)?.map(Dur::from_micros))
+impl From<&str> for CliError {
+    fn from(m: &str) -> CliError {
+        CliError::Run(m.to_string())
+    }
 }
 
 /// Baselines of `bench` that are the kernel's stacks, not schemes of the registry.
 const KERNEL_BASELINES: [&str; 2] = ["kernel-tcp", "kernel-tls"];
-
-/// Every value of `--name` in `args`.
-fn all_flags<'a>(args: &'a [String], name: &str) -> Result<Vec<&'a str>, String> {
-    let mut out = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        if a == name {
-            out.push(
-                args.get(i + 1)
-                    .ok_or_else(|| format!("{name}: missing value"))?
-                    .as_str(),
-            );
-        }
-    }
-    Ok(out)
-}
 
 /// A `--param key=value`'s value as an experiment file would write it: TOML (`4`, `true`,
 /// `{ kind = "dctcp" }`, `"5ms"`), or else the bare text as a string (`5ms`, `2Gbps`).
@@ -63,32 +58,33 @@ fn param_value(text: &str) -> serde_json::Value {
 /// of that name from an experiment file, `--scheme NAME` a registry scheme with its defaults; each
 /// `--param key=value` (dotted keys reach into tables: `mps.negotiate=false`) is laid over its
 /// `params`.
-pub fn scheme_entry(args: &[String]) -> Result<Entry, String> {
+pub fn scheme_entry(args: &[String]) -> Result<Entry, ConfigError> {
     let mut e = match flag::<PathBuf>(args, "--experiment")? {
         Some(file) => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| format!("--experiment {}: {e}", file.display()))?;
-            let doc: toml::Table =
-                toml::from_str(&text).map_err(|e| format!("--experiment {}: {e}", file.display()))?;
-            let doc = serde_json::to_value(doc).map_err(|e| e.to_string())?;
+            let in_file = |e: &dyn std::fmt::Display| {
+                ConfigError::new("--experiment", format!("{}: {e}", file.display()))
+            };
+            let text = std::fs::read_to_string(&file).map_err(|e| in_file(&e))?;
+            let doc: toml::Table = toml::from_str(&text).map_err(|e| in_file(&e))?;
+            let doc = serde_json::to_value(doc).map_err(|e| in_file(&e))?;
             let schemes = doc["schemes"].as_array().cloned().unwrap_or_default();
             let names: Vec<&str> = schemes.iter().filter_map(|s| s["name"].as_str()).collect();
-            let want: String = flag(args, "--entry")?
-                .ok_or_else(|| format!("--entry: missing (one of {})", names.join(", ")))?;
+            let want: String = flag(args, "--entry")?.ok_or_else(|| {
+                ConfigError::new("--entry", format!("missing (one of {})", names.join(", ")))
+            })?;
             let (i, table) = schemes
                 .iter()
                 .enumerate()
                 .find(|(_, s)| s["name"].as_str() == Some(&want))
                 .ok_or_else(|| {
-                    format!(
-                        "--entry: no scheme named '{want}' in {} (it has {})",
-                        file.display(),
-                        names.join(", ")
+                    let has = names.join(", ");
+                    ConfigError::new(
+                        "--entry",
+                        format!("no scheme named '{want}' in {} (it has {has})", file.display()),
                     )
                 })?;
             let table = table.as_object().cloned().unwrap_or_default();
-            Entry::from_table(&table)
-                .map_err(|e| format!("{}: {}", file.display(), e.at(&format!("schemes[{i}]"))))?
+            Entry::from_table(&table).map_err(|e| in_file(&e.at(&format!("schemes[{i}]"))))?
         }
         None => Entry {
             name: None,
@@ -96,10 +92,10 @@ pub fn scheme_entry(args: &[String]) -> Result<Entry, String> {
             params: serde_json::Map::new(),
         },
     };
-    for p in all_flags(args, "--param")? {
-        let (key, value) = p
-            .split_once('=')
-            .ok_or_else(|| format!("--param {p}: expected key=value, e.g. min_rto=5ms"))?;
+    for p in values(args, "--param")? {
+        let (key, value) = p.split_once('=').ok_or_else(|| {
+            ConfigError::new("--param", format!("'{p}': expected key=value, e.g. min_rto=5ms"))
+        })?;
         let mut parts: Vec<&str> = key.split('.').collect();
         let last = parts.pop().unwrap_or_default();
         let mut table = &mut e.params;
@@ -109,7 +105,7 @@ pub fn scheme_entry(args: &[String]) -> Result<Entry, String> {
                 .or_insert_with(|| serde_json::Value::Object(Default::default()));
             table = slot
                 .as_object_mut()
-                .ok_or_else(|| format!("--param {p}: params.{part} is not a table"))?;
+                .ok_or_else(|| ConfigError::new("--param", format!("'{p}': params.{part} is not a table")))?;
         }
         table.insert(last.to_string(), param_value(value));
     }
@@ -117,7 +113,7 @@ pub fn scheme_entry(args: &[String]) -> Result<Entry, String> {
 }
 
 /// The TLS flags: certificates, server name, ALPN.
-fn tls_flags(args: &[String]) -> Result<TlsConfig, String> {
+fn tls_flags(args: &[String]) -> Result<TlsConfig, CliError> {
     let path = |name| flag::<PathBuf>(args, name);
     let (cert, key, ca) = (path("--cert")?, path("--key")?, path("--ca")?);
     let mut tls = TlsConfig::default();
@@ -135,25 +131,28 @@ fn tls_flags(args: &[String]) -> Result<TlsConfig, String> {
 
 /// The runtime configuration: the scheme entry, resolved by the scheme layer, and the runtime's own
 /// flags.
-fn config(args: &[String]) -> Result<NetConfig, String> {
+fn config(args: &[String]) -> Result<NetConfig, CliError> {
     let e = scheme_entry(args)?;
     let mut cfg = NetConfig {
         network: Network {
-            trims: args.iter().any(|a| a == "--network-trims"),
+            trims: present(args, "--network-trims"),
         },
         ..NetConfig::default()
     };
     cfg = cfg
         .scheme(&e.transport, &e.params)
-        .map_err(|err| format!("scheme '{}': {err}", e.name.as_deref().unwrap_or(&e.transport)))?;
+        .map_err(|error| CliError::Scheme {
+            name: e.name.clone().unwrap_or_else(|| e.transport.clone()),
+            error,
+        })?;
     cfg.tls = tls_flags(args)?;
     if let Some(b) = flag::<String>(args, "--task-bytes")? {
-        cfg.dcquic_task_bytes = parse_bytes(&b)?;
+        cfg.dcquic_task_bytes = parse_bytes(&b).map_err(|e| e.at("--task-bytes"))?;
     }
     if let Some(m) = flag(args, "--path-mtu")? {
         cfg.path_mtu = m;
     }
-    if let Some(d) = micros(args, "--spin-us")? {
+    if let Some(d) = flag::<u64>(args, "--spin-us")?.map(Dur::from_micros) {
         cfg.spin = d;
     }
     if let Some(rate) = flag(args, "--loss")? {
@@ -164,7 +163,7 @@ fn config(args: &[String]) -> Result<NetConfig, String> {
             ..SendLoss::default()
         });
     }
-    cfg.validate().map_err(|e| e.to_string())?;
+    cfg.validate()?;
     Ok(cfg)
 }
 
@@ -174,7 +173,7 @@ fn echo(req: &[u8], out: &mut Vec<u8>) {
 
 /// Without certificates a DCQUIC server makes a throwaway CA and leaf (for `--server-name`, else
 /// localhost) and says so; `--ca-out` writes the CA for clients.
-fn ensure_identity(cfg: &mut NetConfig, args: &[String]) -> Result<(), String> {
+fn ensure_identity(cfg: &mut NetConfig, args: &[String]) -> Result<(), CliError> {
     if cfg.family() != Family::Dcquic || !cfg.tls.cert_chain.is_empty() {
         return Ok(());
     }
@@ -194,14 +193,10 @@ fn ensure_identity(cfg: &mut NetConfig, args: &[String]) -> Result<(), String> {
 
 /// `tailcut-net cert --out DIR [--name NAME]...`: writes a throwaway CA (ca.pem) and a leaf for the
 /// names (cert.pem, key.pem).
-pub fn cert(args: &[String]) -> Result<(), String> {
-    let out: PathBuf = flag(args, "--out")?.ok_or("--out: missing (a directory)")?;
-    let mut names = Vec::new();
-    for (i, a) in args.iter().enumerate() {
-        if a == "--name" {
-            names.push(args.get(i + 1).ok_or("--name: missing value")?.clone());
-        }
-    }
+pub fn cert(args: &[String]) -> Result<(), CliError> {
+    let out: PathBuf =
+        flag(args, "--out")?.ok_or_else(|| ConfigError::new("--out", "missing (a directory)"))?;
+    let mut names: Vec<String> = values(args, "--name")?.into_iter().map(String::from).collect();
     if names.is_empty() {
         names.push("localhost".into());
     }
@@ -223,7 +218,7 @@ pub fn cert(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-pub fn serve(args: &[String]) -> Result<(), String> {
+pub fn serve(args: &[String]) -> Result<(), CliError> {
     let bind: SocketAddr = flag(args, "--bind")?.unwrap_or_else(|| ([127, 0, 0, 1], 7000).into());
     let mut cfg = config(args)?;
     ensure_identity(&mut cfg, args)?;
@@ -240,7 +235,7 @@ pub fn serve(args: &[String]) -> Result<(), String> {
     }
 }
 
-pub fn bench(args: &[String]) -> Result<(), String> {
+pub fn bench(args: &[String]) -> Result<(), CliError> {
     let baseline = flag::<String>(args, "--scheme")?.filter(|s| KERNEL_BASELINES.contains(&s.as_str()));
     // A registry scheme, from --scheme or an experiment's entry; checked before anything runs.
     let resolved = match &baseline {
@@ -255,20 +250,20 @@ pub fn bench(args: &[String]) -> Result<(), String> {
     };
     let dcquic = resolved.as_ref().is_some_and(|c| c.family() == Family::Dcquic);
     let size = match flag::<String>(args, "--size")? {
-        Some(s) => parse_bytes(&s)? as usize,
+        Some(s) => parse_bytes(&s).map_err(|e| e.at("--size"))? as usize,
         None => 10_000,
     };
     let count: usize = flag(args, "--count")?.unwrap_or(2_000);
     let warmup: usize = flag(args, "--warmup")?.unwrap_or(200);
     let think_us: u64 = flag(args, "--think-us")?.unwrap_or(0);
     let server: Option<SocketAddr> = flag(args, "--server")?;
-    let inline = args.iter().any(|a| a == "--inline");
+    let inline = present(args, "--inline");
     let think = std::time::Duration::from_micros(think_us);
     let req: Vec<u8> = (0..size).map(|i| (i * 31 % 251) as u8).collect();
     let mut lat_ns = Vec::with_capacity(count);
     let mut engine_ns = Vec::with_capacity(count);
     let mut waited_ns = Vec::with_capacity(count);
-    let fresh = args.iter().any(|a| a == "--fresh");
+    let fresh = present(args, "--fresh");
     match scheme.as_str() {
         _ if dcquic && fresh => {
             let mut cfg = resolved.clone().ok_or("no scheme")?;
@@ -295,7 +290,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
                 if r.bytes != req {
-                    return Err(format!("call {i}: the echo differs from the request"));
+                    return Err(format!("call {i}: the echo differs from the request").into());
                 }
                 if i >= warmup {
                     lat_ns.push(t1 - t0);
@@ -345,7 +340,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 c.call(&req, &mut buf).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
                 if buf != req {
-                    return Err(format!("call {i}: the echo differs from the request"));
+                    return Err(format!("call {i}: the echo differs from the request").into());
                 }
                 if i >= warmup {
                     lat_ns.push(t1 - t0);
@@ -390,7 +385,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 run(warmup)?;
                 let rep = run(count)?;
                 if rep.not_echoed > 0 {
-                    return Err(format!("{} echoes differ from the request", rep.not_echoed));
+                    return Err(format!("{} echoes differ from the request", rep.not_echoed).into());
                 }
                 for s in rep.calls {
                     engine_ns.push(s.latency.0);
@@ -402,7 +397,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                     let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
                     let t1 = monotonic_ns();
                     if r.bytes != req {
-                        return Err(format!("call {i}: the echo differs from the request"));
+                        return Err(format!("call {i}: the echo differs from the request").into());
                     }
                     if i >= warmup {
                         lat_ns.push(t1 - t0);
@@ -447,7 +442,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 framed_call(&mut s, &req, &mut buf).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
                 if buf != req {
-                    return Err(format!("call {i}: the echo differs from the request"));
+                    return Err(format!("call {i}: the echo differs from the request").into());
                 }
                 if i >= warmup {
                     lat_ns.push(t1 - t0);
@@ -460,7 +455,7 @@ pub fn bench(args: &[String]) -> Result<(), String> {
                 format_bytes(size as u64)
             );
         }
-        other => return Err(format!("--scheme: unknown '{other}'")),
+        other => return Err(ConfigError::new("--scheme", format!("unknown '{other}'")).into()),
     }
     print_dist("call (application thread)", &mut lat_ns);
     if !engine_ns.is_empty() {

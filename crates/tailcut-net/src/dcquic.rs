@@ -144,6 +144,7 @@ impl ClientSide {
         };
         let local = (0..paths).map(path_addr).collect();
         DcquicEngine::real_client(shared.clone(), tuple, local, task, quic_keys::client()?, now)
+            .map_err(|e| e.to_string())
     }
 
     /// The engine's counters over every connection this client opened.

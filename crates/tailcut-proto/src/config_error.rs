@@ -21,15 +21,6 @@ impl ConfigError {
         }
     }
 
-    /// Reads a `field.path: reason` message, as validators that report plain strings write them; a
-    /// message that does not start with a path has an empty path.
-    pub fn from_message(msg: &str) -> ConfigError {
-        match msg.split_once(": ") {
-            Some((path, reason)) if is_path(path) => ConfigError::new(path, reason),
-            _ => ConfigError::new("", msg),
-        }
-    }
-
     /// The same error seen from `outer`, the path of the table this one's path is relative to.
     #[must_use]
     pub fn at(mut self, outer: &str) -> ConfigError {
@@ -46,10 +37,6 @@ pub fn join(outer: &str, inner: &str) -> String {
         (false, false) if inner.starts_with('[') => format!("{outer}{inner}"),
         (false, false) => format!("{outer}.{inner}"),
     }
-}
-
-fn is_path(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.[]".contains(c))
 }
 
 impl fmt::Display for ConfigError {
@@ -69,7 +56,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_nest_and_messages_split() {
+    fn paths_nest() {
         let e = ConfigError::new("alpha", "must be >= 0")
             .at("shim")
             .at("schemes[2]");
@@ -77,13 +64,5 @@ mod tests {
         assert_eq!(e.to_string(), "schemes[2].shim.alpha: must be >= 0");
         assert_eq!(ConfigError::new("[1].k", "x").at("faults").path, "faults[1].k");
         assert_eq!(ConfigError::new("", "bad").at("topology").path, "topology");
-        assert_eq!(
-            ConfigError::from_message("mps.base: too small: 10"),
-            ConfigError::new("mps.base", "too small: 10")
-        );
-        assert_eq!(
-            ConfigError::from_message("no field here"),
-            ConfigError::new("", "no field here")
-        );
     }
 }

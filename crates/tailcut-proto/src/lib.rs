@@ -11,6 +11,7 @@ pub mod config_error;
 pub mod dcquic;
 pub mod engine;
 pub mod fec;
+pub mod flags;
 pub mod mptcp;
 pub mod packet;
 pub mod pattern;

@@ -3,7 +3,12 @@
 //! Plain integers are accepted too and mean nanoseconds, bytes and bits per second. Decimal prefixes
 //! are powers of 1000 (KB = 1000 B) and binary ones powers of 1024 (KiB = 1024 B), as in the papers'
 //! tables; serialisation writes the exact value in the largest unit that divides it.
+//!
+//! The parsers see only the value, not where it came from, so their errors are [`ConfigError`]s with an
+//! empty path: the caller names the field with [`ConfigError::at`] (`--task-bytes`, `link[0].rate`),
+//! and inside serde the message is the reason alone (serde names the field).
 
+use crate::config_error::ConfigError;
 use crate::time::Dur;
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -21,34 +26,47 @@ fn split_number(s: &str) -> Option<(f64, &str)> {
     Some((v, unit.trim()))
 }
 
-fn scaled(v: f64, scale: f64, what: &str, s: &str) -> Result<u64, String> {
+/// A value the parsers refuse: the whole input (empty path) and why.
+fn invalid(reason: String) -> ConfigError {
+    ConfigError::new("", reason)
+}
+
+fn scaled(v: f64, scale: f64, what: &str, s: &str) -> Result<u64, ConfigError> {
     let x = v * scale;
     if !x.is_finite() || x < 0.0 || x > u64::MAX as f64 {
-        return Err(format!("{what} '{s}' is out of range"));
+        return Err(invalid(format!("{what} '{s}' is out of range")));
     }
     let r = x.round();
     if (r - x).abs() > 1e-6 * x.max(1.0) {
-        return Err(format!("{what} '{s}' is not a whole number of the base unit"));
+        return Err(invalid(format!(
+            "{what} '{s}' is not a whole number of the base unit"
+        )));
     }
     Ok(r as u64)
 }
 
 /// Parses a time span: ns, us, ms, s (also "µs").
-pub fn parse_duration(s: &str) -> Result<Dur, String> {
-    let (v, unit) = split_number(s).ok_or_else(|| format!("invalid time '{s}': expected e.g. \"5ms\""))?;
+pub fn parse_duration(s: &str) -> Result<Dur, ConfigError> {
+    let (v, unit) =
+        split_number(s).ok_or_else(|| invalid(format!("invalid time '{s}': expected e.g. \"5ms\"")))?;
     let scale = match unit {
         "" | "ns" => 1.0,
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
-        _ => return Err(format!("invalid time unit in '{s}': use ns, us, ms or s")),
+        _ => {
+            return Err(invalid(format!(
+                "invalid time unit in '{s}': use ns, us, ms or s"
+            )))
+        }
     };
     scaled(v, scale, "time", s).map(Dur)
 }
 
 /// Parses a size in bytes: B, KB, MB, GB (powers of 1000), KiB, MiB, GiB (powers of 1024).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let (v, unit) = split_number(s).ok_or_else(|| format!("invalid size '{s}': expected e.g. \"64KB\""))?;
+pub fn parse_bytes(s: &str) -> Result<u64, ConfigError> {
+    let (v, unit) =
+        split_number(s).ok_or_else(|| invalid(format!("invalid size '{s}': expected e.g. \"64KB\"")))?;
     let scale = match unit {
         "" | "B" => 1.0,
         "KB" | "kB" => 1e3,
@@ -58,17 +76,18 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "MiB" => 1024.0 * 1024.0,
         "GiB" => 1024.0 * 1024.0 * 1024.0,
         _ => {
-            return Err(format!(
+            return Err(invalid(format!(
                 "invalid size unit in '{s}': use B, KB, MB, GB, KiB, MiB or GiB"
-            ))
+            )))
         }
     };
     scaled(v, scale, "size", s)
 }
 
 /// Parses a rate in bits per second: bps, Kbps, Mbps, Gbps, Tbps.
-pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let (v, unit) = split_number(s).ok_or_else(|| format!("invalid rate '{s}': expected e.g. \"10Gbps\""))?;
+pub fn parse_rate(s: &str) -> Result<u64, ConfigError> {
+    let (v, unit) =
+        split_number(s).ok_or_else(|| invalid(format!("invalid rate '{s}': expected e.g. \"10Gbps\"")))?;
     let scale = match unit {
         "" | "bps" => 1.0,
         "Kbps" | "kbps" => 1e3,
@@ -76,9 +95,9 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         "Gbps" => 1e9,
         "Tbps" => 1e12,
         _ => {
-            return Err(format!(
+            return Err(invalid(format!(
                 "invalid rate unit in '{s}': use bps, Kbps, Mbps, Gbps or Tbps"
-            ))
+            )))
         }
     };
     scaled(v, scale, "rate", s)
@@ -117,10 +136,12 @@ pub fn format_rate(r: u64) -> String {
     format!("{r}bps")
 }
 
-/// A serde visitor that accepts a unit string or a non-negative integer.
+/// A serde visitor that accepts a unit string or a non-negative integer. A refused value becomes
+/// serde's error with the parser's reason as its message (the parsers' paths are empty), so serde's
+/// own path names the field.
 struct UnitVisitor<F>(F, &'static str);
 
-impl<'de, T, F: Fn(&str) -> Result<T, String>> Visitor<'de> for UnitVisitor<F> {
+impl<'de, T, F: Fn(&str) -> Result<T, ConfigError>> Visitor<'de> for UnitVisitor<F> {
     type Value = T;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str(self.1)
@@ -262,7 +283,12 @@ mod tests {
         assert_eq!(parse_bytes("64KB"), Ok(64_000));
         assert_eq!(parse_bytes("128KiB"), Ok(131_072));
         assert_eq!(parse_rate("10Gbps"), Ok(10_000_000_000));
-        assert!(parse_duration("5xs").unwrap_err().contains("unit"));
+        let e = parse_duration("5xs").unwrap_err();
+        assert!(e.path.is_empty() && e.reason.contains("unit"), "{e}");
+        assert_eq!(
+            e.at("--spin").to_string(),
+            "--spin: invalid time unit in '5xs': use ns, us, ms or s"
+        );
         assert!(parse_bytes("1.5B").is_err());
     }
 

@@ -265,14 +265,13 @@ pub struct NetServer {
     ca_pem: Option<String>,
 }
 
-/// A throwaway CA and a certificate it signed for `names`, as PEM text `(ca, cert, key)`: for tests
-/// and peers such as aioquic that read certificate files. Not a deployment's PKI.
 /// The `[[schemes]]` entry that `tailcut net`'s flags name (`--scheme`, `--experiment` with
 /// `--entry`, `--param`), as JSON `{name, transport, params}`: the one reading of those flags,
-/// shared with the `tailcut-net` command. A bad flag raises `ValueError` with the reason.
+/// shared with the `tailcut-net` command. A bad flag raises `ConfigError` whose `path` is the flag.
 #[pyfunction]
-pub fn net_scheme_entry(args: Vec<String>) -> PyResult<String> {
-    let e = tailcut_net::cli::scheme_entry(&args).map_err(pyo3::exceptions::PyValueError::new_err)?;
+pub fn net_scheme_entry(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+    let e = tailcut_net::cli::scheme_entry(&args)
+        .map_err(|e| config_error(py, &e.path, &e.reason, e.to_string()))?;
     let mut m = Map::new();
     if let Some(n) = e.name {
         m.insert("name".into(), n.into());
@@ -282,6 +281,8 @@ pub fn net_scheme_entry(args: Vec<String>) -> PyResult<String> {
     Ok(Value::Object(m).to_string())
 }
 
+/// A throwaway CA and a certificate it signed for `names`, as PEM text `(ca, cert, key)`: for tests
+/// and peers such as aioquic that read certificate files. Not a deployment's PKI.
 #[pyfunction]
 pub fn generate_cert(names: Vec<String>) -> PyResult<(String, String, String)> {
     let (_, g) = TlsConfig::generate(&names).map_err(PyOSError::new_err)?;

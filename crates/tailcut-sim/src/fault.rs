@@ -10,7 +10,7 @@ use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 use tailcut_proto::rng::{self, Stream};
 use tailcut_proto::units::Rate;
-use tailcut_proto::Dur;
+use tailcut_proto::{ConfigError, Dur};
 
 /// A link, named by its two end nodes (and which of several parallel links).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -130,12 +130,12 @@ pub enum FaultAction {
 }
 
 /// Resolves a link reference to its two ports (forward, backward).
-pub fn resolve(net: &Network, l: &LinkRef) -> Result<[u32; 2], String> {
+pub fn resolve(net: &Network, l: &LinkRef) -> Result<[u32; 2], ConfigError> {
     let find = |name: &str| {
         net.nodes
             .iter()
             .position(|n| n.name == name)
-            .ok_or_else(|| format!("link.between: unknown node '{name}'"))
+            .ok_or_else(|| ConfigError::new("link.between", format!("unknown node '{name}'")))
     };
     let (a, b) = (find(&l.between[0])? as u32, find(&l.between[1])? as u32);
     let fwd: Vec<u32> = net.nodes[a as usize]
@@ -145,19 +145,22 @@ pub fn resolve(net: &Network, l: &LinkRef) -> Result<[u32; 2], String> {
         .filter(|&p| net.ports[p as usize].peer == b)
         .collect();
     let p = *fwd.get(l.index as usize).ok_or_else(|| {
-        format!(
-            "link.index: {} links join '{}' and '{}', index {} is out of range",
-            fwd.len(),
-            l.between[0],
-            l.between[1],
-            l.index
+        ConfigError::new(
+            "link.index",
+            format!(
+                "{} links join '{}' and '{}', index {} is out of range",
+                fwd.len(),
+                l.between[0],
+                l.between[1],
+                l.index
+            ),
         )
     })?;
     Ok([p, net.ports[p as usize].reverse])
 }
 
 /// The ranges of a fault's times, rates and delays (`limits.rs`); `until` must follow `at`.
-fn check_values(f: &FaultConfig) -> Result<(), tailcut_proto::ConfigError> {
+fn check_values(f: &FaultConfig) -> Result<(), ConfigError> {
     let (at, until) = match f {
         FaultConfig::Loss { at, until, .. } | FaultConfig::LinkDown { at, until, .. } => (at, until),
         FaultConfig::Degrade { rate, at, until, .. } => {
@@ -166,7 +169,7 @@ fn check_values(f: &FaultConfig) -> Result<(), tailcut_proto::ConfigError> {
         }
         FaultConfig::Delay { extra, at, until, .. } => {
             if *extra > limits::MAX_DELAY {
-                return Err(tailcut_proto::ConfigError::new(
+                return Err(ConfigError::new(
                     "extra",
                     format!("must be at most 10s, got {extra}"),
                 ));
@@ -176,7 +179,7 @@ fn check_values(f: &FaultConfig) -> Result<(), tailcut_proto::ConfigError> {
         FaultConfig::RandomLossyLinks { tier_weights, .. } => {
             if let Some(w) = tier_weights {
                 if let Some(k) = w.iter().position(|x| !x.is_finite()) {
-                    return Err(tailcut_proto::ConfigError::new(
+                    return Err(ConfigError::new(
                         format!("tier_weights[{k}]"),
                         format!("must be a finite number, got {}", w[k]),
                     ));
@@ -189,7 +192,7 @@ fn check_values(f: &FaultConfig) -> Result<(), tailcut_proto::ConfigError> {
     if let Some(u) = until {
         limits::time("until", *u)?;
         if u <= at {
-            return Err(tailcut_proto::ConfigError::new(
+            return Err(ConfigError::new(
                 "until",
                 format!("must be after at ({at}), got {u}"),
             ));
@@ -198,12 +201,19 @@ fn check_values(f: &FaultConfig) -> Result<(), tailcut_proto::ConfigError> {
     Ok(())
 }
 
-/// Expands the fault list into timed actions; random placement uses the fault RNG stream.
-pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur, FaultAction)>, String> {
+/// Expands the fault list into timed actions; random placement uses the fault RNG stream. Error
+/// paths start at `faults[i]`.
+pub fn plan(
+    faults: &[FaultConfig],
+    net: &Network,
+    seed: u64,
+) -> Result<Vec<(Dur, FaultAction)>, ConfigError> {
     let mut out = Vec::new();
     for (i, f) in faults.iter().enumerate() {
-        let ctx = |e: String| format!("faults[{i}].{e}");
-        check_values(f).map_err(|e| e.at(&format!("faults[{i}]")).to_string())?;
+        let here = format!("faults[{i}]");
+        let ctx = |e: ConfigError| e.at(&here);
+        let bad = |field: &str, reason: String| ConfigError::new(field, reason).at(&here);
+        check_values(f).map_err(ctx)?;
         match f {
             FaultConfig::Loss {
                 link,
@@ -212,7 +222,7 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                 at,
                 until,
             } => {
-                model.validate().map_err(|e| ctx(format!("model: {e}")))?;
+                model.validate().map_err(|e| ctx(e.at("model")))?;
                 let [fw, bw] = resolve(net, link).map_err(ctx)?;
                 let ports: Vec<u32> = match direction {
                     Direction::Both => vec![fw, bw],
@@ -291,7 +301,7 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                 until,
             } => {
                 if rate.0 == 0 {
-                    return Err(ctx("rate: must be > 0 (use link_down to cut a link)".into()));
+                    return Err(bad("rate", "must be > 0 (use link_down to cut a link)".into()));
                 }
                 let lp = resolve(net, link).map_err(ctx)?;
                 out.push((
@@ -319,27 +329,31 @@ pub fn plan(faults: &[FaultConfig], net: &Network, seed: u64) -> Result<Vec<(Dur
                 rates,
             } => {
                 if !(0.0..=1.0).contains(fraction) {
-                    return Err(ctx(format!("fraction: must be in [0, 1], got {fraction}")));
+                    return Err(bad("fraction", format!("must be in [0, 1], got {fraction}")));
                 }
                 let cdf = if rates == "fuso-loss" {
                     EmpiricalCdf::fuso_loss_rates()
                 } else {
                     EmpiricalCdf::from_file(std::path::Path::new(rates))
-                        .map_err(|e| ctx(format!("rates: {e}")))?
+                        .map_err(|e| bad("rates", e.to_string()))?
                 };
                 let (lo, hi) = (cdf.min_value(), cdf.max_value());
                 if lo < 0.0 || hi > 1.0 {
-                    return Err(ctx(format!(
-                        "rates: {rates}: loss rates must be fractions in [0, 1], found values from {lo} to {hi}"
-                    )));
+                    return Err(bad(
+                        "rates",
+                        format!(
+                            "{rates}: loss rates must be fractions in [0, 1], found values from {lo} to {hi}"
+                        ),
+                    ));
                 }
                 let weights = tier_weights.clone().unwrap_or_else(|| vec![1.0; tiers.len()]);
                 if weights.len() != tiers.len()
                     || weights.iter().any(|w| *w < 0.0)
                     || weights.iter().sum::<f64>() <= 0.0
                 {
-                    return Err(ctx(
-                        "tier_weights: need one non-negative weight per tier, not all zero".into(),
+                    return Err(bad(
+                        "tier_weights",
+                        "need one non-negative weight per tier, not all zero".into(),
                     ));
                 }
                 // Candidate links per tier, each named by its forward port (the lower port id).

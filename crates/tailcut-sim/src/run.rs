@@ -72,10 +72,10 @@ pub fn prepare(exp: &Experiment) -> Result<Prepared, RunError> {
 /// [`prepare`] with explicit resource limits (`--max-memory`, `--max-events`, `--force`).
 pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunError> {
     let err = |path: &str, reason: &str| RunError::Config(ConfigError::new(path, reason));
-    // The topology, network and fault modules report `field: reason` strings relative to their section.
+    // The topology, network and fault modules report paths relative to their section.
     let at = |outer: &str| {
         let outer = outer.to_string();
-        move |e: String| RunError::Config(ConfigError::from_message(&e).at(&outer))
+        move |e: ConfigError| RunError::Config(e.at(&outer))
     };
     if exp.schemes.is_empty() {
         return Err(err("schemes", "list at least one scheme"));
@@ -128,7 +128,7 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     let budget = estimate::flow_budget(&size, exp.schemes.len(), limits);
     let hosts = HostInfo { rack, nic_rate_bps };
     let flows = workload::generate_within(&exp.workload, &hosts, exp.seed, budget).map_err(|e| match e {
-        workload::GenerateError::Config(e) => at("")(e.to_string()),
+        workload::GenerateError::Config(e) => RunError::Config(e),
         workload::GenerateError::OverBudget { component, at_least } => RunError::Config(
             estimate::over_flow_budget(component, at_least, &size, exp.schemes.len(), limits),
         ),
@@ -196,7 +196,7 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
             }
             None => topo::build(&exp.topology, &t.switch_queues(&exp.network)).map_err(at("topology"))?,
         };
-        let faults = fault::plan(&exp.faults, &net, exp.seed).map_err(at(""))?;
+        let faults = fault::plan(&exp.faults, &net, exp.seed)?;
         let shim = match &s.shim {
             None => None,
             Some(ShimConfig::Tracks(c)) => Some(ShimConfig::Tracks(

@@ -298,7 +298,8 @@ fn run_scheme(kind: Kind, seed: u64, arrivals: &[Vec<u64>]) -> Result<SchemeRun,
         loop_cfg: LoopConfig::default(),
         capture: None,
         shim: None,
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     let srv = tb.host("srv").ok_or("topology has no host 'srv'")?.clone();
     let hosts: Vec<HostNs> = (0..arrivals.len())
         .map(|c| {
@@ -382,7 +383,8 @@ fn apply_faults(tb: &Testbed, t0: u64) -> Result<(), String> {
         extra: Dur::from_millis(100),
         at: Dur::ZERO,
         until: Some(Dur::from_millis(2_000)),
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     sleep_until(t0 + 5 * S);
     tb.fault_now(&FaultConfig::Loss {
         link: sw2_sw0(),
@@ -391,6 +393,7 @@ fn apply_faults(tb: &Testbed, t0: u64) -> Result<(), String> {
         at: Dur::ZERO,
         until: Some(Dur::from_millis(2_000)),
     })
+    .map_err(|e| e.to_string())
 }
 
 fn sleep_until(t: u64) {

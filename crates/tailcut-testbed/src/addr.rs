@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use tailcut_proto::Addr;
+use tailcut_proto::{Addr, ConfigError};
 use tailcut_sim::net::Network;
 
 /// Host numbers fit in two octets.
@@ -22,20 +22,24 @@ pub struct AddrTable {
 }
 
 impl AddrTable {
-    pub fn new(net: &Network) -> Result<AddrTable, String> {
+    /// Errors are at `topology`: a network too large for the address plan.
+    pub fn new(net: &Network) -> Result<AddrTable, ConfigError> {
         if net.hosts.len() > MAX_HOSTS {
-            return Err(format!(
-                "topology: {} hosts, the testbed supports {MAX_HOSTS}",
-                net.hosts.len()
+            return Err(ConfigError::new(
+                "topology",
+                format!("{} hosts, the testbed supports {MAX_HOSTS}", net.hosts.len()),
             ));
         }
         let mut entries = vec![(0, 0, Ipv4Addr::UNSPECIFIED); net.addrs.len()];
         let mut by_ip = HashMap::new();
         for (h, addrs) in net.host_addrs.iter().enumerate() {
             if addrs.len() > MAX_NICS {
-                return Err(format!(
-                    "topology: host {h} has {} NICs, the testbed supports {MAX_NICS}",
-                    addrs.len()
+                return Err(ConfigError::new(
+                    "topology",
+                    format!(
+                        "host {h} has {} NICs, the testbed supports {MAX_NICS}",
+                        addrs.len()
+                    ),
                 ));
             }
             for (k, a) in addrs.iter().enumerate() {

@@ -2,29 +2,23 @@
 //! (forwarding capacity and lateness of this machine).
 
 use crate::fabric::LoopConfig;
-use crate::{HostSetup, Testbed, TestbedSpec};
+use crate::{HostSetup, Testbed, TestbedError, TestbedSpec};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
+use tailcut_proto::flags::{present, value as flag};
 use tailcut_proto::units::{Bytes, Rate};
-use tailcut_proto::Dur;
+use tailcut_proto::{ConfigError, Dur};
 use tailcut_sim::topo::{self, Star, SwitchQueues, TopologyConfig};
 
-/// Value of `--name` in `args`, parsed.
-pub fn flag<T: std::str::FromStr>(args: &[String], name: &str) -> Result<Option<T>, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(None),
-        Some(i) => {
-            let v = args.get(i + 1).ok_or_else(|| format!("{name}: missing value"))?;
-            v.parse()
-                .map(Some)
-                .map_err(|_| format!("{name}: cannot parse '{v}'"))
-        }
-    }
-}
-
-fn star(hosts: u32, rate_bps: u64, delay: Dur, buffer: u64) -> Result<tailcut_sim::topo::TopoSpec, String> {
+/// A star of `hosts` hosts. Its only user input is `--hosts`, so a refused star is that flag's error.
+fn star(
+    hosts: u32,
+    rate_bps: u64,
+    delay: Dur,
+    buffer: u64,
+) -> Result<tailcut_sim::topo::TopoSpec, ConfigError> {
     let q = SwitchQueues {
         buffer: Bytes(buffer),
         ..Default::default()
@@ -37,16 +31,15 @@ fn star(hosts: u32, rate_bps: u64, delay: Dur, buffer: u64) -> Result<tailcut_si
         }),
         &q,
     )
+    .map_err(|e| ConfigError::new("--hosts", e.reason))
 }
 
 /// Starts a star of `--hosts` hosts (default 3) with `sleep 600` in each and, with `--dctcp`, registers
 /// the BPF DCTCP; prints one JSON line with this process's pid, the sleepers' pids, the namespaces'
 /// inodes and the DCTCP's name, then waits to be killed.
-pub fn hold(args: &[String]) -> Result<(), String> {
+pub fn hold(args: &[String]) -> Result<(), TestbedError> {
     let hosts: u32 = flag(args, "--hosts")?.unwrap_or(3);
-    let dctcp = args
-        .iter()
-        .any(|a| a == "--dctcp")
+    let dctcp = present(args, "--dctcp")
         .then(|| crate::dctcp::Dctcp::load(crate::dctcp::DEFAULT_G))
         .transpose()?;
     let tb = Testbed::start(TestbedSpec {
@@ -83,7 +76,7 @@ pub fn hold(args: &[String]) -> Result<(), String> {
 /// Bulk TCP from h0 to h1 through one switch (two ports of `--rate` Mbit/s each way, a buffer of
 /// `--buffer-kb`, `--delay-us` per link) for `--seconds`; prints goodput, the fabric's packet rate
 /// and lateness as JSON.
-pub fn bench(args: &[String]) -> Result<(), String> {
+pub fn bench(args: &[String]) -> Result<(), TestbedError> {
     let rate_mbit: u64 = flag(args, "--rate")?.unwrap_or(10_000);
     let seconds: f64 = flag(args, "--seconds")?.unwrap_or(5.0);
     let delay_us: u64 = flag(args, "--delay-us")?.unwrap_or(10);

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tailcut_proto::units::Bytes;
-use tailcut_proto::Dur;
+use tailcut_proto::{ConfigError, Dur};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -109,54 +109,64 @@ impl TestbedConfig {
         }
     }
 
-    /// Checks values; errors name the field.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks values; error paths are relative to the `[testbed]` table (`mtu`, `pcap.snaplen`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.rate_scale > 0.0 && self.rate_scale.is_finite()) {
-            return Err(format!(
-                "testbed.rate_scale: must be > 0, got {}",
-                self.rate_scale
+            return Err(ConfigError::new(
+                "rate_scale",
+                format!("must be > 0, got {}", self.rate_scale),
             ));
         }
         if !(self.max_lateness_rtt >= 0.0 && self.max_lateness_rtt.is_finite()) {
-            return Err(format!(
-                "testbed.max_lateness_rtt: must be a finite number >= 0, got {}",
-                self.max_lateness_rtt
+            return Err(ConfigError::new(
+                "max_lateness_rtt",
+                format!("must be a finite number >= 0, got {}", self.max_lateness_rtt),
             ));
         }
         if !(576..=65_535).contains(&self.mtu) {
-            return Err(format!("testbed.mtu: must be in [576, 65535], got {}", self.mtu));
+            return Err(ConfigError::new(
+                "mtu",
+                format!("must be in [576, 65535], got {}", self.mtu),
+            ));
         }
         if let Some(cc) = &self.congestion_control {
             if !BUILT_IN_CCS.contains(&cc.as_str()) && cc != crate::dctcp::CONFIG_NAME {
-                return Err(format!(
-                    "testbed.congestion_control: '{cc}' is neither built into this kernel nor tailcut's BPF DCTCP; \
-                     use reno, cubic, bbr or dctcp"
+                return Err(ConfigError::new(
+                    "congestion_control",
+                    format!(
+                        "'{cc}' is neither built into this kernel nor tailcut's BPF DCTCP; \
+                         use reno, cubic, bbr or dctcp"
+                    ),
                 ));
             }
         }
         for k in self.sysctls.keys() {
             if !k.starts_with("net.") {
-                return Err(format!(
-                    "testbed.sysctls.{k}: only net.* sysctls are per namespace"
+                return Err(ConfigError::new(
+                    format!("sysctls.{k}"),
+                    "only net.* sysctls are per namespace",
                 ));
             }
         }
         if self.max_hosts == 0 {
-            return Err("testbed.max_hosts: must be > 0".into());
+            return Err(ConfigError::new("max_hosts", "must be > 0"));
         }
         if let Some(p) = &self.pcap {
             // pcap readers reject larger snaplens (libpcap's MAXIMUM_SNAPLEN).
             if !(1..=262_144).contains(&p.snaplen) {
-                return Err(format!(
-                    "testbed.pcap.snaplen: must be in [1, 262144], got {}",
-                    p.snaplen
+                return Err(ConfigError::new(
+                    "pcap.snaplen",
+                    format!("must be in [1, 262144], got {}", p.snaplen),
                 ));
             }
             if p.max_bytes.0 < crate::pcap::FILE_HEADER {
-                return Err(format!(
-                    "testbed.pcap.max_bytes: must hold at least the {}-byte file header, got {}",
-                    crate::pcap::FILE_HEADER,
-                    p.max_bytes.0
+                return Err(ConfigError::new(
+                    "pcap.max_bytes",
+                    format!(
+                        "must hold at least the {}-byte file header, got {}",
+                        crate::pcap::FILE_HEADER,
+                        p.max_bytes.0
+                    ),
                 ));
             }
         }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use tailcut_proto::ConfigError;
 use tailcut_tracksd::bpf_build;
 
 /// What `[testbed] congestion_control` names the BPF DCTCP by.
@@ -69,10 +70,10 @@ impl DctcpStats {
 }
 
 /// Checks `g` (the simulator's `congestion_control.g`, in (0, 1]) and returns it in the BPF program's
-/// fixed point.
-pub fn g_fixed(g: f64) -> Result<u32, String> {
+/// fixed point. The error is the value's (an empty path): the caller names the field.
+pub fn g_fixed(g: f64) -> Result<u32, ConfigError> {
     if !(g > 0.0 && g <= 1.0) {
-        return Err(format!("must be in (0, 1], got {g}"));
+        return Err(ConfigError::new("", format!("must be in (0, 1], got {g}")));
     }
     Ok(((g * G_ONE).round() as u32).max(1))
 }
@@ -116,7 +117,7 @@ impl Dctcp {
     /// name, the first free of `tailcut_dctcp1`..`9`. Call it from a thread that outlives the run
     /// (PR_SET_PDEATHSIG is per thread).
     pub fn load(g: f64) -> Result<Dctcp, String> {
-        let g = g_fixed(g).map_err(|e| format!("DCTCP gain g: {e}"))?;
+        let g = g_fixed(g).map_err(|e| format!("DCTCP gain g: {}", e.reason))?;
         available()?;
         let dir = bpf_build::private_dir("dctcp")?;
         let result = Self::build_and_load(&dir, g);
@@ -249,7 +250,7 @@ mod tests {
         assert_eq!(g_fixed(1.0), Ok(65536));
         assert_eq!(g_fixed(1e-9), Ok(1), "a tiny gain stays a gain");
         for bad in [0.0, -0.1, 1.5, f64::NAN] {
-            assert!(g_fixed(bad).unwrap_err().contains("(0, 1]"), "{bad}");
+            assert!(g_fixed(bad).unwrap_err().reason.contains("(0, 1]"), "{bad}");
         }
     }
 

@@ -5,6 +5,7 @@
 
 use crate::agent::{Event, Plan, PlannedFlow};
 use crate::config::TestbedConfig;
+use crate::error::TestbedError;
 use crate::fabric::LoopConfig;
 use crate::pcap::CaptureSpec;
 use crate::report::FabricReport;
@@ -19,7 +20,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use tailcut_proto::stats::percentile;
 use tailcut_proto::tracks::TracksConfig;
-use tailcut_proto::Dur;
+use tailcut_proto::{ConfigError, Dur};
 use tailcut_sim::config::{Experiment, SchemeConfig};
 use tailcut_sim::fault::FaultConfig;
 use tailcut_sim::net::Network;
@@ -36,20 +37,27 @@ const WARMUP: Duration = Duration::from_millis(300);
 /// waits for all of them, however loaded the machine; this only bounds an agent that never starts.
 const AGENTS_START: Duration = Duration::from_secs(120);
 
+/// A serde error at its path (serde_path_to_error writes the root as `.`, which is no field).
+fn serde_error<E: std::fmt::Display>(e: serde_path_to_error::Error<E>) -> ConfigError {
+    let path = e.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    ConfigError::new(path, e.inner().to_string())
+}
+
 /// Splits the file into the simulator's experiment and the `[testbed]` section; errors name the field.
-pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), String> {
-    let mut table: toml::Table = text.parse().map_err(|e| format!("{e}"))?;
+pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), ConfigError> {
+    // TOML's own message says where in the text (line and column); there is no field yet.
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::new("", e.to_string()))?;
     let tb = match table.remove("testbed") {
-        Some(v) => {
-            serde_path_to_error::deserialize(v).map_err(|e| format!("testbed.{}: {}", e.path(), e.inner()))?
-        }
+        Some(v) => serde_path_to_error::deserialize(v).map_err(|e| serde_error(e).at("testbed"))?,
         None => TestbedConfig::default(),
     };
-    tb.validate()?;
+    tb.validate().map_err(|e| e.at("testbed"))?;
     let mut tb: TestbedConfig = tb;
     tb.shims = real_host_shims(&table, tb.sack)?;
-    let exp: Experiment = serde_path_to_error::deserialize(toml::Value::Table(table))
-        .map_err(|e| format!("{}: {}", e.path(), e.inner()))?;
+    let exp: Experiment = serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(serde_error)?;
     Ok((exp, tb))
 }
 
@@ -57,7 +65,7 @@ pub fn load(text: &str) -> Result<(Experiment, TestbedConfig), String> {
 /// `tailcut-tracksd`'s real-host defaults rather than the simulator's (a Linux sender's timestamps
 /// are not microseconds, and it answers spoofed ACKs differently with SACK; docs/tracks.md, "On
 /// real hosts"), and `sack` as the hosts' `tcp_sack`, as the simulator takes it from the transport.
-fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksConfig>>, String> {
+fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksConfig>>, ConfigError> {
     let schemes = table
         .get("schemes")
         .and_then(|v| v.as_array())
@@ -69,60 +77,74 @@ fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksC
             let Some(shim) = s.get("shim") else {
                 return Ok(None);
             };
+            let here = format!("schemes[{i}].shim");
             let mut given = shim
                 .as_table()
                 .cloned()
-                .ok_or(format!("schemes[{i}].shim: must be a table"))?;
+                .ok_or_else(|| ConfigError::new(&here, "must be a table"))?;
             match given.remove("kind").as_ref().and_then(|k| k.as_str()) {
                 Some("tracks") => {}
                 other => {
-                    return Err(format!(
-                        "schemes[{i}].shim.kind: unknown shim {other:?}; expected \"tracks\""
+                    return Err(ConfigError::new(
+                        format!("{here}.kind"),
+                        format!("unknown shim {other:?}; expected \"tracks\""),
                     ))
                 }
             }
-            let c = tailcut_tracksd::config::tracks_over_real_host_defaults(given)
-                .map_err(|e| format!("schemes[{i}].shim.{e}"))?;
+            let c =
+                tailcut_tracksd::config::tracks_over_real_host_defaults(given).map_err(|e| e.at(&here))?;
             let c = TracksConfig { sack, ..c };
-            c.validate().map_err(|e| format!("schemes[{i}].shim: {e}"))?;
+            c.validate().map_err(|e| e.at(&here))?;
             Ok(Some(c))
         })
         .collect()
 }
 
 /// Rejects what the testbed cannot run, naming the field.
-fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), String> {
+fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), ConfigError> {
     if hosts > tb.max_hosts as usize {
-        return Err(format!(
-            "topology: {hosts} hosts, more than testbed.max_hosts = {} (each host is a namespace and an agent process)",
-            tb.max_hosts
+        return Err(ConfigError::new(
+            "topology",
+            format!(
+                "{hosts} hosts, more than testbed.max_hosts = {} (each host is a namespace and an agent process)",
+                tb.max_hosts
+            ),
         ));
     }
+    // Built here (a run has built it already) rather than per scheme, so that its errors are at
+    // `topology` and not under a scheme.
+    let nics = most_nics(&topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?);
     for (i, s) in exp.schemes.iter().enumerate() {
+        let here = format!("schemes[{i}]");
         // The scheme layer reads the entry as the simulator does (the same keys, units and errors),
         // then refuses what the kernel's stacks cannot set.
         tailcut_scheme::resolve_for(&s.transport, &s.params, tailcut_scheme::Driver::Kernel)
-            .map_err(|e| format!("schemes[{i}].{e}"))?;
-        scheme_kernel_settings(tb, s).map_err(|e| format!("schemes[{i}].{e}"))?;
-        mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes[{i}].params.{e}"))?;
+            .map_err(|e| e.at(&here))?;
+        scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
+        mptcp_join_ports(tb, s, nics).map_err(|e| e.at(&here))?;
         if s.applies_to.is_some() {
-            return Err(format!(
-                "schemes[{i}].applies_to: every component runs on the scheme's stack on the testbed"
+            return Err(ConfigError::new(
+                format!("{here}.applies_to"),
+                "every component runs on the scheme's stack on the testbed",
             ));
         }
     }
     if exp.other_traffic.is_some() {
-        return Err(
-            "other_traffic: not supported on the testbed (every component uses the scheme's stack)".into(),
-        );
+        return Err(ConfigError::new(
+            "other_traffic",
+            "not supported on the testbed (every component uses the scheme's stack)",
+        ));
     }
     if tb.pcap.is_some() {
         let mut seen = BTreeMap::new();
         for s in &exp.schemes {
             if let Some(other) = seen.insert(capture_prefix(&s.name), &s.name) {
-                return Err(format!(
-                    "testbed.pcap: schemes '{other}' and '{}' would write the same capture files; rename one",
-                    s.name
+                return Err(ConfigError::new(
+                    "testbed.pcap",
+                    format!(
+                        "schemes '{other}' and '{}' would write the same capture files; rename one",
+                        s.name
+                    ),
                 ));
             }
         }
@@ -155,18 +177,21 @@ struct SimCongestionControl {
 }
 
 /// How a scheme runs in the kernels: `[testbed]` with the scheme's `min_rto` and `ecn` applied, and
-/// the gain of tailcut's BPF DCTCP when it runs that. Errors start with the field under the scheme.
+/// the gain of tailcut's BPF DCTCP when it runs that. Error paths are relative to the scheme's table.
 fn scheme_kernel_settings(
     tb: &TestbedConfig,
     s: &SchemeConfig,
-) -> Result<(TestbedConfig, Option<f64>), String> {
+) -> Result<(TestbedConfig, Option<f64>), ConfigError> {
     let mut tb = tb.clone();
     if let Some(v) = s.params.get("min_rto") {
-        let d: Dur = serde_json::from_value(v.clone()).map_err(|e| format!("params.min_rto: {e}"))?;
+        let d: Dur = serde_json::from_value(v.clone())
+            .map_err(|e| ConfigError::new("params.min_rto", e.to_string()))?;
         tb.rto_min_us = Some(d.0 / 1000);
     }
     if let Some(v) = s.params.get("ecn") {
-        tb.ecn = v.as_bool().ok_or("params.ecn: must be true or false")?;
+        tb.ecn = v
+            .as_bool()
+            .ok_or_else(|| ConfigError::new("params.ecn", "must be true or false"))?;
     }
     let dctcp = crate::dctcp::CONFIG_NAME;
     if s.transport != "dctcp" {
@@ -174,26 +199,32 @@ fn scheme_kernel_settings(
         return Ok((tb, g));
     }
     if let Some(cc) = tb.congestion_control.as_deref().filter(|&cc| cc != dctcp) {
-        return Err(format!(
-            "transport: 'dctcp' runs tailcut's BPF DCTCP on every socket, but testbed.congestion_control = '{cc}'; \
-             remove one of them"
+        return Err(ConfigError::new(
+            "transport",
+            format!(
+                "'dctcp' runs tailcut's BPF DCTCP on every socket, but testbed.congestion_control = '{cc}'; \
+                 remove one of them"
+            ),
         ));
     }
     if s.params.get("ecn").and_then(|v| v.as_bool()) == Some(false) {
-        return Err("params.ecn: DCTCP needs ECN (its CC negotiates it whatever tcp_ecn says)".into());
+        return Err(ConfigError::new(
+            "params.ecn",
+            "DCTCP needs ECN (its CC negotiates it whatever tcp_ecn says)",
+        ));
     }
     let mut g = crate::dctcp::DEFAULT_G;
     if let Some(v) = s.params.get("congestion_control") {
-        let cc: SimCongestionControl =
-            serde_json::from_value(v.clone()).map_err(|e| format!("params.congestion_control: {e}"))?;
+        let cc: SimCongestionControl = serde_json::from_value(v.clone())
+            .map_err(|e| ConfigError::new("params.congestion_control", e.to_string()))?;
         if cc.kind != dctcp {
-            return Err(format!(
-                "params.congestion_control.kind: the testbed's dctcp is the BPF DCTCP, not '{}'",
-                cc.kind
+            return Err(ConfigError::new(
+                "params.congestion_control.kind",
+                format!("the testbed's dctcp is the BPF DCTCP, not '{}'", cc.kind),
             ));
         }
         g = cc.g.unwrap_or(g);
-        crate::dctcp::g_fixed(g).map_err(|e| format!("params.congestion_control.g: {e}"))?;
+        crate::dctcp::g_fixed(g).map_err(|e| e.at("params.congestion_control.g"))?;
     }
     tb.congestion_control = Some(dctcp.to_string());
     Ok((tb, Some(g)))
@@ -202,24 +233,33 @@ fn scheme_kernel_settings(
 /// The MPTCP `signal` endpoint ports of a scheme (see `HostSetup::mptcp_join_ports`): on hosts with
 /// one NIC, `subflows - 1` ports after the agents' port, `subflows` defaulting to the simulator's
 /// (`MptcpConfig::default`), so that one file opens as many subflows in both worlds. Hosts with
-/// several NICs get one subflow per NIC instead (`HostSetup::mptcp_endpoints`), and no ports.
-fn mptcp_join_ports(exp: &Experiment, tb: &TestbedConfig, s: &SchemeConfig) -> Result<Vec<u16>, String> {
+/// several NICs get one subflow per NIC instead (`HostSetup::mptcp_endpoints`), and no ports. `nics`
+/// is the most NICs any host has ([`most_nics`]). Error paths are relative to the scheme's table
+/// (`params.subflows`).
+fn mptcp_join_ports(tb: &TestbedConfig, s: &SchemeConfig, nics: usize) -> Result<Vec<u16>, ConfigError> {
+    let bad = |field: &str, reason: String| ConfigError::new(field, reason).at("params");
     let given = s.params.get("subflows");
     if s.transport != "mptcp" {
         return match (given, s.params.get("coupled")) {
-            (Some(_), _) => Err(format!("subflows: only mptcp has subflows, not {}", s.transport)),
-            (_, Some(_)) => Err(format!(
-                "coupled: only mptcp has coupled subflows, not {}",
-                s.transport
+            (Some(_), _) => Err(bad(
+                "subflows",
+                format!("only mptcp has subflows, not {}", s.transport),
+            )),
+            (_, Some(_)) => Err(bad(
+                "coupled",
+                format!("only mptcp has coupled subflows, not {}", s.transport),
             )),
             (None, None) => Ok(Vec::new()),
         };
     }
     if let Some(c) = s.params.get("coupled") {
         if c.as_bool() != Some(false) {
-            return Err(format!(
-                "coupled: upstream Linux MPTCP has no coupled congestion control (each subflow runs its own); \
-                 only coupled = false describes it, got {c}"
+            return Err(bad(
+                "coupled",
+                format!(
+                    "upstream Linux MPTCP has no coupled congestion control (each subflow runs its own); \
+                     only coupled = false describes it, got {c}"
+                ),
             ));
         }
     }
@@ -228,23 +268,28 @@ fn mptcp_join_ports(exp: &Experiment, tb: &TestbedConfig, s: &SchemeConfig) -> R
         Some(v) => v
             .as_u64()
             .filter(|n| (1..=MAX_SUBFLOWS).contains(n))
-            .ok_or_else(|| format!("subflows: must be an integer in 1..={MAX_SUBFLOWS}, got {v}"))?,
+            .ok_or_else(|| {
+                bad(
+                    "subflows",
+                    format!("must be an integer in 1..={MAX_SUBFLOWS}, got {v}"),
+                )
+            })?,
     };
-    let spec = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
-    if most_nics(&spec) > 1 {
+    if nics > 1 {
         return match given {
-            Some(_) => {
-                Err("subflows: on hosts with several NICs Linux MPTCP opens one subflow per NIC".into())
-            }
+            Some(_) => Err(bad(
+                "subflows",
+                "on hosts with several NICs Linux MPTCP opens one subflow per NIC".into(),
+            )),
             None => Ok(Vec::new()),
         };
     }
     (1..subflows)
         .map(|k| {
             u16::try_from(u64::from(tb.port) + k).map_err(|_| {
-                format!(
-                    "subflows: testbed.port {} leaves no room for {subflows} ports",
-                    tb.port
+                bad(
+                    "subflows",
+                    format!("testbed.port {} leaves no room for {subflows} ports", tb.port),
                 )
             })
         })
@@ -390,20 +435,22 @@ fn fct_percentile_text(v: f64) -> String {
 
 /// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries. `agent` is the
 /// `tailcut-testbed` binary, started in every host as `agent`. With `[testbed.pcap]`, each scheme's
-/// captures go to `pcap_dir` (`SCHEME.sent.pcap`, `SCHEME.delivered.pcap`).
+/// captures go to `pcap_dir` (`SCHEME.sent.pcap`, `SCHEME.delivered.pcap`). What the testbed cannot
+/// run is a [`TestbedError::Config`], found before any scheme runs.
 pub fn run_experiment(
     exp: &Experiment,
     tb: &TestbedConfig,
     agent: &Path,
     pcap_dir: Option<&Path>,
-) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), String> {
-    let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| format!("topology: {e}"))?;
+) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), TestbedError> {
+    let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?;
     scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::unrouted(&base, exp.seed);
     check(exp, tb, net.hosts.len())?;
     // A missing tool should stop the run before any scheme has run, not after the first.
-    for s in &exp.schemes {
-        if scheme_kernel_settings(tb, s)?.1.is_some() {
+    for (i, s) in exp.schemes.iter().enumerate() {
+        let (_, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| e.at(&format!("schemes[{i}]")))?;
+        if dctcp_g.is_some() {
             crate::dctcp::available().map_err(|e| format!("schemes.{}: {e}", s.name))?;
         }
     }
@@ -415,14 +462,15 @@ pub fn run_experiment(
             snaplen: p.snaplen,
             max_bytes: p.max_bytes.0,
         }),
-        (Some(_), None) => return Err("testbed.pcap: this run has no folder to capture into".into()),
+        (Some(_), None) => {
+            return Err(ConfigError::new("testbed.pcap", "this run has no folder to capture into").into())
+        }
     };
     let (rack, nic_rate_bps) = net.host_info();
     // The simulator's generator with the same seed. It sees the scaled NIC rates, so that a `load`
     // stays the same fraction of the links; with rate_scale = 1 (or arrivals given per second) the
     // flows are exactly the simulator's.
-    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)
-        .map_err(|e| e.to_string())?;
+    let flows = workload::generate(&exp.workload, &HostInfo { rack, nic_rate_bps }, exp.seed)?;
     let mut rows = Vec::new();
     let mut summaries = Vec::new();
     for (i, s) in exp.schemes.iter().enumerate() {
@@ -431,30 +479,33 @@ pub fn run_experiment(
             ..c
         });
         let shim = tb.shims.get(i).cloned().flatten();
-        let (r, sum) = run_scheme(exp, tb, s, &flows, agent, capture, shim)?;
+        let (r, sum) = run_scheme(exp, tb, i, &flows, agent, capture, shim)?;
         rows.extend(r);
         summaries.push(sum);
     }
     Ok((rows, summaries))
 }
 
+/// Runs scheme `i` of `exp` (checked by [`check`]).
 fn run_scheme(
     exp: &Experiment,
     tb: &TestbedConfig,
-    s: &SchemeConfig,
+    i: usize,
     flows: &[FlowSpec],
     exe: &Path,
     capture: Option<CaptureSpec>,
     shim: Option<TracksConfig>,
-) -> Result<(Vec<FlowRow>, SchemeSummary), String> {
+) -> Result<(Vec<FlowRow>, SchemeSummary), TestbedError> {
+    let s = &exp.schemes[i];
+    let here = format!("schemes[{i}]");
     let queues = s.network.as_ref().unwrap_or(&exp.network);
-    let mut spec = topo::build(&exp.topology, queues).map_err(|e| format!("topology: {e}"))?;
+    let mut spec = topo::build(&exp.topology, queues).map_err(|e| e.at("topology"))?;
     let mut faults = exp.faults.clone();
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
     let mptcp = s.transport == "mptcp";
-    let (tb, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| format!("schemes.{}.{e}", s.name))?;
+    let (tb, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
     let tb = &tb;
-    let join_ports = mptcp_join_ports(exp, tb, s).map_err(|e| format!("schemes.{}.params.{e}", s.name))?;
+    let join_ports = mptcp_join_ports(tb, s, most_nics(&spec)).map_err(|e| e.at(&here))?;
     let base_rtt_ns = crate::timing::base_rtt_ns(&spec);
     // Registered before the hosts exist and unregistered when this function returns (or when the
     // process dies: the loader is tied to this thread).
@@ -566,11 +617,11 @@ fn run_scheme(
             Ok(_) => {}
             Err(_) => {
                 stop_all(&mut agents);
-                return Err(format!(
+                return Err(TestbedError::Run(format!(
                     "only {ready} of {} agents were listening after {} s",
                     hosts.len(),
                     AGENTS_START.as_secs()
-                ));
+                )));
             }
         }
     }
@@ -717,25 +768,29 @@ fn run_scheme(
 /// `run FILE --out DIR [--overwrite] [--allow-invalid-timing]`. `Ok(false)`: the outputs are written
 /// but a scheme's run did not keep its timing and invalid timing was not allowed (the binary then
 /// exits with `timing::EXIT_INVALID_TIMING`).
-pub fn cli(args: &[String]) -> Result<bool, String> {
+pub fn cli(args: &[String]) -> Result<bool, TestbedError> {
     let file = args
         .first()
         .filter(|a| !a.starts_with("--"))
-        .ok_or("run: missing FILE")?;
-    let out: String = crate::cli::flag(args, "--out")?.ok_or("run: missing --out DIR")?;
+        .ok_or_else(|| ConfigError::new("run", "missing FILE"))?;
+    let out: String = tailcut_proto::flags::value(args, "--out")?
+        .ok_or_else(|| ConfigError::new("run", "missing --out DIR"))?;
     let out = Path::new(&out);
-    if out.exists() && !args.iter().any(|a| a == "--overwrite") {
-        return Err(format!(
-            "--out {}: exists (pass --overwrite to replace its files)",
-            out.display()
-        ));
+    if out.exists() && !tailcut_proto::flags::present(args, "--overwrite") {
+        return Err(ConfigError::new(
+            "--out",
+            format!(
+                "{}: exists (pass --overwrite to replace its files)",
+                out.display()
+            ),
+        )
+        .into());
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-    let (exp, tb) = load(&text).map_err(|e| format!("{file}: {e}"))?;
+    let (exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
     let pcap_dir = out.join("pcap");
-    let (rows, summaries) =
-        run_experiment(&exp, &tb, &exe, Some(&pcap_dir)).map_err(|e| format!("{file}: {e}"))?;
+    let (rows, summaries) = run_experiment(&exp, &tb, &exe, Some(&pcap_dir)).map_err(|e| e.in_file(file))?;
     crate::outputs::write(out, &rows, &summaries)?;
     for s in &summaries {
         for c in s.fabric.capture.iter().flat_map(|c| [&c.sent, &c.delivered]) {
@@ -761,7 +816,7 @@ pub fn cli(args: &[String]) -> Result<bool, String> {
     }
     // Last, so that it is what a user sees at the end of the run.
     let invalid: Vec<_> = summaries.iter().filter(|s| !s.timing.valid).collect();
-    let allowed = args.iter().any(|a| a == "--allow-invalid-timing");
+    let allowed = tailcut_proto::flags::present(args, "--allow-invalid-timing");
     for s in &invalid {
         eprintln!(
             "WARNING: {}: TIMING INVALID, the FCTs measure this machine as much as the network: {}",

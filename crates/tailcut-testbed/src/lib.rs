@@ -6,6 +6,7 @@
 //! (per-switch salted ECMP) and fault schedule, in real time. See `docs/testbed.md`.
 
 pub mod addr;
+pub mod error;
 pub mod fabric;
 pub mod host;
 pub mod lateness;
@@ -21,6 +22,7 @@ pub mod testbed;
 pub mod timing;
 pub mod wire;
 
+pub use error::TestbedError;
 pub use host::{HostNs, HostSetup};
 pub use report::FabricReport;
 pub use testbed::{Testbed, TestbedSpec};

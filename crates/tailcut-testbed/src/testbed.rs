@@ -1,6 +1,7 @@
 //! A running testbed: the hosts' namespaces and the fabric thread that connects them.
 
 use crate::addr::AddrTable;
+use crate::error::TestbedError;
 use crate::fabric::{Fabric, LoopConfig};
 use crate::host::{HostNs, HostSetup};
 use crate::pcap::{Capture, CaptureSpec};
@@ -44,8 +45,10 @@ pub struct Testbed {
 }
 
 impl Testbed {
-    /// Creates a namespace per host and starts the fabric. Errors name what could not be set up.
-    pub fn start(spec: TestbedSpec) -> Result<Testbed, String> {
+    /// Creates a namespace per host and starts the fabric. A topology or fault the testbed cannot
+    /// take is a [`TestbedError::Config`] naming the field (before anything is set up); otherwise the
+    /// error says what could not be set up.
+    pub fn start(spec: TestbedSpec) -> Result<Testbed, TestbedError> {
         let net = Network::build(&spec.topo, spec.seed);
         let names = Network::unrouted(&spec.topo, spec.seed);
         let addrs = AddrTable::new(&net)?;
@@ -106,14 +109,15 @@ impl Testbed {
         self.hosts.iter().find(|h| h.name == name)
     }
 
-    /// Applies a fault from now on: its `at` and `until` count from this call.
-    pub fn fault_now(&self, f: &FaultConfig) -> Result<(), String> {
+    /// Applies a fault from now on: its `at` and `until` count from this call. A fault that names no
+    /// link of this testbed is a [`TestbedError::Config`] at `faults[0]`.
+    pub fn fault_now(&self, f: &FaultConfig) -> Result<(), TestbedError> {
         let actions = fault::plan(std::slice::from_ref(f), &self.names, self.seed)?;
         let start = actions.iter().map(|(t, _)| t.0).min().unwrap_or(0);
         for (t, a) in actions {
             self.control
                 .send((Dur(t.0 - start), a))
-                .map_err(|_| "the fabric has stopped".to_string())?;
+                .map_err(|_| TestbedError::Run("the fabric has stopped".into()))?;
         }
         Ok(())
     }

@@ -10,6 +10,7 @@ use crate::rules::Rules;
 use crate::Agent;
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::tracks::Tracks;
+use tailcut_proto::ConfigError;
 
 pub const USAGE: &str = "usage: tailcut-tracksd [--check | --uninstall] CONFIG.toml";
 
@@ -23,16 +24,22 @@ fn rules_of(cfg: &AgentConfig) -> Rules {
     }
 }
 
-/// The local senders' SACK setting when the configuration does not say.
-fn host_sack() -> Result<bool, String> {
-    let v = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_sack")
-        .map_err(|e| format!("sack: not configured and /proc/sys/net/ipv4/tcp_sack unreadable: {e}"))?;
+/// The local senders' SACK setting when the configuration does not say. An unreadable setting is the
+/// configuration's error: giving `sack` is the fix.
+fn host_sack() -> Result<bool, ConfigError> {
+    let v = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_sack").map_err(|e| {
+        ConfigError::new(
+            "sack",
+            format!("not configured and /proc/sys/net/ipv4/tcp_sack unreadable: {e}"),
+        )
+    })?;
     Ok(v.trim() != "0")
 }
 
 /// Runs the agent with the command line `args` (without the program name) until a termination signal,
 /// or checks or uninstalls (see the module). Blocks the termination signals first: call it before
-/// starting any thread.
+/// starting any thread. The error is the agent's last words, one line for the operator: the
+/// configuration's (naming the file, then the field) and the operating system's alike.
 pub fn run(args: &[String]) -> Result<(), String> {
     let (mode, path) = match args {
         [p] if !p.starts_with('-') => ("run", p),
@@ -40,7 +47,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         _ => return Err(USAGE.into()),
     };
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
-    let cfg = AgentConfig::from_toml(&text).map_err(|e| format!("{path}: {}: {}", e.path, e.reason))?;
+    let cfg = AgentConfig::from_toml(&text).map_err(|e| format!("{path}: {e}"))?;
     match mode {
         "--check" => return Ok(()),
         "--uninstall" => return rules_of(&cfg).remove().map_err(|e| e.to_string()),
@@ -51,7 +58,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut tracks = cfg.tracks.clone();
     tracks.sack = match cfg.sack {
         Some(s) => s,
-        None => host_sack()?,
+        None => host_sack().map_err(|e| format!("{path}: {e}"))?,
     };
     let shim = Tracks::new(tracks, stream(cfg.seed, Stream::Shim, 0));
     let injector = Injector::new().map_err(|e| e.to_string())?;

@@ -84,14 +84,19 @@ fn over_real_host_defaults<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Tra
 
 /// The shim's parameters `given` (TOML keys of [`TracksConfig`]), the others from
 /// [`real_host_tracks`]: what a shim beside a real Linux TCP runs with, here and in the testbed.
-pub fn tracks_over_real_host_defaults(given: toml::Table) -> Result<TracksConfig, String> {
-    let mut table = match toml::Value::try_from(real_host_tracks()).map_err(|e| e.to_string())? {
-        toml::Value::Table(t) => t,
-        _ => return Err("tracks defaults are not a table".into()),
+/// Error paths are the keys of `given` (`alpha`); inside serde (the `[tracks]` table) the error's text
+/// becomes the message, after serde's own path.
+pub fn tracks_over_real_host_defaults(given: toml::Table) -> Result<TracksConfig, ConfigError> {
+    // The defaults are a TracksConfig, which serialises to a table: this is a bug if it fails, but a
+    // bug reported as an error, not a panic in the agent.
+    let defaults = toml::Value::try_from(real_host_tracks())
+        .map_err(|e| ConfigError::new("", format!("the real-host defaults do not serialise: {e}")))?;
+    let toml::Value::Table(mut table) = defaults else {
+        return Err(ConfigError::new("", "the real-host defaults are not a table"));
     };
     table.extend(given);
     serde_path_to_error::deserialize(toml::Value::Table(table))
-        .map_err(|e| format!("{}: {}", e.path(), e.inner()))
+        .map_err(|e| ConfigError::new(e.path().to_string(), e.inner().to_string()))
 }
 
 fn default_queue() -> u16 {

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
         Some("serve") => tailcut_net::cli::serve(&args[1..]),
         Some("bench") => tailcut_net::cli::bench(&args[1..]),
         Some("cert") => tailcut_net::cli::cert(&args[1..]),
-        _ => Err(USAGE.to_string()),
+        _ => Err(USAGE.into()),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

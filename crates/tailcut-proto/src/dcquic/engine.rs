@@ -11,6 +11,7 @@ use crate::engine::{AppEvent, Engine, MessageStats, MsgId, Outgoing};
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto};
 use crate::rng::Rng;
 use crate::time::Time;
+use crate::ConfigError;
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Endpoint, EndpointConfig,
     Event, ServerConfig, Side, StreamEvent, StreamId, VarInt,
@@ -151,10 +152,16 @@ impl DcquicEngine {
         task_bytes: u64,
         keys: real::ClientKeys,
         now: Time,
-    ) -> Result<DcquicEngine, String> {
+    ) -> Result<DcquicEngine, ConfigError> {
+        // The path is the field of `RealMode` that is missing (as `RealMode::validate` names it).
         match shared.real_mode() {
             Some(r) if r.client.is_some() => {}
-            _ => return Err("a real client needs a Shared::real with a client config".into()),
+            _ => {
+                return Err(ConfigError::new(
+                    "client",
+                    "a real client needs a Shared::real with a client config",
+                ))
+            }
         }
         let origin = Origin::RealClient(keys);
         Ok(DcquicEngine::build(
@@ -176,10 +183,15 @@ impl DcquicEngine {
         tuple: FiveTuple,
         keys: real::ServerKeys,
         now: Time,
-    ) -> Result<DcquicEngine, String> {
+    ) -> Result<DcquicEngine, ConfigError> {
         match shared.real_mode() {
             Some(r) if r.server.is_some() => {}
-            _ => return Err("a real server needs a Shared::real with a server config".into()),
+            _ => {
+                return Err(ConfigError::new(
+                    "server",
+                    "a real server needs a Shared::real with a server config",
+                ))
+            }
         }
         let origin = Origin::RealServer(keys);
         Ok(DcquicEngine::build(

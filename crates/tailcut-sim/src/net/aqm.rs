@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use tailcut_proto::units::Bytes;
+use tailcut_proto::ConfigError;
 
 /// Admission / marking policy of a queue. Buffers are byte-limited; every discipline drops a packet
 /// that does not fit (or, for random drop, a random one).
@@ -93,7 +94,9 @@ fn default_w_q() -> f64 {
 }
 
 impl AqmConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the thresholds and probabilities; the error's path is the field (relative to the AQM's
+    /// table).
+    pub fn validate(&self) -> Result<(), ConfigError> {
         match self {
             AqmConfig::Red {
                 min_th,
@@ -103,22 +106,25 @@ impl AqmConfig {
                 ..
             } => {
                 if min_th.0 >= max_th.0 {
-                    return Err(format!(
-                        "min_th ({}) must be below max_th ({})",
-                        min_th.0, max_th.0
+                    return Err(ConfigError::new(
+                        "min_th",
+                        format!("must be below max_th ({}), got {}", max_th.0, min_th.0),
                     ));
                 }
                 if !(0.0..=1.0).contains(max_p) || *max_p == 0.0 {
-                    return Err(format!("max_p must be in (0, 1], got {max_p}"));
+                    return Err(ConfigError::new(
+                        "max_p",
+                        format!("must be in (0, 1], got {max_p}"),
+                    ));
                 }
                 if !(0.0..=1.0).contains(w_q) || *w_q == 0.0 {
-                    return Err(format!("w_q must be in (0, 1], got {w_q}"));
+                    return Err(ConfigError::new("w_q", format!("must be in (0, 1], got {w_q}")));
                 }
                 Ok(())
             }
             AqmConfig::Trim { header_bytes, .. } => {
                 if header_bytes.0 == 0 {
-                    return Err("header_bytes must be > 0".into());
+                    return Err(ConfigError::new("header_bytes", "must be > 0"));
                 }
                 Ok(())
             }

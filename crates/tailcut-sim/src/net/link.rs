@@ -40,12 +40,16 @@ fn one() -> f64 {
 }
 
 impl LossConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the probabilities; the error's path is the field (relative to the model's table).
+    pub fn validate(&self) -> Result<(), tailcut_proto::ConfigError> {
         let prob = |name: &str, v: f64| {
             if (0.0..=1.0).contains(&v) {
                 Ok(())
             } else {
-                Err(format!("{name} must be a probability in [0, 1], got {v}"))
+                Err(tailcut_proto::ConfigError::new(
+                    name,
+                    format!("must be a probability in [0, 1], got {v}"),
+                ))
             }
         };
         match *self {

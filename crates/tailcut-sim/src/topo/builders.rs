@@ -1,7 +1,7 @@
 //! Topology builders.
 
 use super::*;
-use tailcut_proto::Dur;
+use tailcut_proto::{ConfigError, Dur};
 
 struct Builder<'a> {
     spec: TopoSpec,
@@ -52,16 +52,16 @@ impl<'a> Builder<'a> {
     }
 }
 
-fn positive(name: &str, v: u32) -> Result<(), String> {
+fn positive(name: &str, v: u32) -> Result<(), ConfigError> {
     if v == 0 {
-        Err(format!("{name}: must be >= 1, got 0"))
+        Err(ConfigError::new(name, "must be >= 1, got 0"))
     } else {
         Ok(())
     }
 }
 
 /// Builds the topology. Errors name the offending field (relative to `topology`).
-pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String> {
+pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, ConfigError> {
     let mut b = Builder {
         spec: TopoSpec::default(),
         q,
@@ -117,10 +117,18 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
                 (None, Some(o)) if *o > 0.0 => {
                     (*hosts_per_leaf as f64 * host_rate.0 as f64 / (*spines as f64 * o)).round() as u64
                 }
-                (None, Some(o)) => return Err(format!("oversubscription: must be > 0, got {o}")),
+                (None, Some(o)) => {
+                    return Err(ConfigError::new(
+                        "oversubscription",
+                        format!("must be > 0, got {o}"),
+                    ))
+                }
                 (None, None) => host_rate.0,
                 (Some(_), Some(_)) => {
-                    return Err("fabric_rate: give fabric_rate or oversubscription, not both".into())
+                    return Err(ConfigError::new(
+                        "fabric_rate",
+                        "give fabric_rate or oversubscription, not both",
+                    ))
                 }
             };
             let spine_ids: Vec<u32> = (0..*spines)
@@ -145,7 +153,10 @@ pub fn build(cfg: &TopologyConfig, q: &SwitchQueues) -> Result<TopoSpec, String>
             link_delay,
         }) => {
             if *k < 2 || k % 2 != 0 {
-                return Err(format!("k: must be an even number >= 2, got {k}"));
+                return Err(ConfigError::new(
+                    "k",
+                    format!("must be an even number >= 2, got {k}"),
+                ));
             }
             let half = k / 2;
             let hpe = hosts_per_edge.unwrap_or(half);
@@ -242,15 +253,12 @@ mod tests {
     #[test]
     fn bad_values_name_the_field() {
         let cfg: TopologyConfig = toml::from_str("kind = \"fat_tree\"\nk = 5").unwrap();
-        assert!(build(&cfg, &SwitchQueues::default())
-            .err()
-            .unwrap()
-            .starts_with("k:"));
+        assert_eq!(build(&cfg, &SwitchQueues::default()).err().unwrap().path, "k");
         let cfg: TopologyConfig =
             toml::from_str("kind = \"leaf_spine\"\nleaves = 0\nspines = 2\nhosts_per_leaf = 2").unwrap();
-        assert!(build(&cfg, &SwitchQueues::default())
-            .err()
-            .unwrap()
-            .starts_with("leaves:"));
+        assert_eq!(
+            build(&cfg, &SwitchQueues::default()).err().unwrap().path,
+            "leaves"
+        );
     }
 }

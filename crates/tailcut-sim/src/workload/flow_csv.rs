@@ -95,12 +95,14 @@ fn start_ns(e: &LineErr, value: &str) -> Result<u64, FlowFileError> {
             format!("'{value}' has no unit: write e.g. '{value}us' or '{value}s'"),
         ));
     }
-    parse_duration(value).map(|d| d.0).map_err(|m| e.at("start", m))
+    parse_duration(value)
+        .map(|d| d.0)
+        .map_err(|m| e.at("start", m.reason))
 }
 
 fn size_bytes(e: &LineErr, value: &str) -> Result<u64, FlowFileError> {
     if value.starts_with('-') {
         return Err(e.at("size", format!("'{value}' must be > 0 bytes")));
     }
-    parse_bytes(value).map_err(|m| e.at("size", m))
+    parse_bytes(value).map_err(|m| e.at("size", m.reason))
 }

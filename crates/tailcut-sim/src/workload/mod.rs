@@ -39,8 +39,6 @@ pub use flow_file::{FileFlow, FlowFileError};
 pub use generate::MAX_FLOWS_PER_COMPONENT;
 pub use spec::FlowSpec;
 
-use std::fmt;
-
 /// What the generators need to know about the topology's hosts (indexed 0..n).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HostInfo {
@@ -50,30 +48,9 @@ pub struct HostInfo {
     pub nic_rate_bps: Vec<u64>,
 }
 
-/// A workload configuration error: the field path and what is wrong with it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WorkloadError {
-    /// E.g. `workload[1].load`.
-    pub path: String,
-    pub message: String,
-}
-
-impl WorkloadError {
-    fn new(path: impl Into<String>, message: impl Into<String>) -> WorkloadError {
-        WorkloadError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for WorkloadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path, self.message)
-    }
-}
-
-impl std::error::Error for WorkloadError {}
+/// A workload configuration error: the configuration's one error type, its path starting at
+/// `workload[i]` (e.g. `workload[1].load`).
+pub type WorkloadError = tailcut_proto::ConfigError;
 
 /// Generates every component's flows and merges them in start order with dense ids.
 pub fn generate(

@@ -242,19 +242,16 @@ fn a_file_component_refuses_generator_fields_and_reports_the_file() {
     let e = generate(&[file_component("flow_csv", &path, "")], &hosts(1), 1).unwrap_err();
     assert_eq!(e.path, "workload[0].pattern.path");
     assert!(
-        e.message.contains("line 2, field dst: host 1 is out of range"),
+        e.reason.contains("line 2, field dst: host 1 is out of range"),
         "{e}"
     );
     let missing = std::path::Path::new("/nonexistent/flows.csv");
     let e = generate(&[file_component("flow_csv", missing, "")], &hosts(4), 1).unwrap_err();
     assert_eq!(e.path, "workload[0].pattern.path");
-    assert!(
-        e.message.starts_with("/nonexistent/flows.csv: cannot read"),
-        "{e}"
-    );
+    assert!(e.reason.starts_with("/nonexistent/flows.csv: cannot read"), "{e}");
     let empty = side_file("empty.cm", "Nodes 4\nConnections 0\n");
     let e = generate(&[file_component("connection_matrix", &empty, "")], &hosts(4), 1).unwrap_err();
-    assert!(e.message.contains("lists no flows"), "{e}");
+    assert!(e.reason.contains("lists no flows"), "{e}");
     std::fs::remove_file(path).unwrap();
     std::fs::remove_file(empty).unwrap();
 }

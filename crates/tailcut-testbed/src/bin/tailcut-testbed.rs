@@ -18,15 +18,16 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // Every subcommand's error ends as one line on stderr: here only its text matters.
     let result = match args.first().map(String::as_str) {
         Some("run") => match tailcut_testbed::experiment::cli(&args[1..]) {
             Ok(true) => Ok(()),
             // The outputs are written; the run did not keep its timing (warned already).
             Ok(false) => return ExitCode::from(tailcut_testbed::timing::EXIT_INVALID_TIMING),
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         },
-        Some("bench") => tailcut_testbed::cli::bench(&args[1..]),
-        Some("hold") => tailcut_testbed::cli::hold(&args[1..]),
+        Some("bench") => tailcut_testbed::cli::bench(&args[1..]).map_err(|e| e.to_string()),
+        Some("hold") => tailcut_testbed::cli::hold(&args[1..]).map_err(|e| e.to_string()),
         Some("agent") => tailcut_testbed::agent::main(),
         // First thing, before any thread: it blocks the termination signals.
         Some("tracksd") => tailcut_tracksd::cli::run(&args[1..]),
