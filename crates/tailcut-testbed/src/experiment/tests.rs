@@ -57,8 +57,8 @@ fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
         "{e}"
     );
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nrate_scal = 0.1\n");
-    assert!(e.starts_with("testbed: unknown field"), "{e}");
-    assert!(e.contains("rate_scal"), "{e}");
+    assert!(e.starts_with("testbed.rate_scal: unknown field"), "{e}");
+    assert!(e.contains("expected one of `rate_scale`"), "{e}");
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nsysctls = { \"kernel.pid_max\" = \"1\" }\n");
     assert!(e.starts_with("testbed.sysctls.kernel.pid_max"), "{e}");
 }
