@@ -10,11 +10,10 @@ or ``$TAILCUT_COMMIT`` for a build outside a checkout); a build that had neither
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from tailcut import _core
+from tailcut.outdir import config_hash
 
 
 def version() -> str:
@@ -28,16 +27,11 @@ def commit() -> str | None:
     return value or None
 
 
-def config_digest(config: Any) -> str:
-    """``sha256:...`` of a config dict in canonical JSON: equal for equal experiments, whatever the TOML
-    spelling or key order."""
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
 def provenance(config: Any = None) -> dict[str, Any]:
-    """``{"tailcut_version", "tailcut_commit"}``, plus ``"config_digest"`` when a config is given."""
+    """``{"tailcut_version", "tailcut_commit"}``, plus ``"config_digest"`` when a config is given: the
+    result folder's own :func:`tailcut.outdir.config_hash` (files count by content), so the digest on a
+    page is the one its folder resumes by."""
     out: dict[str, Any] = {"tailcut_version": version(), "tailcut_commit": commit()}
     if config is not None:
-        out["config_digest"] = config_digest(config)
+        out["config_digest"] = config_hash(config)
     return out
