@@ -27,10 +27,14 @@ reproduce: venv
 	$(BIN)/python -m tailcut.reproduce.headlines results/reproduce README.md docs/results.md
 	$(BIN)/python docs/figures/make_figures.py --from results/reproduce
 
-# The tests install the extension with the `release` profile that `cargo test --release` builds too, so
-# the workspace compiles once; users get `perf` (fat LTO) from `pip install .`.
+# The tests build the wheel (dist/) with the `release` profile that `cargo test --release` builds too, so
+# the workspace compiles once (users get `perf`, fat LTO, from `pip install .`), and install that file,
+# as a user's `pip install` would; test_wheel.py puts the same file into a fresh virtualenv.
 test: venv
-	MATURIN_PEP517_ARGS="--profile release" $(BIN)/pip install '.[test,plot,ray]'
+	rm -rf dist
+	MATURIN_PEP517_ARGS="--profile release" $(BIN)/pip wheel -q --no-deps -w dist .
+	$(BIN)/pip install -q --force-reinstall --no-deps dist/tailcut-*.whl
+	$(BIN)/pip install -q "$$(ls dist/tailcut-*.whl)[test,plot,ray]"
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --release

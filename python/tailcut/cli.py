@@ -28,6 +28,7 @@ from tailcut.config import (
 )
 from tailcut.extras import MissingExtraError
 from tailcut.outdir import OutputError
+from tailcut.paths import input_file
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -39,7 +40,7 @@ AT_LEAST_ONE = int_arg(1)
 
 
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", type=Path, help="experiment file (TOML)")
+    p.add_argument("file", type=input_file, help="experiment file (TOML)")
     p.add_argument(
         "--set",
         dest="overrides",
@@ -153,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         "run every cell through the sweep executors (resumable: cells already in OUT are skipped) and "
         "write compare.parquet, compare.md and report.html.",
     )
-    p.add_argument("suite", type=Path, help="suite file (TOML), e.g. experiments/compare/suite.toml")
+    p.add_argument("suite", type=input_file, help="suite file (TOML), e.g. experiments/compare/suite.toml")
     p.add_argument(
         "--scale",
         choices=["ci", "small", "full"],
@@ -252,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limit_args(p)
 
     testbed.add_parser(sub)
+    testbed.add_doctor_parser(sub)
     netcmd.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
@@ -603,6 +605,7 @@ COMMANDS = {
     "report": cmd_report,
     "reproduce": cmd_reproduce,
     "testbed": testbed.cmd,
+    "doctor": testbed.cmd_doctor,
     "net": netcmd.cmd,
     "trace": cmd_trace,
 }

@@ -130,3 +130,19 @@ def file_digest(value: Any, builtins: frozenset[str]) -> Any:
     except OSError:
         return value
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+# The papers' experiment files, the workloads they read and the agent's example configuration, inside
+# the package (a clone's experiments/ and workloads/ link to them).
+PACKAGE_DATA = Path(__file__).resolve().parent / "data"
+
+
+def input_file(text: str) -> Path:
+    """A command's experiment or suite file: ``text`` as given, or, where no such file exists and it
+    names one the package ships (``experiments/quickstart.toml``, as the README writes it), that one,
+    so that the README's commands work from ``pip install`` without a clone."""
+    path = Path(text)
+    if path.exists() or path.is_absolute():
+        return path
+    shipped = PACKAGE_DATA / path
+    return shipped if path.parts[:1] == ("experiments",) and shipped.is_file() else path

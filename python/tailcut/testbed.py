@@ -1,8 +1,9 @@
 """``tailcut testbed run FILE``: an experiment file on real Linux hosts through the emulated fabric.
 
-The work is done by the Rust binary ``tailcut-testbed`` (``crates/tailcut-testbed``, see
-``docs/testbed.md``): one network namespace per host, TUN NICs, the simulator's ports, routing and
-faults in real time, and a workload agent per host. This module finds that binary, runs it into a
+The work is done by the Rust testbed (``crates/tailcut-testbed``, see ``docs/testbed.md``), which the
+extension module carries (``tailcut.native``; a cargo-built binary through ``$TAILCUT_TESTBED_BIN``):
+one network namespace per host, TUN NICs, the simulator's ports, routing and faults in real time, and a
+workload agent per host. This module runs it into a
 temporary folder, and turns it into a result folder with a simulator run's files: ``flows.parquet``
 and ``ports.parquet`` with the simulator's column names (columns a kernel cannot report, such as
 per-flow timeouts, are left empty), ``summary.json`` computed from the flows exactly as for a
@@ -17,19 +18,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tailcut.outdir import OutputError, atomic_dir, claim, write_marker
+from tailcut.paths import input_file
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS, columns_to_frame
 
 if TYPE_CHECKING:
     import pandas as pd
 
 BINARY = "tailcut-testbed"
-# Set to the binary's path to use a particular build.
+# Set to a cargo-built binary's path to use that build instead of the package's.
 BINARY_ENV = "TAILCUT_TESTBED_BIN"
 # What only a real run has, per scheme, as the binary writes it.
 QUALITY_FILE = "testbed.json"
@@ -48,24 +49,18 @@ class InvalidTimingError(Exception):
         self.reasons = reasons
 
 
-def find_binary() -> Path:
-    """The ``tailcut-testbed`` binary: ``$TAILCUT_TESTBED_BIN``, then ``PATH``, then the current checkout's
-    ``target/release`` (where ``cargo build --release -p tailcut-testbed`` puts it)."""
+def find_binary() -> list[str]:
+    """The command that runs ``tailcut-testbed``: ``$TAILCUT_TESTBED_BIN`` (a cargo-built binary, for
+    work on the testbed itself), else this package's own (``python -m tailcut.native testbed``: the same
+    code, built into the extension, so that it is always there and of this package's version)."""
     env = os.environ.get(BINARY_ENV)
     if env:
         if not Path(env).is_file():
             raise OutputError(f"{BINARY_ENV}={env}: no such file")
-        return Path(env)
-    found = shutil.which(BINARY)
-    if found:
-        return Path(found)
-    local = Path.cwd() / "target" / "release" / BINARY
-    if local.is_file():
-        return local
-    raise OutputError(
-        f"{BINARY} not found (looked at ${BINARY_ENV}, PATH and {local}); build it with "
-        "`cargo build --release -p tailcut-testbed`"
-    )
+        return [env]
+    from tailcut.native import self_command
+
+    return self_command()
 
 
 def convert_tables(folder: Path) -> None:
@@ -81,7 +76,7 @@ def run_to_dir(
     file: Path,
     out: Path,
     overwrite: bool = False,
-    binary: Path | None = None,
+    binary: list[str] | None = None,
     allow_invalid_timing: bool = False,
 ) -> Path:
     """Run ``file`` on the testbed and write the result folder ``out``; returns ``out``.
@@ -92,7 +87,7 @@ def run_to_dir(
     exe = binary or find_binary()
     with atomic_dir(out) as tmp:
         proc = subprocess.run(
-            [str(exe), "run", str(file), "--out", str(tmp), "--overwrite", "--allow-invalid-timing"],
+            [*exe, "run", str(file), "--out", str(tmp), "--overwrite", "--allow-invalid-timing"],
             capture_output=True,
             text=True,
             check=False,
@@ -209,7 +204,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("testbed", help="run an experiment on real Linux hosts through the emulated fabric")
     tsub = p.add_subparsers(dest="testbed_command", required=True)
     r = tsub.add_parser("run", help="run FILE's workload with the kernel's TCP/MPTCP (needs root)")
-    r.add_argument("file", type=Path, help="experiment file (TOML) with an optional [testbed] section")
+    r.add_argument("file", type=input_file, help="experiment file (TOML) with an optional [testbed] section")
     r.add_argument("--out", type=Path, help="result folder (default results/testbed-<file stem>)")
     r.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     r.add_argument(
@@ -218,6 +213,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"exit 0 even when the run did not keep its timing (otherwise exit {EXIT_INVALID_TIMING}; "
         "the folder is written and marked either way)",
     )
+
+
+def add_doctor_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``tailcut doctor``."""
+    sub.add_parser(
+        "doctor",
+        help="check what the real-network tools need here (root, namespaces, TUN, BPF, NFQUEUE, clang) "
+        "and how to fix each missing piece",
+    )
+
+
+def cmd_doctor(_args: argparse.Namespace) -> int:
+    """The testbed's own checks (the ones its runs make), printed one per line; exit 1 when the testbed
+    cannot run here."""
+    return subprocess.run([*find_binary(), "doctor"], check=False).returncode
 
 
 def cmd(args: argparse.Namespace) -> int:

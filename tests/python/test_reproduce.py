@@ -308,10 +308,17 @@ def test_cli_errors_name_the_bad_input(cli, tmp_path: Path, capsys) -> None:
     assert "argument --seeds: must be in 1.." in capsys.readouterr().err
 
 
-def test_missing_repository_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rp, "SOURCE_TREE", tmp_path / "installed")
-    with pytest.raises(FileNotFoundError, match="no experiments/ directory"):
+def test_missing_data_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rp, "PACKAGE_DATA", tmp_path / "installed")
+    with pytest.raises(FileNotFoundError, match="installed without its data"):
         rp.find_root(tmp_path / "nowhere")
+
+
+def test_the_papers_files_ship_inside_the_package(tmp_path: Path) -> None:
+    """Outside a clone, the installed package's own experiments/ and workloads/ are found."""
+    assert rp.find_root(tmp_path) == rp.PACKAGE_DATA
+    assert (rp.PACKAGE_DATA / "experiments" / "fuso").is_dir()
+    assert (rp.PACKAGE_DATA / "workloads" / "websearch.cdf").is_file()
 
 
 def test_list_names_every_entry_and_measured_seconds(tiny_paper, cli, tmp_path: Path, capsys) -> None:

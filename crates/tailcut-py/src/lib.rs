@@ -4,6 +4,7 @@
 //! schema and of the result layout; this crate only moves strings, releases the GIL while the simulator runs,
 //! and turns Rust errors into the two Python exception classes users catch.
 
+mod native;
 mod net;
 
 use std::any::Any;
@@ -254,6 +255,12 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// The commit this module was built from (`build.rs`), `None` when the build had no git.
+#[pyfunction]
+fn build_commit() -> Option<&'static str> {
+    option_env!("TAILCUT_COMMIT")
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -266,6 +273,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment_schema, m)?)?;
     m.add_function(wrap_pyfunction!(check_scheme, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(build_commit, m)?)?;
+    m.add_function(wrap_pyfunction!(native::testbed_main, m)?)?;
     m.add_class::<net::NetClient>()?;
     m.add_class::<net::NetServer>()?;
     m.add_function(wrap_pyfunction!(net::generate_cert, m)?)?;

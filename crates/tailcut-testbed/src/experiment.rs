@@ -9,13 +9,13 @@ use crate::error::TestbedError;
 use crate::fabric::LoopConfig;
 use crate::pcap::CaptureSpec;
 use crate::report::FabricReport;
-use crate::{HostSetup, Testbed, TestbedSpec};
+use crate::{HostSetup, SelfCommand, Testbed, TestbedSpec};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, SocketAddrV4};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 use tailcut_proto::stats::percentile;
@@ -434,13 +434,13 @@ fn fct_percentile_text(v: f64) -> String {
 }
 
 /// Runs every scheme of `exp` on fresh hosts and returns the flows and summaries. `agent` is the
-/// `tailcut-testbed` binary, started in every host as `agent`. With `[testbed.pcap]`, each scheme's
+/// `tailcut-testbed` command, started in every host as `agent`. With `[testbed.pcap]`, each scheme's
 /// captures go to `pcap_dir` (`SCHEME.sent.pcap`, `SCHEME.delivered.pcap`). What the testbed cannot
 /// run is a [`TestbedError::Config`], found before any scheme runs.
 pub fn run_experiment(
     exp: &Experiment,
     tb: &TestbedConfig,
-    agent: &Path,
+    agent: &SelfCommand,
     pcap_dir: Option<&Path>,
 ) -> Result<(Vec<FlowRow>, Vec<SchemeSummary>), TestbedError> {
     let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?;
@@ -492,7 +492,7 @@ fn run_scheme(
     tb: &TestbedConfig,
     i: usize,
     flows: &[FlowSpec],
-    exe: &Path,
+    agent: &SelfCommand,
     capture: Option<CaptureSpec>,
     shim: Option<TracksConfig>,
 ) -> Result<(Vec<FlowRow>, SchemeSummary), TestbedError> {
@@ -578,13 +578,10 @@ fn run_scheme(
         }
     };
     for (h, plan) in hosts.iter().zip(&plans) {
+        let mut cmd = agent.command("agent");
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
         let mut child = h
-            .spawn(
-                Command::new(exe)
-                    .arg("agent")
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped()),
-            )
+            .spawn(&mut cmd)
             .map_err(|e| format!("host {}: cannot start the agent: {e}", h.name))?;
         let mut plan_json = serde_json::to_vec(plan).map_err(|e| e.to_string())?;
         plan_json.push(b'\n');
@@ -768,7 +765,7 @@ fn run_scheme(
 /// `run FILE --out DIR [--overwrite] [--allow-invalid-timing]`. `Ok(false)`: the outputs are written
 /// but a scheme's run did not keep its timing and invalid timing was not allowed (the binary then
 /// exits with `timing::EXIT_INVALID_TIMING`).
-pub fn cli(args: &[String]) -> Result<bool, TestbedError> {
+pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
     let file = args
         .first()
         .filter(|a| !a.starts_with("--"))
@@ -788,9 +785,8 @@ pub fn cli(args: &[String]) -> Result<bool, TestbedError> {
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
     let (exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the agent binary: {e}"))?;
     let pcap_dir = out.join("pcap");
-    let (rows, summaries) = run_experiment(&exp, &tb, &exe, Some(&pcap_dir)).map_err(|e| e.in_file(file))?;
+    let (rows, summaries) = run_experiment(&exp, &tb, me, Some(&pcap_dir)).map_err(|e| e.in_file(file))?;
     crate::outputs::write(out, &rows, &summaries)?;
     for s in &summaries {
         for c in s.fabric.capture.iter().flat_map(|c| [&c.sent, &c.delivered]) {

@@ -730,7 +730,7 @@ fn run_file(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
     let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
         &exp,
         &tb,
-        std::path::Path::new(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        &tailcut_testbed::SelfCommand::binary(env!("CARGO_BIN_EXE_tailcut-testbed")),
         None,
     )
     .unwrap();

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tailcut.paths import PACKAGE_DATA
 from tailcut.reproduce import baselines, cloudburst, cp, dcquic, fuso, tracks
 from tailcut.reproduce.paper import Entry, Paper
 
@@ -27,21 +28,18 @@ PAPERS: dict[str, Paper] = {
     p.name: p for p in (fuso.PAPER, tracks.PAPER, cloudburst.PAPER, cp.PAPER, dcquic.PAPER, baselines.PAPER)
 }
 DEFAULT_SEEDS = 5
-# Where a source checkout holds experiments/ when this package is loaded from it (python/tailcut/...).
-SOURCE_TREE = Path(__file__).resolve().parents[3]
 
 
 def find_root(start: Path | None = None) -> Path:
-    """The repository root: the first of the working folder, its parents, and the source tree this
-    package was loaded from that holds ``experiments/``."""
+    """Where ``experiments/`` and ``workloads/`` are: the first of the working folder and its parents
+    that holds both (a clone being edited), else the copies inside the installed package."""
     here = (start or Path.cwd()).resolve()
-    candidates = [here, *here.parents, SOURCE_TREE]
-    for folder in candidates:
+    for folder in [here, *here.parents, PACKAGE_DATA]:
         if (folder / "experiments").is_dir() and (folder / "workloads").is_dir():
             return folder
     raise FileNotFoundError(
-        f"no experiments/ directory in {here} or its parents: the papers' experiment files (and the "
-        "workloads/ they read) ship with the tailcut repository, not the package; run from a clone"
+        f"no experiments/ and workloads/ in {here}, its parents or {PACKAGE_DATA}: this package was "
+        "installed without its data"
     )
 
 

@@ -167,6 +167,26 @@ fn csv_refuses_bad_lines_naming_line_and_field() {
     );
 }
 
+#[test]
+fn csv_reads_tailcuts_own_flow_table_back() {
+    // As `tailcut run` writes flows.csv: every column of the flow table, one row per flow and scheme,
+    // starts in bare nanoseconds.
+    let text = "flow_id,scheme,component,src,dst,size_bytes,sent_bytes,start_ns,finish_ns,fct_ns\n\
+                0,tcp,q,3,5,64000,64000,2500,9000,6500\n\
+                1,tcp,q,0,5,65536,65536,0,,\n\
+                0,dctcp,q,3,5,64000,64000,2500,8000,5500\n\
+                1,dctcp,q,0,5,65536,65536,0,7000,7000\n";
+    assert_eq!(
+        csv(text).unwrap(),
+        vec![flow(3, 5, 2_500, 64_000), flow(0, 5, 0, 65_536)],
+        "each flow once, starts in ns, the other columns ignored"
+    );
+    let e = csv("flow_id,src,dst,start_ns\n0,1,2,5\n").unwrap_err();
+    assert_err(e, 1, "header", "column 'size_bytes' is missing");
+    let e = csv("flow_id,src,dst,start_ns,size_bytes\n0,1,2,5us,9\n").unwrap_err();
+    assert_err(e, 2, "start_ns", "not a whole number of nanoseconds");
+}
+
 // ---- as a workload component ----
 
 /// A file in the system temp folder, named after the test so parallel tests do not share it.
