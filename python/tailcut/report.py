@@ -80,11 +80,12 @@ def _figure_html(title: str, fig: Figure) -> str:
 
 
 def _log_locator(axis: Axis) -> LogLocator:
-    """Ticks of a log axis that do not run into each other: 1, 2 and 5 per decade over a range under two
-    decades (so it still has ticks), one per decade up to six, and at most six decades' ticks beyond."""
-    low, high = axis.get_view_interval()
+    """Ticks of a log axis that do not run into each other: 1, 2 and 5 per decade over a range under 2.5
+    decades (so it still has a few), else one per decade (at most seven ticks)."""
+    # The axes' limits, autoscaled to the data drawn so far (get_view_interval may still be stale).
+    low, high = axis.axes.get_xlim() if axis.axis_name == "x" else axis.axes.get_ylim()
     decades = np.log10(high / low) if low > 0 and high > low else 1.0
-    if decades < 2:
+    if decades < 2.5:
         return LogLocator(base=10, subs=(1.0, 2.0, 5.0))
     return LogLocator(base=10, subs=(1.0,), numticks=7)
 
@@ -326,7 +327,7 @@ TESTBED_HTML = (
     "<p class='metrics'>A testbed run: real Linux hosts through the emulated fabric (docs/testbed.md). "
     "Lateness is how late the fabric sent packets against the port model's schedule, and TUN drops are "
     "packets a host's TUN refused; read the FCTs only where both are small. A kernel reports no "
-    "per-flow timeouts, so the flows-with-a-timeout bars are empty for it; its namespaces' counters "
+    "per-flow timeouts, so its flows-with-a-timeout figures read n/m; its namespaces' counters "
     "(TCPTimeouts and the rest, summed over hosts) are below.</p>\n"
 )
 

@@ -187,8 +187,10 @@ def test_report_command_several_dirs(cli, tiny: Path, tmp_path: Path) -> None:
     report = tmp_path / "both.html"
     assert cli("report", tmp_path / "seed1", tmp_path / "seed2", "--out", report) == 0
     text = report.read_text()
-    assert text.count("<svg") == 3
+    assert text.count("<svg") == 6
     assert "seed1: " in text and "seed2: " in text  # series labelled by folder
+    # One line of provenance per folder, each with its own seed.
+    assert "seed1: seed 1 · config digest" in text and "seed2: seed 2 · config digest" in text
 
 
 def test_report_command_rejects_non_result_dir(cli, tmp_path: Path) -> None:
@@ -239,8 +241,13 @@ def test_report_command_mixes_runs_and_sweeps(cli, tiny: Path, tmp_path: Path) -
     assert cli("sweep", tiny, "--grid", grid, "--out", tmp_path / "sw") == 0
     assert cli("report", tmp_path / "one", tmp_path / "sw", "--out", tmp_path / "r.html") == 0
     text = (tmp_path / "r.html").read_text()
-    assert text.count("<svg") == 3 + 2
+    assert text.count("<svg") == 6 + 2
     assert "Summary: one" in text and "Summary: sw" in text
+    # The sweep folder's digest is the one its marker resumes by.
+    import json
+
+    digest = json.loads((tmp_path / "sw" / ".tailcut.json").read_text())["config_hash"]
+    assert f"config digest {digest}" in text
 
 
 def test_run_shows_progress_on_stderr(
