@@ -609,7 +609,8 @@ def sweep_figure(
                         color=line.get_color(),
                     )
         ax.set_xlabel(first)
-    if categorical or all(isinstance(v, int) for v in order):
+    # A tick at every grid value when there are few, not at round numbers between them.
+    if categorical or all(isinstance(v, int) for v in order) or len(order) <= 8:
         ax.set_xticks([position[v] for v in order], [str(v) for v in order])
     axis(ax.yaxis)
     ax.set_ylabel(ylabel)
