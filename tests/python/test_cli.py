@@ -281,3 +281,19 @@ def test_a_stalled_run_ends_early_with_a_warning(cli, capsys, tmp_path: Path) ->
     assert [r["stop_reason"] for r in runs] == ["stalled"]
     # Two 20 s windows and the next backed-off retransmission timer at most, far from max_time (100000 s).
     assert runs[0]["sim_end_ns"] <= 200 * 10**9
+
+
+def test_run_prints_n_m_for_timeouts_dcquic_does_not_count(
+    cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real DCQUIC run: its timeout fraction reads n/m on the terminal and on the report, never 0%."""
+    text = tiny.read_text().replace('name = "dctcp"\ntransport = "dctcp"\nparams = { min_rto = "5ms" }', "")
+    # The last [[schemes]] table, emptied above, becomes a DCQUIC scheme.
+    tiny.write_text(text.replace("flows = 200", "flows = 40") + '\nname = "quic"\ntransport = "dcquic"\n')
+    assert cli("run", tiny, "--out", tmp_path / "out") == 0
+    printed = capsys.readouterr().out
+    (quic,) = [line for line in printed.splitlines() if line.startswith("  quic: ")]
+    (tcp,) = [line for line in printed.splitlines() if line.startswith("  tcp: ")]
+    assert quic.endswith("flows with a timeout n/m") and tcp.endswith("%"), printed  # TCP counts its own
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<td>quic</td>" in page and "<td>n/m</td>" in page
