@@ -395,14 +395,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             csv=True,
         )
     from tailcut import display
-    from tailcut.summary import stall_warnings, unfinished_warnings
+    from tailcut.summary import not_measured, stall_warnings, unfinished_warnings
 
     overall = result.summary[result.summary["size_class"] == "all"]
+    uncounted = not_measured(result.config)
     for _, row in overall.iterrows():
+        # A timeout fraction the engine does not count reads n/m, as on the report, never 0%.
+        counted = "timeout_fraction" not in uncounted.get(row["scheme"], {})
+        timeouts = display.fraction(row["timeout_fraction"]) if counted else "n/m"
         print(
             f"  {row['scheme']}: {row['count']} flows, {row['unfinished']} unfinished, "
-            f"p99 FCT {display.time_ns(row['p99_fct_ns'])}, "
-            f"flows with a timeout {display.fraction(row['timeout_fraction'])}"
+            f"p99 FCT {display.time_ns(row['p99_fct_ns'])}, flows with a timeout {timeouts}"
         )
     for line in unfinished_warnings(result.summary):
         print(line, file=sys.stderr)

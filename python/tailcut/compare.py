@@ -12,7 +12,8 @@ A *suite* (TOML, ``experiments/compare/suite.toml``) names four sets and crosses
   ``[[schemes]]``), ``carries`` (the workload components the scheme carries; the others go on
   ``other_traffic``, required then), ``not_applicable``, ``pending``, ``combination`` (a pairing the
   papers did not try) and ``not_measured`` (``{ timeout_fraction = "why", extra_bytes = "why" }``: metrics
-  the scheme's engine does not count; shown as ``n/m``, never as zero).
+  the scheme's engine does not count; shown as ``n/m``, never as zero; a transport's own, such as DCQUIC's
+  timeouts, come from :data:`tailcut.summary.NOT_MEASURED` without being declared).
 
 ``[scales.ci|small|full]`` give ``max_time`` and ``set`` (as for topologies) so one suite runs at three
 sizes; ``[base]`` holds experiment keys shared by every scenario; ``[vars]`` default values of placeholders.
@@ -48,7 +49,7 @@ from tailcut import _core
 from tailcut.config import ConfigSource, load_config, set_path, source_file
 from tailcut.outdir import claim, combined_files, config_hash, write_error
 from tailcut.paths import anchor_suite
-from tailcut.summary import size_class, summary_stats
+from tailcut.summary import NOT_MEASURED, size_class, summary_stats
 from tailcut.sweep import PointOutcome
 
 if TYPE_CHECKING:  # imported where used: `tailcut validate` on a suite must not pay for pandas
@@ -541,7 +542,13 @@ def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.Da
             if (folder / "flows.parquet").exists():
                 row.update(cell_metrics(pd.read_parquet(folder / "flows.parquet")))
                 # A number the scheme's engine does not measure would read as a real zero.
-                not_measured = suite.schemes[c.scheme].get("not_measured", {})
+                # What the scheme's engine does not count (tailcut.summary.NOT_MEASURED, as the run
+                # report reads it), plus what the suite declares for the scheme.
+                scheme = suite.schemes[c.scheme]
+                not_measured = {
+                    **NOT_MEASURED.get(str(scheme.get("transport")), {}),
+                    **scheme.get("not_measured", {}),
+                }
                 for metric in not_measured:
                     for column in NOT_MEASURABLE[metric]:
                         row[column] = math.nan
@@ -682,9 +689,13 @@ def compare(
         "executor": executor,
         "wall_seconds": round(elapsed, 1),
     }
+    from tailcut.provenance import provenance
+
+    # The page's line: the suite's seed, the digest the folder resumes by, the version drawing it.
+    page_provenance = {**provenance(), "config_digest": digest, "seeds": [suite.seed]}
     with combined_files(out) as tmp:
         table.to_parquet(tmp / "compare.parquet", index=False)
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")
-        (tmp / "compare.md").write_text(compare_markdown(table, meta))
-        (tmp / "report.html").write_text(compare_html(table, meta))
+        (tmp / "compare.md").write_text(compare_markdown(table, meta, page_provenance))
+        (tmp / "report.html").write_text(compare_html(table, meta, page_provenance))
     return CompareResult(table=table, outcomes=outcomes, path=out, meta=meta)

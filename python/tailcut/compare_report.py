@@ -24,7 +24,7 @@ except ImportError as exc:
 
 from tailcut import display
 from tailcut.compare import FAILED, NOT_APPLICABLE, OK, PENDING
-from tailcut.report import _figure_html, _page, _table_html
+from tailcut.report import _figure_html, _page, provenance_html, table_html
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -80,6 +80,8 @@ def rank_by(table: pd.DataFrame, axis: str) -> pd.DataFrame:
     order = list(dict.fromkeys(table[axis]))
     pivot = pivot[[c for c in order if c in pivot.columns]]
     pivot = pivot.loc[[s for s in dict.fromkeys(table["scheme"]) if s in pivot.index]]
+    # The axis' name would sit over an empty header cell of its own: the section's title says it.
+    pivot.columns.name = None
     return pivot.reset_index()
 
 
@@ -105,11 +107,13 @@ def not_measured_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["scheme", "metric", "why"])
 
 
-def _measured(r: pd.Series, metric: str, column: str, digits: int) -> str:
+def _measured(r: pd.Series, metric: str, column: str) -> str:
+    """A fraction as a percentage with three significant digits, as the run report prints it; ``n/m``
+    for a metric the scheme's engine does not count (never 0)."""
     notes = r.get("not_measured")
     if isinstance(notes, str) and f"{metric}: " in notes:
         return "n/m"
-    return _num(r[column], digits)
+    return display.fraction(None if r[column] is None else float(r[column]))
 
 
 def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
@@ -120,16 +124,16 @@ def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
     for _, r in ran.iterrows():
         rows.append(
             {
-                "rank": _num(r["rank"]),
+                "rank": _num(r["rank"], 3),
                 "scheme": r["scheme"],
                 "p50": _time_us(r["p50_us"]),
                 "p99": _time_us(r["p99_us"]),
                 "p99.9": _time_us(r["p999_us"]),
                 "unfinished / small": f"{int(r['small_unfinished'])} / {int(r['small_flows'])}",
-                "timeout frac": _measured(r, "timeout_fraction", "timeout_fraction", 3),
-                "extra bytes small": _measured(r, "extra_bytes", "extra_bytes_small", 3),
-                "extra bytes all": _measured(r, "extra_bytes", "extra_bytes_all", 3),
-                "large tput (Gbps)": _num(r["large_tput_gbps"], 3),
+                "timeout frac": _measured(r, "timeout_fraction", "timeout_fraction"),
+                "extra bytes small": _measured(r, "extra_bytes", "extra_bytes_small"),
+                "extra bytes all": _measured(r, "extra_bytes", "extra_bytes_all"),
+                "large tput (Gbps)": _three(r["large_tput_gbps"]),
                 "large unfinished": f"{int(r['large_unfinished'])} / {int(r['large_flows'])}",
             }
         )
@@ -140,10 +144,29 @@ def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).fillna("")
 
 
+def _three(value: Any) -> str:
+    """A cell as every page prints numbers: integers as they are, other numbers with three significant
+    digits (``1.33``, ``1.50``), no exponent; text unchanged."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value)).lower()
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    v = float(value)
+    return "inf" if math.isinf(v) else display.ratio(v)
+
+
+def _formatted(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every cell as :func:`_three` prints it: the page never shows a raw float."""
+    return frame.apply(lambda column: column.map(_three)) if len(frame) else frame
+
+
 def _markdown_table(frame: pd.DataFrame) -> str:
     def cell(v: Any) -> str:
-        text = v if isinstance(v, str) else _num(v, 3)
-        return text.replace("|", "\\|").replace("\n", " ")
+        return _three(v).replace("|", "\\|").replace("\n", " ")
 
     head = "| " + " | ".join(str(c) for c in frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
@@ -199,9 +222,23 @@ def _sections(table: pd.DataFrame) -> list[tuple[int, str, pd.DataFrame | None, 
     return out
 
 
-def compare_markdown(table: pd.DataFrame, meta: Mapping[str, Any]) -> str:
-    """compare.md: every section as a Markdown table."""
-    parts = [f"# tailcut compare: {meta.get('suite')}\n\n{headline(table, meta)}\n"]
+def provenance_line(provenance: Mapping[str, Any] | None) -> str:
+    """What made the page, as the HTML pages print it: seed(s), config digest, tailcut version, commit."""
+    p = provenance or {}
+    seeds = p.get("seeds") or []
+    return (
+        f"Seed{'s' if len(seeds) > 1 else ''} {', '.join(str(s) for s in seeds) or '-'} · config digest "
+        f"`{p.get('config_digest') or 'unknown'}` · tailcut {p.get('tailcut_version') or 'unknown'} · "
+        f"commit {p.get('tailcut_commit') or 'unknown'}"
+    )
+
+
+def compare_markdown(
+    table: pd.DataFrame, meta: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+) -> str:
+    """compare.md: what made it (as :func:`compare_html`), then every section as a Markdown table."""
+    title = f"# tailcut compare: {meta.get('suite')}"
+    parts = [f"{title}\n\n{provenance_line(provenance)}\n\n{headline(table, meta)}\n"]
     for level, title, frame, text in _sections(table):
         parts.append(f"\n{'#' * level} {title}\n")
         if text:
@@ -234,14 +271,21 @@ def heatmap_figure(table: pd.DataFrame) -> Figure:
     return fig
 
 
-def compare_html(table: pd.DataFrame, meta: Mapping[str, Any]) -> str:
-    """report.html: the heat map and every section as an HTML table."""
+def compare_html(
+    table: pd.DataFrame, meta: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+) -> str:
+    """report.html: what made it (``provenance``: seeds, config digest, version, commit), the heat map and
+    every section as an HTML table, numbers with three significant digits or units."""
     title = f"p99 small-flow FCT relative to the best scheme, per scenario ({meta.get('scale')} scale)"
-    parts = [f"<p>{html.escape(headline(table, meta))}</p>\n", _figure_html(title, heatmap_figure(table))]
+    parts = [
+        provenance_html({str(meta.get("suite")): provenance or {}}),
+        f"<p>{html.escape(headline(table, meta))}</p>\n",
+        _figure_html(title, heatmap_figure(table)),
+    ]
     for level, heading, frame, text in _sections(table):
         parts.append(f"<h{level}>{html.escape(heading)}</h{level}>\n")
         if text:
             parts.append(f"<p>{html.escape(text)}</p>\n")
         if frame is not None:
-            parts.append(_table_html(frame) + "\n")
+            parts.append(table_html(_formatted(frame)) + "\n")
     return _page(f"tailcut compare: {meta.get('suite')}", "".join(parts))

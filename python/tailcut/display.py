@@ -50,4 +50,10 @@ def size_bytes(value: float | None) -> str:
 
 def fraction(value: float | None) -> str:
     """A share of flows or a byte ratio as a percentage: ``0.0215`` -> ``"2.15%"``."""
-    return _missing(value) or f"{_three_digits(float(value) * 100)}%"  # type: ignore[arg-type]
+    # Rounded first, so that 0.00999999 (a tick at 1%) reads "1.00%", not "1.000%".
+    return _missing(value) or f"{_three_digits(float(f'{float(value) * 100:.3g}'))}%"  # type: ignore[arg-type]
+
+
+def ratio(value: float | None) -> str:
+    """A dimensionless ratio such as a slowdown, three significant digits: ``12.345`` -> ``"12.3"``."""
+    return _missing(value) or _three_digits(float(value))  # type: ignore[arg-type]

@@ -33,6 +33,18 @@ SIZE_CLASSES = ("small", "medium", "large", "all")
 # Thousandths, so that ranks are integers: 99.9 / 100 * 1000 is 999.0000000000001 in floating point.
 PERCENTILES = {"p50": 500, "p95": 950, "p99": 990, "p999": 999}
 
+# Metrics an engine does not count, by transport, and why: a report shows them ``n/m`` (not measured),
+# never as a zero (docs/metrics.md). The run report takes them from here; ``tailcut compare`` too, merged
+# with what a suite's scheme declares (``not_measured``). Keys are the metrics ``compare.NOT_MEASURABLE``
+# knows; ``NOT_MEASURED_COLUMNS`` gives the summary columns each one blanks.
+NOT_MEASURED: dict[str, dict[str, str]] = {
+    "dcquic": {
+        "timeout_fraction": "QUIC has no retransmission timeout: quinn repairs loss by packet threshold and "
+        "probe timeouts (PTO) and counts neither per stream",
+    },
+}
+NOT_MEASURED_COLUMNS = {"timeout_fraction": ("timeout_fraction",), "extra_bytes": ("extra_bytes_ratio",)}
+
 SUMMARY_COLUMNS = [
     "size_class",
     "count",
@@ -130,6 +142,16 @@ def summarize(flows: pd.DataFrame, by: Sequence[str] = ("scheme",)) -> pd.DataFr
             part = group if cls == "all" else group[group_classes == cls]
             rows.append({**ids, "size_class": cls, **summary_stats(part)})
     return pd.DataFrame(rows, columns=[*by, *SUMMARY_COLUMNS])
+
+
+def not_measured(config: dict | None) -> dict[str, dict[str, str]]:
+    """By scheme name (as the flows table's ``scheme`` column has it): the metrics its transport's engine
+    does not count, and why (:data:`NOT_MEASURED`); schemes that count everything are left out."""
+    out: dict[str, dict[str, str]] = {}
+    for scheme in (config or {}).get("schemes", []) or []:
+        if isinstance(scheme, dict) and (notes := NOT_MEASURED.get(str(scheme.get("transport")))):
+            out[str(scheme.get("name", scheme.get("transport")))] = dict(notes)
+    return out
 
 
 def stall_warnings(runs: Sequence[dict], where: str = "") -> list[str]:

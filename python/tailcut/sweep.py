@@ -498,7 +498,16 @@ def _sweep_into(
         meta = {"name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
         (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if report:
+            from tailcut.provenance import provenance
             from tailcut.report import sweep_report_html
+            from tailcut.summary import not_measured
 
-            (tmp / "report.html").write_text(sweep_report_html({name: (summary, list(grid))}, result.failed))
+            # The digest the folder resumes by (sweep() claims it with this very config_hash).
+            page = sweep_report_html(
+                {name: (summary, list(grid))},
+                result.failed,
+                {name: provenance(resolve(base, limits))},
+                {name: not_measured(base)},
+            )
+            (tmp / "report.html").write_text(page)
     return result

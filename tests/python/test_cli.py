@@ -187,8 +187,10 @@ def test_report_command_several_dirs(cli, tiny: Path, tmp_path: Path) -> None:
     report = tmp_path / "both.html"
     assert cli("report", tmp_path / "seed1", tmp_path / "seed2", "--out", report) == 0
     text = report.read_text()
-    assert text.count("<svg") == 3
+    assert text.count("<svg") == 6
     assert "seed1: " in text and "seed2: " in text  # series labelled by folder
+    # One line of provenance per folder, each with its own seed.
+    assert "seed1: seed 1 · config digest" in text and "seed2: seed 2 · config digest" in text
 
 
 def test_report_command_rejects_non_result_dir(cli, tmp_path: Path) -> None:
@@ -239,8 +241,13 @@ def test_report_command_mixes_runs_and_sweeps(cli, tiny: Path, tmp_path: Path) -
     assert cli("sweep", tiny, "--grid", grid, "--out", tmp_path / "sw") == 0
     assert cli("report", tmp_path / "one", tmp_path / "sw", "--out", tmp_path / "r.html") == 0
     text = (tmp_path / "r.html").read_text()
-    assert text.count("<svg") == 3 + 2
+    assert text.count("<svg") == 6 + 2
     assert "Summary: one" in text and "Summary: sw" in text
+    # The sweep folder's digest is the one its marker resumes by.
+    import json
+
+    digest = json.loads((tmp_path / "sw" / ".tailcut.json").read_text())["config_hash"]
+    assert f"config digest {digest}" in text
 
 
 def test_run_shows_progress_on_stderr(
@@ -274,3 +281,19 @@ def test_a_stalled_run_ends_early_with_a_warning(cli, capsys, tmp_path: Path) ->
     assert [r["stop_reason"] for r in runs] == ["stalled"]
     # Two 20 s windows and the next backed-off retransmission timer at most, far from max_time (100000 s).
     assert runs[0]["sim_end_ns"] <= 200 * 10**9
+
+
+def test_run_prints_n_m_for_timeouts_dcquic_does_not_count(
+    cli, tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real DCQUIC run: its timeout fraction reads n/m on the terminal and on the report, never 0%."""
+    text = tiny.read_text().replace('name = "dctcp"\ntransport = "dctcp"\nparams = { min_rto = "5ms" }', "")
+    # The last [[schemes]] table, emptied above, becomes a DCQUIC scheme.
+    tiny.write_text(text.replace("flows = 200", "flows = 40") + '\nname = "quic"\ntransport = "dcquic"\n')
+    assert cli("run", tiny, "--out", tmp_path / "out") == 0
+    printed = capsys.readouterr().out
+    (quic,) = [line for line in printed.splitlines() if line.startswith("  quic: ")]
+    (tcp,) = [line for line in printed.splitlines() if line.startswith("  tcp: ")]
+    assert quic.endswith("flows with a timeout n/m") and tcp.endswith("%"), printed  # TCP counts its own
+    page = (tmp_path / "out" / "report.html").read_text()
+    assert "<td>quic</td>" in page and "<td>n/m</td>" in page

@@ -26,7 +26,7 @@ from tailcut.compare import (
     plan,
     rank,
 )
-from tailcut.compare_report import compare_markdown, ranking_table, scenario_table
+from tailcut.compare_report import compare_html, compare_markdown, rank_by, ranking_table, scenario_table
 
 SUITE = Path(__file__).resolve().parents[2] / "experiments" / "compare" / "suite.toml"
 
@@ -303,6 +303,21 @@ def test_tables_and_markdown() -> None:
     assert "| 1 | b | 1.00 us | 15.0 us | 15.0 us |" in text
 
 
+def test_html_tables_are_rounded_with_named_columns() -> None:
+    table = fake_table()
+    table.loc[table["scheme"] == "a", "rank"] = [1.0, 2.0 / 3.0]  # a raw float the page must round
+    assert rank_by(table, "failure").columns.name is None  # no unnamed header cell over the axis' name
+    meta = {"suite": "t", "scale": "ci", "ran": 4, "skipped": 0, "wall_seconds": 1}
+    made = {"tailcut_version": "9.9.9", "tailcut_commit": None, "config_digest": "abcd", "seeds": [3]}
+    page = compare_html(table, meta, made)
+    assert "0.666" not in page and "0.667" in page and "0.833" in page  # three significant digits
+    assert "<th></th>" not in page and "<th>scheme</th>" in page
+    assert "seed 3 · config digest abcd · tailcut 9.9.9 · commit unknown" in page
+    assert "<td>10.0%</td>" in page  # extra bytes as a percentage, as the run report prints it
+    text = compare_markdown(table, meta, made)
+    assert "Seed 3 · config digest `abcd` · tailcut 9.9.9 · commit unknown" in text
+
+
 # --- running ------------------------------------------------------------------------------------------------
 
 
@@ -333,6 +348,20 @@ def test_metrics_a_scheme_does_not_measure_are_blank_and_marked(tmp_path: Path) 
     text = (tmp_path / "cmp" / "compare.md").read_text()
     assert "## Not measured (n/m)" in text and f"| tcp | extra_bytes | {why} |" in text
     assert "| n/m | n/m |" in text
+
+
+def test_an_engine_that_counts_no_timeouts_is_n_m_without_declaring_it(tmp_path: Path) -> None:
+    """DCQUIC's timeouts are n/m from tailcut.summary.NOT_MEASURED, the definition the run report uses."""
+    from tailcut.compare import collect
+
+    suite = load_suite(mini(**{"schemes/tcp/transport": "dcquic", "schemes/tcp/params": {}}))
+    planned = [p for p in plan(suite, "ci", schemes=["tcp"], validate=no_validation) if p.status == OK][:1]
+    folder = tmp_path / planned[0].cell.slug
+    folder.mkdir()
+    flows_table([1e4, 2e4]).to_parquet(folder / "flows.parquet")
+    row = collect(suite, planned, tmp_path).iloc[0]
+    assert math.isnan(row["timeout_fraction"]) and row["not_measured"].startswith("timeout_fraction: QUIC")
+    assert scenario_table(collect(suite, planned, tmp_path))["timeout frac"].tolist() == ["n/m"]
 
 
 def test_a_failing_cell_is_reported_and_the_rest_complete(tmp_path: Path) -> None:

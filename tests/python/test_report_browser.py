@@ -1,6 +1,8 @@
-"""The run report in a real browser (issue #22 item 2): headless Chromium renders report.html offline with
-no console errors and no network request, shows every figure the report draws, and every time and size
-on the page reads in units with three significant digits.
+"""The reports in a real browser (issue #22 item 2, #43 item 3): headless Chromium renders report.html
+offline with no console errors and no network request, shows every figure the report draws, and every
+time and size on the page reads in units with three significant digits. The run, sweep and compare pages
+are laid out at 1400 px with no table cut off or running past the window, and saved as PNG screenshots
+into ``$TAILCUT_SCREENSHOTS`` (a pytest temporary folder without it) to attach to an issue.
 
 Chromium is a Debian package (``chromium``). CI sets ``TAILCUT_REQUIRE_REALNET=1`` and installs it
 (``.ci/run``), so there a missing browser fails the test; elsewhere the test is skipped without it.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tailcut.report import TITLE_CDF, TITLE_P99, TITLE_TIMEOUTS
+from tailcut.report import RUN_TITLES
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 # Requests Chromium makes for itself (spell-check dictionaries, time sync) carry no origin; a page's own
@@ -165,8 +167,8 @@ def browser_page(tiny_result, tmp_path_factory: pytest.TempPathFactory) -> tuple
 
 def test_the_report_renders_every_figure(browser_page) -> None:
     rendered, page = browser_page
-    assert [f["caption"] for f in page.figures] == [TITLE_CDF, TITLE_P99, TITLE_TIMEOUTS]
-    assert [f["svg"] for f in page.figures] == [1, 1, 1], "one inline <svg> per figure"
+    assert [f["caption"] for f in page.figures] == list(RUN_TITLES)
+    assert [f["svg"] for f in page.figures] == [1] * len(RUN_TITLES), "one inline <svg> per figure"
     assert page.images == 0, "figures are inline SVG, nothing to load"
     assert rendered.dom.count("<svg") == len(page.figures)
     assert not _blank(rendered.screenshot)
@@ -193,6 +195,93 @@ def test_times_and_sizes_read_in_units_with_three_digits(browser_page) -> None:
     assert not re.search(r"\((?:us|ms|ns)\)", text), "a time axis labelled with a unit instead of ticks"
 
 
+# --- layout and screenshots of every report page ------------------------------------------------------------
+
+SHOT_WIDTH = 1400
+# Appended to a copy of a page (the page itself has no script): measures, once laid out at SHOT_WIDTH, the
+# tables that run past the window or need their box's scroll bar, and the page's size, into the DOM.
+_PROBE = """<pre id="tailcut-layout"></pre><script>
+(() => {
+  const width = document.documentElement.clientWidth;
+  const cut = [...document.querySelectorAll("table")].filter(t => {
+    const box = t.parentElement;
+    return t.getBoundingClientRect().right > width + 1 || box.scrollWidth > box.clientWidth + 1;
+  }).map(t => t.querySelector("th") ? t.querySelector("th").textContent : "?");
+  document.getElementById("tailcut-layout").textContent = JSON.stringify({
+    width: width, tables: document.querySelectorAll("table").length, cut: cut,
+    page_width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight,
+  });
+})();
+</script>"""
+
+
+def layout(page: Path, work: Path) -> dict[str, object]:
+    """Lay ``page`` out at SHOT_WIDTH in Chromium and return what :data:`_PROBE` measured."""
+    import html
+
+    probe = work / f"{page.parent.name}-layout.html"
+    probe.write_text(page.read_text().replace("</body>", _PROBE + "</body>"))
+    dumped = _chromium_run(probe, work / "profile-layout", "--dump-dom", f"--window-size={SHOT_WIDTH},1000")
+    found = re.search(r'<pre id="tailcut-layout">(.*?)</pre>', dumped.stdout, re.DOTALL)
+    assert found, dumped.stdout[-2000:]
+    return json.loads(html.unescape(found.group(1)))
+
+
+def screenshot(page: Path, work: Path, target: Path, height: int) -> bytes:
+    """The whole page at SHOT_WIDTH (the window as tall as the page, at most 16000 px) into ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    size = f"--window-size={SHOT_WIDTH},{min(max(height, 600), 16000)}"
+    _chromium_run(page, work / "profile-full", f"--screenshot={target}", size, "--hide-scrollbars")
+    return target.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    where = os.environ.get("TAILCUT_SCREENSHOTS")
+    return Path(where) if where else tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="module")
+def report_pages(tiny_result, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The three kinds of report page, from tiny experiments: a run, a sweep (two seeds per point, so it
+    draws bands) and a comparison (the test suite's mini suite)."""
+    import sys
+
+    import tailcut
+    from conftest import SWEEP_KEY, SWEEP_VALUES, TINY
+    from tailcut.compare import compare
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_compare import mini
+
+    work = tmp_path_factory.mktemp("pages")
+    out, _ = tiny_result
+    sweep = tailcut.sweep(TINY, {SWEEP_KEY: list(SWEEP_VALUES)}, seeds=2, jobs=2, out=work / "sweep")
+    compared = compare(mini(), work / "compare", scale="ci", jobs=2)
+    assert sweep.path is not None
+    return {
+        "run": out / "report.html",
+        "sweep": sweep.path / "report.html",
+        "compare": compared.path / "report.html",  # type: ignore[operator]
+    }
+
+
+@pytest.mark.parametrize("kind", ["run", "sweep", "compare"])
+def test_report_pages_fit_the_window_and_are_saved(
+    kind: str, report_pages, screenshots: Path, tmp_path: Path
+) -> None:
+    page = report_pages[kind]
+    measured = layout(page, tmp_path)
+    assert SHOT_WIDTH - 20 <= measured["width"] <= SHOT_WIDTH, measured  # the window, less a scroll bar
+    assert measured["tables"], "every report page has tables"
+    assert measured["cut"] == [], f"tables cut at {SHOT_WIDTH} px: {measured['cut']}"
+    assert measured["page_width"] <= measured["width"], "the page runs past the window's width"
+    text = page.read_text()
+    assert "<p class='provenance'>" in text and "config digest" in text and "commit " in text
+    shot = screenshot(page, tmp_path, screenshots / f"{kind}-report.png", int(measured["height"]))  # type: ignore[call-overload]
+    assert not _blank(shot)
+
+
 def test_the_checks_catch_a_broken_page(tmp_path: Path) -> None:
     """The browser checks above can fail: a page with a script error, an external image and no figure."""
     broken = tmp_path / "broken.html"
@@ -207,6 +296,16 @@ def test_the_checks_catch_a_broken_page(tmp_path: Path) -> None:
     assert rendered.requests == ["https://example.com/figure.png"]
     assert page.references and page.figures == []
     assert _EXPONENT.search(" ".join(page.text))
+
+
+def test_the_layout_check_catches_a_cut_table(tmp_path: Path) -> None:
+    """A table wider than the window in a box that does not scroll is reported."""
+    wide = "".join(f"<th>column{i:03d}</th>" for i in range(200))
+    page = tmp_path / "wide" / "report.html"
+    page.parent.mkdir()
+    page.write_text(f"<!DOCTYPE html><html><body><div><table><tr>{wide}</tr></table></div></body></html>")
+    measured = layout(page, tmp_path)
+    assert measured["cut"] == ["column000"] and measured["page_width"] > measured["width"]
 
 
 def test_a_blank_screenshot_is_caught(tmp_path: Path) -> None:

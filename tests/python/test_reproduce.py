@@ -160,6 +160,14 @@ def test_reproduce_writes_tables_over_seeds_and_resumes(tiny_paper, tmp_path: Pa
     assert flows == {"tcp": 40, "dctcp": 40}  # the entry's override reached the run
     page = (out / "tiny.md").read_text()
     assert "### `a`" in page and "| all | dctcp |" in page and "Conclusions that flip" in page
+    # What made the page: version and commit once, each entry's seeds with their config digests.
+    from tailcut.provenance import provenance
+
+    made = provenance()
+    assert f"Made by tailcut {made['tailcut_version']}, commit {made['tailcut_commit'] or 'unknown'}" in page
+    digests = group["entries"][0]["config_digests"]
+    assert list(digests) == ["1", "2"] and len(set(digests.values())) == 2
+    assert f"Seeds 1, 2; config digests `{digests['1']}` (seed 1), `{digests['2']}` (seed 2)." in page
 
     again = []
     rp.reproduce("tiny", seeds=2, out=out, root=root, on_done=again.append)

@@ -48,6 +48,10 @@ def test_write_reads_the_documents_in_the_folder(tmp_path):
     assert "| DCQUIC, migration on path delay / failure (`migration`) |" in page
     assert "mean: 99% |" in page
     assert "not run" in page  # the other papers' rows
+    assert "Made from pages of tailcut unknown, commit unknown;" in page  # a document without provenance
+    doc["provenance"] = {"tailcut_version": "9.9.9", "tailcut_commit": "abc"}
+    (tmp_path / "dcquic.json").write_text(json.dumps(doc))
+    assert "Made from pages of tailcut 9.9.9, commit abc;" in headlines.write(tmp_path).read_text()
     assert headlines.write(tmp_path / "empty") is None
 
 

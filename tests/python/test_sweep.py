@@ -68,12 +68,44 @@ def test_point_equals_single_run(local_sweep: tailcut.SweepResult) -> None:
 
 
 def test_sweep_report(local_sweep: tailcut.SweepResult) -> None:
-    from tailcut.report import sweep_titles
+    from tailcut.outdir import config_hash
+    from tailcut.provenance import provenance
+    from tailcut.report import SWEEP_BAND, sweep_caption, sweep_titles
 
     text = (local_sweep.path / "report.html").read_text()
     assert text.count("<svg") == 2
     for title in sweep_titles(SWEEP_KEY):
-        assert f"<figcaption>{escape(title)}</figcaption>" in text
+        # Two seeds per point: the caption says the line is their median and the band their range.
+        caption = sweep_caption(title, 2)
+        assert f"<figcaption>{escape(caption)}</figcaption>" in text
+        assert "median over 2 seeds" in caption and SWEEP_BAND in caption
+    line = text.split("<p class='provenance'>")[1].split("</p>")[0]
+    assert "seeds 1, 2" in line
+    assert f"config digest {config_hash(local_sweep.config)}" in line
+    assert f"tailcut {provenance()['tailcut_version']}" in line and "commit " in line
+
+
+def test_sweep_figure_draws_median_and_band() -> None:
+    from matplotlib.collections import PolyCollection
+
+    from tailcut.report import sweep_figure
+
+    rows = [
+        {"k": k, "seed": seed, "scheme": "a", "size_class": "small", "count": 10, "unfinished": 0, "v": v}
+        for k, values in ((1, (1.0, 2.0, 6.0)), (2, (4.0, 4.0, 4.0)))
+        for seed, v in zip((1, 2, 3), values, strict=True)
+    ]
+    fig = sweep_figure({"s": (pd.DataFrame(rows), ["k"])}, "v", "small", "t", "v")
+    ax = fig.axes[0]
+    (line,) = ax.get_lines()
+    assert list(line.get_ydata()) == [2.0, 4.0]  # medians, not means (3.0)
+    (band,) = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    ys = band.get_paths()[0].vertices[:, 1]
+    assert ys.min() == 1.0 and ys.max() == 6.0  # min to max over the seeds
+    one = sweep_figure(
+        {"s": (pd.DataFrame([r for r in rows if r["seed"] == 1]), ["k"])}, "v", "small", "t", "v"
+    )
+    assert not [c for c in one.axes[0].collections if isinstance(c, PolyCollection)]  # one seed: no band
 
 
 def test_resume_reruns_only_missing_point(tmp_path: Path) -> None:

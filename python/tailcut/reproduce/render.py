@@ -40,6 +40,8 @@ def markdown(paper: Paper, document: dict[str, Any]) -> str:
         "**FLIPS** beats its baseline in some seeds and loses in others; a part whose scheme ranking "
         "differs between seeds is listed under its table.",
         "",
+        _made_by(document),
+        "",
     ]
     flips = [
         (e["label"], r)
@@ -68,6 +70,8 @@ def markdown(paper: Paper, document: dict[str, Any]) -> str:
         lines += overview(paper, group)
         for entry in group["entries"]:
             lines += ["", f"### `{entry['label']}` ({entry['file']}{_overrides(entry)})", ""]
+            if entry.get("config_digests"):
+                lines += [_entry_digests(entry), ""]
             if entry.get("main", paper.main) != paper.main:
                 direction = "higher" if entry["higher_is_better"] else "lower"
                 lines += [f"Conclusions checked on `{entry['main']}` ({direction} is better).", ""]
@@ -134,6 +138,25 @@ def overview(paper: Paper, group: dict[str, Any]) -> list[str]:
             cells.append(text + (" (flips)" if flips else ""))
         lines.append(f"| {entry['label']} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _made_by(document: dict[str, Any]) -> str:
+    """The version and commit that made the page ("unknown" when the build does not know its commit)."""
+    p = document.get("provenance") or {}
+    version, commit = p.get("tailcut_version") or "unknown", p.get("tailcut_commit") or "unknown"
+    return (
+        f"Made by tailcut {version}, commit {commit}; each entry lists its seeds and their config digests "
+        "(the seed is part of the config)."
+    )
+
+
+def _entry_digests(entry: dict[str, Any]) -> str:
+    """``Seeds 1, 2, 3; config digests `a1..` (seed 1), ...``: what each seed of an entry ran."""
+    digests = entry["config_digests"]
+    seeds = ", ".join(digests)
+    each = ", ".join(f"`{d}` (seed {s})" for s, d in digests.items())
+    plural = "s" if len(digests) > 1 else ""
+    return f"Seed{plural} {seeds}; config digest{plural} {each}."
 
 
 def _overrides(entry: dict[str, Any]) -> str:
