@@ -670,7 +670,10 @@ def compare(
     )
     elapsed = time.perf_counter() - start
     table = collect(suite, planned, points_dir)
+    from tailcut.provenance import provenance, write_parquet
+
     meta = {
+        **provenance(digest=digest),
         "suite": suite.name,
         "source": suite.source,
         "scale": scale,
@@ -683,7 +686,7 @@ def compare(
         "wall_seconds": round(elapsed, 1),
     }
     with combined_files(out) as tmp:
-        table.to_parquet(tmp / "compare.parquet", index=False)
+        write_parquet(table, tmp / "compare.parquet", provenance(digest=digest))
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")
         (tmp / "compare.md").write_text(compare_markdown(table, meta))
         (tmp / "report.html").write_text(compare_html(table, meta))

@@ -1,37 +1,122 @@
 """What made an output: the tailcut version and the commit it was built from, and a config's digest.
 
-Every output a run writes (``runs.json``, ``summary.json``, the Parquet tables' metadata, every report
-page) carries :func:`provenance`, so a number found later can be traced to the code that made it: a
-re-run after an upgrade that differs is then explained by the version, not a mystery.
+Every output a run writes carries :func:`provenance`: ``runs.json`` (every scheme's record),
+``summary.json``, the ``.tailcut.json`` marker, the Parquet tables' schema metadata (:func:`write_parquet`),
+``sweep.json``, ``compare.json``, a reproduce page's JSON, ``testbed.json`` and ``net.json``. A number
+found later can then be traced to the code that made it: a re-run after an upgrade that differs is
+explained by the version, not a mystery.
 
-The commit is baked into the extension when it is built (``crates/tailcut-py/build.rs`` reads ``git``,
-or ``$TAILCUT_COMMIT`` for a build outside a checkout); a build that had neither says ``None``.
+The commit is the extension's ``build_commit()`` when the extension provides one; otherwise
+``$TAILCUT_COMMIT``, or, for a package imported from a git checkout (an editable install), that
+checkout's ``HEAD`` (``+dirty`` when the tree has changes). A wheel installed without either says
+``None``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tailcut import _core
 from tailcut.outdir import config_hash
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# The keys :func:`provenance` adds; readers and comparisons that must not depend on them drop these.
+KEYS = ("tailcut_version", "tailcut_commit", "config_digest")
 
 
 def version() -> str:
     return _core.version()
 
 
+@functools.lru_cache(maxsize=1)
 def commit() -> str | None:
-    """The commit the extension was built from (``+dirty`` when the tree had changes), or ``None``."""
+    """The commit tailcut was built from (``+dirty`` when the tree had changes), or ``None``."""
     built = getattr(_core, "build_commit", None)
     value = built() if built else None
-    return value or None
+    return value or os.environ.get("TAILCUT_COMMIT") or _checkout_commit()
 
 
-def provenance(config: Any = None) -> dict[str, Any]:
-    """``{"tailcut_version", "tailcut_commit"}``, plus ``"config_digest"`` when a config is given: the
-    result folder's own :func:`tailcut.outdir.config_hash` (files count by content), so the digest on a
-    page is the one its folder resumes by."""
+def _checkout_commit() -> str | None:
+    package = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "-C", str(package), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+
+
+def provenance(config: Any = None, digest: str | None = None) -> dict[str, Any]:
+    """``{"tailcut_version", "tailcut_commit"}``, plus ``"config_digest"`` when a config (or its
+    ``digest``, e.g. a compare suite's) is given: the result folder's own
+    :func:`tailcut.outdir.config_hash` (files count by content), so the digest on a page is the one its
+    folder resumes by."""
     out: dict[str, Any] = {"tailcut_version": version(), "tailcut_commit": commit()}
-    if config is not None:
+    if digest is not None:
+        out["config_digest"] = digest
+    elif config is not None:
         out["config_digest"] = config_hash(config)
     return out
+
+
+def without(document: Any) -> Any:
+    """``document`` (a dict, or a list of dicts) without the provenance keys: what two outputs of the
+    same experiment written by different tailcut builds share."""
+    if isinstance(document, list):
+        return [without(d) for d in document]
+    if isinstance(document, dict):
+        return {k: v for k, v in document.items() if k not in KEYS}
+    return document
+
+
+def write_parquet(frame: pd.DataFrame, path: str | Path, stamp: dict[str, Any]) -> None:
+    """``frame.to_parquet(path, index=False)`` with ``stamp`` (:func:`provenance`) in the file's schema
+    metadata, one key each (``tailcut_version``, ...; a ``None`` value is left out). Readers that do not
+    look (``pandas.read_parquet``) see the same table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    metadata = dict(table.schema.metadata or {})
+    metadata.update({k.encode(): str(v).encode() for k, v in stamp.items() if v is not None})
+    pq.write_table(table.replace_schema_metadata(metadata), path)
+
+
+def parquet_provenance(path: str | Path) -> dict[str, str]:
+    """The provenance keys in a Parquet file's schema metadata (empty for a file written without)."""
+    import pyarrow.parquet as pq
+
+    metadata = pq.read_schema(path).metadata or {}
+    return {k: metadata[k.encode()].decode() for k in KEYS if k.encode() in metadata}
+
+
+def recorded(folder: str | Path) -> dict[str, Any]:
+    """The provenance a result folder recorded (its marker, else its ``runs.json``), or ``{}`` for a
+    folder written before tailcut recorded it."""
+    folder = Path(folder)
+    for name in (".tailcut.json", "runs.json", "summary.json"):
+        try:
+            document = json.loads((folder / name).read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(document, list):
+            document = document[0] if document and isinstance(document[0], dict) else {}
+        if isinstance(document, dict) and "tailcut_version" in document:
+            return {k: document[k] for k in KEYS if k in document}
+    return {}

@@ -20,7 +20,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tailcut.outdir import OutputError, atomic_dir, claim, write_marker
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS, columns_to_frame
@@ -68,12 +68,15 @@ def find_binary() -> Path:
     )
 
 
-def convert_tables(folder: Path) -> None:
-    """Replace the binary's ``flows.json`` / ``ports.json`` with Parquet files."""
+def convert_tables(folder: Path, stamp: dict[str, Any] | None = None) -> None:
+    """Replace the binary's ``flows.json`` / ``ports.json`` with Parquet files (``stamp``, the
+    provenance, in their metadata)."""
+    from tailcut.provenance import write_parquet
+
     for name, expected in (("flows", FLOW_COLUMNS), ("ports", PORT_COLUMNS)):
         source = folder / f"{name}.json"
         columns = json.loads(source.read_text())
-        columns_to_frame(columns, expected).to_parquet(folder / f"{name}.parquet", index=False)
+        write_parquet(columns_to_frame(columns, expected), folder / f"{name}.parquet", stamp or {})
         source.unlink()
 
 
@@ -101,9 +104,13 @@ def run_to_dir(
         # folder is complete before this front decides what the run is worth.
         if proc.returncode != 0:
             raise OutputError(proc.stderr.strip().removeprefix(f"{BINARY}: ") or f"{BINARY} failed")
-        convert_tables(tmp)
-        _write_result_files(file, tmp)
-        write_marker(tmp, "run", source="testbed")
+        from tailcut.config import load_experiment
+        from tailcut.provenance import provenance
+
+        stamp = provenance(load_experiment(file))
+        convert_tables(tmp, stamp)
+        _write_result_files(file, tmp, stamp)
+        write_marker(tmp, "run", source="testbed", **stamp)
     reasons = invalid_timing(out)
     if reasons and not allow_invalid_timing:
         raise InvalidTimingError(out, reasons)
@@ -147,15 +154,22 @@ def timing_banner_html(folder: Path) -> str:
     )
 
 
-def _write_result_files(file: Path, folder: Path) -> None:
-    """``summary.json``, ``config.toml`` and ``report.html`` as a simulator run writes them."""
+def _write_result_files(file: Path, folder: Path, stamp: dict[str, Any] | None = None) -> None:
+    """``summary.json``, ``config.toml`` and ``report.html`` as a simulator run writes them, and the
+    provenance ``stamp`` in every scheme's entry of ``testbed.json``."""
     from tailcut.config import load_experiment, to_toml
     from tailcut.report import run_report_html
     from tailcut.results import Result, summary_json
 
     result = Result.load(folder)
     result.config = load_experiment(file)
-    (folder / "summary.json").write_text(summary_json(result.summary))
+    (folder / "summary.json").write_text(summary_json(result.summary, stamp))
+    quality = folder / QUALITY_FILE
+    if stamp and quality.exists():
+        entries = json.loads(quality.read_text())
+        if isinstance(entries, list):
+            entries = [{**e, **stamp} if isinstance(e, dict) else e for e in entries]
+            quality.write_text(json.dumps(entries, indent=2) + "\n")
     (folder / "config.toml").write_text(to_toml(result.config))
     page = run_report_html({folder_label(file): result})
     # The verdict goes first, above every figure and table, so that nobody reads the FCTs without it.

@@ -115,7 +115,7 @@ def test_run_writes_all_files(cli, tiny: Path, tmp_path: Path, capsys: pytest.Ca
     flows = pd.read_parquet(out / "flows.parquet")
     assert set(FLOW_COLUMNS) <= set(flows.columns)
     assert set(PORT_COLUMNS) <= set(pd.read_parquet(out / "ports.parquet").columns)
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())["summary"]
     assert {r["size_class"] for r in summary} == {"small", "medium", "large", "all"}
     runs = json.loads((out / "runs.json").read_text())
     assert runs and all(r["conservation"]["ok"] for r in runs)

@@ -133,6 +133,8 @@ def collect(
                     per_seed[task.seed] = paper.rows(load_tables(runs_dir / task.slug), entry)
             item = {"label": entry.label, "file": entry.file, "overrides": dict(entry.overrides)}
             item["missing_seeds"] = [t.seed for t in mine if t.seed not in per_seed]
+            # Each seed's config digest (tailcut.provenance), as its run folder resumes by.
+            item["config_digests"] = {str(t.seed): t.digest for t in mine}
             item["failed"] = {t.slug: failed[t.slug] for t in mine if t.slug in failed}
             if per_seed:
                 item.update(aggregate_entry(paper, per_seed, *paper.criterion(group)))
@@ -149,7 +151,10 @@ def collect(
             rendered.append(item)
         if rendered:
             groups.append({"title": group.title, "entries": rendered})
+    from tailcut.provenance import provenance
+
     return {
+        **provenance(),
         "paper": paper.name,
         "title": paper.title,
         "seeds": seeds,

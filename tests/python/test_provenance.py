@@ -1,0 +1,89 @@
+"""Every output says which tailcut made it (issue #43): version, commit and config digest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+from conftest import SWEEP_KEY, SWEEP_VALUES, TINY
+from tailcut import _core
+from tailcut.outdir import config_hash
+from tailcut.provenance import KEYS, parquet_provenance, provenance, recorded, without
+
+
+def test_provenance_names_version_commit_and_digest() -> None:
+    stamp = provenance({"name": "x"})
+    assert stamp["tailcut_version"] == _core.version()
+    assert "tailcut_commit" in stamp
+    assert stamp["config_digest"] == config_hash({"name": "x"})
+    assert "config_digest" not in provenance()
+
+
+def test_a_run_folder_carries_provenance_everywhere(tiny_result) -> None:
+    out, result = tiny_result
+    stamp = provenance(result.config)
+    summary = json.loads((out / "summary.json").read_text())
+    assert {k: summary[k] for k in KEYS} == stamp
+    runs = json.loads((out / "runs.json").read_text())
+    assert isinstance(runs, list) and all({k: r[k] for k in KEYS} == stamp for r in runs)
+    for table in ("flows.parquet", "ports.parquet"):
+        assert parquet_provenance(out / table) == {k: v for k, v in stamp.items() if v is not None}
+    assert recorded(out) == stamp
+    # The digest is the one the folder's config resumes by.
+    assert stamp["config_digest"] == config_hash(result.config)
+
+
+def test_an_old_folder_without_provenance_still_loads(tiny_result, tmp_path: Path) -> None:
+    from tailcut.results import Result
+
+    out, result = tiny_result
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    (old / ".tailcut.json").write_text('{"kind": "run"}')
+    runs = without(json.loads((old / "runs.json").read_text()))
+    (old / "runs.json").write_text(json.dumps(runs))
+    document = json.loads((old / "summary.json").read_text())
+    (old / "summary.json").write_text(json.dumps(document["summary"]))
+    for table in ("flows.parquet", "ports.parquet"):
+        pd.read_parquet(out / table).to_parquet(old / table, index=False)
+        assert parquet_provenance(old / table) == {}
+    loaded = Result.load(old)
+    assert recorded(old) == {}
+    assert len(loaded.flows) == len(result.flows) and loaded.runs == runs
+
+
+def test_results_are_the_same_apart_from_provenance(tiny_result) -> None:
+    """What identity compares (the tables, and summary.json without its provenance) does not move with
+    the version: the stamp is additive."""
+    out, result = tiny_result
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(without(summary)) == {"unfinished", "summary"}
+    runs = json.loads((out / "runs.json").read_text())
+    assert without(runs) == [without(r) for r in result.runs]
+
+
+def test_sweep_and_compare_json_carry_provenance(tmp_path: Path) -> None:
+    from tailcut.sweep import sweep
+
+    out = tmp_path / "sweep"
+    sweep(TINY, {SWEEP_KEY: list(SWEEP_VALUES)[:1]}, out=out, overrides={"workload.0.flows": 20})
+    meta = json.loads((out / "sweep.json").read_text())
+    marker = json.loads((out / ".tailcut.json").read_text())
+    assert meta["tailcut_version"] == _core.version() and meta["config_digest"] == marker["config_hash"]
+    assert parquet_provenance(out / "summary.parquet")["config_digest"] == marker["config_hash"]
+    point = next((out / "points").iterdir())
+    assert recorded(point)["tailcut_version"] == _core.version()
+
+
+def test_net_bench_output_is_stamped(tmp_path: Path) -> None:
+    from tailcut.cli import main
+
+    out = tmp_path / "bench"
+    argv = ["net", "bench", "--scheme", "tcp", "--size", "100B", "--count", "5", "--warmup", "1"]
+    assert main([*argv, "--param", "min_rto=5ms", "--out", str(out)]) == 0
+    meta = json.loads((out / "net.json").read_text())
+    assert meta["tailcut_version"] == _core.version() and "tailcut_commit" in meta
+    assert parquet_provenance(out / "flows.parquet")["tailcut_version"] == _core.version()
