@@ -190,9 +190,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "schemes",
-        help="list the schemes and host shims with their parameters, defaults and documentation",
+        help="list the schemes and host shims; with names or --all, their parameters and defaults",
+        description="Without arguments, one line per scheme and host shim. With NAME..., or --all for "
+        "every one, each scheme's parameters with their defaults and documentation.",
     )
-    p.add_argument("names", nargs="*", metavar="NAME", help="only these schemes (default: all)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="show these schemes in full")
+    p.add_argument(
+        "--all",
+        "--long",
+        dest="all",
+        action="store_true",
+        help="show every scheme in full (parameters, defaults, documentation)",
+    )
 
     p = sub.add_parser(
         "reproduce",
@@ -358,9 +367,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schemes(args: argparse.Namespace) -> int:
-    from tailcut.schemes_text import format_schemes, select
+    from tailcut.schemes_text import format_schemes, format_short, select
 
-    print(format_schemes(select(json.loads(_core.schemes()), args.names)))
+    listed = select(json.loads(_core.schemes()), args.names)
+    print(format_schemes(listed) if args.names or args.all else format_short(listed))
     return 0
 
 
@@ -613,13 +623,26 @@ def _terminated(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what the closed pipe refused
+    does not print a second error at exit."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         with interrupt.installed():
-            return COMMANDS[args.command](args)
+            code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+        return code
     except (OutputError, MissingExtraError) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
@@ -632,6 +655,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted; no partial result was left (a sweep's finished points are kept for a rerun)")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`tailcut schemes | head -1`): stop quietly, as other Unix tools do.
+        _quiet_stdout()
+        return 0
     except (OSError, ValueError) as exc:
         # TOML syntax errors (tomllib.TOMLDecodeError is a ValueError), bad --set/--grid, missing files.
         name = getattr(args, "file", None) or getattr(args, "suite", None)

@@ -70,7 +70,7 @@ def test_validate_missing_file_exit_2(cli, tmp_path: Path) -> None:
 def test_schemes_table(cli, capsys: pytest.CaptureFixture[str]) -> None:
     from tailcut import _core
 
-    assert cli("schemes") == 0
+    assert cli("schemes", "--all") == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION"]
     listed = json.loads(_core.schemes())
