@@ -375,9 +375,8 @@ def cmd_schemes(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from tailcut.outdir import claim
+    from tailcut.progress import bar as progress_bar
     from tailcut.progress import run_stage
     from tailcut.runner import run_to_dir
 
@@ -386,7 +385,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     claim(out, "run", overwrite=args.overwrite)  # before the progress bar: a refusal is all that prints
     schemes = [str(s.get("name", "?")) for s in config.get("schemes", []) if isinstance(s, dict)]
     bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
-    with tqdm(total=100, file=sys.stderr, desc="checking and generating flows", bar_format=bar_format) as bar:
+    with progress_bar(
+        total=100, file=sys.stderr, desc="checking and generating flows", bar_format=bar_format, percent=True
+    ) as bar:
 
         def progress(fraction: float) -> bool:
             bar.set_description_str(run_stage(schemes, fraction), refresh=False)
@@ -426,8 +427,7 @@ SIM_BAR = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from tailcut.progress import bar as progress_bar
     from tailcut.sweep import check_size, parse_grid_option, sweep
     from tailcut.sweep import points as grid_points
 
@@ -440,7 +440,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     total = len(grid_points(grid, range(args.seeds)))
     with _progress("point", total) as (_, point_done):
         # Points finish rarely; the simulated time of the running ones moves at every core tick.
-        sim_bar = tqdm(total=100, file=sys.stderr, desc="simulated time", bar_format=SIM_BAR)
+        sim_bar = progress_bar(
+            total=100, file=sys.stderr, desc="simulated time", bar_format=SIM_BAR, percent=True
+        )
 
         def simulated(fraction: float) -> None:
             sim_bar.update(max(0.0, round(fraction * 100, 1) - sim_bar.n))
@@ -481,9 +483,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _progress(unit: str, total: int) -> Iterator[tuple[Any, Callable[[Any], None]]]:
     """A progress bar on stderr and the callback that advances it, printing failed points above it."""
-    from tqdm import tqdm
+    from tailcut.progress import bar as progress_bar
 
-    with tqdm(total=total, file=sys.stderr, unit=unit) as bar:
+    with progress_bar(total=total, file=sys.stderr, unit=unit) as bar:
 
         def done(outcome: Any) -> None:
             if outcome.error is not None:

@@ -3,8 +3,9 @@ maturin packs with everything under ``python/tailcut`` (``python-source = "pytho
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 import tailcut
 
