@@ -278,7 +278,13 @@ def _error(message: str) -> None:
 
 
 def _load(args: argparse.Namespace) -> dict[str, Any]:
-    return apply_overrides(load_experiment(args.file), args.overrides)
+    raw = load_experiment(args.file)
+    # A result folder's config.toml written by another tailcut version: say what may have changed.
+    from tailcut.provenance import folder_config_warnings
+
+    for line in folder_config_warnings(args.file, raw):
+        print(line, file=sys.stderr)
+    return apply_overrides(raw, args.overrides)
 
 
 # Top-level keys that tell a compare suite and a topology file from an experiment.

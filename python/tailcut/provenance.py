@@ -120,3 +120,76 @@ def recorded(folder: str | Path) -> dict[str, Any]:
         if isinstance(document, dict) and "tailcut_version" in document:
             return {k: document[k] for k in KEYS if k in document}
     return {}
+
+
+def _registry() -> dict[str, dict[str, Any]]:
+    return {s["name"]: {p["name"]: p["default"] for p in s["params"]} for s in json.loads(_core.schemes())}
+
+
+def _parameter_lines(label: str, written: Any, defaults: dict[str, Any] | None) -> list[str]:
+    if defaults is None or not isinstance(written, dict):
+        return []
+    written = {k: v for k, v in written.items() if k != "kind"}
+    lines = []
+    new = [f"{k} (default {v})" for k, v in defaults.items() if k not in written and v is not None]
+    if new:
+        lines.append(
+            f"  {label}: parameters added since, which take their current defaults: {', '.join(new)}"
+        )
+    gone = [k for k in written if k not in defaults]
+    if gone:
+        lines.append(f"  {label}: parameters this version does not know: {', '.join(gone)}")
+    moved = [
+        f"{k} = {written[k]} (default now {v})"
+        for k, v in defaults.items()
+        if k in written and v is not None and written[k] != v
+    ]
+    if moved:
+        lines.append(f"  {label}: written values that differ from today's defaults: {', '.join(moved)}")
+    return lines
+
+
+def version_changes(config: Any, stamp: dict[str, Any]) -> list[str]:
+    """What differs between the tailcut that wrote a result folder's ``config`` (its provenance ``stamp``,
+    :func:`recorded`) and this one; empty when the versions match or the folder recorded none.
+
+    A written config.toml has every parameter filled in, so the values it names run as they did; what
+    can change is a parameter added since (it takes today's default), one removed (the config is then
+    refused), and the defaults a value was filled from (listed for comparison)."""
+    then = stamp.get("tailcut_version")
+    if not then or then == version() or not isinstance(config, dict):
+        return []
+    was = f"tailcut {then}" + (f" ({stamp['tailcut_commit']})" if stamp.get("tailcut_commit") else "")
+    now = f"tailcut {version()}" + (f" ({commit()})" if commit() else "")
+    lines = [f"written by {was}; this is {now}"]
+    registry = _registry()
+    schemes = config.get("schemes")
+    for entry in schemes if isinstance(schemes, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        name, transport = entry.get("name"), entry.get("transport")
+        lines += _parameter_lines(
+            f"scheme {name} ({transport})", entry.get("params", {}), registry.get(transport)
+        )
+        shim = entry.get("shim")
+        if isinstance(shim, dict):
+            lines += _parameter_lines(
+                f"scheme {name} shim {shim.get('kind')}", shim, registry.get(shim.get("kind"))
+            )
+    other = config.get("other_traffic")
+    if isinstance(other, dict):
+        transport = other.get("transport")
+        lines += _parameter_lines(
+            f"other_traffic ({transport})", other.get("params", {}), registry.get(transport)
+        )
+    return lines
+
+
+def folder_config_warnings(path: str | Path, config: Any) -> list[str]:
+    """``version_changes`` for a config file read from a tailcut result folder (``config.toml`` beside
+    the folder's marker), as ``warning:`` lines; empty for any other file."""
+    path = Path(path)
+    if path.name != "config.toml" or not (path.parent / ".tailcut.json").exists():
+        return []
+    changes = version_changes(config, recorded(path.parent))
+    return [f"warning: {path}: {changes[0]}", *changes[1:]] if changes else []

@@ -124,20 +124,27 @@ class Result:
     @classmethod
     def load(cls, path: str | Path) -> Result:
         """Read a result folder written by :meth:`write` (or ``tailcut run``)."""
+        import warnings
+
         import pandas as pd
 
         from tailcut.config import load_config
+        from tailcut.provenance import folder_config_warnings
 
         path = Path(path)
         runs_file = path / "runs.json"
         config_file = path / "config.toml"
+        config = load_config(config_file) if config_file.exists() else {}
+        changes = folder_config_warnings(config_file, config)
+        if changes:
+            warnings.warn("\n".join(changes), stacklevel=2)
         return cls(
             flows=pd.read_parquet(path / "flows.parquet"),
             ports=pd.read_parquet(path / "ports.parquet")
             if (path / "ports.parquet").exists()
             else pd.DataFrame(),
             runs=json.loads(runs_file.read_text()) if runs_file.exists() else [],
-            config=load_config(config_file) if config_file.exists() else {},
+            config=config,
             path=path,
         )
 

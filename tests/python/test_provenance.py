@@ -87,3 +87,48 @@ def test_net_bench_output_is_stamped(tmp_path: Path) -> None:
     meta = json.loads((out / "net.json").read_text())
     assert meta["tailcut_version"] == _core.version() and "tailcut_commit" in meta
     assert parquet_provenance(out / "flows.parquet")["tailcut_version"] == _core.version()
+
+
+def test_config_toml_has_every_scheme_parameter_filled_in(tiny_result) -> None:
+    from tailcut.config import load_config
+
+    out, _ = tiny_result
+    written = load_config(out / "config.toml")
+    registry = {s["name"]: s for s in json.loads(_core.schemes())}
+    for scheme in written["schemes"]:
+        params = registry[scheme["transport"]]["params"]
+        expected = {p["name"] for p in params if p["default"] is not None}
+        assert expected <= set(scheme["params"]), (scheme["name"], expected - set(scheme["params"]))
+
+
+def test_a_config_from_another_version_says_what_changed(tiny_result, tmp_path: Path, cli, capsys) -> None:
+    import warnings
+
+    from tailcut.config import load_config, to_toml
+    from tailcut.results import Result
+
+    out, _ = tiny_result
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    marker = json.loads((old / ".tailcut.json").read_text())
+    (old / ".tailcut.json").write_text(json.dumps({**marker, "tailcut_version": "0.0.1"}))
+    config = load_config(old / "config.toml")
+    del config["schemes"][0]["params"]["spray_paths"]  # a parameter that 0.0.1 did not have
+    config["schemes"][0]["params"]["min_rto"] = "200ms"  # as it was, and as it is by default
+    (old / "config.toml").write_text(to_toml(config))
+
+    assert cli("validate", old / "config.toml") == 0
+    err = capsys.readouterr().err
+    assert "written by tailcut 0.0.1 (" in err and "this is tailcut " + _core.version() in err
+    assert "scheme tcp (tcp): parameters added since, which take their current defaults: spray_paths" in err
+    tcp = next(line for line in err.splitlines() if line.startswith("  scheme tcp (tcp): written values"))
+    assert "initial_rto = 5ms (default now 1s)" in tcp and "min_rto" not in tcp
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        Result.load(old)
+    assert any("spray_paths" in str(w.message) for w in caught)
+
+    # The same version says nothing.
+    assert cli("validate", out / "config.toml") == 0
+    assert "warning" not in capsys.readouterr().err
