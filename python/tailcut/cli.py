@@ -116,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
     _add_out_args(p, "results/<experiment name>", resumes=False)
     p.add_argument("--seed", type=SEED, help="replace the config's seed")
+    p.add_argument(
+        "--jobs",
+        type=AT_LEAST_ONE,
+        default=1,
+        help="run the schemes in this many processes at once; the results are the same (default 1)",
+    )
     _add_limit_args(p)
 
     p = sub.add_parser(
@@ -396,7 +402,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     ) as bar:
 
         def progress(fraction: float) -> bool:
-            bar.set_description_str(run_stage(schemes, fraction), refresh=False)
+            stage = run_stage(schemes, fraction) if args.jobs == 1 or fraction >= 1 else "simulating"
+            bar.set_description_str(stage, refresh=False)
             bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
             return True
 
@@ -408,6 +415,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             limits=_limits(args),
             csv=True,
+            jobs=args.jobs,
         )
     from tailcut import display
     from tailcut.summary import stall_warnings, unfinished_warnings
