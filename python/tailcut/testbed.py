@@ -165,16 +165,29 @@ def _write_result_files(file: Path, folder: Path, stamp: dict[str, Any] | None =
     result.config = load_experiment(file)
     (folder / "summary.json").write_text(summary_json(result.summary, stamp))
     quality = folder / QUALITY_FILE
-    if stamp and quality.exists():
+    if quality.exists():
         entries = json.loads(quality.read_text())
         if isinstance(entries, list):
-            entries = [{**e, **stamp} if isinstance(e, dict) else e for e in entries]
+            entries = [{**strict_quality(e), **(stamp or {})} if isinstance(e, dict) else e for e in entries]
             quality.write_text(json.dumps(entries, indent=2) + "\n")
     (folder / "config.toml").write_text(to_toml(result.config))
     page = run_report_html({folder_label(file): result})
     # The verdict goes first, above every figure and table, so that nobody reads the FCTs without it.
     head, sep, rest = page.partition("</h1>\n")
     (folder / "report.html").write_text(head + sep + timing_banner_html(folder) + rest if sep else page)
+
+
+def strict_quality(entry: dict[str, Any]) -> dict[str, Any]:
+    """One scheme's ``testbed.json`` entry without strings for numbers: the binary writes a percentile
+    among the unfinished flows as ``"inf"``; here it is ``null``, as in ``summary.json``, and
+    ``unfinished`` (flows - completed) counts those flows."""
+    out = dict(entry)
+    for key in ("fct_p50_ns", "fct_p99_ns"):
+        if isinstance(out.get(key), str):
+            out[key] = None
+    if isinstance(out.get("flows"), int) and isinstance(out.get("completed"), int):
+        out.setdefault("unfinished", out["flows"] - out["completed"])
+    return out
 
 
 def folder_label(file: Path) -> str:

@@ -132,3 +132,10 @@ def test_a_config_from_another_version_says_what_changed(tiny_result, tmp_path: 
     # The same version says nothing.
     assert cli("validate", out / "config.toml") == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_testbed_json_has_null_not_inf_and_counts_the_unfinished() -> None:
+    from tailcut.testbed import strict_quality
+
+    entry = {"scheme": "linux", "flows": 10, "completed": 8, "fct_p50_ns": 1200, "fct_p99_ns": "inf"}
+    assert strict_quality(entry) == {**entry, "fct_p99_ns": None, "unfinished": 2}
