@@ -133,7 +133,7 @@ def collect(
                     per_seed[task.seed] = paper.rows(load_tables(runs_dir / task.slug), entry)
             item = {"label": entry.label, "file": entry.file, "overrides": dict(entry.overrides)}
             item["missing_seeds"] = [t.seed for t in mine if t.seed not in per_seed]
-            # Each seed's config digest (tailcut.provenance), as its run folder resumes by.
+            # Each seed's config digest (the seed is part of the config), as the run folder resumes by.
             item["config_digests"] = {str(t.seed): t.digest for t in mine}
             item["failed"] = {t.slug: failed[t.slug] for t in mine if t.slug in failed}
             if per_seed:
@@ -154,9 +154,9 @@ def collect(
     from tailcut.provenance import provenance
 
     return {
-        **provenance(),
         "paper": paper.name,
         "title": paper.title,
+        "provenance": provenance(),
         "seeds": seeds,
         "main": paper.main,
         "higher_is_better": paper.higher_is_better,
