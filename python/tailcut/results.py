@@ -129,7 +129,7 @@ class Result:
         import pandas as pd
 
         from tailcut.config import load_config
-        from tailcut.provenance import folder_config_warnings
+        from tailcut.provenance import folder_config_warnings, without
 
         path = Path(path)
         runs_file = path / "runs.json"
@@ -143,7 +143,9 @@ class Result:
             ports=pd.read_parquet(path / "ports.parquet")
             if (path / "ports.parquet").exists()
             else pd.DataFrame(),
-            runs=json.loads(runs_file.read_text()) if runs_file.exists() else [],
+            # As the core returned them: the provenance every record carries is the folder's
+            # (tailcut.provenance.recorded), not the run's.
+            runs=without(json.loads(runs_file.read_text())) if runs_file.exists() else [],
             config=config,
             path=path,
         )

@@ -21,6 +21,7 @@ RUN_FILES = {
     "config.toml",
     "runs.json",
     "report.html",
+    "workload",
     ".tailcut.json",
 }
 
