@@ -44,12 +44,20 @@ def commit() -> str | None:
 
 
 def _checkout_commit() -> str | None:
+    """HEAD of the tailcut checkout this package is imported from (``python/tailcut`` in it), or None: a
+    package installed into some other project's tree must not report that project's commit."""
     package = Path(__file__).resolve().parent
     try:
         head = subprocess.run(
-            ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+            ["git", "-C", str(package), "rev-parse", "HEAD", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=5,
         )
         if head.returncode != 0:
+            return None
+        sha, _, top = head.stdout.strip().partition("\n")
+        if not top or Path(top).resolve() / "python" / "tailcut" != package:
             return None
         dirty = subprocess.run(
             ["git", "-C", str(package), "status", "--porcelain", "--untracked-files=no"],
@@ -59,7 +67,7 @@ def _checkout_commit() -> str | None:
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return head.stdout.strip() + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
+    return sha + ("+dirty" if dirty.returncode == 0 and dirty.stdout.strip() else "")
 
 
 def provenance(config: Any = None, digest: str | None = None) -> dict[str, Any]:

@@ -139,3 +139,23 @@ def test_testbed_json_has_null_not_inf_and_counts_the_unfinished() -> None:
 
     entry = {"scheme": "linux", "flows": 10, "completed": 8, "fct_p50_ns": 1200, "fct_p99_ns": "inf"}
     assert strict_quality(entry) == {**entry, "fct_p99_ns": None, "unfinished": 2}
+
+
+def test_commit_comes_from_the_environment_or_this_checkout(monkeypatch) -> None:
+    import subprocess
+
+    from tailcut import provenance as prov
+
+    prov.commit.cache_clear()
+    monkeypatch.setenv("TAILCUT_COMMIT", "abc123")
+    try:
+        assert prov.commit() == "abc123"
+        prov.commit.cache_clear()
+        monkeypatch.delenv("TAILCUT_COMMIT")
+        package = Path(prov.__file__).parent
+        git = ["git", "-C", str(package), "rev-parse", "HEAD"]
+        head = subprocess.run(git, capture_output=True, text=True)
+        if head.returncode == 0 and (package.parent.parent / "crates").is_dir():
+            assert (prov.commit() or "").startswith(head.stdout.strip())
+    finally:
+        prov.commit.cache_clear()
