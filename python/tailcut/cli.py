@@ -117,6 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_args(p)
     _add_out_args(p, "results/<experiment name>", resumes=False)
     p.add_argument("--seed", type=SEED, help="replace the config's seed")
+    p.add_argument(
+        "--jobs",
+        type=AT_LEAST_ONE,
+        default=1,
+        help="run the schemes in this many processes at once; the results are the same (default 1)",
+    )
     _add_limit_args(p)
 
     p = sub.add_parser(
@@ -191,9 +197,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "schemes",
-        help="list the schemes and host shims with their parameters, defaults and documentation",
+        help="list the schemes and host shims; with names or --all, their parameters and defaults",
+        description="Without arguments, one line per scheme and host shim. With NAME..., or --all for "
+        "every one, each scheme's parameters with their defaults and documentation.",
     )
-    p.add_argument("names", nargs="*", metavar="NAME", help="only these schemes (default: all)")
+    p.add_argument("names", nargs="*", metavar="NAME", help="show these schemes in full")
+    p.add_argument(
+        "--all",
+        "--long",
+        dest="all",
+        action="store_true",
+        help="show every scheme in full (parameters, defaults, documentation)",
+    )
 
     p = sub.add_parser(
         "reproduce",
@@ -271,7 +286,13 @@ def _error(message: str) -> None:
 
 
 def _load(args: argparse.Namespace) -> dict[str, Any]:
-    return apply_overrides(load_experiment(args.file), args.overrides)
+    raw = load_experiment(args.file)
+    # A result folder's config.toml written by another tailcut version: say what may have changed.
+    from tailcut.provenance import folder_config_warnings
+
+    for line in folder_config_warnings(args.file, raw):
+        print(line, file=sys.stderr)
+    return apply_overrides(raw, args.overrides)
 
 
 # Top-level keys that tell a compare suite and a topology file from an experiment.
@@ -360,16 +381,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schemes(args: argparse.Namespace) -> int:
-    from tailcut.schemes_text import format_schemes, select
+    from tailcut.schemes_text import format_schemes, format_short, select
 
-    print(format_schemes(select(json.loads(_core.schemes()), args.names)))
+    listed = select(json.loads(_core.schemes()), args.names)
+    print(format_schemes(listed) if args.names or args.all else format_short(listed))
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from tailcut.outdir import claim
+    from tailcut.progress import bar as progress_bar
     from tailcut.progress import run_stage
     from tailcut.runner import run_to_dir
 
@@ -378,10 +399,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     claim(out, "run", overwrite=args.overwrite)  # before the progress bar: a refusal is all that prints
     schemes = [str(s.get("name", "?")) for s in config.get("schemes", []) if isinstance(s, dict)]
     bar_format = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
-    with tqdm(total=100, file=sys.stderr, desc="checking and generating flows", bar_format=bar_format) as bar:
+    with progress_bar(
+        total=100, file=sys.stderr, desc="checking and generating flows", bar_format=bar_format, percent=True
+    ) as bar:
 
         def progress(fraction: float) -> bool:
-            bar.set_description_str(run_stage(schemes, fraction), refresh=False)
+            stage = run_stage(schemes, fraction) if args.jobs == 1 or fraction >= 1 else "simulating"
+            bar.set_description_str(stage, refresh=False)
             bar.update(max(0.0, round(fraction * 100, 1) - bar.n))
             return True
 
@@ -393,6 +417,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             overwrite=args.overwrite,
             limits=_limits(args),
             csv=True,
+            jobs=args.jobs,
         )
     from tailcut import display
     from tailcut.summary import not_measured, stall_warnings, unfinished_warnings
@@ -421,8 +446,7 @@ SIM_BAR = "{desc}: {percentage:3.0f}%|{bar}| {elapsed}<{remaining}"
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from tailcut.progress import bar as progress_bar
     from tailcut.sweep import check_size, parse_grid_option, sweep
     from tailcut.sweep import points as grid_points
 
@@ -435,7 +459,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     total = len(grid_points(grid, range(args.seeds)))
     with _progress("point", total) as (_, point_done):
         # Points finish rarely; the simulated time of the running ones moves at every core tick.
-        sim_bar = tqdm(total=100, file=sys.stderr, desc="simulated time", bar_format=SIM_BAR)
+        sim_bar = progress_bar(
+            total=100, file=sys.stderr, desc="simulated time", bar_format=SIM_BAR, percent=True
+        )
 
         def simulated(fraction: float) -> None:
             sim_bar.update(max(0.0, round(fraction * 100, 1) - sim_bar.n))
@@ -476,9 +502,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _progress(unit: str, total: int) -> Iterator[tuple[Any, Callable[[Any], None]]]:
     """A progress bar on stderr and the callback that advances it, printing failed points above it."""
-    from tqdm import tqdm
+    from tailcut.progress import bar as progress_bar
 
-    with tqdm(total=total, file=sys.stderr, unit=unit) as bar:
+    with progress_bar(total=total, file=sys.stderr, unit=unit) as bar:
 
         def done(outcome: Any) -> None:
             if outcome.error is not None:
@@ -619,13 +645,26 @@ def _terminated(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what the closed pipe refused
+    does not print a second error at exit."""
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         with interrupt.installed():
-            return COMMANDS[args.command](args)
+            code = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+        return code
     except (OutputError, MissingExtraError) as exc:
         _error(str(exc))
         return EXIT_BAD_INPUT
@@ -638,6 +677,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _error("interrupted; no partial result was left (a sweep's finished points are kept for a rerun)")
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`tailcut schemes | head -1`): stop quietly, as other Unix tools do.
+        _quiet_stdout()
+        return 0
     except (OSError, ValueError) as exc:
         # TOML syntax errors (tomllib.TOMLDecodeError is a ValueError), bad --set/--grid, missing files.
         name = getattr(args, "file", None) or getattr(args, "suite", None)

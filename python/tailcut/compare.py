@@ -677,7 +677,10 @@ def compare(
     )
     elapsed = time.perf_counter() - start
     table = collect(suite, planned, points_dir)
+    from tailcut.provenance import provenance, write_parquet
+
     meta = {
+        **provenance(digest=digest),
         "suite": suite.name,
         "source": suite.source,
         "scale": scale,
@@ -694,7 +697,7 @@ def compare(
     # The page's line: the suite's seed, the digest the folder resumes by, the version drawing it.
     page_provenance = {**provenance(), "config_digest": digest, "seeds": [suite.seed]}
     with combined_files(out) as tmp:
-        table.to_parquet(tmp / "compare.parquet", index=False)
+        write_parquet(table, tmp / "compare.parquet", provenance(digest=digest))
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")
         (tmp / "compare.md").write_text(compare_markdown(table, meta, page_provenance))
         (tmp / "report.html").write_text(compare_html(table, meta, page_provenance))

@@ -334,8 +334,11 @@ def _write(
         if col not in frame.columns:
             frame[col] = None
     frame = frame[FLOW_COLUMNS]
+    from tailcut.provenance import provenance, write_parquet
+
+    stamp = provenance()
     with atomic_dir(args.out) as tmp:
-        frame.to_parquet(tmp / "flows.parquet", index=False)
-        meta = {"scheme": scheme_entry(args), "load": args.load, "options": opts, "ends": ends}
+        write_parquet(frame, tmp / "flows.parquet", stamp)
+        meta = {**stamp, "scheme": scheme_entry(args), "load": args.load, "options": opts, "ends": ends}
         (tmp / "net.json").write_text(json.dumps(meta, indent=2))
-        write_marker(tmp, "run", source="net")
+        write_marker(tmp, "run", source="net", **stamp)

@@ -51,6 +51,7 @@ FILES = {
     "run": {
         "flows.parquet",
         "flows.csv",
+        "workload",
         "ports.parquet",
         "summary.json",
         "config.toml",

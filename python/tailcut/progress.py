@@ -95,3 +95,101 @@ class SweepProgress:
 
     def finished(self, slug: str) -> None:
         self.update(slug, 1.0)
+
+
+# A log line of a fraction bar (a run's, a sweep's simulated time) at most this often, in seconds, when
+# stderr is not a terminal; TAILCUT_PROGRESS_INTERVAL changes it (0: only the final line).
+LOG_INTERVAL = 30.0
+
+
+class LogBar:
+    """What a progress bar prints when stderr is not a terminal (a log file, CI, a pipe): whole lines, no
+    carriage returns. A bar counting items (points, cells, runs) prints one line per item done; a fraction
+    bar (``total`` 100, a percentage) prints a line at most every ``interval`` seconds and one when it
+    closes. It takes the calls the commands make on a ``tqdm`` bar."""
+
+    def __init__(
+        self,
+        total: float | None = None,
+        desc: str | None = None,
+        unit: str = "it",
+        file: Any = None,
+        interval: float | None = None,
+        percent: bool = False,
+        clock: Callable[[], float] | None = None,
+        **_ignored: Any,
+    ):
+        import os
+        import sys
+        import time
+
+        self.total = total
+        self.desc = desc or ""
+        self.unit = unit
+        self.file = file if file is not None else sys.stderr
+        self.percent = percent
+        env = os.environ.get("TAILCUT_PROGRESS_INTERVAL")
+        self.interval = (
+            float(env) if interval is None and env else LOG_INTERVAL if interval is None else interval
+        )
+        self.clock = clock or time.monotonic
+        self.n: float = 0
+        self._last = self.clock()
+        self._printed_at: float | None = None
+
+    def __enter__(self) -> LogBar:
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+    def _line(self) -> str:
+        head = f"{self.desc}: " if self.desc else ""
+        if self.percent:
+            return f"{head}{self.n:.0f}%"
+        of = f"/{self.total:g}" if self.total else ""
+        return f"{head}{self.n:g}{of} {self.unit}s done"
+
+    def _print(self) -> None:
+        print(self._line(), file=self.file, flush=True)
+        self._printed_at = self.n
+        self._last = self.clock()
+
+    def update(self, k: float = 1) -> None:
+        self.n += k
+        if not k:
+            return
+        if not self.percent or (self.interval > 0 and self.clock() - self._last >= self.interval):
+            self._print()
+
+    def set_description_str(self, desc: str, refresh: bool = True) -> None:
+        self.desc = desc
+
+    def refresh(self) -> None:
+        pass
+
+    def write(self, text: str, file: Any = None) -> None:
+        print(text, file=file or self.file, flush=True)
+
+    def close(self) -> None:
+        if self.percent and self.n > 0 and self._printed_at != self.n:
+            self._print()
+
+
+def bar(**kwargs: Any) -> Any:
+    """A progress bar on ``kwargs["file"]`` (stderr): ``tqdm`` on a terminal, a :class:`LogBar` anywhere
+    else, so that a log gets a few whole lines instead of a redraw every tenth of a second. ``percent``
+    says the bar counts percent (total 100) rather than items."""
+    import sys
+
+    stream = kwargs.get("file") or sys.stderr
+    percent = kwargs.pop("percent", False)
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    if terminal:
+        from tqdm import tqdm
+
+        return tqdm(**kwargs)
+    return LogBar(percent=percent, **kwargs)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from tailcut.config import to_toml
 from tailcut.outdir import atomic_dir, claim, released, write_marker
-from tailcut.summary import summarize
+from tailcut.summary import PERCENTILES, summarize
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -124,20 +124,29 @@ class Result:
     @classmethod
     def load(cls, path: str | Path) -> Result:
         """Read a result folder written by :meth:`write` (or ``tailcut run``)."""
+        import warnings
+
         import pandas as pd
 
         from tailcut.config import load_config
+        from tailcut.provenance import folder_config_warnings, without
 
         path = Path(path)
         runs_file = path / "runs.json"
         config_file = path / "config.toml"
+        config = load_config(config_file) if config_file.exists() else {}
+        changes = folder_config_warnings(config_file, config)
+        if changes:
+            warnings.warn("\n".join(changes), stacklevel=2)
         return cls(
             flows=pd.read_parquet(path / "flows.parquet"),
             ports=pd.read_parquet(path / "ports.parquet")
             if (path / "ports.parquet").exists()
             else pd.DataFrame(),
-            runs=json.loads(runs_file.read_text()) if runs_file.exists() else [],
-            config=load_config(config_file) if config_file.exists() else {},
+            # As the core returned them: the provenance every record carries is the folder's
+            # (tailcut.provenance.recorded), not the run's.
+            runs=without(json.loads(runs_file.read_text())) if runs_file.exists() else [],
+            config=config,
             path=path,
         )
 
@@ -149,41 +158,115 @@ class Result:
         csv: bool = False,
     ) -> Path:
         """Write the result folder atomically; ``report`` renders report.html (skipped when None) and
-        ``csv`` adds flows.csv, the flow table with the same columns as flows.parquet.
+        ``csv`` adds flows.csv, the flow table with the same columns as flows.parquet, and
+        ``workload/COMPONENT.csv``, each workload component's flows as a ``flow_csv`` pattern reads them
+        (:func:`write_workload_csv`).
 
         An existing result in ``out`` is replaced only with ``overwrite``; a folder holding anything else
         raises :class:`tailcut.outdir.OutputError` (a ``ValueError``) and is left alone.
         """
+        from tailcut.provenance import provenance, write_parquet
+
         out = Path(out)
         claim(out, "run", overwrite=overwrite)
+        stamp = provenance(self.config or None)
         with released(out), atomic_dir(out) as tmp:
-            write_marker(tmp, "run")
-            self.flows.to_parquet(tmp / "flows.parquet", index=False)
+            write_marker(tmp, "run", **stamp)
+            write_parquet(self.flows, tmp / "flows.parquet", stamp)
             if csv:
                 self.flows.to_csv(tmp / "flows.csv", index=False)
-            self.ports.to_parquet(tmp / "ports.parquet", index=False)
-            (tmp / "summary.json").write_text(summary_json(self.summary))
+                write_workload_csv(self.flows, tmp / "workload")
+            write_parquet(self.ports, tmp / "ports.parquet", stamp)
+            (tmp / "summary.json").write_text(summary_json(self.summary, stamp))
             (tmp / "config.toml").write_text(to_toml(self.config))
-            (tmp / "runs.json").write_text(json.dumps(self.runs, indent=2) + "\n")
+            # Every scheme's record says which tailcut ran it (runs.json stays a list, as readers expect).
+            runs = [{**r, **stamp} if isinstance(r, dict) else r for r in self.runs]
+            (tmp / "runs.json").write_text(json.dumps(runs, indent=2) + "\n")
             if report is not None:
                 (tmp / "report.html").write_text(report(self))
         self.path = out
         return out
 
 
-def summary_json(summary: pd.DataFrame) -> str:
-    """The summary table as JSON records; NaN (an empty class) becomes null and an infinite percentile
-    (one among unfinished flows) the string "inf", as JSON has neither."""
+# The columns a `flow_csv` workload pattern reads (crates/tailcut-sim/src/workload/flow_csv.rs): exactly
+# these, start with its unit (a bare number other than 0 is refused).
+FLOW_CSV_COLUMNS = ("src", "dst", "start", "size")
+
+
+def flow_csv(flows: pd.DataFrame, component: str | None = None) -> str:
+    """The flows of one workload ``component`` (all of them with ``None``) as a ``flow_csv`` file:
+    ``src,dst,start,size``, start in nanoseconds written with its unit (``3221ns``), size in bytes.
+
+    Every scheme of a run carries the same flows, so the first scheme's rows are the workload; a
+    ``flow_csv`` pattern naming the file re-creates those flows (hosts, sizes, starts; flow ids follow
+    start order). Requests (``request_bytes``) are not in the format: give them on the component."""
+    rows = flows
+    if "scheme" in rows and len(rows):
+        rows = rows[rows["scheme"] == rows["scheme"].iloc[0]]
+    if component is not None:
+        rows = rows[rows["component"] == component]
+    rows = rows.sort_values(["start_ns", "flow_id"] if "flow_id" in rows else ["start_ns"], kind="stable")
+    lines = [",".join(FLOW_CSV_COLUMNS)]
+    for src, dst, start, size in rows[["src", "dst", "start_ns", "size_bytes"]].itertuples(index=False):
+        lines.append(f"{int(src)},{int(dst)},{int(start)}ns,{int(size)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_workload_csv(flows: pd.DataFrame, folder: Path) -> list[Path]:
+    """``folder/COMPONENT.csv`` per workload component (:func:`flow_csv`); returns the files written."""
+    import re
+
+    if not len(flows) or "component" not in flows:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for component in dict.fromkeys(flows["component"]):
+        path = folder / (re.sub(r"[^A-Za-z0-9._-]+", "_", str(component)) + ".csv")
+        path.write_text(flow_csv(flows, component))
+        written.append(path)
+    return written
+
+
+def summary_json(summary: pd.DataFrame, stamp: Mapping[str, Any] | None = None) -> str:
+    """``summary.json``: ``stamp`` (:func:`tailcut.provenance.provenance`), ``unfinished`` (the flows that
+    did not finish, over every scheme) and ``summary``, the table as records.
+
+    Strict JSON: numbers are numbers or ``null``, never strings. ``null`` is NaN (an empty size class,
+    ``count`` 0, or a ratio without any completed flow) or, for a percentile of a group with flows, a rank
+    that falls among its unfinished flows (``inf`` in the table; the row's ``unfinished`` counts them):
+    :func:`read_summary_json` reads both back as the table had them."""
     records = summary.to_dict(orient="records")
     clean = [{k: _json_number(_plain(v)) for k, v in r.items()} for r in records]
-    return json.dumps(clean, indent=2) + "\n"
+    unfinished = 0
+    if len(summary) and "unfinished" in summary:
+        unfinished = int(summary.loc[summary["size_class"] == "all", "unfinished"].sum())
+    document = {**(stamp or {}), "unfinished": unfinished, "summary": clean}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def read_summary_json(path: str | Path) -> pd.DataFrame:
+    """The table :func:`summary_json` wrote, ``inf`` percentiles restored; also reads the files of older
+    tailcut versions (a bare list of records, infinity as the string ``"inf"``)."""
+    import pandas as pd
+
+    document = json.loads(Path(path).read_text())
+    records = document["summary"] if isinstance(document, dict) else document
+    frame = pd.DataFrame(records)
+    for column in [f"{name}_fct_ns" for name in PERCENTILES]:
+        if column not in frame:
+            continue
+        values = frame[column].replace({"inf": math.inf, "-inf": -math.inf})
+        values = pd.to_numeric(values, errors="coerce").astype(float)
+        if "count" in frame:
+            values = values.mask(values.isna() & (frame["count"] > 0), math.inf)
+        frame[column] = values
+    return frame
 
 
 def _json_number(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
+    # JSON has neither NaN nor infinity; the row's count and unfinished tell which a null was.
+    if isinstance(value, float) and not math.isfinite(value):
         return None
-    if isinstance(value, float) and math.isinf(value):
-        return "inf" if value > 0 else "-inf"
     return value
 
 

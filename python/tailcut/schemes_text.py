@@ -1,4 +1,7 @@
-"""``tailcut schemes [NAME...]``: the scheme registry as plain text for a terminal.
+"""``tailcut schemes [NAME...] [--all]``: the scheme registry as plain text for a terminal.
+
+Without names it is a short list, one line per scheme (:func:`format_short`); with names, or
+``--all``, every parameter with its default and documentation (:func:`format_schemes`).
 
 The registry's docs are written for the reference page (Markdown: backticks, links); a terminal shows
 them as plain text, wrapped to its width under a column of its own, so a long description never runs
@@ -82,3 +85,26 @@ def format_schemes(schemes: list[dict[str, Any]], width: int | None = None) -> s
         lines.append((head + wrapped[0]).rstrip())
         lines.extend(" " * indent + more for more in wrapped[1:])
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _summary(text: str) -> str:
+    """The description's first line, as plain text (the registry's descriptions are one-liners)."""
+    return plain(text).strip().splitlines()[0] if text.strip() else ""
+
+
+def format_short(schemes: list[dict[str, Any]], width: int | None = None) -> str:
+    """One line per scheme: its name (``(shim)`` for a host shim) and its description's summary, cut
+    with ``...`` to ``width`` (the terminal's by default); then how to see the parameters."""
+    width = width or shutil.get_terminal_size((100, 24)).columns
+    names = [s["name"] + (" (shim)" if s.get("kind") == "shim" else "") for s in schemes]
+    column = max((len(n) for n in names), default=0) + 2
+    room = max(width - column, 30)
+    lines = []
+    for name, scheme in zip(names, schemes, strict=True):
+        text = _summary(scheme.get("description", ""))
+        if len(text) > room:
+            text = text[: room - 3].rstrip() + "..."
+        lines.append((name.ljust(column) + text).rstrip())
+    lines.append("")
+    lines.append("parameters and defaults: tailcut schemes NAME... (or --all for every scheme)")
+    return "\n".join(lines)

@@ -423,16 +423,17 @@ def sweep(
     runner = (grid, all_points, jobs, executor, ray_address, on_done or (lambda _: None), limits, tracker)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="tailcut-sweep-") as tmp:
-            result = _sweep_into(base, Path(tmp), *runner, report=False)
+            result = _sweep_into(base, Path(tmp), *runner, report=False, digest=config_hash(resolved))
             result.path = None
     else:
         # The report is drawn after every point ran: a missing plotting extra must stop the sweep before.
         import tailcut.report  # noqa: F401
 
         name = experiment_name(base, Path(out).name)
-        claim(out, "sweep", overwrite=overwrite, experiment=name, digest=config_hash(resolved))
+        digest = config_hash(resolved)
+        claim(out, "sweep", overwrite=overwrite, experiment=name, digest=digest)
         with released(out):
-            result = _sweep_into(base, Path(out), *runner)
+            result = _sweep_into(base, Path(out), *runner, digest=digest)
     result.config = resolved
     return result
 
@@ -449,6 +450,7 @@ def _sweep_into(
     limits: Mapping[str, Any] | None = None,
     tracker: SweepProgress | None = None,
     report: bool = True,
+    digest: str | None = None,
 ) -> SweepResult:
     """Run the missing points into ``out/points`` and write the combined tables, and the report unless
     ``report`` is false, beside them."""
@@ -492,10 +494,13 @@ def _sweep_into(
     flows, summary = combine(grid, all_points, points_dir)
     result = SweepResult(flows=flows, summary=summary, grid=grid, outcomes=ordered, path=out)
     name = experiment_name(base, out.name)
+    from tailcut.provenance import provenance, write_parquet
+
+    stamp = provenance(digest=digest)
     with combined_files(out) as tmp:
-        flows.to_parquet(tmp / "flows.parquet", index=False)
-        summary.to_parquet(tmp / "summary.parquet", index=False)
-        meta = {"name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
+        write_parquet(flows, tmp / "flows.parquet", stamp)
+        write_parquet(summary, tmp / "summary.parquet", stamp)
+        meta = {**stamp, "name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
         (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if report:
             from tailcut.provenance import provenance

@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tailcut.outdir import OutputError, atomic_dir, claim, write_marker
 from tailcut.paths import input_file
@@ -63,12 +63,15 @@ def find_binary() -> list[str]:
     return self_command()
 
 
-def convert_tables(folder: Path) -> None:
-    """Replace the binary's ``flows.json`` / ``ports.json`` with Parquet files."""
+def convert_tables(folder: Path, stamp: dict[str, Any] | None = None) -> None:
+    """Replace the binary's ``flows.json`` / ``ports.json`` with Parquet files (``stamp``, the
+    provenance, in their metadata)."""
+    from tailcut.provenance import write_parquet
+
     for name, expected in (("flows", FLOW_COLUMNS), ("ports", PORT_COLUMNS)):
         source = folder / f"{name}.json"
         columns = json.loads(source.read_text())
-        columns_to_frame(columns, expected).to_parquet(folder / f"{name}.parquet", index=False)
+        write_parquet(columns_to_frame(columns, expected), folder / f"{name}.parquet", stamp or {})
         source.unlink()
 
 
@@ -96,9 +99,13 @@ def run_to_dir(
         # folder is complete before this front decides what the run is worth.
         if proc.returncode != 0:
             raise OutputError(proc.stderr.strip().removeprefix(f"{BINARY}: ") or f"{BINARY} failed")
-        convert_tables(tmp)
-        _write_result_files(file, tmp)
-        write_marker(tmp, "run", source="testbed")
+        from tailcut.config import load_experiment
+        from tailcut.provenance import provenance
+
+        stamp = provenance(load_experiment(file))
+        convert_tables(tmp, stamp)
+        _write_result_files(file, tmp, stamp)
+        write_marker(tmp, "run", source="testbed", **stamp)
     reasons = invalid_timing(out)
     if reasons and not allow_invalid_timing:
         raise InvalidTimingError(out, reasons)
@@ -142,20 +149,40 @@ def timing_banner_html(folder: Path) -> str:
     )
 
 
-def _write_result_files(file: Path, folder: Path) -> None:
-    """``summary.json``, ``config.toml`` and ``report.html`` as a simulator run writes them."""
+def _write_result_files(file: Path, folder: Path, stamp: dict[str, Any] | None = None) -> None:
+    """``summary.json``, ``config.toml`` and ``report.html`` as a simulator run writes them, and the
+    provenance ``stamp`` in every scheme's entry of ``testbed.json``."""
     from tailcut.config import load_experiment, to_toml
     from tailcut.report import run_report_html
     from tailcut.results import Result, summary_json
 
     result = Result.load(folder)
     result.config = load_experiment(file)
-    (folder / "summary.json").write_text(summary_json(result.summary))
+    (folder / "summary.json").write_text(summary_json(result.summary, stamp))
+    quality = folder / QUALITY_FILE
+    if quality.exists():
+        entries = json.loads(quality.read_text())
+        if isinstance(entries, list):
+            entries = [{**strict_quality(e), **(stamp or {})} if isinstance(e, dict) else e for e in entries]
+            quality.write_text(json.dumps(entries, indent=2) + "\n")
     (folder / "config.toml").write_text(to_toml(result.config))
     page = run_report_html({folder_label(file): result})
     # The verdict goes first, above every figure and table, so that nobody reads the FCTs without it.
     head, sep, rest = page.partition("</h1>\n")
     (folder / "report.html").write_text(head + sep + timing_banner_html(folder) + rest if sep else page)
+
+
+def strict_quality(entry: dict[str, Any]) -> dict[str, Any]:
+    """One scheme's ``testbed.json`` entry without strings for numbers: the binary writes a percentile
+    among the unfinished flows as ``"inf"``; here it is ``null``, as in ``summary.json``, and
+    ``unfinished`` (flows - completed) counts those flows."""
+    out = dict(entry)
+    for key in ("fct_p50_ns", "fct_p99_ns"):
+        if isinstance(out.get(key), str):
+            out[key] = None
+    if isinstance(out.get("flows"), int) and isinstance(out.get("completed"), int):
+        out.setdefault("unfinished", out["flows"] - out["completed"])
+    return out
 
 
 def folder_label(file: Path) -> str:

@@ -176,21 +176,24 @@ def _events_frame(columns: Mapping[str, list[Any]]) -> pd.DataFrame:
 def write_trace(result: TraceResult, out: str | Path, overwrite: bool = False) -> Path:
     """Write the trace folder atomically (``--out`` rules of :mod:`tailcut.outdir`)."""
     from tailcut.pcap import write_pcap
+    from tailcut.provenance import provenance, write_parquet
     from tailcut.trace_plot import plot_flow
 
     out = Path(out)
     claim(out, "trace", overwrite=overwrite)
+    stamp = provenance(result.config or None)
     with released(out), atomic_dir(out) as tmp:
-        write_marker(tmp, "trace")
-        result.events.to_parquet(tmp / "events.parquet", index=False)
+        write_marker(tmp, "trace", **stamp)
+        write_parquet(result.events, tmp / "events.parquet", stamp)
         result.events.to_csv(tmp / "events.csv", index=False)
-        result.flows.to_parquet(tmp / "flows.parquet", index=False)
+        write_parquet(result.flows, tmp / "flows.parquet", stamp)
         write_pcap(result.events, tmp / "trace.pcap")
         (tmp / "plots").mkdir()
         for flow in result.flow_ids:
             plot_flow(result.events, flow, tmp / "plots" / f"flow-{flow}")
         (tmp / "config.toml").write_text(to_toml(result.config))
         summary = {
+            **stamp,
             "scheme": result.scheme,
             "flows": result.flow_ids,
             "events": len(result.events),

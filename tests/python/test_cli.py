@@ -21,6 +21,7 @@ RUN_FILES = {
     "config.toml",
     "runs.json",
     "report.html",
+    "workload",
     ".tailcut.json",
 }
 
@@ -70,7 +71,7 @@ def test_validate_missing_file_exit_2(cli, tmp_path: Path) -> None:
 def test_schemes_table(cli, capsys: pytest.CaptureFixture[str]) -> None:
     from tailcut import _core
 
-    assert cli("schemes") == 0
+    assert cli("schemes", "--all") == 0
     out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION"]
     listed = json.loads(_core.schemes())
@@ -115,7 +116,7 @@ def test_run_writes_all_files(cli, tiny: Path, tmp_path: Path, capsys: pytest.Ca
     flows = pd.read_parquet(out / "flows.parquet")
     assert set(FLOW_COLUMNS) <= set(flows.columns)
     assert set(PORT_COLUMNS) <= set(pd.read_parquet(out / "ports.parquet").columns)
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())["summary"]
     assert {r["size_class"] for r in summary} == {"small", "medium", "large", "all"}
     runs = json.loads((out / "runs.json").read_text())
     assert runs and all(r["conservation"]["ok"] for r in runs)

@@ -70,3 +70,34 @@ def test_paste_replaces_only_the_marked_table(tmp_path):
         assert "bare.md" in str(e)
     else:
         raise AssertionError("a page without markers must be refused")
+
+
+def test_page_json_has_no_strings_for_numbers_and_reads_back():
+    """A reproduce page's JSON: infinities are null with their places listed, never "inf" (issue #43)."""
+    import math
+
+    from tailcut.reproduce.render import from_json, to_json
+
+    figure = {"median": 2.0, "min": 1.0, "max": math.inf, "values": [1.0, math.inf, 2.0, math.nan]}
+    text = to_json({"rows": [{"metrics": {"p99_ms": figure}}]})
+    assert "inf" not in text.replace("infinite", "")
+    plain = json.loads(text)["rows"][0]["metrics"]["p99_ms"]
+    assert plain["max"] is None and plain["values"] == [1.0, None, 2.0, None]
+    assert plain["infinite"] == {"stats": ["max"], "values": [1]}
+    back = from_json(text)["rows"][0]["metrics"]["p99_ms"]
+    assert back["max"] == math.inf and back["values"][:3] == [1.0, math.inf, 2.0]
+    assert back["values"][3] is None  # NaN (no figure) stays null
+    assert "infinite" not in back
+
+
+def test_headlines_read_infinities_from_strict_pages(tmp_path):
+    import math
+
+    from tailcut.reproduce.render import from_json, to_json
+
+    doc = _doc("cp", "e", "q", "p99_ms", {"cp": [1, 1, 1, 1, 1], "tcp": [math.inf, math.inf, 2, 2, 2]})
+    docs = {"cp": from_json(to_json(doc))}
+    # As with the "inf" strings of older pages (test_unfinished_baseline_and_missing_rows).
+    assert headlines.figure(docs, Below("cp", "e", "q", "p99_ms", "cp", "tcp")) == "50% [50-100]"
+    (tmp_path / "cp.json").write_text(to_json(doc))
+    assert headlines.write(tmp_path) is not None  # write() reads the pages with from_json

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from pathlib import Path
 
 import pytest
 
+import tailcut
 from tailcut.schemes_text import format_schemes, plain, select
 
 LONG = {
@@ -51,7 +54,7 @@ def test_schemes_name_shows_only_that_scheme(cli, capsys) -> None:
 
 def test_the_real_registry_prints_plain_and_within_80_columns(cli, capsys, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    assert cli("schemes") == 0
+    assert cli("schemes", "--all") == 0
     out = capsys.readouterr().out
     assert "`" not in out
     # The parameter and default columns are as wide as their longest entry; only descriptions wrap.
@@ -91,3 +94,39 @@ def test_descriptions_and_epilogs_have_no_markup() -> None:
                 parsers.extend(action.choices.values())
         for text in (parser.description or "", parser.epilog or ""):
             assert "`" not in text, f"{parser.prog}: {text}"
+
+
+def test_schemes_default_is_a_short_list_and_all_gives_every_parameter(cli, capsys, monkeypatch) -> None:
+    from tailcut import _core
+
+    monkeypatch.setenv("COLUMNS", "100")
+    listed = json.loads(_core.schemes())
+    assert cli("schemes") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == len(listed) + 2, "one line per scheme, then how to see the parameters"
+    assert [line.split()[0] for line in out[: len(listed)]] == [s["name"] for s in listed]
+    assert all(len(line) <= 100 for line in out)
+    assert "--all" in out[-1]
+    for flag in ("--all", "--long"):
+        assert cli("schemes", flag) == 0
+        full = capsys.readouterr().out
+        assert full.splitlines()[0].split() == ["SCHEME", "PARAMETER", "DEFAULT", "DESCRIPTION"]
+        assert all(f" {p['name']} " in full for s in listed for p in s["params"])
+
+
+# --all writes ~90 KB, more than a pipe holds: the write itself meets the closed pipe.
+@pytest.mark.parametrize("args", [["schemes"], ["schemes", "--all"]])
+def test_a_closed_pipe_ends_the_output_quietly(args: list[str]) -> None:
+    """`tailcut schemes | head -1`: exit 0, no traceback, nothing on stderr."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(tailcut.__file__).parent.parent)}
+    cmd = [sys.executable, "-m", "tailcut", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away after one line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and err == ""

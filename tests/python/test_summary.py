@@ -171,13 +171,30 @@ def test_size_class_boundaries_match_the_shared_constants() -> None:
     assert size_class(sizes).tolist() == ["small", "medium", "medium", "large"]
 
 
-def test_summary_json_is_strict_json_with_inf_as_a_string() -> None:
-    from tailcut.results import summary_json
+def test_summary_json_is_strict_json_with_null_and_an_unfinished_count(tmp_path) -> None:
+    from tailcut.results import read_summary_json, summary_json
 
-    text = summary_json(summarize(flows([("tcp", 10, 10, math.nan, 1, False)] * 3)))
-    records = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
-    every = next(r for r in records if r["size_class"] == "all")
-    assert every["p99_fct_ns"] == "inf" and every["mean_fct_ns"] is None
+    table = summarize(flows([("tcp", 10, 10, math.nan, 1, False)] * 3))
+    text = summary_json(table)
+    document = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
+    assert document["unfinished"] == 3
+    every = next(r for r in document["summary"] if r["size_class"] == "all")
+    # No strings for numbers: the percentile among unfinished flows is null, and the row counts them.
+    assert every["p99_fct_ns"] is None and every["mean_fct_ns"] is None and every["unfinished"] == 3
+    assert not any(isinstance(v, str) for r in document["summary"] for k, v in r.items() if k.endswith("_ns"))
+    (tmp_path / "summary.json").write_text(text)
+    back = read_summary_json(tmp_path / "summary.json")
+    assert back.loc[back["size_class"] == "all", "p99_fct_ns"].item() == math.inf
+    # An empty class stays NaN, not inf.
+    assert math.isnan(back.loc[back["size_class"] == "large", "p99_fct_ns"].item())
+
+
+def test_summary_json_of_older_versions_reads_back(tmp_path) -> None:
+    from tailcut.results import read_summary_json
+
+    old = [{"scheme": "tcp", "size_class": "all", "count": 3, "unfinished": 3, "p99_fct_ns": "inf"}]
+    (tmp_path / "summary.json").write_text(json.dumps(old))
+    assert read_summary_json(tmp_path / "summary.json")["p99_fct_ns"].item() == math.inf
 
 
 def test_stall_warnings_name_the_stalled_runs_only() -> None:

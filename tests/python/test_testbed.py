@@ -103,7 +103,7 @@ def test_cli_runs_an_experiment_on_real_hosts(tmp_path: Path, monkeypatch: pytes
     assert (flows["fct_ns"] > 0).all()
     assert (out / "ports.parquet").exists()
     # The simulator's summary layout, computed from the flows; what only a real run has beside it.
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text())["summary"]
     assert {r["size_class"] for r in summary} == {"small", "medium", "large", "all"}
     everything = next(r for r in summary if r["size_class"] == "all")
     assert everything["count"] == 10 and everything["unfinished"] == 0

@@ -85,7 +85,10 @@ def run_task(config: dict[str, Any], task: Task, runs_dir: str) -> Any:
         os.chdir(task.root)
         started = time.perf_counter()  # wall time feeds --list only, never a result
         result = run_to_dir(config, out, seed=task.seed, overwrite=True)
+        from tailcut.provenance import provenance
+
         info = {
+            **provenance(),  # which tailcut ran it; the resume rule reads config_hash only
             "config_hash": task.digest,
             "wall_seconds": round(time.perf_counter() - started, 3),
             "flows": len(result.flows),

@@ -8,7 +8,6 @@ are copied from ``OUT/headlines.md``, never typed.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -214,7 +213,7 @@ def _per_seed(docs: dict[str, dict], paper: str, entry: str, part: str, metric: 
             for row in item.get("rows", []):
                 if row["part"] == part and row["scheme"] == scheme and metric in row["metrics"]:
                     values = zip(item["seeds"], row["metrics"][metric]["values"], strict=False)
-                    # The documents write infinity as "inf" and NaN (no figure) as null.
+                    # Infinity is a float (from_json), or "inf" in a document read as plain JSON.
                     return {s: float(v) for s, v in values if v is not None}
     return {}
 
@@ -330,11 +329,12 @@ def paste(page: Path, headlines_md: str) -> None:
 def write(out: Path) -> Path | None:
     """``OUT/headlines.md`` from the documents in ``OUT``; None when there is none."""
     from tailcut.outdir import write_text_atomic
+    from tailcut.reproduce.render import from_json
 
     docs = {}
     for path in sorted(Path(out).glob("*.json")):
         try:
-            doc = json.loads(path.read_text())
+            doc = from_json(path.read_text())
         except (OSError, ValueError):
             continue
         if isinstance(doc, dict) and "groups" in doc and "paper" in doc:

@@ -163,17 +163,33 @@ def _overrides(entry: dict[str, Any]) -> str:
     return "".join(f", {k} = {v}" for k, v in entry.get("overrides", {}).items())
 
 
+# A figure's statistics and per-seed values that are infinite (a percentile among unfinished flows): JSON
+# has no infinity, and a number is never a string, so they are null with their places listed here.
+_INFINITE = {"infinite": math.inf, "negative_infinite": -math.inf}
+
+
+def _infinite_places(value: dict[str, Any], sign: float) -> dict[str, list[Any]]:
+    stats = [k for k in ("median", "min", "max") if value.get(k) == sign * math.inf]
+    values = value.get("values")
+    seeds = [i for i, v in enumerate(values) if v == sign * math.inf] if isinstance(values, list) else []
+    return {k: v for k, v in (("stats", stats), ("values", seeds)) if v}
+
+
 def to_json(document: dict[str, Any]) -> str:
-    """JSON without NaN or Infinity (which JSON lacks): None for NaN, the string "inf" for infinity."""
+    """Strict JSON: NaN and infinity (which JSON lacks) are null, and a figure's dict lists where its
+    infinities were (``"infinite": {"stats": ["max"], "values": [3]}``: its max and the fourth seed's
+    value); :func:`from_json` puts them back."""
 
     def clean(value: Any) -> Any:
-        if isinstance(value, float):
-            if math.isnan(value):
-                return None
-            if math.isinf(value):
-                return "inf" if value > 0 else "-inf"
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
         if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
+            out = {k: clean(v) for k, v in value.items()}
+            for key, infinity in _INFINITE.items():
+                places = _infinite_places(value, math.copysign(1.0, infinity))
+                if places:
+                    out[key] = places
+            return out
         if isinstance(value, list | tuple):
             return [clean(v) for v in value]
         return value
@@ -182,7 +198,8 @@ def to_json(document: dict[str, Any]) -> str:
 
 
 def from_json(text: str) -> dict[str, Any]:
-    """Read a page's JSON back with infinities as floats (figures and tests read it)."""
+    """Read a page's JSON back with infinities as floats (figures, headlines and tests read it); also the
+    pages of older versions, which wrote them as the strings ``"inf"`` and ``"-inf"``."""
 
     def hook(obj: dict[str, Any]) -> dict[str, Any]:
         for key in ("median", "min", "max"):
@@ -190,6 +207,16 @@ def from_json(text: str) -> dict[str, Any]:
                 obj[key] = float(obj[key])
         if isinstance(obj.get("values"), list):
             obj["values"] = [float(v) if v in ("inf", "-inf") else v for v in obj["values"]]
+        for key, infinity in _INFINITE.items():
+            places = obj.pop(key, None)
+            if not isinstance(places, dict):
+                continue
+            for stat in places.get("stats", []):
+                obj[stat] = infinity
+            values = obj.get("values")
+            for i in places.get("values", []):
+                if isinstance(values, list) and 0 <= i < len(values):
+                    values[i] = infinity
         return obj
 
     return json.loads(text, object_hook=hook)
