@@ -54,7 +54,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """A command of the venv, as a user's shell with the venv activated runs it: nothing of the clone."""
-    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "TAILCUT_TESTBED_BIN"}}
+    clone = {"PYTHONPATH", "VIRTUAL_ENV", "TAILCUT_TESTBED_BIN"}
+    env = {k: v for k, v in os.environ.items() if k not in clone}
     env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '')}"
     return subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
