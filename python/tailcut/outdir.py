@@ -51,7 +51,6 @@ FILES = {
     "run": {
         "flows.parquet",
         "flows.csv",
-        "workload",
         "ports.parquet",
         "summary.json",
         "config.toml",

@@ -158,9 +158,7 @@ class Result:
         csv: bool = False,
     ) -> Path:
         """Write the result folder atomically; ``report`` renders report.html (skipped when None) and
-        ``csv`` adds flows.csv, the flow table with the same columns as flows.parquet, and
-        ``workload/COMPONENT.csv``, each workload component's flows as a ``flow_csv`` pattern reads them
-        (:func:`write_workload_csv`).
+        ``csv`` adds flows.csv, the flow table with the same columns as flows.parquet.
 
         An existing result in ``out`` is replaced only with ``overwrite``; a folder holding anything else
         raises :class:`tailcut.outdir.OutputError` (a ``ValueError``) and is left alone.
@@ -175,7 +173,6 @@ class Result:
             write_parquet(self.flows, tmp / "flows.parquet", stamp)
             if csv:
                 self.flows.to_csv(tmp / "flows.csv", index=False)
-                write_workload_csv(self.flows, tmp / "workload")
             write_parquet(self.ports, tmp / "ports.parquet", stamp)
             (tmp / "summary.json").write_text(summary_json(self.summary, stamp))
             (tmp / "config.toml").write_text(to_toml(self.config))
@@ -186,45 +183,6 @@ class Result:
                 (tmp / "report.html").write_text(report(self))
         self.path = out
         return out
-
-
-# The columns a `flow_csv` workload pattern reads (crates/tailcut-sim/src/workload/flow_csv.rs): exactly
-# these, start with its unit (a bare number other than 0 is refused).
-FLOW_CSV_COLUMNS = ("src", "dst", "start", "size")
-
-
-def flow_csv(flows: pd.DataFrame, component: str | None = None) -> str:
-    """The flows of one workload ``component`` (all of them with ``None``) as a ``flow_csv`` file:
-    ``src,dst,start,size``, start in nanoseconds written with its unit (``3221ns``), size in bytes.
-
-    Every scheme of a run carries the same flows, so the first scheme's rows are the workload; a
-    ``flow_csv`` pattern naming the file re-creates those flows (hosts, sizes, starts; flow ids follow
-    start order). Requests (``request_bytes``) are not in the format: give them on the component."""
-    rows = flows
-    if "scheme" in rows and len(rows):
-        rows = rows[rows["scheme"] == rows["scheme"].iloc[0]]
-    if component is not None:
-        rows = rows[rows["component"] == component]
-    rows = rows.sort_values(["start_ns", "flow_id"] if "flow_id" in rows else ["start_ns"], kind="stable")
-    lines = [",".join(FLOW_CSV_COLUMNS)]
-    for src, dst, start, size in rows[["src", "dst", "start_ns", "size_bytes"]].itertuples(index=False):
-        lines.append(f"{int(src)},{int(dst)},{int(start)}ns,{int(size)}")
-    return "\n".join(lines) + "\n"
-
-
-def write_workload_csv(flows: pd.DataFrame, folder: Path) -> list[Path]:
-    """``folder/COMPONENT.csv`` per workload component (:func:`flow_csv`); returns the files written."""
-    import re
-
-    if not len(flows) or "component" not in flows:
-        return []
-    folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for component in dict.fromkeys(flows["component"]):
-        path = folder / (re.sub(r"[^A-Za-z0-9._-]+", "_", str(component)) + ".csv")
-        path.write_text(flow_csv(flows, component))
-        written.append(path)
-    return written
 
 
 def summary_json(summary: pd.DataFrame, stamp: Mapping[str, Any] | None = None) -> str:
