@@ -94,3 +94,26 @@ def test_a_bad_line_is_one_error_naming_file_line_and_field(cli, tmp_path: Path,
     assert not (tmp_path / "out").exists()
     with pytest.raises(tailcut.ConfigError, match=r"w\.cm line 6, field dst"):
         tailcut.run(exp)
+
+
+def test_a_runs_flows_csv_runs_back_as_the_same_flows(cli, tiny: Path, tmp_path: Path) -> None:
+    """`flows.csv` of `tailcut run` is a `flow_csv` file (issue #43): an experiment whose component names
+    it runs exactly the flows of the first run (hosts, sizes, starts, ids), whatever the schemes."""
+    from tailcut.config import load_config
+    from tailcut.results import Result
+
+    assert cli("run", tiny, "--out", tmp_path / "first") == 0
+    csv = tmp_path / "first" / "flows.csv"
+    again = load_config(tiny)
+    again.pop("faults", None)
+    again["schemes"] = again["schemes"][:1]
+    component = again["workload"][0]["name"]
+    again["workload"] = [{"name": component, "pattern": {"kind": "flow_csv", "path": str(csv)}}]
+    replay = tailcut.run(again).flows
+    first = Result.load(tmp_path / "first").flows
+    first = first[first["scheme"] == again["schemes"][0]["name"]]
+    columns = ["flow_id", "component", "src", "dst", "start_ns", "size_bytes"]
+    pd.testing.assert_frame_equal(
+        replay[columns].reset_index(drop=True), first[columns].reset_index(drop=True), check_dtype=False
+    )
+
