@@ -50,6 +50,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=0,
         help="stop after this long (default 0: until Ctrl-C)",
     )
+    serve.add_argument(
+        "--ca-out",
+        type=Path,
+        help="dcquic without --cert: write the throwaway CA's certificate (PEM) here, for clients' --ca "
+        "(default: a new file in the temporary folder, whose path is printed)",
+    )
     bench = nsub.add_parser("bench", help="closed-loop or Poisson echo RPCs; latency and flows.parquet")
     bench.add_argument(
         "--server", help="address of a running server of the same scheme (default: one in-process)"
@@ -153,6 +159,8 @@ def cmd(args: argparse.Namespace) -> int:
 
     if args.net_command == "serve":
         with net.Server(args.bind, scheme_entry(args), **_options(args)) as s:
+            if s.ca_pem:
+                _throwaway_ca(s.ca_pem, args)
             print(f"serving {scheme_label(args)} echo RPCs on {s.address}", flush=True)
             deadline = time.monotonic() + args.seconds if args.seconds > 0 else None
             while deadline is None or time.monotonic() < deadline:
@@ -160,6 +168,35 @@ def cmd(args: argparse.Namespace) -> int:
                 print(json.dumps(s.stats()), flush=True)
         return 0
     return bench(args)
+
+
+def _throwaway_ca(ca_pem: str, args: argparse.Namespace) -> Path:
+    """A DCQUIC server started without ``--cert`` made a CA of its own: clients trust nothing else, so
+    its certificate is written where they can take it (``--ca-out``, else a new temporary file) and a
+    warning on stderr says so, rather than leaving every remote client to fail its handshake."""
+    import tempfile
+
+    if args.ca_out is not None:
+        path = Path(args.ca_out)
+        try:
+            path.write_text(ca_pem)
+        except OSError as exc:
+            reason = exc.strerror or exc
+            raise OSError(f"--ca-out {path}: cannot write the CA certificate: {reason}") from None
+    else:
+        fd, name = tempfile.mkstemp(prefix="tailcut-net-ca-", suffix=".pem")
+        with open(fd, "w") as f:
+            f.write(ca_pem)
+        path = Path(name)
+    name = args.server_name or "localhost"
+    print(
+        f"tailcut: warning: no --cert/--key: this server uses a throwaway CA made just now and a "
+        f"certificate for '{name}' it signed (for tests only). Its CA certificate is in {path}: pass "
+        f"--ca {path} --server-name {name} to clients (tailcut net bench --server ...).",
+        file=sys.stderr,
+        flush=True,
+    )
+    return path
 
 
 def _check(args: argparse.Namespace) -> None:

@@ -1,6 +1,9 @@
 """The time-sequence diagram of one traced flow (tcptrace's): each data segment sent as a vertical bar
 over its sequence range at its send time (retransmissions in red), the cumulative ACK the sender
 received as a step line, drops marked with an x where they happened, and the congestion window below.
+The sender's loss timers are marked across both panels: a retransmission timeout (``rto`` events) as a
+dashed red line, a tail loss probe timeout (``tlp``) as a dotted orange one, so a tail recovered by a
+probe is told from one that waited for the RTO.
 
 Sequence numbers are relative to the lowest the data sender used; a flow without sequence numbers
 (datagram schemes) is drawn by payload bytes sent so far.
@@ -22,8 +25,12 @@ def _relative(seq: pd.Series, base: int) -> pd.Series:
     return (seq.astype("int64") - base) % _WRAP
 
 
-def plot_flow(events: pd.DataFrame, flow: int, stem: Path) -> None:
-    """Draw flow ``flow``'s diagram into ``stem``.png and ``stem``.svg."""
+# The sender's timers worth seeing on the diagram: (event kind, legend label, colour, line style).
+_TIMERS = (("rto", "RTO fired", "tab:red", "--"), ("tlp", "TLP fired", "tab:orange", ":"))
+
+
+def plot_flow(events: pd.DataFrame, flow: int, stem: Path) -> list[str]:
+    """Draw flow ``flow``'s diagram into ``stem``.png and ``stem``.svg; returns the legend's labels."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,8 +79,15 @@ def plot_flow(events: pd.DataFrame, flow: int, stem: Path) -> None:
         t = sends["time_ns"].astype("int64") / 1e3
         top.plot(t, sends["payload_bytes"].astype("int64").cumsum(), ".", label="sent (bytes so far)")
         top.set_ylabel("payload bytes sent")
+    for kind, label, colour, style in _TIMERS:
+        fired = ev[(ev["kind"] == kind) & (ev["direction"] == "data")]["time_ns"].astype("int64") / 1e3
+        for i, t_fired in enumerate(fired):
+            for ax in (top, bottom):
+                # One legend entry per kind, however often it fired.
+                shown = label if i == 0 and ax is top else None
+                ax.axvline(t_fired, color=colour, linestyle=style, linewidth=1, label=shown)
     top.set_title(f"flow {flow}: time-sequence diagram")
-    top.legend(loc="upper left", fontsize="small")
+    legend = top.legend(loc="upper left", fontsize="small")
     # The data sender's state: sampled at its sends, at the ACKs it receives and at its timers.
     at_sender = (ev["kind"] == "receive") == (ev["direction"] == "ack")
     cwnd = ev[at_sender & ev["cwnd_bytes"].notna()]
@@ -86,3 +100,4 @@ def plot_flow(events: pd.DataFrame, flow: int, stem: Path) -> None:
     fig.savefig(stem.with_suffix(".png"), dpi=110)
     fig.savefig(stem.with_suffix(".svg"))
     plt.close(fig)
+    return [t.get_text() for t in legend.get_texts()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +181,63 @@ def test_net_bench_runs_an_experiment_files_entry_unchanged(tmp_path, capsys) ->
     assert "scheme.transport: 'pias' needs strict-priority switch classes" in capsys.readouterr().err
     assert main(["net", "bench", "--scheme", "tcp", "--param", "min_rtto=5ms", "--count", "3"]) == 2
     assert "scheme.params.min_rtto: unknown field" in capsys.readouterr().err
+
+
+def _free_udp_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_net_serve_dcquic_warns_of_its_throwaway_ca_and_writes_it_for_clients(tmp_path) -> None:
+    """Without --cert a DCQUIC server makes a CA of its own: it says so on stderr and writes the CA's
+    certificate to --ca-out, with which a client in another process (--server) gets its answers."""
+    import os
+    import subprocess
+    import sys
+
+    from tailcut.cli import main
+
+    ca = tmp_path / "ca.pem"
+    address = f"127.0.0.1:{_free_udp_port()}"
+    serve = ["net", "serve", "--scheme", "dcquic", "--bind", address, "--seconds", "5", "--ca-out", str(ca)]
+    env = {**os.environ, "PYTHONPATH": str(Path(tailcut.__file__).parent.parent)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tailcut", *serve],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        # The CA is written before the server says it serves.
+        assert server.stdout is not None
+        assert server.stdout.readline().startswith("serving dcquic echo RPCs on")
+        assert ca.read_text().startswith("-----BEGIN CERTIFICATE-----")
+        bench = ["net", "bench", "--scheme", "dcquic", "--server", address, "--ca", str(ca)]
+        assert main([*bench, "--count", "5", "--warmup", "1"]) == 0
+        _, err = server.communicate(timeout=60)
+    finally:
+        server.kill()
+    assert server.returncode == 0, err
+    assert "warning: no --cert/--key: this server uses a throwaway CA" in err
+    assert f"--ca {ca} --server-name localhost" in err
+
+
+def test_net_serve_without_ca_out_writes_the_ca_to_a_printed_path(capfd) -> None:
+    import re
+
+    from tailcut.cli import main
+
+    address = f"127.0.0.1:{_free_udp_port()}"
+    assert main(["net", "serve", "--scheme", "dcquic", "--bind", address, "--seconds", "0.1"]) == 0
+    err = capfd.readouterr().err
+    m = re.search(r"Its CA certificate is in (\S+): pass --ca", err)
+    assert m, err
+    path = Path(m.group(1))
+    try:
+        assert path.read_text().startswith("-----BEGIN CERTIFICATE-----")
+    finally:
+        path.unlink()

@@ -105,6 +105,56 @@ def test_bad_input_is_named_without_a_traceback(cli, tiny: Path, capsys, args, m
     assert not Path("o").exists()
 
 
+# An incast into a small buffer (as crates/tailcut-sim/tests/sim/trace.rs): whole tails are lost, which
+# TCP's RACK-TLP probes (tiny.toml's random losses are all repaired by SACK and RACK's reordering timer).
+INCAST = """
+name = "incast"
+seed = 3
+max_time = "2s"
+[topology]
+kind = "star"
+hosts = 5
+host_rate = "1Gbps"
+link_delay = "5us"
+[network]
+buffer = "24KB"
+[[workload]]
+name = "incast"
+pattern = { kind = "incast", receiver = 0, senders = [1, 2, 3, 4], flows_per_sender = 2 }
+fixed = "64KB"
+[[schemes]]
+name = "tcp"
+transport = "tcp"
+params = { min_rto = "5ms" }
+"""
+
+
+def test_a_tail_loss_probe_is_labelled_tlp_and_marked_on_the_plot(tmp_path: Path) -> None:
+    """TCP's RACK-TLP probe timeout is a `tlp` event, not a `timer` (issue #43): the probe leaves only
+    after the timer is recorded. Its flow's diagram marks it, and RTOs, in the legend."""
+    from tailcut.trace_plot import plot_flow
+
+    exp = tmp_path / "incast.toml"
+    exp.write_text(INCAST)
+    result = trace(exp, flows=range(8))
+    ev = result.events
+    tlp = ev[ev["kind"] == "tlp"]
+    assert len(tlp) > 0, ev["kind"].value_counts()
+    # Every timer of a data sender is named: an RTO, a probe timeout or RACK's reordering timer.
+    assert not ((ev["kind"] == "timer") & (ev["direction"] == "data")).any()
+    # A probe timeout is the data sender's, and the probe (a data segment) leaves at the same instant.
+    assert set(tlp["direction"]) == {"data"}
+    sends = ev[(ev["kind"] == "send") & (ev["direction"] == "data") & (ev["payload_bytes"] > 0)]
+    for f, t in zip(tlp["flow_id"], tlp["time_ns"], strict=True):
+        assert ((sends["flow_id"] == f) & (sends["time_ns"] == t)).any(), (f, t)
+    flow = int(tlp["flow_id"].iloc[0])
+    labels = plot_flow(ev, flow, tmp_path / "f")
+    assert "TLP fired" in labels
+    mine = ev[ev["flow_id"] == flow]
+    assert ("RTO fired" in labels) == bool((mine["kind"] == "rto").any())
+    assert (tmp_path / "f.png").stat().st_size > 1000
+
+
 def test_the_cap_stops_the_record_and_says_so() -> None:
     result = trace(TINY, flows=[0], scheme="tcp", max_events=5)
     assert len(result.events) == 5

@@ -91,8 +91,11 @@ pub struct EngineProbe {
     pub retransmits: u64,
     /// Retransmission timeouts so far.
     pub timeouts: u64,
-    /// Tail loss probes so far.
-    pub tlp_probes: u64,
+    /// Probe timeouts (tail loss probe timers) fired so far. Not the probes sent: a probe leaves at
+    /// the next transmission opportunity, after the timer event a tracer classifies.
+    pub probe_timeouts: u64,
+    /// RACK reordering timer expiries so far.
+    pub reorder_timeouts: u64,
 }
 
 /// A sans-IO protocol engine. See the module documentation for the drain order.

@@ -8,7 +8,8 @@
 //! `MAX_FLOWS_PER_COMPONENT` per component), before any scheme runs.
 //!
 //! The per-node and per-link costs were set from the peak resident memory of stars of 100,000 and
-//! 200,000 hosts running 20 flows (~4.1 KB per host and its link); the per-flow, per-connection and
+//! 200,000 hosts running 20 flows (~4.1 KB per host and its link); DCQUIC's per-connection cost from
+//! runs of 2,000 and 8,000 flows ([`DCQUIC_CONNECTION_BYTES`]); the other per-flow, per-connection and
 //! per-packet-hop constants are rough and not yet calibrated. Estimates, not bounds: they exist to
 //! catch orders of magnitude. docs/simulator.md, "Limits and errors".
 
@@ -18,6 +19,7 @@ use crate::topo::{
 };
 use crate::workload::FlowSpec;
 use tailcut_proto::ConfigError;
+use tailcut_scheme::EngineSpec;
 
 /// Default `max_events`: about an hour or two of simulator time at a few million events per second.
 pub const DEFAULT_MAX_EVENTS: u64 = 20_000_000_000;
@@ -31,8 +33,19 @@ const LINK_BYTES: f64 = 2_800.0;
 const LINK_SPEC_BYTES: f64 = 300.0;
 /// Heap bytes per flow: its spec, its simulator state and its result record.
 const FLOW_BYTES: f64 = 700.0;
-/// Heap bytes per open connection end (an engine with its send and receive state).
+/// Heap bytes per open connection end (an engine with its send and receive state) of the TCP family
+/// and CloudBurst. Generous for them: a 16-host star running 2,000 and 8,000 flows of 10 KB peaked at
+/// 181,996 and 197,188 KiB resident under `tcp` (2.6 KB more per flow, both ends), 178,400 and
+/// 204,436 KiB under `cloudburst` (4.4 KB per flow).
 const CONNECTION_BYTES: f64 = 6_000.0;
+/// Heap bytes per MPTCP connection end (its sub-flows): the same runs peaked at 207,104 and 310,068
+/// KiB under `mptcp`, 17.6 KB more per flow, so ~8.8 KB per end.
+const MPTCP_CONNECTION_BYTES: f64 = 10_000.0;
+/// Heap bytes per DCQUIC connection end: quinn-proto's connection (its streams, packet spaces, crypto
+/// state and buffers) stays allocated for the whole run. Measured: `tailcut run` of a 16-host star with
+/// 2,000 and 8,000 DCQUIC flows of 10 KB peaked at 811,656 and 2,723,676 KiB resident
+/// (`/usr/bin/time -v`), 326 KB more per flow, so ~163 KB per end; 100,000 flows need ~33 GB.
+pub const DCQUIC_CONNECTION_BYTES: f64 = 165_000.0;
 /// Simulator events per packet-hop: the packet's transmission end and arrival, and its share of the
 /// acknowledgements coming back.
 const EVENTS_PER_PACKET_HOP: f64 = 3.0;
@@ -295,6 +308,7 @@ pub fn check_work(
     s: &TopoSize,
     schemes: usize,
     hops: f64,
+    cost: &FlowCost,
     limits: &Limits,
 ) -> Result<(), ConfigError> {
     if limits.force {
@@ -316,9 +330,14 @@ pub fn check_work(
     };
     let n_flows: f64 = count.iter().sum();
     // Connections: at most one per flow (persistent ones are shared), two ends each.
-    let bytes = topology_bytes(s, schemes) + n_flows * PER_FLOW_BYTES;
+    let bytes = topology_bytes(s, schemes) + n_flows * cost.bytes;
     let driver = format!("workload[{}]", biggest(&count));
-    memory(&driver, bytes, &format!("{n_flows:.0} flows"), limits)?;
+    memory(
+        &driver,
+        bytes,
+        &cost.describe(&format!("{n_flows:.0} flows")),
+        limits,
+    )?;
     if let Some(max) = limits.max_events {
         let per_scheme = packets.iter().sum::<f64>() * hops * EVENTS_PER_PACKET_HOP;
         let events = per_scheme * schemes as f64;
@@ -363,16 +382,73 @@ fn memory_error(field: &str, bytes: f64, what: &str, max: u64) -> ConfigError {
     )
 }
 
-/// Heap bytes of one flow: its record and, at most, a connection of its own (two ends).
-const PER_FLOW_BYTES: f64 = FLOW_BYTES + 2.0 * CONNECTION_BYTES;
+/// Heap bytes of one connection end of `engine`'s family.
+pub fn connection_end_bytes(engine: &EngineSpec) -> f64 {
+    match engine {
+        EngineSpec::Dcquic(_) => DCQUIC_CONNECTION_BYTES,
+        EngineSpec::Mptcp { .. } => MPTCP_CONNECTION_BYTES,
+        EngineSpec::Tcp(_)
+        | EngineSpec::CloudBurst { .. }
+        | EngineSpec::Tls { .. }
+        | EngineSpec::Reconnect { .. } => CONNECTION_BYTES,
+    }
+}
+
+/// What one flow costs under the most expensive scheme of a run (schemes run one after another, so
+/// the peak is the biggest scheme's, not their sum).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowCost {
+    /// Heap bytes of one flow: its record and, at most, a connection of its own (two ends).
+    pub bytes: f64,
+    /// The scheme that sets it (`schemes[i]` and its name), when it costs more than TCP's.
+    pub scheme: Option<(usize, String)>,
+}
+
+impl Default for FlowCost {
+    fn default() -> FlowCost {
+        FlowCost {
+            bytes: FLOW_BYTES + 2.0 * CONNECTION_BYTES,
+            scheme: None,
+        }
+    }
+}
+
+impl FlowCost {
+    /// The cost of the dearest of these schemes (`None`: one whose parameters do not resolve, which
+    /// the caller reports later; it counts as TCP here).
+    pub fn of<'a>(schemes: impl IntoIterator<Item = (&'a str, Option<&'a EngineSpec>)>) -> FlowCost {
+        let mut best = FlowCost::default();
+        for (i, (name, engine)) in schemes.into_iter().enumerate() {
+            let bytes = FLOW_BYTES + 2.0 * engine.map_or(CONNECTION_BYTES, connection_end_bytes);
+            if bytes > best.bytes {
+                best = FlowCost {
+                    bytes,
+                    scheme: Some((i, name.to_string())),
+                };
+            }
+        }
+        best
+    }
+
+    /// "N flows", with the scheme that makes them dear, for the memory error.
+    fn describe(&self, flows: &str) -> String {
+        match &self.scheme {
+            None => flows.to_string(),
+            Some((i, name)) => format!(
+                "{flows} under scheme '{name}' (schemes[{i}]: ~{} per flow, its engines' per-connection state)",
+                human_bytes(self.bytes)
+            ),
+        }
+    }
+}
 
 /// The most flows the memory limit leaves room for beside the topology (`u64::MAX`: no limit). The
 /// workload is generated within it, so that 49 million flows are refused before they are allocated.
-pub fn flow_budget(s: &TopoSize, schemes: usize, limits: &Limits) -> u64 {
+pub fn flow_budget(s: &TopoSize, schemes: usize, cost: &FlowCost, limits: &Limits) -> u64 {
     match limits.max_memory_bytes {
         Some(max) if !limits.force => {
             let room = (max as f64 - topology_bytes(s, schemes)).max(0.0);
-            (room / PER_FLOW_BYTES).floor() as u64
+            (room / cost.bytes).floor() as u64
         }
         _ => u64::MAX,
     }
@@ -385,13 +461,14 @@ pub fn over_flow_budget(
     at_least: u64,
     s: &TopoSize,
     schemes: usize,
+    cost: &FlowCost,
     limits: &Limits,
 ) -> ConfigError {
-    let bytes = topology_bytes(s, schemes) + at_least as f64 * PER_FLOW_BYTES;
+    let bytes = topology_bytes(s, schemes) + at_least as f64 * cost.bytes;
     memory_error(
         &format!("workload[{component}]"),
         bytes,
-        &format!("more than {} flows", at_least.saturating_sub(1)),
+        &cost.describe(&format!("more than {} flows", at_least.saturating_sub(1))),
         limits.max_memory_bytes.unwrap_or(0),
     )
 }
@@ -482,6 +559,54 @@ mod tests {
         write("memory/memory.limit_in_bytes", "9223372036854771712\n");
         assert_eq!(cgroup_headroom(&root, "4:memory:/\n"), None);
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_dcquic_scheme_makes_flows_dear_and_the_error_names_it() {
+        let tcp = tailcut_scheme::resolve("tcp", &Default::default())
+            .unwrap()
+            .engine;
+        let quic = tailcut_scheme::resolve("dcquic", &Default::default())
+            .unwrap()
+            .engine;
+        assert_eq!(FlowCost::of([("a", Some(&tcp))]), FlowCost::default());
+        let cost = FlowCost::of([("a", Some(&tcp)), ("q", Some(&quic)), ("bad", None)]);
+        assert_eq!(cost.scheme, Some((1, "q".to_string())));
+        assert_eq!(cost.bytes, FLOW_BYTES + 2.0 * DCQUIC_CONNECTION_BYTES);
+        // 100,000 DCQUIC flows on a small topology: refused under 16 GB, where TCP's pass.
+        let s = TopoSize {
+            hosts: 8.0,
+            switches: 4.0,
+            links: 16.0,
+            driver: "hosts",
+        };
+        let flows: Vec<FlowSpec> = (0..100_000)
+            .map(|i| FlowSpec {
+                id: i,
+                component: 0,
+                src: 0,
+                dst: 1,
+                size_bytes: 10_000,
+                start: tailcut_proto::Time(0),
+                request_bytes: 0,
+            })
+            .collect();
+        let limits = Limits {
+            max_memory_bytes: Some(16_000_000_000),
+            max_events: None,
+            force: false,
+        };
+        let tcp_cost = FlowCost::default();
+        assert!(check_work(&flows, 1, &s, 2, 4.0, &tcp_cost, &limits).is_ok());
+        let e = check_work(&flows, 1, &s, 2, 4.0, &cost, &limits).unwrap_err();
+        assert_eq!(e.path, "workload[0]");
+        assert!(
+            e.reason.starts_with(
+                "100000 flows under scheme 'q' (schemes[1]: ~330.7 KB per flow, its engines' \
+                 per-connection state) would need an estimated 33.1 GB of memory"
+            ),
+            "{e}"
+        );
     }
 
     #[test]

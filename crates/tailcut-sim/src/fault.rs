@@ -132,10 +132,14 @@ pub enum FaultAction {
 /// Resolves a link reference to its two ports (forward, backward).
 pub fn resolve(net: &Network, l: &LinkRef) -> Result<[u32; 2], ConfigError> {
     let find = |name: &str| {
-        net.nodes
-            .iter()
-            .position(|n| n.name == name)
-            .ok_or_else(|| ConfigError::new("link.between", format!("unknown node '{name}'")))
+        net.nodes.iter().position(|n| n.name == name).ok_or_else(|| {
+            // Name the valid nodes: built-in topologies name theirs by rule (docs/experiment-file.md).
+            let valid = crate::topo::describe_node_names(net.nodes.iter().map(|n| n.name.as_str()));
+            ConfigError::new(
+                "link.between",
+                format!("unknown node '{name}' (the topology's nodes: {valid})"),
+            )
+        })
     };
     let (a, b) = (find(&l.between[0])? as u32, find(&l.between[1])? as u32);
     let fwd: Vec<u32> = net.nodes[a as usize]

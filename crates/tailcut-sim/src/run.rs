@@ -125,17 +125,38 @@ pub fn prepare_with(exp: &Experiment, limits: &Limits) -> Result<Prepared, RunEr
     exp.network.host_aqm.validate().map_err(at("network.host_aqm"))?;
     let net = Network::unrouted(&base_spec, exp.seed);
     let (rack, nic_rate_bps) = net.host_info();
-    let budget = estimate::flow_budget(&size, exp.schemes.len(), limits);
+    // The schemes' engines set what a flow costs (a DCQUIC flow held 326 KB, a TCP one 2.6 KB). A
+    // scheme whose parameters do not resolve counts as TCP here and is reported below.
+    let engines: Vec<Option<scheme::EngineSpec>> = exp
+        .schemes
+        .iter()
+        .map(|s| scheme::resolve(&s.transport, &s.params).ok().map(|r| r.engine))
+        .collect();
+    let cost = estimate::FlowCost::of(
+        exp.schemes
+            .iter()
+            .zip(&engines)
+            .map(|(s, e)| (s.name.as_str(), e.as_ref())),
+    );
+    let budget = estimate::flow_budget(&size, exp.schemes.len(), &cost, limits);
     let hosts = HostInfo { rack, nic_rate_bps };
     let flows = workload::generate_within(&exp.workload, &hosts, exp.seed, budget).map_err(|e| match e {
         workload::GenerateError::Config(e) => RunError::Config(e),
         workload::GenerateError::OverBudget { component, at_least } => RunError::Config(
-            estimate::over_flow_budget(component, at_least, &size, exp.schemes.len(), limits),
+            estimate::over_flow_budget(component, at_least, &size, exp.schemes.len(), &cost, limits),
         ),
     })?;
     file_flows_start_in_time(exp, &flows)?;
     let hops = estimate::mean_hops(&exp.topology);
-    estimate::check_work(&flows, exp.workload.len(), &size, exp.schemes.len(), hops, limits)?;
+    estimate::check_work(
+        &flows,
+        exp.workload.len(),
+        &size,
+        exp.schemes.len(),
+        hops,
+        &cost,
+        limits,
+    )?;
     // The experiment as it runs: every scheme's `params` with each parameter's effective value.
     let mut resolved_exp = exp.clone();
     let other = match &exp.other_traffic {

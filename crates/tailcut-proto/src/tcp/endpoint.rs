@@ -552,7 +552,8 @@ impl Engine for TcpEndpoint {
             srtt: self.srtt(),
             retransmits: s.retransmits,
             timeouts: s.timeouts,
-            tlp_probes: s.tlp_probes,
+            probe_timeouts: s.probe_timeouts,
+            reorder_timeouts: s.reorder_timeouts,
         })
     }
 }

@@ -553,6 +553,7 @@ impl<C: CongestionControl> Sender<C> {
             .is_some_and(|d| d <= now)
         {
             // RFC 8985 Sec. 6.3: re-run the detection; what is lost now enters recovery.
+            self.stats.reorder_timeouts += 1;
             self.rack_detect_loss(now);
             return;
         }
@@ -563,6 +564,7 @@ impl<C: CongestionControl> Sender<C> {
                 t.deadline = None;
                 t.probe_due = self.recovery.is_none();
                 self.rto_deadline = Some(now + self.rtt.rto());
+                self.stats.probe_timeouts += 1;
                 return;
             }
         }

@@ -25,6 +25,13 @@ pub struct ConnStats {
     pub syn_retransmits: u64,
     /// Tail loss probes sent (TLP).
     pub tlp_probes: u64,
+    /// Probe timeouts (PTO, of `tlp` or RACK-TLP) that fired. The probe itself goes out at the next
+    /// transmission opportunity, after the timer's handling, so a tracer reading the counters right
+    /// after the timer needs this count to tell the PTO from another timer (`tailcut trace`'s `tlp`).
+    pub probe_timeouts: u64,
+    /// RACK's reordering timer expiries (RFC 8985 Sec. 6.3): the loss detection re-run, which may
+    /// retransmit. Counted for a tracer, as `probe_timeouts` (`tailcut trace`'s `rack`).
+    pub reorder_timeouts: u64,
     /// TCP-IR coded packets sent.
     pub coded_packets_sent: u64,
     /// Receive side: segments rebuilt from a TCP-IR coded packet instead of retransmitted.

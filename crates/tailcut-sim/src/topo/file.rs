@@ -88,7 +88,11 @@ pub fn parse(text: &str, q: &SwitchQueues) -> Result<TopoSpec, ConfigError> {
     for (i, l) in f.link.iter().enumerate() {
         let end = |name: &str, field: &str| {
             ids.get(name).copied().ok_or_else(|| {
-                ConfigError::new(format!("link[{i}].{field}"), format!("unknown node '{name}'"))
+                let valid = super::describe_node_names(f.node.iter().map(|n| n.name.as_str()));
+                ConfigError::new(
+                    format!("link[{i}].{field}"),
+                    format!("unknown node '{name}' (the file's nodes: {valid})"),
+                )
             })
         };
         let (a, b) = (end(&l.a, "a")?, end(&l.b, "b")?);
@@ -223,7 +227,8 @@ mod tests {
         )
         .err()
         .unwrap();
-        assert_eq!(e, ConfigError::new("link[0].b", "unknown node 's9'"));
+        assert_eq!(e.path, "link[0].b");
+        assert_eq!(e.reason, "unknown node 's9' (the file's nodes: h0)");
         let e = parse("[[node]]\nname='h0'\nkind='router'", &q).err().unwrap();
         assert_eq!(e.path, "node[0].kind", "{e}");
     }

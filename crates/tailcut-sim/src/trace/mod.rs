@@ -31,13 +31,17 @@ pub enum Kind {
     Transmit,
     /// Handed to the destination engine.
     Receive,
-    /// The engine's timer fired and was neither an RTO nor a tail loss probe (delayed ACK, pacing,
-    /// handshake).
+    /// The engine's timer fired and was none of the below (delayed ACK, pacing, handshake, an
+    /// extension's own timer).
     Timer,
     /// A retransmission timeout fired.
     Rto,
-    /// A tail loss probe timer fired.
+    /// A tail loss probe timer fired (RACK-TLP's or the `tlp` scheme's); the probe is the `Send`
+    /// that follows at the same instant.
     Tlp,
+    /// RACK's reordering timer fired (RFC 8985 Sec. 6.3): loss detection re-ran, and what it found
+    /// lost is retransmitted at the same instant.
+    Rack,
     /// The engine's next deadline changed (`timer_ns` holds it; `None`: no timer armed).
     TimerSet,
 }
@@ -55,6 +59,7 @@ impl Kind {
             Kind::Timer => "timer",
             Kind::Rto => "rto",
             Kind::Tlp => "tlp",
+            Kind::Rack => "rack",
             Kind::TimerSet => "timer_set",
         }
     }
@@ -223,7 +228,8 @@ impl Tracer {
         };
         let kind = match (kind, t.last, probe) {
             (Kind::Timer, Some(a), Some(b)) if b.timeouts > a.timeouts => Kind::Rto,
-            (Kind::Timer, Some(a), Some(b)) if b.tlp_probes > a.tlp_probes => Kind::Tlp,
+            (Kind::Timer, Some(a), Some(b)) if b.probe_timeouts > a.probe_timeouts => Kind::Tlp,
+            (Kind::Timer, Some(a), Some(b)) if b.reorder_timeouts > a.reorder_timeouts => Kind::Rack,
             _ => kind,
         };
         t.last = probe.or(t.last);

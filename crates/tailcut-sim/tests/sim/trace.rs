@@ -161,3 +161,55 @@ fn a_timeout_is_recorded_as_an_rto() {
     let rtos = trace.events.iter().filter(|e| e.kind == Kind::Rto).count();
     assert_eq!(rtos as u32, f.stats.timeouts);
 }
+
+#[test]
+fn a_tail_loss_probe_is_recorded_as_tlp_not_as_a_timer() {
+    // TCP's default loss detection is RACK-TLP. Its probe timeout sends the probe only at the next
+    // transmission opportunity, after the timer event is recorded: the trace must still call it `tlp`.
+    let prep = incast("tcp", 2, "24KB");
+    let plain = run::run_prepared(&prep, &mut |_| true).expect("runs");
+    let ids: Vec<u64> = plain.flows.iter().map(|f| f.flow_id).collect();
+    let (_, trace) = traced(&prep, &ids, 10_000_000);
+    let ev = &trace.events;
+    // Each probe timeout the senders counted is one `tlp` event of its flow, none a plain `timer`.
+    let mut tlps = 0;
+    for &f in &ids {
+        let fired = ev
+            .iter()
+            .filter(|e| e.flow == f && e.forward)
+            .filter_map(|e| e.probe.map(|p| p.probe_timeouts))
+            .max()
+            .unwrap_or(0);
+        let recorded = ev.iter().filter(|e| e.flow == f && e.kind == Kind::Tlp).count() as u64;
+        assert_eq!(recorded, fired, "flow {f}");
+        tlps += recorded;
+    }
+    assert!(tlps > 0, "the incast makes some flow probe a tail loss");
+    // Likewise RACK's reordering timer: `rack`, never an anonymous `timer`, at the data sender.
+    for &f in &ids {
+        let fired = ev
+            .iter()
+            .filter(|e| e.flow == f && e.forward)
+            .filter_map(|e| e.probe.map(|p| p.reorder_timeouts))
+            .max()
+            .unwrap_or(0);
+        let recorded = ev.iter().filter(|e| e.flow == f && e.kind == Kind::Rack).count() as u64;
+        assert_eq!(recorded, fired, "flow {f}");
+    }
+    assert!(
+        !ev.iter().any(|e| e.kind == Kind::Timer && e.forward),
+        "a TCP data sender's timers are RTOs, probes or RACK's"
+    );
+    // The probe follows its timer at the same instant: a data segment sent by that flow's sender.
+    for t in ev.iter().filter(|e| e.kind == Kind::Tlp) {
+        assert!(t.forward, "{t:?}");
+        assert!(
+            ev.iter().any(|e| e.kind == Kind::Send
+                && e.flow == t.flow
+                && e.forward
+                && e.time == t.time
+                && range(e).is_some()),
+            "no probe sent at the PTO {t:?}"
+        );
+    }
+}
