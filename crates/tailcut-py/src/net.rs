@@ -458,10 +458,10 @@ impl KernelClient {
                     Some(a) => a,
                     None => {
                         let (l, a) = listen()?;
+                        // Serves this client's one connection, then ends with it (as `tailcut-net`'s).
                         std::thread::spawn(move || {
-                            for s in l.incoming() {
-                                let Ok(s) = s else { return };
-                                std::thread::spawn(move || tailcut_net::cli::echo_framed(s));
+                            if let Ok((s, _)) = l.accept() {
+                                tailcut_net::cli::echo_framed(s);
                             }
                         });
                         a
