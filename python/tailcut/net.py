@@ -27,6 +27,9 @@ files; without them the server makes a throwaway CA, its :attr:`Server.ca_pem`),
 ``ca_pem`` (PEM text: the roots a client trusts), ``server_name`` (default ``localhost``), ``alpn``
 (default ``tailcut-rpc``), ``task_bytes`` (the MPS rule's task size), ``path_mtu`` (default 9000),
 ``local_addrs`` (a client's local IP addresses, one path each: proactive migration moves between them),
+``loss`` and ``loss_path`` (``tailcut-net``'s ``--loss RATE`` and ``--loss-path N``: the runtime drops
+that fraction of its own outgoing datagrams before the socket, on every path or only path ``N``, drawn
+from an RNG seeded by ``seed``; a test hook, not a network; ``stats()["dropped_by_hook"]`` counts them).
 A bad option raises :class:`tailcut.ConfigError` naming it (``net.<option>``, or
 ``scheme.params.<key>`` for a scheme parameter).
 """
@@ -37,10 +40,14 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tailcut._core import KernelClient as _KernelClient
 from tailcut._core import NetClient, NetServer
 from tailcut._core import generate_cert as _generate_cert
 
-__all__ = ["Client", "Server", "generate_cert"]
+__all__ = ["KERNEL_BASELINES", "Client", "KernelClient", "Server", "generate_cert"]
+
+#: ``tailcut-net bench``'s baselines: the kernel's stacks, not schemes of the registry.
+KERNEL_BASELINES = ("kernel-tcp", "kernel-tls")
 
 
 def generate_cert(names: list[str] | None = None) -> tuple[str, str, str]:
@@ -143,6 +150,51 @@ class Client:
         self._client.close()
 
     def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class KernelClient:
+    """A baseline of ``tailcut-net bench``: ``kernel-tcp`` (kernel TCP, ``TCP_NODELAY``) or
+    ``kernel-tls`` (TLS 1.3 by rustls over kernel TCP), one connection carrying framed echo calls,
+    the same Rust code as that command. Without ``server`` it starts an echo server on 127.0.0.1 (for
+    ``kernel-tls`` with a throwaway certificate for ``server_name``). No runtime options: the kernel
+    has no loss hook (loss on loopback TCP needs root and netem)."""
+
+    def __init__(
+        self,
+        baseline: str,
+        server: str | None = None,
+        server_name: str | None = None,
+        ca: str | None = None,
+    ) -> None:
+        self._client = _KernelClient(baseline, server, server_name, ca)
+        self._calls = 0
+
+    @property
+    def server(self) -> str:
+        """The server's address."""
+        return self._client.server
+
+    def call(self, request: bytes) -> bytes:
+        """Sends ``request`` and returns the echo; raises ``ConnectionError`` if the connection fails."""
+        return self.call_stats(request)[0]
+
+    def call_stats(self, request: bytes) -> tuple[bytes, dict[str, int]]:
+        """The response and the call's latency (``latency_ns``); kernel TCP's counters are not seen."""
+        response, ns = self._client.call(request)
+        self._calls += 1
+        return response, {"latency_ns": ns}
+
+    def stats(self) -> dict[str, Any]:
+        return {"calls_completed": self._calls}
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> KernelClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -81,7 +81,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument(
             "--scheme",
             default="cloudburst",
-            help="a scheme of the registry (tailcut schemes), with its defaults (default cloudburst)",
+            help="a scheme of the registry (tailcut schemes), with its defaults (default cloudburst); "
+            "bench also takes the kernel baselines kernel-tcp and kernel-tls",
         )
         q.add_argument(
             "--experiment",
@@ -112,6 +113,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--server-name", help="dcquic: the certificate's name (default localhost)")
         q.add_argument("--task-bytes", type=COUNT, help="dcquic client: task size of the MPS rule")
         q.add_argument("--path-mtu", type=COUNT, help="dcquic: largest IP packet the path carries (9000)")
+        q.add_argument(
+            "--loss",
+            type=float_arg(0.0),
+            metavar="RATE",
+            help="drop this fraction of each end's outgoing datagrams before the socket (0.01: 1%%), "
+            "seeded by --seed: a test hook, not a network",
+        )
+        q.add_argument("--loss-path", type=COUNT, metavar="N", help="with --loss: only path N's datagrams")
 
 
 def scheme_entry(args: argparse.Namespace) -> dict[str, Any]:
@@ -147,6 +156,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "server_name",
         "task_bytes",
         "path_mtu",
+        "loss",
+        "loss_path",
     )
     opts = {k: getattr(args, k) for k in keys if getattr(args, k) is not None}
     if args.network_trims:
@@ -208,12 +219,48 @@ def _check(args: argparse.Namespace) -> None:
         raise ValueError("--size: give at least one size")
 
 
+# Flags of the runtime that a kernel baseline cannot honour: refused, never ignored.
+_NOT_FOR_KERNEL = (
+    ("loss", "--loss", "loss cannot be injected into kernel TCP on loopback without root and netem"),
+    (
+        "loss_path",
+        "--loss-path",
+        "loss cannot be injected into kernel TCP on loopback without root and netem",
+    ),
+    ("experiment", "--experiment", "a kernel baseline is not a [[schemes]] entry"),
+    ("param", "--param", "a kernel baseline has no scheme parameters"),
+    ("network_trims", "--network-trims", "a runtime option"),
+    ("spin_us", "--spin-us", "a runtime option"),
+    ("task_bytes", "--task-bytes", "a dcquic option"),
+    ("path_mtu", "--path-mtu", "a dcquic option"),
+    ("cert", "--cert", "the in-process kernel-tls server makes its own certificate"),
+    ("key", "--key", "the in-process kernel-tls server makes its own certificate"),
+)
+
+
+def _check_kernel(args: argparse.Namespace) -> None:
+    """Refuses, naming it, each flag a kernel baseline (``--scheme kernel-tcp|kernel-tls``) cannot
+    honour."""
+    for attr, flag, why in _NOT_FOR_KERNEL:
+        if getattr(args, attr) not in (None, False, []):
+            raise ValueError(f"{flag}: not with --scheme {args.scheme} ({why})")
+    if args.concurrency != 1:
+        raise ValueError(f"--concurrency: {args.scheme} runs one connection, one call at a time (give 1)")
+    if args.scheme == "kernel-tcp" and (args.ca or args.server_name):
+        raise ValueError("--ca/--server-name: only with --scheme kernel-tls")
+
+
 def bench(args: argparse.Namespace) -> int:
     from tailcut import net
 
     _check(args)
+    kernel = args.scheme in net.KERNEL_BASELINES and args.experiment is None
+    if kernel:
+        _check_kernel(args)
     if args.out is not None:
         claim(args.out, "run", overwrite=args.overwrite)
+    if kernel:
+        return _bench_kernel(args)
     opts = _options(args)
     rng = random.Random(args.seed)
     sizes = [rng.choice(args.size) for _ in range(args.count)]
@@ -248,7 +295,60 @@ def bench(args: argparse.Namespace) -> int:
             return _refused(address, args, refused)
         return _no_answer(address, args, f"all {len(rows)} calls timed out")
     _print(args, rows)
+    if args.loss is not None:
+        dropped = _dropped(ends)
+        where = "every path" if args.loss_path is None else f"path {args.loss_path}"
+        print(
+            f"  --loss {args.loss:g} on {where}: dropped {dropped['client']} client and "
+            f"{dropped['server'] if dropped['server'] is not None else '(remote server: unknown)'} "
+            "server datagrams"
+        )
     if args.out is not None:
+        _write(args, address, rows, ends, opts)
+    if wrong:
+        print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _dropped(ends: dict) -> dict[str, int | None]:
+    """Datagrams the loss hook dropped, per end (None: not seen, e.g. a remote server)."""
+    return {end: (ends[end] or {}).get("dropped_by_hook") for end in ("client", "server")}
+
+
+def _bench_kernel(args: argparse.Namespace) -> int:
+    """``--scheme kernel-tcp|kernel-tls``: the same requests, rows, output and files as a scheme's
+    bench, over the kernel's TCP (one connection, as ``tailcut-net bench``)."""
+    from tailcut import net
+
+    rng = random.Random(args.seed)
+    sizes = [rng.choice(args.size) for _ in range(args.count)]
+    base = rng.randbytes(2 * max(args.size))
+    offsets = [rng.randrange(max(args.size)) for _ in range(args.count)]
+    arrivals = _arrivals(rng, args)
+    try:
+        client = net.KernelClient(args.scheme, args.server, args.server_name, args.ca)
+    except ConnectionError as exc:
+        return _refused(args.server or "127.0.0.1", args, str(exc))
+    except OSError as exc:
+        return _no_answer(args.server or "127.0.0.1", args, str(exc))
+    address = client.server
+    with client:
+        try:
+            for i in range(args.warmup):
+                client.call(base[: sizes[i % len(sizes)]])
+        except ConnectionError as exc:
+            return _refused(address, args, str(exc))
+        rows, wrong = _run(client, sizes, offsets, base, arrivals, 1)
+        ends = {"client": client.stats(), "server": None}
+    if not any(r["completed"] for r in rows):
+        refused = next((r["error"] for r in rows if r.get("error")), "no call completed")
+        return _refused(address, args, refused)
+    _print(args, rows)
+    if args.out is not None:
+        opts = {
+            k: v for k, v in {"seed": args.seed, "server_name": args.server_name, "ca": args.ca}.items() if v
+        }
         _write(args, address, rows, ends, opts)
     if wrong:
         print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
@@ -376,6 +476,13 @@ def _write(
     stamp = provenance()
     with atomic_dir(args.out) as tmp:
         write_parquet(frame, tmp / "flows.parquet", stamp)
-        meta = {**stamp, "scheme": scheme_entry(args), "load": args.load, "options": opts, "ends": ends}
+        meta = {
+            **stamp,
+            "scheme": scheme_entry(args),
+            "load": args.load,
+            "options": opts,
+            "ends": ends,
+            "dropped_by_loss": _dropped(ends),
+        }
         (tmp / "net.json").write_text(json.dumps(meta, indent=2))
         write_marker(tmp, "run", source="net", **stamp)

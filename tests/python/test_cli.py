@@ -21,7 +21,6 @@ RUN_FILES = {
     "config.toml",
     "runs.json",
     "report.html",
-    "workload",
     ".tailcut.json",
 }
 

@@ -116,4 +116,3 @@ def test_a_runs_flows_csv_runs_back_as_the_same_flows(cli, tiny: Path, tmp_path:
     pd.testing.assert_frame_equal(
         replay[columns].reset_index(drop=True), first[columns].reset_index(drop=True), check_dtype=False
     )
-

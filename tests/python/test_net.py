@@ -107,6 +107,13 @@ def test_a_failing_handler_is_counted_and_the_server_goes_on() -> None:
         ({"local_addrs": ["not-an-ip"], "scheme": "dcquic"}, "net.local_addrs"),
         ({"ca_pem": "no certificate here", "scheme": "dcquic"}, "net.ca_pem"),
         ({"cert": "/nonexistent/cert.pem", "scheme": "dcquic"}, "net.cert"),
+        ({"loss": 1.5}, "net.loss"),
+        ({"loss": -0.1}, "net.loss"),
+        ({"loss": "1%"}, "net.loss"),
+        # All of every path's datagrams could never deliver anything (one path black-holed can).
+        ({"loss": 1.0}, "net.loss"),
+        ({"loss_path": 0}, "net.loss_path"),
+        ({"loss": 0.01, "loss_path": -1}, "net.loss_path"),
     ],
 )
 def test_bad_options_raise_config_error_naming_the_option(options: dict, path: str) -> None:
@@ -241,3 +248,95 @@ def test_net_serve_without_ca_out_writes_the_ca_to_a_printed_path(capfd) -> None
         assert path.read_text().startswith("-----BEGIN CERTIFICATE-----")
     finally:
         path.unlink()
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "fuso"])
+def test_loss_option_drops_datagrams_and_calls_stay_byte_exact(scheme: str) -> None:
+    rng = random.Random(scheme)
+    lossy = {**FAST, "loss": 0.05, "seed": 7}
+    if scheme == "fuso":
+        lossy["loss_path"] = 0
+    with net.Server(scheme=scheme, **lossy) as s, net.Client(s.address, scheme=scheme, **lossy) as c:
+        for _ in range(100):
+            req = rng.randbytes(rng.randrange(1, 30_000))
+            assert c.call(req) == req
+        assert _eventually(lambda: c.stats()["calls_completed"] >= 100)
+        assert c.stats()["dropped_by_hook"] > 0
+        assert s.stats()["dropped_by_hook"] > 0
+    # Without the option nothing is dropped.
+    with net.Server(scheme=scheme, **FAST) as s, net.Client(s.address, scheme=scheme, **FAST) as c:
+        assert c.call(b"x" * 10_000) == b"x" * 10_000
+        assert c.stats()["dropped_by_hook"] == 0
+
+
+def test_net_bench_loss_reports_the_dropped_datagrams(tmp_path, capsys) -> None:
+    import json
+
+    import pandas as pd
+
+    from tailcut.cli import main
+
+    out = tmp_path / "lossy"
+    argv = ["net", "bench", "--scheme", "tcp", "--param", "min_rto=5ms", "--count", "100", "--warmup", "5"]
+    assert main([*argv, "--loss", "0.05", "--seed", "3", "--out", str(out)]) == 0
+    assert "--loss 0.05 on every path: dropped" in capsys.readouterr().out
+    meta = json.loads((out / "net.json").read_text())
+    assert meta["options"]["loss"] == 0.05
+    assert meta["dropped_by_loss"]["client"] > 0 and meta["dropped_by_loss"]["server"] > 0
+    assert meta["ends"]["client"]["dropped_by_hook"] == meta["dropped_by_loss"]["client"]
+    assert pd.read_parquet(out / "flows.parquet")["completed"].all()
+    assert main([*argv, "--loss", "2"]) == 2
+    assert "net.loss" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("baseline", ["kernel-tcp", "kernel-tls"])
+def test_kernel_baseline_echoes_byte_exact(baseline: str) -> None:
+    rng = random.Random(baseline)
+    with net.KernelClient(baseline) as c:
+        for _ in range(30):
+            req = rng.randbytes(rng.randrange(0, 100_000))
+            reply, stats = c.call_stats(req)
+            assert reply == req and stats["latency_ns"] > 0
+        assert c.stats()["calls_completed"] == 30
+
+
+@pytest.mark.parametrize("baseline", ["kernel-tcp", "kernel-tls"])
+def test_net_bench_kernel_baseline_writes_the_flow_columns(tmp_path, capsys, baseline: str) -> None:
+    import json
+
+    import pandas as pd
+
+    from tailcut.cli import main
+    from tailcut.results import FLOW_COLUMNS
+
+    out = tmp_path / baseline
+    argv = ["net", "bench", "--scheme", baseline, "--size", "100B,10KB", "--count", "50", "--warmup", "5"]
+    assert main([*argv, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert f"{baseline}, closed load, 50 calls" in printed and "10000 B: p50" in printed
+    flows = pd.read_parquet(out / "flows.parquet")
+    assert list(flows.columns) == FLOW_COLUMNS
+    assert len(flows) == 50 and flows["completed"].all()
+    assert set(flows["size_bytes"]) == {100, 10_000} and set(flows["scheme"]) == {baseline}
+    assert (flows["fct_ns"] > 0).all()
+    meta = json.loads((out / "net.json").read_text())
+    assert meta["scheme"]["transport"] == baseline
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--loss", "0.01"], "--loss"),
+        (["--loss", "0.01", "--loss-path", "0"], "--loss"),
+        (["--param", "min_rto=5ms"], "--param"),
+        (["--concurrency", "2"], "--concurrency"),
+    ],
+)
+def test_net_bench_kernel_baseline_refuses_what_it_cannot_honour(tmp_path, capsys, flags, named) -> None:
+    from tailcut.cli import main
+
+    out = tmp_path / "never"
+    assert main(["net", "bench", "--scheme", "kernel-tcp", *flags, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{named}:" in err and "kernel-tcp" in err
+    assert not out.exists()

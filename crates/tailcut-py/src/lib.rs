@@ -277,6 +277,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native::testbed_main, m)?)?;
     m.add_class::<net::NetClient>()?;
     m.add_class::<net::NetServer>()?;
+    m.add_class::<net::KernelClient>()?;
     m.add_function(wrap_pyfunction!(net::generate_cert, m)?)?;
     m.add_function(wrap_pyfunction!(net::net_scheme_entry, m)?)?;
     Ok(())

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tailcut_net::tls::{certs_in_pem, TlsConfig};
-use tailcut_net::{CallError, Client, NetConfig, Network, PathAddrs, Server};
+use tailcut_net::{CallError, Client, NetConfig, Network, PathAddrs, SendLoss, Server};
 use tailcut_proto::Dur;
 use tailcut_scheme::Entry;
 
@@ -56,6 +56,9 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             .ok_or_else(|| bad(key, "must be a string".into()))
     };
     let (mut cert, mut key_file, mut ca) = (None, None, None);
+    // `loss` and `loss_path`: `tailcut-net`'s `--loss` and `--loss-path` (the send hook
+    // `SendLoss`, seeded by `seed` as `--loss` is by `--seed`).
+    let (mut loss, mut loss_path) = (None, None);
     for (key, v) in &opts {
         let uint = || {
             v.as_u64()
@@ -105,6 +108,13 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             "alpn" => cfg.tls.alpn = vec![text(key, v)?.into_bytes()],
             "task_bytes" => cfg.dcquic_task_bytes = uint()?,
             "path_mtu" => cfg.path_mtu = uint32()?,
+            "loss" => {
+                loss =
+                    Some(v.as_f64().ok_or_else(|| {
+                        bad(key, format!("must be a number (a fraction: 0.01 is 1%), got {v}"))
+                    })?)
+            }
+            "loss_path" => loss_path = Some(uint32()?),
             "local_addrs" => {
                 let ips = v
                     .as_array()
@@ -133,6 +143,23 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             }
         }
     }
+    match (loss, loss_path) {
+        (Some(rate), path) => {
+            cfg.send_loss = Some(SendLoss {
+                rate,
+                seed: cfg.seed,
+                path,
+                ..SendLoss::default()
+            })
+        }
+        (None, Some(_)) => {
+            return Err(bad(
+                "loss_path",
+                "only with loss (the rate of that path's datagrams dropped)".into(),
+            ))
+        }
+        (None, None) => {}
+    }
     entry.overlay(&params);
     cfg = cfg.scheme(&entry.transport, &entry.params).map_err(|e| {
         let e = e.at("scheme");
@@ -148,7 +175,12 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
         }
     }
     cfg.validate().map_err(|e| {
-        let path = format!("net.{}", e.path);
+        // The send hook's fields are the options `loss` (its rate) and `loss_path`.
+        let field = match e.path.as_str() {
+            "send_loss" | "send_loss.rate" => "loss",
+            other => other,
+        };
+        let path = format!("net.{field}");
         config_error(py, &path, &e.reason, format!("{path}: {}", e.reason))
     })?;
     Ok(cfg)
@@ -235,6 +267,7 @@ impl NetClient {
             "send_errors": s.tx.send_errors,
             "protocol_errors": s.protocol_errors,
             "max_datagram": s.tx.max_datagram,
+            "dropped_by_hook": s.dropped_by_hook,
             "dcquic_handshakes": s.dcquic.map(|q| q.handshakes),
             "dcquic_handshake_ns": s.dcquic.map(|q| q.handshake_ns),
             "dcquic_migrations": s.dcquic.map(|q| q.migrations),
@@ -366,6 +399,7 @@ impl NetServer {
             "protocol_errors": st.protocol_errors,
             "associations_finished": st.associations_finished,
             "max_datagram": st.tx.max_datagram,
+            "dropped_by_hook": st.dropped_by_hook,
             "handler_errors": self.handler_errors.load(Ordering::Relaxed),
         })
         .to_string()
@@ -378,6 +412,150 @@ impl NetServer {
                 .allow_threads(|| s.shutdown())
                 .map_err(|e| PyOSError::new_err(e.to_string())),
             None => Ok(()),
+        }
+    }
+}
+
+/// A connection of `tailcut-net bench`'s kernel baselines: `kernel-tcp` (kernel TCP with
+/// TCP_NODELAY) or `kernel-tls` (TLS 1.3, rustls, over kernel TCP), framed echo calls (4-byte
+/// length, then the bytes) exactly as that command makes them, to `server` or to an echo server this
+/// starts on 127.0.0.1. Not a scheme of the runtime: no options, no loss hook.
+#[pyclass(module = "tailcut._core")]
+pub struct KernelClient {
+    conn: std::sync::Mutex<Option<KernelConn>>,
+    address: SocketAddr,
+}
+
+enum KernelConn {
+    Tcp(std::net::TcpStream),
+    Tls(Box<tailcut_net::kernel_tls::Conn>),
+}
+
+#[pymethods]
+impl KernelClient {
+    /// `baseline` is `kernel-tcp` or `kernel-tls`; `server` an address, or None for an in-process
+    /// echo server. For `kernel-tls`, `server_name` and `ca` (a PEM file) as the runtime's options
+    /// (an in-process server gets a throwaway certificate for `server_name`).
+    #[new]
+    #[pyo3(signature = (baseline, server=None, server_name=None, ca=None))]
+    fn new(
+        py: Python<'_>,
+        baseline: &str,
+        server: Option<&str>,
+        server_name: Option<String>,
+        ca: Option<PathBuf>,
+    ) -> PyResult<KernelClient> {
+        let to = server.map(|s| address(py, "server", s)).transpose()?;
+        let listen = || -> PyResult<(std::net::TcpListener, SocketAddr)> {
+            let l =
+                std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| PyOSError::new_err(e.to_string()))?;
+            let a = l.local_addr().map_err(|e| PyOSError::new_err(e.to_string()))?;
+            Ok((l, a))
+        };
+        let (conn, address) = match baseline {
+            "kernel-tcp" => {
+                let to = match to {
+                    Some(a) => a,
+                    None => {
+                        let (l, a) = listen()?;
+                        // Serves this client's one connection, then ends with it (as `tailcut-net`'s).
+                        std::thread::spawn(move || {
+                            if let Ok((s, _)) = l.accept() {
+                                tailcut_net::cli::echo_framed(s);
+                            }
+                        });
+                        a
+                    }
+                };
+                let s = py
+                    .allow_threads(|| std::net::TcpStream::connect(to))
+                    .map_err(|e| PyOSError::new_err(format!("connect to {to}: {e}")))?;
+                s.set_nodelay(true)
+                    .map_err(|e| PyOSError::new_err(e.to_string()))?;
+                (KernelConn::Tcp(s), to)
+            }
+            "kernel-tls" => {
+                use tailcut_net::kernel_tls;
+                let mut tls = match &ca {
+                    Some(ca) => TlsConfig::from_pem_files(None, None, Some(ca))
+                        .map_err(|e| config_error(py, "net.ca", &e, format!("net.ca: {e}")))?,
+                    None => TlsConfig::default(),
+                };
+                if let Some(n) = server_name {
+                    tls.server_name = n;
+                }
+                let to = match to {
+                    Some(a) => a,
+                    None => {
+                        let (t, _) = TlsConfig::generate(&[tls.server_name.clone()])
+                            .map_err(|e| PyOSError::new_err(format!("generating a certificate: {e}")))?;
+                        let name = std::mem::take(&mut tls.server_name);
+                        tls = TlsConfig {
+                            server_name: name,
+                            ..t
+                        };
+                        let (l, a) = listen()?;
+                        let cfg =
+                            kernel_tls::server_config(&tls).map_err(|e| PyOSError::new_err(e.to_string()))?;
+                        std::thread::spawn(move || kernel_tls::serve_echo(l, cfg));
+                        a
+                    }
+                };
+                let ccfg = kernel_tls::client_config(&tls).map_err(|e| PyOSError::new_err(e.to_string()))?;
+                let c = py
+                    .allow_threads(|| kernel_tls::Conn::connect(to, ccfg, &tls.server_name))
+                    .map_err(|e| PyConnectionError::new_err(format!("connect to {to}: {e}")))?;
+                (KernelConn::Tls(Box::new(c)), to)
+            }
+            other => {
+                let reason = "a kernel baseline is kernel-tcp or kernel-tls";
+                return Err(config_error(
+                    py,
+                    "scheme",
+                    reason,
+                    format!("scheme: '{other}': {reason}"),
+                ));
+            }
+        };
+        Ok(KernelClient {
+            conn: std::sync::Mutex::new(Some(conn)),
+            address,
+        })
+    }
+
+    /// The server's address.
+    #[getter]
+    fn server(&self) -> String {
+        self.address.to_string()
+    }
+
+    /// Sends `request` and returns `(response, latency_ns)` (the call on this connection, measured
+    /// around it); calls from several threads take turns on the one connection.
+    fn call<'py>(&self, py: Python<'py>, request: &[u8]) -> PyResult<(Bound<'py, PyBytes>, u64)> {
+        let mut back = vec![0u8; request.len()];
+        let ns = py.allow_threads(|| {
+            let mut g = self
+                .conn
+                .lock()
+                .map_err(|_| PyOSError::new_err("the connection failed"))?;
+            let c = g
+                .as_mut()
+                .ok_or_else(|| PyOSError::new_err("the client is closed"))?;
+            let clock = tailcut_net::clock::Clock::start();
+            match c {
+                KernelConn::Tcp(s) => tailcut_net::cli::framed_call(s, request, &mut back),
+                KernelConn::Tls(t) => t.call(request, &mut back),
+            }
+            .map_err(|e| PyConnectionError::new_err(e.to_string()))?;
+            Ok::<u64, PyErr>(clock.now().0)
+        })?;
+        Ok((PyBytes::new(py, &back), ns))
+    }
+
+    /// Closes the connection.
+    fn close(&self) {
+        if let Ok(mut g) = self.conn.lock() {
+            g.take();
         }
     }
 }
