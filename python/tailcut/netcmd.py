@@ -28,6 +28,11 @@ from tailcut.summary import percentile
 # Range-checked numbers (the runtime's fields are unsigned): never an OverflowError traceback.
 SEED = int_arg(0)
 COUNT = int_arg(0)
+# The testbed's bound on late flow starts, and its exit code for a run that did not keep its timing
+# (docs/testbed.md, "Timing verdict"): a bench whose caller fell behind its Poisson arrivals measured
+# this machine's scheduling as much as the network, and must not pass as valid.
+MAX_START_LATE_US = 1000
+EXIT_INVALID_TIMING = 3
 
 
 def size_list(text: str) -> list[int]:
@@ -76,6 +81,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     bench.add_argument("--concurrency", type=COUNT, default=1, help="callers at once (default 1)")
     bench.add_argument("--out", type=Path, help="result folder: flows.parquet and net.json")
+    bench.add_argument(
+        "--max-start-late-us",
+        type=COUNT,
+        default=MAX_START_LATE_US,
+        help="Poisson load: a run whose calls started a median of more than this late (the caller fell "
+        f"behind its arrivals) is invalid (default {MAX_START_LATE_US}, the testbed's max_start_late)",
+    )
+    bench.add_argument(
+        "--allow-invalid-timing",
+        action="store_true",
+        help=f"exit 0 when the run did not keep its arrival schedule (otherwise exit {EXIT_INVALID_TIMING}; "
+        "the result is written and marked either way)",
+    )
     bench.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     for q in (serve, bench):
         q.add_argument(
@@ -308,7 +326,49 @@ def bench(args: argparse.Namespace) -> int:
     if wrong:
         print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
         return 1
-    return 0
+    return _timing_exit(args, rows)
+
+
+def timing_verdict(rows: list[dict[str, Any]], max_start_late_ns: int) -> dict[str, Any]:
+    """The testbed's rule on late starts, applied to a bench: invalid when the calls' lower-median start
+    lateness is above the bound. A closed loop has no schedule to fall behind (``applies`` false)."""
+    late = sorted(r["start_late_ns"] for r in rows if r.get("start_late_ns") is not None)
+    if not late:
+        return {"valid": True, "applies": False, "reasons": []}
+    p50 = late[(len(late) - 1) // 2]
+    p99 = late[min(len(late) - 1, len(late) * 99 // 100)]
+    reasons = []
+    if p50 > max_start_late_ns:
+        reasons.append(
+            f"calls started a median {p50 / 1e3:.1f} us after their arrival > "
+            f"{max_start_late_ns / 1e3:.1f} us (--max-start-late-us): the caller fell behind its arrivals"
+        )
+    return {
+        "valid": not reasons,
+        "applies": True,
+        "start_late_p50_ns": p50,
+        "start_late_p99_ns": p99,
+        "max_start_late_p50_ns": max_start_late_ns,
+        "reasons": reasons,
+    }
+
+
+def _timing_exit(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
+    """0, or the testbed's exit code for a run that did not keep its timing (warned last, on stderr)."""
+    verdict = timing_verdict(rows, args.max_start_late_us * 1000)
+    if verdict["valid"]:
+        return 0
+    for r in verdict["reasons"]:
+        print(f"WARNING: TIMING INVALID: {r}", file=sys.stderr)
+    if args.allow_invalid_timing:
+        print("WARNING: accepted with --allow-invalid-timing (net.json: timing)", file=sys.stderr)
+        return 0
+    print(
+        f"WARNING: exit {EXIT_INVALID_TIMING}: rerun on a quieter machine or at a lower --rate, or pass "
+        "--allow-invalid-timing to accept it (net.json: timing)",
+        file=sys.stderr,
+    )
+    return EXIT_INVALID_TIMING
 
 
 def _dropped(ends: dict) -> dict[str, int | None]:
@@ -353,7 +413,7 @@ def _bench_kernel(args: argparse.Namespace) -> int:
     if wrong:
         print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
         return 1
-    return 0
+    return _timing_exit(args, rows)
 
 
 def _no_answer(address: str, args: argparse.Namespace, what: str) -> int:
@@ -391,10 +451,12 @@ def _run(
     lock = threading.Lock()
     t0 = time.monotonic_ns()
 
-    def one(i: int, start_ns: int) -> None:
+    def one(i: int, start_ns: int, start_late_ns: int | None = None) -> None:
         nonlocal wrong
         req = base[offsets[i] : offsets[i] + sizes[i]]
         row: dict[str, Any] = {"flow_id": i, "size_bytes": sizes[i], "start_ns": start_ns}
+        if start_late_ns is not None:
+            row["start_late_ns"] = start_late_ns
         try:
             reply, stats = client.call_stats(req)
         except TimeoutError:
@@ -427,10 +489,14 @@ def _run(
         else:
             futures = []
             for i, at in enumerate(arrivals):
-                delay = t0 + int(at * 1e9) - time.monotonic_ns()
+                due = t0 + int(at * 1e9)
+                delay = due - time.monotonic_ns()
                 if delay > 0:
                     time.sleep(delay / 1e9)
-                futures.append(pool.submit(one, i, int(at * 1e9)))
+                # How late the caller handed the call over: its own lag, not the network's (waiting for
+                # a free caller after that is part of the call's time, as in any open-loop load).
+                late = max(0, time.monotonic_ns() - due)
+                futures.append(pool.submit(one, i, int(at * 1e9), late))
             for f in futures:
                 f.result()
     return [r for r in rows if r is not None], wrong
@@ -470,7 +536,8 @@ def _write(
     for col in FLOW_COLUMNS:
         if col not in frame.columns:
             frame[col] = None
-    frame = frame[FLOW_COLUMNS]
+    # The arrival lateness (Poisson load) is the run's own timing measure, kept beside the flow columns.
+    frame = frame[FLOW_COLUMNS + [c for c in ("start_late_ns",) if c in frame.columns]]
     from tailcut.provenance import provenance, write_parquet
 
     stamp = provenance()
@@ -483,6 +550,7 @@ def _write(
             "options": opts,
             "ends": ends,
             "dropped_by_loss": _dropped(ends),
+            "timing": timing_verdict(rows, args.max_start_late_us * 1000),
         }
         (tmp / "net.json").write_text(json.dumps(meta, indent=2))
         write_marker(tmp, "run", source="net", **stamp)

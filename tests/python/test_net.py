@@ -142,13 +142,16 @@ def test_net_bench_writes_the_simulator_flow_columns(tmp_path, scheme: str, load
     out = tmp_path / "bench"
     argv = ["net", "bench", "--scheme", scheme, "--size", "100B,10KB", "--count", "60", "--warmup", "5"]
     argv += ["--load", load, "--rate", "2000", "--concurrency", "2", "--out", str(out)]
+    # Functional facts only: whether this machine kept the arrival schedule is another test's subject.
+    argv += ["--allow-invalid-timing"]
     if scheme in ("tcp", "fuso"):
         argv += ["--param", "min_rto=5ms"]
     if scheme == "cloudburst":
         argv += ["--param", "transmission_timeout=1s", "--param", "decoder_timeout=100ms"]
     assert main(argv) == 0
     flows = pd.read_parquet(out / "flows.parquet")
-    assert list(flows.columns) == FLOW_COLUMNS
+    # Poisson arrivals add how late each call was handed over, the bench's own timing measure.
+    assert list(flows.columns) == FLOW_COLUMNS + (["start_late_ns"] if load == "poisson" else [])
     assert len(flows) == 60 and flows["completed"].all()
     assert set(flows["size_bytes"]) == {100, 10_000}
     assert (flows["fct_ns"] > 0).all()
@@ -340,3 +343,35 @@ def test_net_bench_kernel_baseline_refuses_what_it_cannot_honour(tmp_path, capsy
     err = capsys.readouterr().err
     assert f"{named}:" in err and "kernel-tcp" in err
     assert not out.exists()
+
+
+def test_net_bench_refuses_a_run_whose_caller_fell_behind_its_arrivals(tmp_path, monkeypatch, capsys) -> None:
+    """The caller's loop starved on purpose (each of its sleeps 20 ms longer, as a busy machine would
+    hold it): the calls start late, the bench says so last and exits 3, with the verdict in net.json;
+    --allow-invalid-timing accepts it, still marked. Only the direction is asserted."""
+    import json
+    import time as real_time
+
+    from tailcut import netcmd
+    from tailcut.cli import main
+
+    sleep = real_time.sleep
+    monkeypatch.setattr(netcmd.time, "sleep", lambda s: sleep(s + 0.02))
+    base = ["net", "bench", "--scheme", "tcp", "--load", "poisson", "--rate", "2000", "--count", "40"]
+    out = tmp_path / "late"
+    assert main([*base, "--out", str(out)]) == netcmd.EXIT_INVALID_TIMING == 3
+    assert "TIMING INVALID: calls started a median" in capsys.readouterr().err
+    timing = json.loads((out / "net.json").read_text())["timing"]
+    assert timing["valid"] is False and timing["start_late_p50_ns"] > timing["max_start_late_p50_ns"]
+    assert main([*base, "--out", str(tmp_path / "ok"), "--allow-invalid-timing"]) == 0
+    assert "accepted with --allow-invalid-timing" in capsys.readouterr().err
+
+
+def test_timing_verdict_applies_only_to_a_schedule() -> None:
+    from tailcut.netcmd import timing_verdict
+
+    assert timing_verdict([{"fct_ns": 5}], 1000) == {"valid": True, "applies": False, "reasons": []}
+    rows = [{"start_late_ns": n} for n in (0, 10, 2000, 3000)]
+    assert timing_verdict(rows, 1000)["start_late_p50_ns"] == 10, "the lower median"
+    assert timing_verdict(rows, 1000)["valid"] is True
+    assert timing_verdict(rows, 5)["valid"] is False
