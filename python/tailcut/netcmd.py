@@ -280,12 +280,7 @@ def bench(args: argparse.Namespace) -> int:
     if kernel:
         return _bench_kernel(args)
     opts = _options(args)
-    rng = random.Random(args.seed)
-    sizes = [rng.choice(args.size) for _ in range(args.count)]
-    # Requests are slices of one random buffer, so every call's bytes differ and the echo is checked.
-    base = rng.randbytes(2 * max(args.size))
-    offsets = [rng.randrange(max(args.size)) for _ in range(args.count)]
-    arrivals = _arrivals(rng, args)
+    sizes, offsets, base, arrivals = _plan(args)
     entry = scheme_entry(args)
     local = None if args.server else net.Server(scheme=entry, **opts)
     address = args.server or (local.address if local else "")
@@ -321,6 +316,24 @@ def bench(args: argparse.Namespace) -> int:
             f"{dropped['server'] if dropped['server'] is not None else '(remote server: unknown)'} "
             "server datagrams"
         )
+    return _finish(args, address, rows, wrong, ends, opts)
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[int], list[int], bytes, list[float] | None]:
+    """The calls of a bench, the same for a scheme and a kernel baseline: each one's size, its offset into
+    one random buffer (requests are slices of it, so every call's bytes differ and the echo is checked),
+    the buffer, and the arrival times (None for a closed loop)."""
+    rng = random.Random(args.seed)
+    sizes = [rng.choice(args.size) for _ in range(args.count)]
+    base = rng.randbytes(2 * max(args.size))
+    offsets = [rng.randrange(max(args.size)) for _ in range(args.count)]
+    return sizes, offsets, base, _arrivals(rng, args)
+
+
+def _finish(
+    args: argparse.Namespace, address: str, rows: list[dict[str, Any]], wrong: int, ends: dict, opts: dict
+) -> int:
+    """What every bench ends with: the result folder, then its verdicts (wrong echoes, then timing)."""
     if args.out is not None:
         _write(args, address, rows, ends, opts)
     if wrong:
@@ -381,11 +394,7 @@ def _bench_kernel(args: argparse.Namespace) -> int:
     bench, over the kernel's TCP (one connection, as ``tailcut-net bench``)."""
     from tailcut import net
 
-    rng = random.Random(args.seed)
-    sizes = [rng.choice(args.size) for _ in range(args.count)]
-    base = rng.randbytes(2 * max(args.size))
-    offsets = [rng.randrange(max(args.size)) for _ in range(args.count)]
-    arrivals = _arrivals(rng, args)
+    sizes, offsets, base, arrivals = _plan(args)
     try:
         client = net.KernelClient(args.scheme, args.server, args.server_name, args.ca)
     except ConnectionError as exc:
@@ -405,15 +414,8 @@ def _bench_kernel(args: argparse.Namespace) -> int:
         refused = next((r["error"] for r in rows if r.get("error")), "no call completed")
         return _refused(address, args, refused)
     _print(args, rows)
-    if args.out is not None:
-        opts = {
-            k: v for k, v in {"seed": args.seed, "server_name": args.server_name, "ca": args.ca}.items() if v
-        }
-        _write(args, address, rows, ends, opts)
-    if wrong:
-        print(f"tailcut: {wrong} responses differ from their request (the server must echo)", file=sys.stderr)
-        return 1
-    return _timing_exit(args, rows)
+    opts = {k: v for k, v in {"seed": args.seed, "server_name": args.server_name, "ca": args.ca}.items() if v}
+    return _finish(args, address, rows, wrong, ends, opts)
 
 
 def _no_answer(address: str, args: argparse.Namespace, what: str) -> int:
