@@ -114,6 +114,9 @@ pub fn tcp_config(
     let mut merged = to_map(&base);
     merged.extend(user);
     let mut cfg: TcpConfig = parse(merged)?;
+    // The host profile sets the rules it governs unless the user gave them (docs/tcp.md, "Host
+    // profiles"); the base's values of those rules are the default profile's.
+    cfg.host.apply(&mut cfg, |k| all.contains_key(k));
     // Without a handshake the first flight has no RTT sample, and RFC 6298's 1 s initial RTO would turn
     // any loss in it into a 1 s stall that a real connection (sampled on its SYN) never sees. Datacenter
     // simulations set the initial RTO to the min RTO for this reason (ns-2: rtxcur_init_ = minrto_).
@@ -314,6 +317,18 @@ pub const TCP_DOCS: &[Doc] = &[
     (
         "rto_backoff",
         "\"linux\" (an ACK of a retransmission gives an RTT sample and ends the back-off) or \"karn\" (RFC 6298 without timestamps)",
+    ),
+    (
+        "host",
+        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr and rto_restart_on_retransmit (docs/tcp.md, Host profiles)",
+    ),
+    (
+        "rto_restart_on_retransmit",
+        "retransmitting the first unacknowledged segment restarts the RTO (Linux tcp_xmit_retransmit_queue; RFC 6298 does not); default from host",
+    ),
+    (
+        "prr",
+        "Proportional Rate Reduction in fast recovery (RFC 6937, Linux tcp_cwnd_reduction; needs sack); default from host",
     ),
     ("limited_transmit", "RFC 3042 limited transmit"),
     ("early_retransmit", "RFC 5827 early retransmit"),

@@ -55,6 +55,33 @@ pub enum RtoBackoff {
     Karn,
 }
 
+/// Which host the sender models where the RFCs leave the choice open. A profile sets the defaults of
+/// the rules it names (below); a key given explicitly wins over its profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostProfile {
+    /// Current Linux (6.x): PRR, the RTO restarted by a retransmission of the first unacknowledged
+    /// segment.
+    #[default]
+    Linux,
+    /// The sender of the papers' simulators (ns-2): every reduction straight to ssthresh (RFC 6675),
+    /// no PRR. Paper reproductions use it so that their baselines stay the ones the papers measured.
+    Paper,
+}
+
+impl HostProfile {
+    /// Set every rule this profile governs on `cfg`, except those `given` says the user set.
+    pub fn apply(self, cfg: &mut TcpConfig, given: impl Fn(&str) -> bool) {
+        let linux = self == HostProfile::Linux;
+        if !given("prr") {
+            cfg.prr = linux;
+        }
+        if !given("rto_restart_on_retransmit") {
+            cfg.rto_restart_on_retransmit = linux;
+        }
+    }
+}
+
 /// RACK-TLP parameters (RFC 8985), used when `loss_detection = "rack_tlp"`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -112,6 +139,17 @@ pub struct TcpConfig {
     /// When a timeout's RTO back-off ends: at the ACK of the retransmission (Linux) or at the ACK of
     /// data never retransmitted (Karn, RFC 6298 without timestamps).
     pub rto_backoff: RtoBackoff,
+    /// The host this sender models where the RFCs leave a choice (`HostProfile`): sets the defaults
+    /// of `prr` and `rto_restart_on_retransmit`.
+    pub host: HostProfile,
+    /// Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`) for fast recovery with
+    /// SACK: cwnd falls to ssthresh in proportion to what the ACKs deliver. Off: RFC 6675's cwnd =
+    /// ssthresh at the start of recovery. Default from `host` (on for `linux`).
+    pub prr: bool,
+    /// Retransmitting the first unacknowledged segment restarts the retransmission timer (Linux
+    /// `tcp_xmit_retransmit_queue`). Off: RFC 6298 Sec. 5, the timer restarts only on an ACK of new
+    /// data or its own expiry. Default from `host` (on for `linux`).
+    pub rto_restart_on_retransmit: bool,
     /// Duplicate-ACK threshold that starts fast retransmit (RFC 5681: 3). `u32::MAX` disables
     /// dupACK-based loss detection (CP runs that way); it also switches RACK-TLP off, since
     /// schemes that set it want no loss detection but their own and the timer.
@@ -243,6 +281,9 @@ impl Default for TcpConfig {
             loss_detection: LossDetection::RackTlp,
             rack: RackConfig::default(),
             rto_backoff: RtoBackoff::Linux,
+            host: HostProfile::Linux,
+            prr: true,
+            rto_restart_on_retransmit: true,
             dupack_threshold: 3,
             limited_transmit: true,
             early_retransmit: true,

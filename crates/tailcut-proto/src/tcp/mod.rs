@@ -38,6 +38,7 @@ pub(crate) mod endpoint;
 pub(crate) mod ext;
 pub(crate) mod ledger;
 pub mod peer_input;
+mod prr;
 pub(crate) mod rack;
 pub(crate) mod receiver;
 pub(crate) mod rtt;
@@ -49,7 +50,7 @@ mod stats;
 mod tests;
 
 pub use config::{
-    CongestionControl, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+    CongestionControl, HostProfile, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
 };
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

@@ -7,6 +7,7 @@ use super::cc::{Algorithm, Congestion, CongestionControl};
 use super::config::{LossDetection, RtoBackoff, TcpConfig};
 use super::ext::{Extension, Extensions, Step};
 use super::ledger::{Charge, SendLedger};
+use super::prr::Prr;
 use super::rack::{Rack, Tlp};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
@@ -91,6 +92,13 @@ pub(crate) struct Sender<C = Algorithm> {
     ecn: bool,
     slow_start_after_idle: bool,
     rto_backoff: RtoBackoff,
+    /// Reduce the window in fast recovery by PRR (RFC 6937, Linux) instead of RFC 6675's cwnd =
+    /// ssthresh at once.
+    prr_enabled: bool,
+    /// Restart the RTO when the first unacknowledged segment is retransmitted (Linux).
+    rto_restart_on_retransmit: bool,
+    /// The PRR reduction under way (`prr_enabled`, in a fast recovery the sender itself entered).
+    prr: Option<Prr>,
     /// RACK (RFC 8985 Sec. 6), when it is the loss detection in force (see `rack_in_force`).
     rack: Option<Rack>,
     /// RACK-TLP's tail loss probe (RFC 8985 Sec. 7).
@@ -150,6 +158,9 @@ impl<C: CongestionControl> Sender<C> {
             ecn: cfg.ecn,
             slow_start_after_idle: cfg.slow_start_after_idle,
             rto_backoff: cfg.rto_backoff,
+            prr_enabled: cfg.prr && cfg.sack,
+            prr: None,
+            rto_restart_on_retransmit: cfg.rto_restart_on_retransmit,
             rack: rack_in_force(cfg).then(|| Rack::new(cfg.rack)),
             tlp: (rack_in_force(cfg) && cfg.rack.tlp).then(|| Tlp::new(&cfg.rack, cfg.min_rto)),
             stream_end: 0,
@@ -234,6 +245,9 @@ impl<C: CongestionControl> Sender<C> {
         if let Some(r) = &self.rack {
             self.scoreboard.delivery = r.begin(now);
         }
+        // Bytes delivered so far: cumulatively ACKed plus SACKed above snd_una (PRR counts what each
+        // ACK adds; a segment SACKed and later cumulatively ACKed is counted once).
+        let delivered_before = self.snd_una + self.scoreboard.sacked_bytes();
         // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments.
         let mut newly_sacked = 0;
         if self.sack {
@@ -314,7 +328,11 @@ impl<C: CongestionControl> Sender<C> {
         match self.recovery {
             Some(r) if self.snd_una >= r.point => {
                 self.recovery = None;
-                if r.kind == RecoveryKind::Fast && !self.sack {
+                if self.prr.take().is_some() {
+                    // Linux `tcp_end_cwnd_reduction`: the reduction ends at ssthresh.
+                    let ss = self.cc.ssthresh_bytes();
+                    self.cc.set_cwnd_bytes(ss);
+                } else if r.kind == RecoveryKind::Fast && !self.sack {
                     // RFC 6582 Sec. 3.2 step 3, option (1): deflate to
                     // min(ssthresh, max(FlightSize, SMSS) + SMSS).
                     let w = self
@@ -331,8 +349,10 @@ impl<C: CongestionControl> Sender<C> {
                 ..
             }) => {
                 if self.sack {
-                    // RFC 6675 Sec. 5 step (C): recompute losses; cwnd stays at ssthresh.
-                    self.mark_losses_in_recovery(now);
+                    // RFC 6675 Sec. 5 step (C): recompute losses; cwnd stays at ssthresh (or follows
+                    // PRR below).
+                    let newly_lost = self.mark_losses_in_recovery(now);
+                    self.prr_step(delivered_before, acked > 0, newly_lost);
                 } else if acked > 0 {
                     // RFC 6582 Sec. 3.2 step 5: partial ACK. Retransmit the first unacknowledged
                     // segment, deflate by the amount acknowledged, add back one SMSS if that was at
@@ -368,6 +388,9 @@ impl<C: CongestionControl> Sender<C> {
                 } else {
                     self.detect_loss();
                 }
+                // The ACK that started a recovery is its first PRR step (Linux: `tcp_fastretrans_alert`
+                // enters recovery, then `tcp_cong_control` reduces with the same ACK).
+                self.prr_step(delivered_before, acked > 0, true);
             }
         }
         if acked > 0 {
@@ -376,14 +399,37 @@ impl<C: CongestionControl> Sender<C> {
         ext.on_ack(self, now, acked);
     }
 
-    /// Loss marking inside a recovery: RACK's (RFC 8985 Sec. 6.2) or RFC 6675 IsLost().
-    fn mark_losses_in_recovery(&mut self, now: Time) {
+    /// Loss marking inside a recovery: RACK's (RFC 8985 Sec. 6.2) or RFC 6675 IsLost(). Returns
+    /// whether a segment was newly marked lost.
+    fn mark_losses_in_recovery(&mut self, now: Time) -> bool {
         if self.rack.is_some() {
-            self.rack_detect_loss(now);
+            self.rack_detect_loss(now)
         } else {
             let t = self.lost_threshold_bytes(self.dupthresh());
-            self.scoreboard.mark_lost_by_sack(t);
+            self.scoreboard.mark_lost_by_sack(t)
         }
+    }
+
+    /// One PRR step for an ACK during a reduction (RFC 6937; Linux `tcp_cwnd_reduction`): cwnd =
+    /// pipe + what PRR lets out for the bytes this ACK delivered (`delivered_before`: snd_una plus
+    /// SACKed bytes before it).
+    fn prr_step(&mut self, delivered_before: u64, una_advanced: bool, newly_lost: bool) {
+        let Some(prr) = self.prr.as_mut() else { return };
+        let delivered = (self.snd_una + self.scoreboard.sacked_bytes()).saturating_sub(delivered_before);
+        let pipe = self.scoreboard.pipe_bytes(self.snd_nxt - self.snd_una);
+        let ss = self.cc.ssthresh_bytes();
+        if let Some(w) = prr.on_ack(delivered, pipe, ss, self.mss_bytes, una_advanced, newly_lost) {
+            self.cc.set_cwnd_bytes(w);
+        }
+    }
+
+    /// Start a PRR reduction from the current cwnd, if PRR is on; returns whether it did. Called
+    /// before ssthresh is lowered (Linux `tcp_init_cwnd_reduction` saves `prior_cwnd` first).
+    fn start_prr(&mut self) -> bool {
+        if self.prr_enabled {
+            self.prr = Some(Prr::start(self.cc.cwnd_bytes()));
+        }
+        self.prr.is_some()
     }
 
     /// RFC 8985 Sec. 6.2 step 5 and, outside recovery, recovery entry when RACK marks a loss (Linux
@@ -392,18 +438,18 @@ impl<C: CongestionControl> Sender<C> {
     /// nothing to mark and no timer to keep: answered inline (the call cost 3 instructions per
     /// packet-hop on benchmark (a)).
     #[inline(always)]
-    fn rack_detect_loss(&mut self, now: Time) {
-        let Some(rack) = self.rack.as_mut() else { return };
+    fn rack_detect_loss(&mut self, now: Time) -> bool {
+        let Some(rack) = self.rack.as_mut() else { return false };
         if self.scoreboard.is_empty() {
             rack.reo_deadline = None;
-            return;
+            return false;
         }
-        self.rack_detect_loss_in_flight(now);
+        self.rack_detect_loss_in_flight(now)
     }
 
     #[inline(never)]
-    fn rack_detect_loss_in_flight(&mut self, now: Time) {
-        let Some(rack) = self.rack.as_mut() else { return };
+    fn rack_detect_loss_in_flight(&mut self, now: Time) -> bool {
+        let Some(rack) = self.rack.as_mut() else { return false };
         let lost = rack.detect_loss(
             now,
             &mut self.scoreboard,
@@ -415,14 +461,18 @@ impl<C: CongestionControl> Sender<C> {
         if lost && self.recovery.is_none() {
             self.enter_rack_recovery();
         }
+        lost
     }
 
     /// RFC 8985 Sec. 6.2 / RFC 6675 Sec. 5 steps (4.1)-(4.3): RecoveryPoint = HighData, cwnd =
     /// ssthresh, the first lost segment retransmitted at once; the rest follow in sequence order
     /// as `pipe` allows (NextSeg() rule 1).
     fn enter_rack_recovery(&mut self) {
+        let prr = self.start_prr();
         let ss = self.begin_fast_recovery();
-        self.cc.set_cwnd_bytes(ss);
+        if !prr {
+            self.cc.set_cwnd_bytes(ss);
+        }
         if let Some(idx) = self.scoreboard.next_lost() {
             let off = self.scoreboard.seg(idx).start;
             self.fast_retransmit(off);
@@ -465,8 +515,12 @@ impl<C: CongestionControl> Sender<C> {
             return;
         }
         // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh (also without SACK: no dupACKs to inflate by).
+        // With PRR the ACK that carried the probe's or coded packet's news steps it as any other.
+        let prr = self.start_prr();
         let ss = self.begin_fast_recovery();
-        self.cc.set_cwnd_bytes(ss);
+        if !prr {
+            self.cc.set_cwnd_bytes(ss);
+        }
         self.scoreboard.mark_lost_up_to(end);
         self.fast_retransmit(self.snd_una);
     }
@@ -492,10 +546,13 @@ impl<C: CongestionControl> Sender<C> {
     }
 
     fn enter_fast_recovery(&mut self, dt: u32) {
+        let prr = self.sack && self.start_prr();
         let ss = self.begin_fast_recovery();
         if self.sack {
-            // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh.
-            self.cc.set_cwnd_bytes(ss);
+            // RFC 6675 Sec. 5 step (4.2): cwnd = ssthresh; with PRR the entering ACK steps it.
+            if !prr {
+                self.cc.set_cwnd_bytes(ss);
+            }
             let t = self.lost_threshold_bytes(dt);
             self.scoreboard.mark_lost_by_sack(t);
         } else {
@@ -554,7 +611,13 @@ impl<C: CongestionControl> Sender<C> {
         {
             // RFC 8985 Sec. 6.3: re-run the detection; what is lost now enters recovery.
             self.stats.reorder_timeouts += 1;
+            let entered = self.recovery.is_none();
             self.rack_detect_loss(now);
+            if entered && self.recovery.is_some() {
+                // Linux `tcp_rack_reo_timeout` steps PRR as if one segment had been delivered.
+                let before = (self.snd_una + self.scoreboard.sacked_bytes()).saturating_sub(self.mss_bytes);
+                self.prr_step(before, false, true);
+            }
             return;
         }
         if let Some(t) = self.tlp.as_mut() {
@@ -609,6 +672,8 @@ impl<C: CongestionControl> Sender<C> {
             self.scoreboard.mark_all_lost();
         }
         self.forced_rtx.clear();
+        // A timeout ends any PRR reduction (Linux `tcp_enter_loss`: the Loss state slow-starts).
+        self.prr = None;
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Timeout,
             point: self.snd_nxt,
@@ -724,6 +789,14 @@ impl<C: CongestionControl> Sender<C> {
         self.stats.retransmits += 1;
         self.stats.retransmitted_bytes += len;
         self.on_data_sent(now, len);
+        // Linux `tcp_xmit_retransmit_queue`: retransmitting the head of the retransmission queue
+        // re-arms the RTO from now (unless RACK's reordering timer holds Linux's one timer slot), so
+        // a repair that waits in a deep queue is not overtaken by a timer armed from the last ACK.
+        // RFC 6298 Sec. 5 restarts the timer only on ACKs of new data and on its own expiry.
+        let reo_pending = self.rack.as_ref().is_some_and(|r| r.reo_deadline.is_some());
+        if self.rto_restart_on_retransmit && s.start == self.snd_una && !reo_pending {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
         Transmission {
             start: s.start,
             len_bytes: s.len_bytes,
@@ -734,6 +807,9 @@ impl<C: CongestionControl> Sender<C> {
     }
 
     pub(crate) fn on_data_sent(&mut self, now: Time, len: u64) {
+        if let Some(p) = self.prr.as_mut() {
+            p.on_sent(len);
+        }
         self.stats.data_segments_sent += 1;
         self.stats.payload_bytes_sent += len;
         self.last_data_sent_at = Some(now);

@@ -8,6 +8,7 @@ mod ecn;
 mod harness;
 mod loss;
 mod props;
+mod prr;
 mod rack;
 mod reneging;
 mod schemes;

@@ -2,7 +2,7 @@
 
 use super::harness::{test_cfg, Fate, Harness, MSS};
 use crate::engine::AppEvent;
-use crate::tcp::{LossDetection, RtoBackoff, TcpConfig};
+use crate::tcp::{LossDetection, RackConfig, RtoBackoff, TcpConfig};
 use crate::time::Dur;
 
 /// The scenario: 1 Gbps, min RTO 5 ms, an 11-segment flow loses segment 6 and its fast
@@ -99,4 +99,58 @@ fn a_lost_syn_is_a_timeout_of_the_message_behind_it() {
         .take(2)
         .collect();
     assert_eq!(syns[1].time - syns[0].time, cfg.initial_rto);
+}
+
+/// Segment 10 of 20 lost; the duplicate ACKs that reveal it arrive 3 ms late and the fast
+/// retransmission waits 4 ms in a queue: it is delivered about 7 ms after the last ACK of new data,
+/// past that ACK's RTO deadline (min RTO 5 ms).
+fn slow_repair(rto_restart_on_retransmit: bool) -> Harness {
+    let mut h = Harness::tcp(TcpConfig {
+        initial_cwnd_segments: 20,
+        rto_restart_on_retransmit,
+        // No tail loss probe: its probe would re-arm the RTO too (RFC 8985 Sec. 7.3).
+        rack: RackConfig {
+            tlp: false,
+            ..RackConfig::default()
+        },
+        ..test_cfg()
+    });
+    h.set_fault(|c| {
+        if c.from == 0 && c.info.offset == Some(10 * MSS) {
+            match c.info.copy {
+                0 => Fate::Drop,
+                1 => Fate::Delay(Dur::from_millis(4)),
+                _ => Fate::Deliver,
+            }
+        } else if c.from == 1
+            && c.info.ack == Some(10 * MSS)
+            && c.pkt.tcp().is_some_and(|h| !h.sack.is_empty())
+        {
+            // The duplicates only: the ACK of segment 9 (also up to 10) advances snd_una on time.
+            Fate::Delay(Dur::from_millis(3))
+        } else {
+            Fate::Deliver
+        }
+    });
+    h.send(0, 1, 20 * MSS);
+    h.run();
+    assert_eq!(h.eps[1].rcv_nxt(), 20 * MSS);
+    h
+}
+
+/// Linux `tcp_xmit_retransmit_queue` re-arms the RTO when it retransmits the head of the
+/// retransmission queue, so the slow repair completes without a timeout; RFC 6298 Sec. 5 keeps the
+/// deadline of the last ACK of new data, and the timer fires while the repair is still queued (a
+/// spurious timeout, and a second copy of segment 10).
+#[test]
+fn retransmitting_the_head_restarts_the_rto_as_linux() {
+    let linux = slow_repair(true);
+    let st = linux.eps[0].stats();
+    // (RACK may resend the queued repair once more when later segments are SACKed before it: that is
+    // lost-retransmission detection, not a timeout.)
+    assert_eq!((st.fast_retransmits, st.timeouts), (1, 0));
+    let rfc6298 = slow_repair(false);
+    let st = rfc6298.eps[0].stats();
+    assert_eq!((st.fast_retransmits, st.timeouts), (1, 1));
+    assert!(st.retransmits >= 2);
 }
