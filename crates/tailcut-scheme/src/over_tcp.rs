@@ -8,7 +8,7 @@ use crate::{EngineSpec, ReplicaPolicy, SwitchDefault};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tailcut_proto::tcp::{CongestionControl, TcpConfig};
+use tailcut_proto::tcp::{CongestionControl, DelayedAck, TcpConfig};
 use tailcut_proto::ConfigError;
 
 /// A TCP-based scheme: its TCP defaults, its own parameters and what it does with them.
@@ -168,6 +168,21 @@ fn validate(c: &TcpConfig) -> Result<(), ConfigError> {
     }
     if c.rack.reo_wnd_min_rtt_divisor == 0 {
         return bad("rack.reo_wnd_min_rtt_divisor", "must be >= 1");
+    }
+    if let Some(DelayedAck::Linux(l)) = c.delayed_ack {
+        // A zero ATO would restart Linux's ACK engine on every segment (zero means "no data yet").
+        if l.ato_min.0 == 0 {
+            return bad("delayed_ack.ato_min", "must be > 0");
+        }
+        if l.delack_min.0 == 0 {
+            return bad("delayed_ack.delack_min", "must be > 0");
+        }
+        if l.delack_max.0 == 0 {
+            return bad(
+                "delayed_ack.delack_max",
+                "must be > 0 (leave delayed_ack out to acknowledge every segment at once)",
+            );
+        }
     }
     if let CongestionControl::Dctcp { g } = c.congestion_control {
         if !(g > 0.0 && g <= 1.0) {
@@ -332,7 +347,10 @@ pub const TCP_DOCS: &[Doc] = &[
     ),
     ("limited_transmit", "RFC 3042 limited transmit"),
     ("early_retransmit", "RFC 5827 early retransmit"),
-    ("delayed_ack", "delayed-ACK timeout; absent = ACK every segment"),
+    (
+        "delayed_ack",
+        "delayed ACKs: a fixed timeout (\"1ms\": ACK every second full segment or after it), or Linux's rules { kind = \"linux\", ato_min = \"40ms\", delack_min = \"40ms\", delack_max = \"200ms\", quickacks_max = 16 } (quick-ACK mode, adaptive ATO; docs/tcp.md); absent = ACK every segment",
+    ),
     ("handshake", "model the 3-way handshake"),
     (
         "slow_start_after_idle",

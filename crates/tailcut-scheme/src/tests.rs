@@ -3,7 +3,7 @@
 use super::over_tcp::TCP_DOCS;
 use super::{registry, resolve, resolve_filled, to_map, SCHEMES};
 use serde_json::{Map, Value};
-use tailcut_proto::tcp::TcpConfig;
+use tailcut_proto::tcp::{DelayedAck, TcpConfig};
 use tailcut_proto::Dur;
 
 /// `tailcut schemes` is the parameters' only reference: one without a doc line cannot be looked up.
@@ -50,7 +50,7 @@ fn registry_text_has_no_internal_notes() {
 fn every_tcp_option_is_listed() {
     let full = TcpConfig {
         spray_paths: 4,
-        delayed_ack: Some(Dur::from_millis(1)),
+        delayed_ack: Some(DelayedAck::Fixed(Dur::from_millis(1))),
         ..TcpConfig::default()
     };
     for key in to_map(&full).keys() {
@@ -82,6 +82,59 @@ fn every_listed_parameter_is_accepted() {
             }
         }
         resolve(info.name, &Map::new()).unwrap_or_else(|e| panic!("{}: {e}", info.name));
+    }
+}
+
+/// `delayed_ack` is a time (the fixed rule, written back as the same string) or a table with
+/// `kind = "linux"` (Linux's rules, written back with every key); a bad key of the table is named.
+#[test]
+fn delayed_ack_is_a_time_or_a_linux_table_and_errors_name_the_key() {
+    let m: Map<String, Value> = serde_json::from_str(r#"{"delayed_ack": "1ms"}"#).unwrap();
+    let (_, filled) = resolve_filled("tcp", &m).unwrap();
+    assert_eq!(filled["delayed_ack"], Value::String("1ms".into()));
+    let m: Map<String, Value> =
+        serde_json::from_str(r#"{"delayed_ack": {"kind": "linux", "delack_max": "4ms"}}"#).unwrap();
+    let (_, filled) = resolve_filled("tcp", &m).unwrap();
+    let want: Value = serde_json::from_str(
+        r#"{"kind": "linux", "ato_min": "40ms", "delack_min": "40ms", "delack_max": "4ms", "quickacks_max": 16}"#,
+    )
+    .unwrap();
+    assert_eq!(filled["delayed_ack"], want);
+    let full: TcpConfig = serde_json::from_value(Value::Object(filled)).unwrap();
+    assert_eq!(
+        full.delayed_ack,
+        Some(DelayedAck::Linux(tailcut_proto::tcp::LinuxDelayedAck {
+            delack_max: Dur::from_millis(4),
+            ..Default::default()
+        }))
+    );
+    for (table, path) in [
+        (
+            r#"{"delayed_ack": {"kind": "linux", "ato_min": "0ms"}}"#,
+            "params.delayed_ack.ato_min",
+        ),
+        (
+            r#"{"delayed_ack": {"kind": "linux", "ato_min": "fast"}}"#,
+            "params.delayed_ack.ato_min",
+        ),
+        (
+            r#"{"delayed_ack": {"kind": "linux", "delack_max": "0s"}}"#,
+            "params.delayed_ack.delack_max",
+        ),
+        (
+            r#"{"delayed_ack": {"kind": "linux", "ato": "4ms"}}"#,
+            "params.delayed_ack.ato",
+        ),
+        (
+            r#"{"delayed_ack": {"kind": "freebsd"}}"#,
+            "params.delayed_ack.kind",
+        ),
+        (r#"{"delayed_ack": {"ato_min": "4ms"}}"#, "params.delayed_ack"),
+        (r#"{"delayed_ack": "soon"}"#, "params.delayed_ack"),
+    ] {
+        let m: Map<String, Value> = serde_json::from_str(table).unwrap();
+        let e = resolve("tcp", &m).unwrap_err();
+        assert_eq!(e.path, path, "{table}: {e}");
     }
 }
 
@@ -158,6 +211,10 @@ const OTHER_VALUES: &[(&str, &str)] = &[
     ("host", r#"{"host": "paper"}"#),
     ("rack", r#"{"rack": {"reo_wnd_min_rtt_divisor": 8}}"#),
     ("delayed_ack", r#"{"delayed_ack": "1ms"}"#),
+    (
+        "delayed_ack",
+        r#"{"delayed_ack": {"kind": "linux", "delack_max": "4ms"}}"#,
+    ),
     (
         "congestion_control",
         r#"{"congestion_control": {"kind": "dctcp", "g": 0.125}, "ecn": true}"#,

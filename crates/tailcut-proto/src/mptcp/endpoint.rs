@@ -610,6 +610,7 @@ impl MptcpEndpoint {
             return;
         };
         let in_seq = start <= s.receiver.rcv_nxt;
+        s.receiver.set_rtt(s.sender.rtt.rto(), s.sender.rtt.srtt());
         let out = s.receiver.on_segment(now, start, pkt, h, &mut self.scratch);
         self.scratch.clear();
         if let Some(f) = out.flush {
@@ -728,6 +729,7 @@ impl Engine for MptcpEndpoint {
 
     fn handle_timeout(&mut self, now: Time) {
         for i in 0..self.subs.len() {
+            self.subs[i].receiver.on_timeout(now);
             self.on_subflow_timer(i, now);
         }
     }

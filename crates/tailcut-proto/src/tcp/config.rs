@@ -112,6 +112,143 @@ impl Default for RackConfig {
     }
 }
 
+/// When the receiver acknowledges in-order data (`delayed_ack`). Absent from the configuration, every
+/// segment is acknowledged at once.
+///
+/// In an experiment file the fixed rule is a time, `delayed_ack = "1ms"`, and Linux's is a table,
+/// `delayed_ack = { kind = "linux" }` with any of [`LinuxDelayedAck`]'s keys overridden.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum DelayedAck {
+    /// RFC 1122 Sec. 4.2.3.2 / RFC 5681 Sec. 4.2 with one fixed timer: ACK once more than one MSS is
+    /// unacknowledged, or this long after the first unacknowledged segment.
+    Fixed(Dur),
+    /// Linux's receiver (`net/ipv4/tcp_input.c`, `tcp_output.c`): quick-ACK mode, the adaptive ATO and
+    /// the delayed-ACK timer bounds (docs/tcp.md, "Delayed ACKs: fixed or Linux's").
+    Linux(LinuxDelayedAck),
+}
+
+/// Linux's delayed-ACK constants, at HZ = 1000. Datacenter hosts lower them (e.g. the `rto_min` route
+/// attribute lowers `delack_max` to `rto_min` - 1 ms since Linux 6.7, `tcp_delack_max`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinuxDelayedAck {
+    /// `TCP_ATO_MIN` (HZ / 25 = 40 ms): the ATO a connection starts from and returns to after
+    /// quick-ACK mode; the ATO of back-to-back arrivals converges to it.
+    pub ato_min: Dur,
+    /// `TCP_DELACK_MIN` (HZ / 25 = 40 ms): an ATO above it is capped at max(SRTT, `delack_min`)
+    /// (`tcp_send_delayed_ack`).
+    pub delack_min: Dur,
+    /// `TCP_DELACK_MAX` (HZ / 5 = 200 ms; per socket `icsk_delack_max`): the longest a delayed ACK
+    /// waits.
+    pub delack_max: Dur,
+    /// `TCP_MAX_QUICKACKS` (16): the most segments acknowledged one by one on entering quick-ACK mode
+    /// at the start of the data or after an idle period (`tcp_incr_quickack`).
+    pub quickacks_max: u32,
+}
+
+impl Default for LinuxDelayedAck {
+    fn default() -> Self {
+        LinuxDelayedAck {
+            ato_min: Dur::from_millis(40),
+            delack_min: Dur::from_millis(40),
+            delack_max: Dur::from_millis(200),
+            quickacks_max: 16,
+        }
+    }
+}
+
+/// The table form of `delayed_ack`: `kind` is required, every other key defaults to Linux's.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DelayedAckTable {
+    kind: DelayedAckKind,
+    #[serde(default = "default_ato_min")]
+    ato_min: Dur,
+    #[serde(default = "default_delack_min")]
+    delack_min: Dur,
+    #[serde(default = "default_delack_max")]
+    delack_max: Dur,
+    #[serde(default = "default_quickacks_max")]
+    quickacks_max: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum DelayedAckKind {
+    Linux,
+}
+
+fn default_ato_min() -> Dur {
+    LinuxDelayedAck::default().ato_min
+}
+
+fn default_delack_min() -> Dur {
+    LinuxDelayedAck::default().delack_min
+}
+
+fn default_delack_max() -> Dur {
+    LinuxDelayedAck::default().delack_max
+}
+
+fn default_quickacks_max() -> u32 {
+    LinuxDelayedAck::default().quickacks_max
+}
+
+impl Serialize for DelayedAck {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            // The time alone, as before the table form existed.
+            DelayedAck::Fixed(d) => d.serialize(s),
+            DelayedAck::Linux(l) => DelayedAckTable {
+                kind: DelayedAckKind::Linux,
+                ato_min: l.ato_min,
+                delack_min: l.delack_min,
+                delack_max: l.delack_max,
+                quickacks_max: l.quickacks_max,
+            }
+            .serialize(s),
+        }
+    }
+}
+
+/// A time is the fixed rule, a table Linux's. The table is read through the deserializer's own map, so
+/// an error names its key (`delayed_ack.ato_min`).
+struct DelayedAckVisitor;
+
+impl<'de> serde::de::Visitor<'de> for DelayedAckVisitor {
+    type Value = DelayedAck;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a time such as \"1ms\" or a table such as { kind = \"linux\" }")
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DelayedAck, E> {
+        Dur::deserialize(serde::de::value::StrDeserializer::new(v)).map(DelayedAck::Fixed)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<DelayedAck, E> {
+        Dur::deserialize(serde::de::value::U64Deserializer::new(v)).map(DelayedAck::Fixed)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<DelayedAck, E> {
+        Dur::deserialize(serde::de::value::I64Deserializer::new(v)).map(DelayedAck::Fixed)
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<DelayedAck, E> {
+        Dur::deserialize(serde::de::value::F64Deserializer::new(v)).map(DelayedAck::Fixed)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DelayedAck, A::Error> {
+        let t = DelayedAckTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        let DelayedAckKind::Linux = t.kind;
+        Ok(DelayedAck::Linux(LinuxDelayedAck {
+            ato_min: t.ato_min,
+            delack_min: t.delack_min,
+            delack_max: t.delack_max,
+            quickacks_max: t.quickacks_max,
+        }))
+    }
+}
+
+impl<'de> Deserialize<'de> for DelayedAck {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<DelayedAck, D::Error> {
+        d.deserialize_any(DelayedAckVisitor)
+    }
+}
+
 /// TCP endpoint configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -159,10 +296,10 @@ pub struct TcpConfig {
     /// Early retransmit (RFC 5827): lower the dupACK threshold when fewer than 4 segments are
     /// outstanding and no new data can be sent.
     pub early_retransmit: bool,
-    /// Delayed ACKs (RFC 1122 / RFC 5681 4.2): ACK every second full segment or after this delay.
-    /// `None` acknowledges every segment at once.
+    /// Delayed ACKs (RFC 1122 / RFC 5681 4.2): ACK every second full segment or after a fixed delay
+    /// (`"1ms"`), or Linux's rules (`{ kind = "linux" }`). `None` acknowledges every segment at once.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub delayed_ack: Option<Dur>,
+    pub delayed_ack: Option<DelayedAck>,
     /// Model the three-way handshake (SYN, SYN-ACK, ACK) before data; off means the connection starts
     /// established, as most datacenter simulations do with persistent connections.
     pub handshake: bool,

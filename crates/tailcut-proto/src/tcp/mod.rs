@@ -50,7 +50,8 @@ mod stats;
 mod tests;
 
 pub use config::{
-    CongestionControl, HostProfile, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+    CongestionControl, DelayedAck, HostProfile, LinuxDelayedAck, LossDetection, PiasConfig, RackConfig,
+    RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
 };
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

@@ -17,7 +17,7 @@ use crate::engine::Engine;
 use crate::engine::Outgoing;
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto, TcpFlags, TcpHeader};
 use crate::seq::Seq;
-use crate::tcp::{LossDetection, Role, TcpConfig, TcpEndpoint, TcpIrConfig};
+use crate::tcp::{DelayedAck, LossDetection, Role, TcpConfig, TcpEndpoint, TcpIrConfig};
 use crate::time::{Dur, Time};
 use crate::wire::tcp_udp::{build, parse};
 
@@ -186,7 +186,7 @@ pub fn exercise(data: &[u8]) {
         return;
     };
     let cfg = TcpConfig {
-        delayed_ack: (sel & 16 != 0).then(|| Dur::from_micros(200)),
+        delayed_ack: (sel & 16 != 0).then(|| DelayedAck::Fixed(Dur::from_micros(200))),
         handshake: sel & 32 != 0,
         tcp_ir: (sel & 0x88 == 0x88).then(TcpIrConfig::default),
         ..driver_tcp(sel)

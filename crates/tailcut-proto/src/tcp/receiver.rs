@@ -3,6 +3,7 @@
 //! only when the driver carries them (`bytes.rs`); the bookkeeping never reads them.
 
 use super::bytes::RecvBytes;
+use super::config::{DelayedAck, LinuxDelayedAck};
 use crate::engine::{AppEvent, MsgId};
 use crate::packet::{Ecn, Packet, SackBlocks, TcpFlags, TcpHeader};
 use crate::seq::Seq;
@@ -59,14 +60,133 @@ pub(crate) struct SegmentOutcome {
     pub(crate) out_of_order: bool,
 }
 
+/// Linux's `TCP_MSS_DEFAULT` (536): `tcp_initialize_rcv_mss` starts the receiver's MSS guess no higher.
+const LINUX_MSS_DEFAULT: u64 = 536;
+/// Linux's `TCP_MIN_MSS` (88): the lowest receiver MSS guess.
+const LINUX_MIN_MSS: u64 = 88;
+/// `tcp_send_delayed_ack`'s `max_ato` before the RTT bound (HZ / 2).
+const LINUX_MAX_ATO: Dur = Dur::from_millis(500);
+/// The RTO a receiver assumes before its endpoint tells it one (Linux `TCP_TIMEOUT_INIT`, 1 s).
+const INITIAL_RTO: Dur = Dur::from_millis(1_000);
+
+/// Linux's receiver-side ACK state (`struct inet_connection_sock`'s `icsk_ack`).
+#[derive(Clone, Copy, Debug)]
+struct LinuxAck {
+    cfg: LinuxDelayedAck,
+    /// `icsk_ack.quick`: segments still to be acknowledged one by one (quick-ACK mode while > 0).
+    quick: u32,
+    /// `icsk_ack.ato`; zero until the first data segment (`tcp_event_data_recv`).
+    ato: Dur,
+    /// `icsk_ack.lrcvtime`: when in-order data last arrived.
+    lrcvtime: Time,
+    /// `icsk_ack.rcv_mss`: the peer's segment size as measured (`tcp_measure_rcv_mss`).
+    rcv_mss: u64,
+    /// `ICSK_ACK_SCHED`: data arrived that the next ACK acknowledges (`inet_csk_schedule_ack`).
+    scheduled: bool,
+}
+
+impl LinuxAck {
+    fn new(cfg: LinuxDelayedAck, window_bytes: u32, mss_bytes: u64) -> Self {
+        // `tcp_initialize_rcv_mss`: an underestimate, corrected upwards by the first full segments.
+        let hint = mss_bytes
+            .min(u64::from(window_bytes) / 2)
+            .clamp(LINUX_MIN_MSS, LINUX_MSS_DEFAULT);
+        LinuxAck {
+            cfg,
+            quick: 0,
+            ato: Dur::ZERO,
+            lrcvtime: Time::ZERO,
+            rcv_mss: hint,
+            scheduled: false,
+        }
+    }
+
+    /// `tcp_measure_rcv_mss`, the growing half: a segment at least as long as the guess raises it
+    /// (never above our MSS). Linux's shrinking on runs of equal shorter segments is left out.
+    fn measure_rcv_mss(&mut self, len: u64, mss_bytes: u64) {
+        if len >= self.rcv_mss {
+            self.rcv_mss = len.min(mss_bytes);
+        }
+    }
+
+    /// `tcp_incr_quickack`: window / (2 rcv_mss) quick ACKs (2 if that is 0), at most `max`, never
+    /// fewer than are left.
+    fn incr_quickack(&mut self, max: u32, window_bytes: u32) {
+        let n = u64::from(window_bytes) / (2 * self.rcv_mss.max(1));
+        let n = if n == 0 {
+            2
+        } else {
+            n.min(u64::from(u32::MAX)) as u32
+        };
+        self.quick = self.quick.max(n.min(max));
+    }
+
+    /// `tcp_enter_quickack_mode`: more quick ACKs and the ATO back to its floor (pingpong mode, which
+    /// Linux also leaves here, is not modelled).
+    fn enter_quickack_mode(&mut self, max: u32, window_bytes: u32) {
+        self.incr_quickack(max, window_bytes);
+        self.ato = self.cfg.ato_min;
+    }
+
+    /// `tcp_event_data_recv`: the ATO follows the spacing of in-order arrivals; the first data
+    /// segment, and one after an idle period longer than the RTO, enters quick-ACK mode.
+    fn data_recv(&mut self, now: Time, rto: Dur, window_bytes: u32) {
+        let ato_min = self.cfg.ato_min;
+        if self.ato == Dur::ZERO {
+            self.incr_quickack(self.cfg.quickacks_max, window_bytes);
+            self.ato = ato_min;
+        } else {
+            let m = now - self.lrcvtime;
+            if m <= Dur(ato_min.0 / 2) {
+                self.ato = Dur(self.ato.0 / 2 + ato_min.0 / 2);
+            } else if m < self.ato {
+                self.ato = Dur(self.ato.0 / 2 + m.0).min(rto);
+            } else if m > rto {
+                // "Too long gap": the sender restarts from a small window; ACK it quickly.
+                self.incr_quickack(self.cfg.quickacks_max, window_bytes);
+            }
+        }
+        self.lrcvtime = now;
+    }
+
+    /// `tcp_send_delayed_ack`: the timeout for an ACK held back now.
+    fn delack_timeout(&self, srtt: Option<Dur>) -> Dur {
+        let mut ato = self.ato;
+        if ato > self.cfg.delack_min {
+            // Arrivals are far apart: no longer than an RTT (at least `delack_min`) or HZ / 2.
+            // Linux lowers HZ / 2 to `TCP_DELACK_MAX` after a pushed segment; the clamp at
+            // `delack_max` below covers that unless `delack_max` is set above 200 ms.
+            let mut max_ato = LINUX_MAX_ATO;
+            if let Some(rtt) = srtt {
+                max_ato = max_ato.min(rtt.max(self.cfg.delack_min));
+            }
+            ato = ato.min(max_ato);
+        }
+        ato.min(self.cfg.delack_max)
+    }
+}
+
+/// The receiver's ACK policy (`TcpConfig::delayed_ack`).
+#[derive(Clone, Copy, Debug)]
+enum AckPolicy {
+    /// Every segment at once.
+    Immediate,
+    /// Every second full segment or after the fixed delay.
+    Fixed(Dur),
+    Linux(LinuxAck),
+}
+
 pub(crate) struct Receiver {
     pub(crate) rcv_nxt: u64,
     /// Sorted, disjoint, non-adjacent ranges received above `rcv_nxt`.
     ooo: Vec<Range>,
     stamp: u64,
     window_bytes: u32,
-    delayed_ack: Option<Dur>,
+    policy: AckPolicy,
     mss_bytes: u64,
+    /// The connection's RTO and SRTT (`set_rtt`), which bound Linux's ATO and delayed-ACK timer.
+    rto: Dur,
+    srtt: Option<Dur>,
     /// In-order bytes received since the last ACK sent.
     unacked_bytes: u64,
     pub(crate) ack_deadline: Option<Time>,
@@ -84,14 +204,27 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
-    pub(crate) fn new(window_bytes: u32, mss_bytes: u32, delayed_ack: Option<Dur>, ecn: EcnEcho) -> Self {
+    pub(crate) fn new(
+        window_bytes: u32,
+        mss_bytes: u32,
+        delayed_ack: Option<DelayedAck>,
+        ecn: EcnEcho,
+    ) -> Self {
+        let mss_bytes = u64::from(mss_bytes.max(1));
+        let policy = match delayed_ack {
+            None => AckPolicy::Immediate,
+            Some(DelayedAck::Fixed(d)) => AckPolicy::Fixed(d),
+            Some(DelayedAck::Linux(cfg)) => AckPolicy::Linux(LinuxAck::new(cfg, window_bytes, mss_bytes)),
+        };
         Receiver {
             rcv_nxt: 0,
             ooo: Vec::new(),
             stamp: 0,
             window_bytes,
-            delayed_ack,
-            mss_bytes: u64::from(mss_bytes.max(1)),
+            policy,
+            mss_bytes,
+            rto: INITIAL_RTO,
+            srtt: None,
             unacked_bytes: 0,
             ack_deadline: None,
             ack_now: false,
@@ -192,6 +325,15 @@ impl Receiver {
         events: &mut VecDeque<AppEvent>,
     ) -> SegmentOutcome {
         let mut out = SegmentOutcome::default();
+        let linux = matches!(self.policy, AckPolicy::Linux(_));
+        // Linux `__tcp_ecn_check_ce`: the first CE mark of an episode (no ECE being echoed yet) enters
+        // quick-ACK mode for 2 segments, since the sender may be down to a tiny window. Applied once the
+        // segment's ATO update is done, as Linux calls it from `tcp_event_data_recv`.
+        let mut ce_quickack = false;
+        if linux && self.ecn != EcnEcho::Off && cwr {
+            // Linux `tcp_ecn_accept_cwr`: a data segment with CWR is acknowledged at once.
+            self.ack_now = true;
+        }
         match self.ecn {
             EcnEcho::Off => {}
             EcnEcho::Classic => {
@@ -200,6 +342,7 @@ impl Receiver {
                     self.ece_latched = false;
                 }
                 if ce {
+                    ce_quickack = !self.ece_latched;
                     self.ece_latched = true;
                 }
             }
@@ -216,21 +359,42 @@ impl Receiver {
                         self.ack_deadline = None;
                     }
                     self.ce_state = ce;
+                    // Linux `dctcp_ece_ack_update` also acknowledges the segment that changed the
+                    // state at once. DCTCP takes over the echo, so no quick-ACK mode on CE.
+                    if linux {
+                        self.ack_now = true;
+                    }
                 }
             }
         }
 
         let end = start + u64::from(len_bytes);
         self.stamp += 1;
+        let (window, rto, srtt) = (self.window_bytes, self.rto, self.srtt);
+        if let AckPolicy::Linux(l) = &mut self.policy {
+            l.scheduled = true;
+            if end > self.rcv_nxt && start <= self.rcv_nxt {
+                l.measure_rcv_mss(u64::from(len_bytes), self.mss_bytes);
+            }
+        }
         if end <= self.rcv_nxt {
-            // RFC 5681 Sec. 4.2: a duplicate segment is acknowledged at once.
+            // RFC 5681 Sec. 4.2: a duplicate segment is acknowledged at once. Linux `tcp_data_queue`
+            // also enters quick-ACK mode: the sender retransmitted, so an ACK was probably lost.
             out.duplicate = true;
             self.ack_now = true;
+            if let AckPolicy::Linux(l) = &mut self.policy {
+                l.enter_quickack_mode(l.cfg.quickacks_max, window);
+            }
         } else if start > self.rcv_nxt {
             // RFC 5681 Sec. 4.2: an out-of-order segment is acknowledged at once (dupACK with SACK).
+            // Linux (`tcp_data_queue_ofo`, `__tcp_ack_snd_check`) does so without quick-ACK mode since
+            // 4.18; its compression of the 4th and later dupACKs (`tcp_comp_sack_nr`) is left out.
             out.out_of_order = true;
             self.insert_range(start, end);
             self.ack_now = true;
+            if let (AckPolicy::Linux(l), true) = (&mut self.policy, ce_quickack) {
+                l.enter_quickack_mode(2, window);
+            }
         } else {
             let had_holes = !self.ooo.is_empty();
             let before = self.rcv_nxt;
@@ -246,18 +410,36 @@ impl Receiver {
                 b.advance(self.rcv_nxt);
             }
             self.deliver_messages(events);
+            if let AckPolicy::Linux(l) = &mut self.policy {
+                l.data_recv(now, rto, window);
+                if ce_quickack {
+                    l.enter_quickack_mode(2, window);
+                }
+            }
             if had_holes {
                 // RFC 5681 Sec. 4.2: a segment that fills (part of) a hole is acknowledged at once.
                 self.ack_now = true;
             } else {
                 self.unacked_bytes += out.delivered_bytes;
-                match self.delayed_ack {
+                match &mut self.policy {
                     // RFC 1122 Sec. 4.2.3.2 / RFC 5681 Sec. 4.2: ACK at least every second
                     // full-sized segment, and within the delay. As Linux (`__tcp_ack_snd_check`):
                     // ACK once more than one MSS is unacknowledged.
-                    Some(delay) if self.unacked_bytes <= self.mss_bytes => {
+                    AckPolicy::Fixed(delay) if self.unacked_bytes <= self.mss_bytes => {
                         if self.ack_deadline.is_none() {
-                            self.ack_deadline = Some(now + delay);
+                            self.ack_deadline = Some(now + *delay);
+                        }
+                    }
+                    AckPolicy::Linux(l) => {
+                        // `__tcp_ack_snd_check`: at once when more than one full segment (as
+                        // measured) is unacknowledged, in quick-ACK mode, or when asked to (CWR, a
+                        // DCTCP CE change); otherwise the delayed-ACK timer. Linux also requires the
+                        // window it would offer now to reach the one offered; the application here
+                        // reads at once, so it always does.
+                        if self.unacked_bytes > l.rcv_mss || l.quick > 0 || self.ack_now {
+                            self.ack_now = true;
+                        } else {
+                            self.send_delayed_ack(now, srtt);
                         }
                     }
                     _ => self.ack_now = true,
@@ -265,6 +447,48 @@ impl Receiver {
             }
         }
         out
+    }
+
+    /// Linux `tcp_send_delayed_ack`: arm the delayed-ACK timer at the ATO (bounded as
+    /// `LinuxAck::delack_timeout` says), keeping an earlier deadline; an ACK whose timer would fire
+    /// within a quarter of the new timeout goes out now.
+    fn send_delayed_ack(&mut self, now: Time, srtt: Option<Dur>) {
+        let AckPolicy::Linux(l) = &self.policy else {
+            return;
+        };
+        let ato = l.delack_timeout(srtt);
+        let mut timeout = now + ato;
+        if let Some(old) = self.ack_deadline {
+            if old <= now + Dur(ato.0 / 4) {
+                self.ack_now = true;
+                return;
+            }
+            timeout = timeout.min(old);
+        }
+        self.ack_deadline = Some(timeout);
+    }
+
+    /// The connection's current RTO (back-off included, Linux's `icsk_rto`) and SRTT, which Linux's
+    /// ACK policy reads; the endpoint sets them before handing over a segment.
+    pub(crate) fn set_rtt(&mut self, rto: Dur, srtt: Option<Dur>) {
+        self.rto = rto;
+        self.srtt = srtt;
+    }
+
+    /// Timers are due at `now`. Linux `tcp_delack_timer_handler`: a delayed ACK that had to wait for
+    /// its timer doubles the ATO (at most the RTO) and goes out. The fixed rule sends it from
+    /// `ack_due` alone.
+    pub(crate) fn on_timeout(&mut self, now: Time) {
+        let rto = self.rto;
+        if let AckPolicy::Linux(l) = &mut self.policy {
+            if self.ack_deadline.is_some_and(|d| d <= now) {
+                self.ack_deadline = None;
+                if l.scheduled {
+                    l.ato = Dur(l.ato.0.saturating_mul(2)).min(rto);
+                    self.ack_now = true;
+                }
+            }
+        }
     }
 
     /// The stream offset of segment `h` from a peer with initial sequence number `peer_isn`, if it is
@@ -375,6 +599,17 @@ impl Receiver {
 
     /// An ACK (pure or piggybacked) carrying `rcv_nxt` went out.
     pub(crate) fn on_ack_sent(&mut self) {
+        if let AckPolicy::Linux(l) = &mut self.policy {
+            // `tcp_event_ack_sent` -> `tcp_dec_quickack_mode` (6.6+): an ACK of new data uses one
+            // quick ACK; the last one sets the ATO back to its floor.
+            if l.scheduled && l.quick > 0 {
+                l.quick -= 1;
+                if l.quick == 0 {
+                    l.ato = l.cfg.ato_min;
+                }
+            }
+            l.scheduled = false;
+        }
         self.ack_now = false;
         self.unacked_bytes = 0;
         self.ack_deadline = None;

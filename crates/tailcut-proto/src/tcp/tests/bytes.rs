@@ -8,7 +8,8 @@ use crate::mptcp::{MptcpConfig, MptcpEndpoint};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use crate::tcp::{
-    CongestionControl, LossDetection, PiasConfig, Role, TcpConfig, TcpEndpoint, TcpIrConfig, TlpConfig,
+    CongestionControl, DelayedAck, LossDetection, PiasConfig, Role, TcpConfig, TcpEndpoint, TcpIrConfig,
+    TlpConfig,
 };
 use crate::testing::{Fate, Harness, Wire};
 use crate::time::{Dur, Time};
@@ -41,12 +42,12 @@ fn tcp_scheme(k: usize) -> (TcpConfig, bool) {
         2 => TcpConfig {
             ecn: true,
             congestion_control: dctcp,
-            delayed_ack: Some(Dur::from_micros(40)),
+            delayed_ack: Some(DelayedAck::Fixed(Dur::from_micros(40))),
             ..base()
         },
         3 => TcpConfig {
             handshake: true,
-            delayed_ack: Some(Dur::from_micros(200)),
+            delayed_ack: Some(DelayedAck::Fixed(Dur::from_micros(200))),
             ..base()
         },
         4 => TcpConfig {

@@ -2,14 +2,14 @@
 
 use super::harness::{drop_first_copies, test_cfg, Fate, Harness, MSS};
 use crate::engine::{AppEvent, Engine, MessageStats};
-use crate::tcp::{LossDetection, TcpConfig};
+use crate::tcp::{DelayedAck, LossDetection, TcpConfig};
 use crate::time::{Dur, Time};
 
 #[test]
 fn delayed_ack_every_second_segment_and_after_the_delay() {
     let delay = Dur::from_millis(1);
     let cfg = TcpConfig {
-        delayed_ack: Some(delay),
+        delayed_ack: Some(DelayedAck::Fixed(delay)),
         ..test_cfg()
     };
     let mut h = Harness::tcp(cfg);

@@ -1,7 +1,7 @@
 //! ECN (RFC 3168) and DCTCP (RFC 8257), scripted.
 
 use super::harness::{test_cfg, Fate, Harness, MSS};
-use crate::tcp::{CongestionControl, TcpConfig};
+use crate::tcp::{CongestionControl, DelayedAck, TcpConfig};
 use crate::time::Dur;
 
 #[test]
@@ -21,7 +21,7 @@ fn dctcp_echo_is_byte_exact_with_delayed_acks() {
     let cfg = TcpConfig {
         ecn: true,
         congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
-        delayed_ack: Some(Dur::from_micros(100)),
+        delayed_ack: Some(DelayedAck::Fixed(Dur::from_micros(100))),
         ..test_cfg()
     };
     let mut h = Harness::tcp(cfg);
@@ -57,7 +57,7 @@ fn dctcp_case(k: u64, delayed_ack: Option<Dur>) {
     let cfg = TcpConfig {
         ecn: true,
         congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
-        delayed_ack,
+        delayed_ack: delayed_ack.map(DelayedAck::Fixed),
         ..test_cfg()
     };
     let mut h = Harness::tcp(cfg);
@@ -126,7 +126,7 @@ fn dctcp_receiver_acks_at_once_when_ce_state_changes() {
     let cfg = TcpConfig {
         ecn: true,
         congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
-        delayed_ack: Some(Dur::from_millis(1)),
+        delayed_ack: Some(DelayedAck::Fixed(Dur::from_millis(1))),
         ..test_cfg()
     };
     let mut h = Harness::tcp(cfg);

@@ -3,7 +3,7 @@
 
 use super::harness::{drop_first_copies, last_new_ack_before, test_cfg, Fate, Harness, MSS};
 use crate::engine::AppEvent;
-use crate::tcp::{LossDetection, TcpConfig};
+use crate::tcp::{DelayedAck, LossDetection, TcpConfig};
 use crate::time::{Dur, Time};
 
 /// The harness configuration with RFC 6675 DupThresh loss detection, for the tests of its rules.
@@ -292,7 +292,7 @@ fn timeout_without_sack_goes_back_from_snd_una() {
 fn early_timer_calls_change_nothing() {
     let trace = |early: bool| {
         let cfg = TcpConfig {
-            delayed_ack: Some(Dur::from_micros(50)),
+            delayed_ack: Some(DelayedAck::Fixed(Dur::from_micros(50))),
             ..test_cfg()
         };
         let mut h = Harness::tcp(cfg);

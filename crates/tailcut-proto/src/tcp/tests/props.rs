@@ -5,7 +5,7 @@
 use super::harness::{test_cfg, Fate, Harness, Sent};
 use crate::engine::AppEvent;
 use crate::rng::Rng;
-use crate::tcp::{CongestionControl, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
+use crate::tcp::{CongestionControl, DelayedAck, PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
 use crate::time::Dur;
 use proptest::prelude::*;
 use rand::{Rng as _, SeedableRng};
@@ -68,7 +68,7 @@ fn run(sc: &Scenario) -> Harness {
     let cp = sc.scheme == 6;
     let cfg = TcpConfig {
         sack: sc.sack || cp,
-        delayed_ack: sc.delayed_ack.then_some(Dur::from_micros(200)),
+        delayed_ack: sc.delayed_ack.then_some(DelayedAck::Fixed(Dur::from_micros(200))),
         handshake: sc.handshake,
         limited_transmit: sc.limited_transmit,
         early_retransmit: sc.early_retransmit,
