@@ -23,6 +23,7 @@ RESULT_PARAMS = (
     "initial_cwnd_segments",
     "initial_window_packets",
     "loss_detection",
+    "host",
     "delayed_ack",
     "handshake",
     "ecn",

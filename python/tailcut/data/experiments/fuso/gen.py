@@ -21,7 +21,7 @@ ROOT = HERE.parent.parent
 # ECN-capable TCP (NewReno's classic ECN reaction; the paper names no DCTCP).
 # Loss detection by duplicate ACKs (RFC 6675 with early retransmit): the paper's Linux 3.18 MPTCP testbed
 # predates RACK (Linux 4.4; sole loss detection since 4.18), and it measured TLP as a scheme of its own.
-TCP = 'min_rto = "5ms", initial_cwnd_segments = 16, ecn = true, loss_detection = "dupthresh"'
+TCP = 'min_rto = "5ms", initial_cwnd_segments = 16, ecn = true, loss_detection = "dupthresh", host = "paper"'
 # TLP "transmits one more packet after 2 RTTs": the probe timeout is 2 SRTT with a floor far below
 # the RTT, and no delayed-ACK allowance (our receivers ACK every segment).
 TLP = TCP + ', pto_floor = "100us", worst_case_delayed_ack = "1us"'

@@ -2,9 +2,12 @@
 
 Runs experiments/testbed/loss.toml (1% and 2% random loss), experiments/testbed/incast.toml
 (N = 4, 8, 16) and experiments/testbed/mptcp.toml (TCP and MPTCP, one lossy path of three) over
-several seeds in three worlds:
+several seeds in four worlds:
 
-- ``sim``: the simulator's ``tcp`` as the file gives it (RACK-TLP, no handshake, timers at 1 us);
+- ``sim, paper``: the simulator's ``tcp`` with ``host = "paper"`` (RFC 6675 recovery, RFC 6298 timer:
+  the sender before the Linux host rules, docs/tcp.md "Host profiles");
+- ``sim``: the simulator's ``tcp`` as the file gives it (host ``linux``, RACK-TLP, no handshake, timers
+  at 1 us);
 - ``sim, this host``: the same with what these hosts do that the file does not say: the 3-way
   handshake (a lost SYN or SYN-ACK waits Linux's 1 s), and timers rounded to HZ = 250 jiffies: an
   RTO floor of 8 ms (``rto_min_us`` 5000 rounds up to 2 jiffies) and a TLP probe timeout of
@@ -37,7 +40,7 @@ from tailcut.summary import percentile
 HERE = Path(__file__).resolve().parent
 # What these hosts do that the experiment file does not say (see the module doc), for every scheme.
 THIS_HOST = {"handshake": True, "min_rto": "8ms", "rack": {"tlp_min_extra": "8ms"}}
-WORLDS = ("sim", "sim, this host", "linux")
+WORLDS = ("sim, paper", "sim", "sim, this host", "linux")
 
 
 def cases() -> list[tuple[str, Path, dict]]:
@@ -63,6 +66,10 @@ def run_world(
         quality = {q["scheme"]: q for q in json.loads((out / testbed.QUALITY_FILE).read_text())}
         flows = pd.read_parquet(out / "flows.parquet")
     else:
+        if world == "sim, paper":
+            # The sender before the Linux host rules (docs/tcp.md, "Host profiles"): the "before" rows.
+            for scheme in config["schemes"]:
+                scheme["params"] = {**scheme.get("params", {}), "host": "paper"}
         if world == "sim, this host":
             for scheme in config["schemes"]:
                 # The simulator's MPTCP starts its subflows established: it has no handshake to model.

@@ -18,7 +18,7 @@ PKT = 1500
 # The paper's ns-2 senders detect loss by duplicate ACKs only (T-RACKs exists to repair what they cannot).
 TCP = (
     'min_rto = "200ms", initial_rto = "200ms", initial_cwnd_segments = 10, sack = false, handshake = true, '
-    'loss_detection = "dupthresh"'
+    'loss_detection = "dupthresh", host = "paper"'
 )
 # The same senders with SACK (RFC 6675, as Linux): the shim then adds its fake SACK block (Sec. IV-C).
 TCP_SACK = TCP.replace("sack = false", "sack = true")
