@@ -49,7 +49,8 @@ mod stats;
 mod tests;
 
 pub use config::{
-    CongestionControl, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+    CongestionControl, CubicConfig, LossDetection, PiasConfig, RackConfig, RtoBackoff, TcpConfig,
+    TcpIrConfig, TlpConfig,
 };
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;
