@@ -8,7 +8,7 @@ use crate::{EngineSpec, ReplicaPolicy, SwitchDefault};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use tailcut_proto::tcp::{CongestionControl, DelayedAck, TcpConfig};
+use tailcut_proto::tcp::{CongestionControl, CubicConfig, DelayedAck, TcpConfig};
 use tailcut_proto::ConfigError;
 
 /// A TCP-based scheme: its TCP defaults, its own parameters and what it does with them.
@@ -192,6 +192,50 @@ fn validate(c: &TcpConfig) -> Result<(), ConfigError> {
             return bad("ecn", "DCTCP needs ecn = true");
         }
     }
+    if let CongestionControl::Cubic(k) = c.congestion_control {
+        validate_cubic(&k)?;
+    }
+    Ok(())
+}
+
+/// Cubic's parameters: each must keep Linux's integer arithmetic meaningful (`tcp_cubic.c` keeps beta
+/// in 1/1024 and C as `bic_scale` = C * 1024 / 10).
+fn validate_cubic(k: &CubicConfig) -> Result<(), ConfigError> {
+    // beta rounds to a whole 1/1024 in [1, 1023].
+    if !(k.beta > 0.0 && k.beta < 1.0)
+        || (k.beta * 1024.0).round() < 1.0
+        || (k.beta * 1024.0).round() > 1023.0
+    {
+        return bad(
+            "congestion_control.beta",
+            format!(
+                "must be in (0, 1) and at least 1/1024 from either end, got {}",
+                k.beta
+            ),
+        );
+    }
+    // bic_scale = round(C * 102.4) >= 1; C above 1000 would overflow Linux's 32-bit scale.
+    if !(k.c.is_finite() && (k.c * 102.4).round() >= 1.0 && k.c <= 1000.0) {
+        return bad(
+            "congestion_control.c",
+            format!("must be in [0.005, 1000] (segments / s^3), got {}", k.c),
+        );
+    }
+    if k.hystart && k.hystart_low_window_segments == 0 {
+        return bad(
+            "congestion_control.hystart_low_window_segments",
+            "must be >= 1 (Linux: 16)",
+        );
+    }
+    if !(100..=10_000).contains(&k.hz) {
+        return bad(
+            "congestion_control.hz",
+            format!(
+                "must be a kernel tick rate in [100, 10000] (CONFIG_HZ: 100, 250, 300 or 1000), got {}",
+                k.hz
+            ),
+        );
+    }
     Ok(())
 }
 
@@ -359,7 +403,7 @@ pub const TCP_DOCS: &[Doc] = &[
     ("ecn", "ECN-capable data and ECN echo (RFC 3168)"),
     (
         "congestion_control",
-        "{ kind = \"new_reno\" } or { kind = \"dctcp\", g = 0.0625 }",
+        "{ kind = \"new_reno\" }, { kind = \"dctcp\", g = 0.0625 } or { kind = \"cubic\" } (Linux's tcp_cubic with HyStart; keys beta = 0.7002, c = 0.4, fast_convergence, tcp_friendliness, hystart, hystart_ack_train, hystart_delay, hystart_low_window_segments = 16, hystart_ack_delta = \"2ms\", gso_max_size_bytes = 65536, hz = 1000; docs/tcp.md)",
     ),
     (
         "spray_paths",

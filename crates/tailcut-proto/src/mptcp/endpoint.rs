@@ -100,7 +100,7 @@ impl MptcpEndpoint {
         sub_cfg.handshake = false;
         let ecn = match (tcp.ecn, tcp.congestion_control) {
             (false, _) => EcnEcho::Off,
-            (true, CongestionControl::NewReno) => EcnEcho::Classic,
+            (true, CongestionControl::NewReno | CongestionControl::Cubic(_)) => EcnEcho::Classic,
             (true, CongestionControl::Dctcp { .. }) => EcnEcho::Dctcp,
         };
         let subs = (0..n)
@@ -404,7 +404,8 @@ impl MptcpEndpoint {
                 s.sender.cc.set_cwnd_bytes(cw / 2);
                 let ss = s.sender.cc.ssthresh_bytes();
                 if ss != u64::MAX {
-                    s.sender.cc.reduce_ssthresh(ss);
+                    // Halve ssthresh as RFC 5681 would, not as a loss of the algorithm's.
+                    s.sender.cc.window.reduce_ssthresh(ss);
                 }
                 s.last_penalized = Some(now);
                 self.stats.penalizations += 1;

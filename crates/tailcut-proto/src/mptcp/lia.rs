@@ -10,9 +10,11 @@
 //! which sees every sub-flow, computes it ([`scale`]) and sets it before each ACK of a sub-flow.
 
 use super::subflow::Subflow;
-use crate::tcp::cc::{CongestionControl, CongestionState};
+use crate::tcp::cc::{AckEvent, CongestionControl, CongestionState};
+use crate::time::Time;
 
-/// RFC 6356's coupled increase over another algorithm's (NewReno or DCTCP per `TcpConfig`).
+/// RFC 6356's coupled increase over another algorithm's (NewReno, DCTCP or Cubic per `TcpConfig`):
+/// the share scales the bytes the inner algorithm's own increase is handed.
 #[derive(Clone, Debug)]
 pub(super) struct Lia<C> {
     inner: C,
@@ -36,8 +38,8 @@ impl<C> Lia<C> {
 }
 
 impl<C: CongestionControl> CongestionControl for Lia<C> {
-    fn on_ack(&mut self, acked_bytes: u64, ece: bool, snd_una: u64, snd_nxt: u64) {
-        self.inner.on_ack(acked_bytes, ece, snd_una, snd_nxt);
+    fn on_ack(&mut self, w: &mut CongestionState, ack: &AckEvent) {
+        self.inner.on_ack(w, ack);
     }
 
     fn ca_credit(&self, acked_bytes: u64) -> u64 {
@@ -47,6 +49,22 @@ impl<C: CongestionControl> CongestionControl for Lia<C> {
         } else {
             (credit as f64 * self.share).round() as u64
         }
+    }
+
+    fn ca_increase(&mut self, w: &mut CongestionState, credited_bytes: u64, now: Time) {
+        self.inner.ca_increase(w, credited_bytes, now);
+    }
+
+    fn ssthresh_on_loss(&mut self, w: &CongestionState, flight_bytes: u64) -> u64 {
+        self.inner.ssthresh_on_loss(w, flight_bytes)
+    }
+
+    fn on_timeout(&mut self, now: Time, snd_nxt: u64) {
+        self.inner.on_timeout(now, snd_nxt);
+    }
+
+    fn on_tx_start(&mut self, now: Time, last_send: Time) {
+        self.inner.on_tx_start(now, last_send);
     }
 
     fn on_ecn_echo(&mut self, w: &mut CongestionState, flight_bytes: u64) {

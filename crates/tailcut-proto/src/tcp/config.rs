@@ -19,6 +19,64 @@ pub enum CongestionControl {
         #[serde(default = "default_dctcp_g")]
         g: f64,
     },
+    /// Cubic (RFC 9438) as Linux's `net/ipv4/tcp_cubic.c` runs it, with Linux's HyStart (not RFC
+    /// 9406 HyStart++, which Linux does not implement). Every default is Linux 6.x's module default,
+    /// so `{ kind = "cubic" }` is a stock Linux host. ECN-Echo reduces like a loss (RFC 3168, with
+    /// Cubic's beta as Linux does). `docs/tcp.md`, section "Cubic".
+    Cubic(CubicConfig),
+}
+
+/// Cubic's parameters (Linux `tcp_cubic` module parameters; `docs/tcp.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CubicConfig {
+    /// Multiplicative decrease: ssthresh = cwnd * beta on a loss (RFC 9438 Sec. 4.6). Linux keeps it
+    /// in 1/1024 units (`beta` = 717, 0.7002); the value is rounded to the nearest 1/1024.
+    pub beta: f64,
+    /// The cubic's scale C in segments / s^3 (RFC 9438 Sec. 4.2: 0.4). Linux keeps it as
+    /// `bic_scale` = C * 1024 / 10 rounded (41, so C = 0.4004); the value is rounded the same way.
+    pub c: f64,
+    /// Fast convergence (RFC 9438 Sec. 4.7; Linux `fast_convergence` = 1): a loss before W_max was
+    /// regained sets W_max = cwnd (1 + beta) / 2.
+    pub fast_convergence: bool,
+    /// The Reno-friendly region (RFC 9438 Sec. 4.3; Linux `tcp_friendliness` = 1): grow at least as
+    /// fast as a Reno flow with the same beta would.
+    pub tcp_friendliness: bool,
+    /// Linux's HyStart (`hystart` = 1): leave slow start (ssthresh = cwnd) on an ACK train or an RTT
+    /// increase instead of on the first loss.
+    pub hystart: bool,
+    /// HyStart's ACK-train detection (bit 1 of Linux `hystart_detect`).
+    pub hystart_ack_train: bool,
+    /// HyStart's delay-increase detection (bit 2 of Linux `hystart_detect`).
+    pub hystart_delay: bool,
+    /// HyStart runs only from this cwnd on, segments (Linux `hystart_low_window` = 16).
+    pub hystart_low_window_segments: u32,
+    /// Largest ACK spacing that still continues an ACK train (Linux `hystart_ack_delta_us` = 2000).
+    pub hystart_ack_delta: Dur,
+    /// The device's GSO size Linux's `hystart_ack_delay` cushion is computed from (`sk_gso_max_size`,
+    /// 64 KB on a NIC without BIG TCP); 0 leaves the cushion out.
+    pub gso_max_size_bytes: u32,
+    /// The kernel's clock tick rate (CONFIG_HZ; 1000 on Fedora/RHEL/Debian, 250 on Ubuntu): Cubic's
+    /// time is counted in jiffies, so its curve moves in steps of 1/hz seconds.
+    pub hz: u32,
+}
+
+impl Default for CubicConfig {
+    fn default() -> Self {
+        CubicConfig {
+            beta: 717.0 / 1024.0,
+            c: 0.4,
+            fast_convergence: true,
+            tcp_friendliness: true,
+            hystart: true,
+            hystart_ack_train: true,
+            hystart_delay: true,
+            hystart_low_window_segments: 16,
+            hystart_ack_delta: Dur::from_micros(2000),
+            gso_max_size_bytes: 65_536,
+            hz: 1000,
+        }
+    }
 }
 
 fn default_dctcp_g() -> f64 {

@@ -69,7 +69,7 @@ impl TcpEndpoint {
     pub fn new(cfg: TcpConfig, tuple: FiveTuple, role: Role, isn: Seq, peer_isn: Seq) -> Self {
         let ecn = match (cfg.ecn, cfg.congestion_control) {
             (false, _) => EcnEcho::Off,
-            (true, CongestionControl::NewReno) => EcnEcho::Classic,
+            (true, CongestionControl::NewReno | CongestionControl::Cubic(_)) => EcnEcho::Classic,
             (true, CongestionControl::Dctcp { .. }) => EcnEcho::Dctcp,
         };
         let mut events = VecDeque::new();

@@ -50,8 +50,8 @@ mod stats;
 mod tests;
 
 pub use config::{
-    CongestionControl, DelayedAck, HostProfile, LinuxDelayedAck, LossDetection, PiasConfig, RackConfig,
-    RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+    CongestionControl, CubicConfig, DelayedAck, HostProfile, LinuxDelayedAck, LossDetection, PiasConfig,
+    RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
 };
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

@@ -119,15 +119,24 @@ mod tests {
         p.on_sent(MSS);
         // A partial ACK delivering 3 segments, pipe at 4 below ssthresh 10: delivered (3) - out (1)
         // = 2 < newly delivered 3, so 3, plus one for the advanced snd_una = 4, within ssthresh - pipe = 6.
-        assert_eq!(p.on_ack(3 * MSS, 4 * MSS, 10 * MSS, MSS, true, false), Some(8 * MSS));
+        assert_eq!(
+            p.on_ack(3 * MSS, 4 * MSS, 10 * MSS, MSS, true, false),
+            Some(8 * MSS)
+        );
         // The same ACK revealing a new loss gets no extra segment.
         let mut q = Prr::start(20 * MSS);
         q.on_sent(MSS);
-        assert_eq!(q.on_ack(3 * MSS, 4 * MSS, 10 * MSS, MSS, true, true), Some(7 * MSS));
+        assert_eq!(
+            q.on_ack(3 * MSS, 4 * MSS, 10 * MSS, MSS, true, true),
+            Some(7 * MSS)
+        );
         // Never above ssthresh.
         let mut r = Prr::start(20 * MSS);
         r.on_sent(MSS);
-        assert_eq!(r.on_ack(9 * MSS, 8 * MSS, 10 * MSS, MSS, true, false), Some(10 * MSS));
+        assert_eq!(
+            r.on_ack(9 * MSS, 8 * MSS, 10 * MSS, MSS, true, false),
+            Some(10 * MSS)
+        );
     }
 
     /// An ACK that reports nothing delivered leaves cwnd alone (Linux returns early).

@@ -3,7 +3,7 @@
 //!
 //! The sender keeps 64-bit stream offsets; the endpoint converts to wire sequence numbers.
 
-use super::cc::{Algorithm, Congestion, CongestionControl};
+use super::cc::{AckEvent, Algorithm, Congestion, CongestionControl};
 use super::config::{LossDetection, RtoBackoff, TcpConfig};
 use super::ext::{Extension, Extensions, Step};
 use super::ledger::{Charge, SendLedger};
@@ -263,6 +263,7 @@ impl<C: CongestionControl> Sender<C> {
         let acked = ack.ack - self.snd_una;
         let mut ecn_reacted = false;
         let mut is_dup = false;
+        let mut rtt_sample = None;
         if acked > 0 {
             let info = self.scoreboard.ack_to(ack.ack);
             // An ACK that covers retransmitted data gives no sequence-based sample: the wait of data
@@ -276,6 +277,7 @@ impl<C: CongestionControl> Sender<C> {
             };
             if let Some(sent_at) = sample {
                 let rtt = now - sent_at;
+                rtt_sample = Some(rtt);
                 self.rtt.on_sample(rtt);
                 if let Some(r) = self.rack.as_mut() {
                     r.on_rtt_sample(rtt);
@@ -312,7 +314,15 @@ impl<C: CongestionControl> Sender<C> {
             t.on_ack(self.snd_una);
         }
 
-        self.cc.on_ack(acked, ack.ece, self.snd_una, self.snd_nxt);
+        self.cc.on_ack(AckEvent {
+            now,
+            acked_bytes: acked,
+            ece: ack.ece,
+            snd_una: self.snd_una,
+            snd_nxt: self.snd_nxt,
+            rtt: rtt_sample,
+            srtt: self.rtt.srtt(),
+        });
 
         // RFC 3168 Sec. 6.1.2 / RFC 8257 Sec. 3.3 step 11: reduce once per window of data on ECE,
         // never while loss recovery already reduced it.
@@ -439,7 +449,9 @@ impl<C: CongestionControl> Sender<C> {
     /// packet-hop on benchmark (a)).
     #[inline(always)]
     fn rack_detect_loss(&mut self, now: Time) -> bool {
-        let Some(rack) = self.rack.as_mut() else { return false };
+        let Some(rack) = self.rack.as_mut() else {
+            return false;
+        };
         if self.scoreboard.is_empty() {
             rack.reo_deadline = None;
             return false;
@@ -449,7 +461,9 @@ impl<C: CongestionControl> Sender<C> {
 
     #[inline(never)]
     fn rack_detect_loss_in_flight(&mut self, now: Time) -> bool {
-        let Some(rack) = self.rack.as_mut() else { return false };
+        let Some(rack) = self.rack.as_mut() else {
+            return false;
+        };
         let lost = rack.detect_loss(
             now,
             &mut self.scoreboard,
@@ -644,8 +658,12 @@ impl<C: CongestionControl> Sender<C> {
             self.rto_deadline = None;
             return;
         }
-        self.cc
-            .on_timeout(self.flight_bytes(), self.consecutive_timeouts == 0);
+        self.cc.on_timeout(
+            self.flight_bytes(),
+            self.consecutive_timeouts == 0,
+            now,
+            self.snd_nxt,
+        );
         self.consecutive_timeouts += 1;
         let reneged = self.scoreboard.head_sacked();
         // Back off unless an extension holds the RTO (pFabric probe mode probes at a fixed period).
@@ -754,6 +772,12 @@ impl<C: CongestionControl> Sender<C> {
         }
         if used + len > allowance {
             return None;
+        }
+        // Linux `CA_EVENT_TX_START`: data leaves with nothing in flight.
+        if self.snd_una == self.snd_nxt {
+            if let Some(t) = self.last_data_sent_at {
+                self.cc.on_tx_start(now, t);
+            }
         }
         let tx = self.send_new(now, len);
         self.arm_tlp(now);

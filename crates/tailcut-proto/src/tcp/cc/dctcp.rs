@@ -1,7 +1,7 @@
 //! DCTCP (RFC 8257): alpha, the estimated fraction of marked bytes, updated once per window of data;
 //! on ECN-Echo cwnd <- cwnd (1 - alpha / 2) instead of a halving. Loss handling as NewReno.
 
-use super::{CongestionControl, CongestionState};
+use super::{AckEvent, CongestionControl, CongestionState};
 
 /// DCTCP sender state (RFC 8257 Sec. 3.3).
 #[derive(Clone, Debug)]
@@ -33,7 +33,14 @@ impl CongestionControl for Dctcp {
     /// RFC 8257 Sec. 3.3 steps 2-9: count acknowledged and ECE-marked bytes; when the ACK passes the
     /// end of the observation window, fold the marked fraction into alpha and start a new window that
     /// ends at the current `snd_nxt`.
-    fn on_ack(&mut self, acked_bytes: u64, ece: bool, snd_una: u64, snd_nxt: u64) {
+    fn on_ack(&mut self, _w: &mut CongestionState, ack: &AckEvent) {
+        let AckEvent {
+            acked_bytes,
+            ece,
+            snd_una,
+            snd_nxt,
+            ..
+        } = *ack;
         self.bytes_acked += acked_bytes;
         if ece {
             self.bytes_marked += acked_bytes;

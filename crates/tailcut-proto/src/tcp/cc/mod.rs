@@ -1,25 +1,48 @@
 //! Congestion control: the window every algorithm shares ([`CongestionState`]: cwnd, ssthresh, RFC 5681
-//! slow start and byte-counted congestion avoidance, the loss and timeout decreases) and the
-//! [`CongestionControl`] trait for what differs between algorithms, one file each: `new_reno.rs`,
-//! `dctcp.rs`, and MPTCP's coupled increase (`mptcp/lia.rs`), which wraps another algorithm.
+//! slow start, the timeout's loss window, restart after idle) and the [`CongestionControl`] trait for
+//! what differs between algorithms, with RFC 5681's byte-counted congestion avoidance and
+//! FlightSize / 2 loss threshold as its defaults, one file each: `new_reno.rs`,
+//! `dctcp.rs`, `cubic.rs`, and MPTCP's coupled increase (`mptcp/lia.rs`), which wraps another
+//! algorithm.
 //!
 //! The sender decides *when* to call these hooks (recovery entry, ECN-Echo once per window); the
 //! algorithms only hold numbers. The sender is generic over the algorithm, so a plain TCP connection
 //! pays for no coupling it does not have.
 
+mod cubic;
 mod dctcp;
 mod new_reno;
 
 use super::config::CongestionControl as Configured;
+use crate::time::{Dur, Time};
+pub(crate) use cubic::Cubic;
 pub(crate) use dctcp::Dctcp;
 pub(crate) use new_reno::NewReno;
+
+/// What one acceptable ACK tells the algorithm (Linux hands the same to a module's `pkts_acked` and
+/// `cong_avoid`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AckEvent {
+    pub(crate) now: Time,
+    /// Bytes newly acknowledged (cumulatively).
+    pub(crate) acked_bytes: u64,
+    /// The ECN-Echo flag.
+    pub(crate) ece: bool,
+    /// The send window after the ACK.
+    pub(crate) snd_una: u64,
+    pub(crate) snd_nxt: u64,
+    /// The RTT sample this ACK gave, if any (Linux `ack_sample.rtt_us`, -1 when there is none).
+    pub(crate) rtt: Option<Dur>,
+    /// The smoothed RTT after that sample.
+    pub(crate) srtt: Option<Dur>,
+}
 
 /// What an algorithm decides; the window arithmetic common to all of them stays in
 /// [`CongestionState`].
 pub(crate) trait CongestionControl {
-    /// Every acceptable ACK, before the sender reacts to it: `acked_bytes` newly acknowledged, the
-    /// ECN-Echo flag, and the send window after the ACK.
-    fn on_ack(&mut self, _acked_bytes: u64, _ece: bool, _snd_una: u64, _snd_nxt: u64) {}
+    /// Every acceptable ACK, before the sender reacts to it (before the window grows: Linux calls
+    /// `pkts_acked` before `cong_avoid`). An algorithm may end slow start here (HyStart).
+    fn on_ack(&mut self, _w: &mut CongestionState, _ack: &AckEvent) {}
 
     /// Bytes of `acked_bytes` that congestion avoidance counts towards the next one-SMSS increase
     /// (RFC 3465 byte counting); a coupled algorithm counts fewer.
@@ -27,9 +50,37 @@ pub(crate) trait CongestionControl {
         acked_bytes
     }
 
-    /// The reaction to ECN-Echo, at most once per window. RFC 3168 Sec. 6.1.2: halve like a loss.
+    /// Congestion avoidance's increase for `credited_bytes` (what [`Self::ca_credit`] counted of an
+    /// ACK) at `now`. RFC 5681 Sec. 3.1 with byte counting (RFC 3465): one SMSS per cwnd of credited
+    /// bytes, at most one per ACK.
+    fn ca_increase(&mut self, w: &mut CongestionState, credited_bytes: u64, _now: Time) {
+        w.ca_acked_bytes += credited_bytes;
+        if w.ca_acked_bytes >= w.cwnd_bytes {
+            w.ca_acked_bytes -= w.cwnd_bytes;
+            w.cwnd_bytes += w.mss_bytes;
+        }
+    }
+
+    /// The slow-start threshold after a loss (or ECN-Echo, or a first timeout) with `flight_bytes`
+    /// outstanding (Linux's `ssthresh` hook). RFC 5681 Sec. 3.2 eq. (4): max(FlightSize / 2, 2 SMSS).
+    fn ssthresh_on_loss(&mut self, w: &CongestionState, flight_bytes: u64) -> u64 {
+        (flight_bytes / 2).max(2 * w.mss_bytes)
+    }
+
+    /// A retransmission timeout, after the window was cut (Linux `set_state(TCP_CA_Loss)`):
+    /// `snd_nxt` is the highest sequence sent.
+    fn on_timeout(&mut self, _now: Time, _snd_nxt: u64) {}
+
+    /// New data leaves with nothing in flight (Linux `CA_EVENT_TX_START`); the last data segment
+    /// left at `last_send`.
+    fn on_tx_start(&mut self, _now: Time, _last_send: Time) {}
+
+    /// The reaction to ECN-Echo, at most once per window. RFC 3168 Sec. 6.1.2: reduce like a loss
+    /// (RFC 5681's halving; the algorithm's loss threshold, as Linux's `tcp_enter_cwr` does).
     fn on_ecn_echo(&mut self, w: &mut CongestionState, flight_bytes: u64) {
-        let ss = w.reduce_ssthresh(flight_bytes);
+        let ss = self.ssthresh_on_loss(w, flight_bytes);
+        w.ssthresh_bytes = ss;
+        w.ca_acked_bytes = 0;
         w.cwnd_bytes = ss;
     }
 
@@ -44,6 +95,7 @@ pub(crate) trait CongestionControl {
 pub(crate) enum Algorithm {
     NewReno(NewReno),
     Dctcp(Dctcp),
+    Cubic(Cubic),
 }
 
 impl Algorithm {
@@ -51,37 +103,53 @@ impl Algorithm {
         match cc {
             Configured::NewReno => Algorithm::NewReno(NewReno),
             Configured::Dctcp { g } => Algorithm::Dctcp(Dctcp::new(g)),
+            Configured::Cubic(c) => Algorithm::Cubic(Cubic::new(&c)),
         }
     }
 }
 
-impl CongestionControl for Algorithm {
-    fn on_ack(&mut self, acked_bytes: u64, ece: bool, snd_una: u64, snd_nxt: u64) {
-        match self {
-            Algorithm::NewReno(a) => a.on_ack(acked_bytes, ece, snd_una, snd_nxt),
-            Algorithm::Dctcp(a) => a.on_ack(acked_bytes, ece, snd_una, snd_nxt),
+/// Forward a trait call to the algorithm in force.
+macro_rules! each {
+    ($self:ident, $a:ident => $e:expr) => {
+        match $self {
+            Algorithm::NewReno($a) => $e,
+            Algorithm::Dctcp($a) => $e,
+            Algorithm::Cubic($a) => $e,
         }
+    };
+}
+
+impl CongestionControl for Algorithm {
+    fn on_ack(&mut self, w: &mut CongestionState, ack: &AckEvent) {
+        each!(self, a => a.on_ack(w, ack))
     }
 
     fn ca_credit(&self, acked_bytes: u64) -> u64 {
-        match self {
-            Algorithm::NewReno(a) => a.ca_credit(acked_bytes),
-            Algorithm::Dctcp(a) => a.ca_credit(acked_bytes),
-        }
+        each!(self, a => a.ca_credit(acked_bytes))
+    }
+
+    fn ca_increase(&mut self, w: &mut CongestionState, credited_bytes: u64, now: Time) {
+        each!(self, a => a.ca_increase(w, credited_bytes, now))
+    }
+
+    fn ssthresh_on_loss(&mut self, w: &CongestionState, flight_bytes: u64) -> u64 {
+        each!(self, a => a.ssthresh_on_loss(w, flight_bytes))
+    }
+
+    fn on_timeout(&mut self, now: Time, snd_nxt: u64) {
+        each!(self, a => a.on_timeout(now, snd_nxt))
+    }
+
+    fn on_tx_start(&mut self, now: Time, last_send: Time) {
+        each!(self, a => a.on_tx_start(now, last_send))
     }
 
     fn on_ecn_echo(&mut self, w: &mut CongestionState, flight_bytes: u64) {
-        match self {
-            Algorithm::NewReno(a) => a.on_ecn_echo(w, flight_bytes),
-            Algorithm::Dctcp(a) => a.on_ecn_echo(w, flight_bytes),
-        }
+        each!(self, a => a.on_ecn_echo(w, flight_bytes))
     }
 
     fn marked_fraction(&self) -> Option<f64> {
-        match self {
-            Algorithm::NewReno(a) => a.marked_fraction(),
-            Algorithm::Dctcp(a) => a.marked_fraction(),
-        }
+        each!(self, a => a.marked_fraction())
     }
 }
 
@@ -90,6 +158,8 @@ impl CongestionControl for Algorithm {
 pub(crate) struct Congestion<C> {
     pub(crate) window: CongestionState,
     pub(crate) algo: C,
+    /// The time of the ACK being processed ([`Self::on_ack`] precedes [`Self::on_new_ack`]).
+    ack_time: Time,
 }
 
 impl<C: CongestionControl> Congestion<C> {
@@ -97,6 +167,7 @@ impl<C: CongestionControl> Congestion<C> {
         Congestion {
             window: CongestionState::new(mss_bytes, initial_cwnd_segments),
             algo,
+            ack_time: Time::ZERO,
         }
     }
 
@@ -112,12 +183,30 @@ impl<C: CongestionControl> Congestion<C> {
         self.window.set_cwnd_bytes(cwnd_bytes);
     }
 
+    /// A loss: ssthresh = the algorithm's loss threshold (RFC 5681 Sec. 3.2 eq. (4) unless it says
+    /// otherwise). Returns the new ssthresh.
     pub(crate) fn reduce_ssthresh(&mut self, flight_bytes: u64) -> u64 {
-        self.window.reduce_ssthresh(flight_bytes)
+        let ss = self.algo.ssthresh_on_loss(&self.window, flight_bytes);
+        self.window.ssthresh_bytes = ss;
+        self.window.ca_acked_bytes = 0;
+        ss
     }
 
-    pub(crate) fn on_timeout(&mut self, flight_bytes: u64, first_timeout: bool) {
-        self.window.on_timeout(flight_bytes, first_timeout);
+    /// RFC 5681 Sec. 3.1: after a retransmission timeout cwnd is the loss window, one segment; the
+    /// first timeout of a segment sets ssthresh as a loss does, a repeated one holds it. `now` and
+    /// `snd_nxt` are the timeout's, for the algorithm's own reset.
+    pub(crate) fn on_timeout(&mut self, flight_bytes: u64, first_timeout: bool, now: Time, snd_nxt: u64) {
+        if first_timeout {
+            self.reduce_ssthresh(flight_bytes);
+        }
+        self.window.cwnd_bytes = self.window.mss_bytes;
+        self.window.ca_acked_bytes = 0;
+        self.algo.on_timeout(now, snd_nxt);
+    }
+
+    /// New data is about to leave with nothing in flight; the last data left at `last_send`.
+    pub(crate) fn on_tx_start(&mut self, now: Time, last_send: Time) {
+        self.algo.on_tx_start(now, last_send);
     }
 
     pub(crate) fn restart_after_idle(&mut self) {
@@ -125,13 +214,15 @@ impl<C: CongestionControl> Congestion<C> {
     }
 
     /// The algorithm's bookkeeping for every acceptable ACK.
-    pub(crate) fn on_ack(&mut self, acked_bytes: u64, ece: bool, snd_una: u64, snd_nxt: u64) {
-        self.algo.on_ack(acked_bytes, ece, snd_una, snd_nxt);
+    pub(crate) fn on_ack(&mut self, ack: AckEvent) {
+        self.ack_time = ack.now;
+        self.algo.on_ack(&mut self.window, &ack);
     }
 
     /// RFC 5681 Sec. 3.1: slow start grows cwnd by min(N, SMSS) per ACK of N new bytes; congestion
-    /// avoidance by one SMSS per cwnd of acknowledged bytes (byte counting, RFC 3465), as many of
-    /// them as the algorithm credits.
+    /// avoidance is the algorithm's increase for the bytes it credits (RFC 5681's one SMSS per cwnd of
+    /// acknowledged bytes, byte counting per RFC 3465, unless it says otherwise). Called for the ACK
+    /// [`Self::on_ack`] last saw.
     pub(crate) fn on_new_ack(&mut self, acked_bytes: u64) {
         if acked_bytes == 0 {
             return;
@@ -140,11 +231,8 @@ impl<C: CongestionControl> Congestion<C> {
         if w.cwnd_bytes < w.ssthresh_bytes {
             w.cwnd_bytes += acked_bytes.min(w.mss_bytes);
         } else {
-            w.ca_acked_bytes += self.algo.ca_credit(acked_bytes);
-            if w.ca_acked_bytes >= w.cwnd_bytes {
-                w.ca_acked_bytes -= w.cwnd_bytes;
-                w.cwnd_bytes += w.mss_bytes;
-            }
+            let credit = self.algo.ca_credit(acked_bytes);
+            self.algo.ca_increase(w, credit, self.ack_time);
         }
     }
 
@@ -183,21 +271,12 @@ impl CongestionState {
         self.cwnd_bytes = cwnd_bytes.max(self.mss_bytes);
     }
 
-    /// RFC 5681 Sec. 3.2 eq. (4): ssthresh = max(FlightSize / 2, 2 SMSS). Returns the new ssthresh.
+    /// RFC 5681 Sec. 3.2 eq. (4): ssthresh = max(FlightSize / 2, 2 SMSS), whatever the algorithm
+    /// (MPTCP's penalisation halves this way). Returns the new ssthresh.
     pub(crate) fn reduce_ssthresh(&mut self, flight_bytes: u64) -> u64 {
         self.ssthresh_bytes = (flight_bytes / 2).max(2 * self.mss_bytes);
         self.ca_acked_bytes = 0;
         self.ssthresh_bytes
-    }
-
-    /// RFC 5681 Sec. 3.1: after a retransmission timeout cwnd is the loss window, one segment.
-    /// RFC 5681 Sec. 3.1 also holds ssthresh constant when the same segment times out again.
-    fn on_timeout(&mut self, flight_bytes: u64, first_timeout: bool) {
-        if first_timeout {
-            self.reduce_ssthresh(flight_bytes);
-        }
-        self.cwnd_bytes = self.mss_bytes;
-        self.ca_acked_bytes = 0;
     }
 
     /// RFC 5681 Sec. 4.1: after an idle period longer than the RTO, restart from
@@ -223,7 +302,7 @@ mod tests {
         assert_eq!(c.cwnd_bytes(), 3000);
         c.on_new_ack(1000);
         assert_eq!(c.cwnd_bytes(), 4000);
-        c.on_timeout(8000, true);
+        c.on_timeout(8000, true, Time::ZERO, 0);
         assert_eq!(c.cwnd_bytes(), 1000);
         assert_eq!(c.ssthresh_bytes(), 4000);
     }

@@ -4,6 +4,7 @@
 mod bytes;
 mod connection;
 mod cp;
+mod cubic;
 mod delack;
 mod ecn;
 mod harness;
