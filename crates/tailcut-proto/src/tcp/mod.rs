@@ -14,8 +14,11 @@
 //!   early retransmit (RFC 5827); RACK-TLP (RFC 8985, `rack.rs`) in place of DupThresh when SACK
 //!   is on (the default, as Linux); RFC 6298 RTO with exponential back-off ended as Linux or Karn
 //!   (`rto_backoff`), go-back from `snd_una` after a timeout keeping SACK information (RFC 6675
-//!   Sec. 5.1).
-//! - ECN (RFC 3168) and DCTCP (RFC 8257) on both sides; delayed ACKs; RFC 7323 timestamps on every
+//!   Sec. 5.1). Under the Linux host profile (`HostProfile`, the default) PRR (RFC 6937, `prr.rs`)
+//!   in SACK fast recovery and the RTO restarted by a retransmission of the first unacknowledged
+//!   segment, as Linux.
+//! - Congestion control NewReno, DCTCP (RFC 8257) and Cubic (RFC 9438 with Linux's HyStart); ECN
+//!   (RFC 3168) on both sides; delayed ACKs, fixed or Linux's; RFC 7323 timestamps on every
 //!   segment (echoed, not used for RTT); optional three-way handshake with SYN back-off.
 //!
 //! - Schemes built on TCP are extensions (`ext/`, one file each: TLP, TCP-IR, Proactive, PIAS,
@@ -25,8 +28,8 @@
 //!
 //! # What is not
 //! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
-//! window because the application reads at once), window scaling limits, D-SACK, PRR,
-//! and NextSeg rules 3-4 (see `sender.rs`, `next_transmission`). Schemes layered on this sender
+//! window because the application reads at once), window scaling limits, D-SACK and undo, PRR in
+//! the ECN (CWR) reduction, and NextSeg rules 3-4 (see `sender.rs`, `next_transmission`). Schemes layered on this sender
 //! reuse `scoreboard.rs`'s per-segment records (with a free `tag`), the explicit
 //! `retransmit_segment` hook, and the RTT / congestion parts.
 
