@@ -148,7 +148,9 @@ def _blank(png: bytes) -> bool:
 
 # A number with a time or size unit, as display.py writes them.
 _WITH_UNIT = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?) (ns|us|ms|s|B|KB|MB|GB)\b")
-_EXPONENT = re.compile(r"\d(?:\.\d+)?e[+-]?\d")
+# A whole word: the provenance line's hexadecimal digests (config sha256, build commit) hold runs such
+# as "2e7" that are no number.
+_EXPONENT = re.compile(r"(?<![\w.])\d(?:\.\d+)?e[+-]?\d+(?![\w.])")
 
 
 def _three_significant_digits(number: str) -> bool:

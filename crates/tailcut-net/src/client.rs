@@ -574,13 +574,17 @@ impl<S: ClientScheme> ClientLoop<S> {
             request,
             request_final: settled.is_some(),
         };
+        // Counted and published before the caller is woken: a caller that reads `Client::stats` right
+        // after its call returned must see the call (it raced the loop thread's publication and read 6
+        // of 7 on a loaded machine).
+        self.stats.calls_completed += 1;
         match reply {
             Waiter::Caller(tx) => {
+                self.publish();
                 let _ = tx.send(Ok(Reply { bytes, stats }));
             }
             Waiter::Loop => self.loop_step(now, &bytes, stats),
         }
-        self.stats.calls_completed += 1;
         self.release(now, key);
     }
 
