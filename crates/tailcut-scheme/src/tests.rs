@@ -385,6 +385,11 @@ fn every_scheme_on_every_driver_runs_or_is_refused_naming_the_field() {
                 let e = resolve_for(info.name, &m, Driver::Kernel).unwrap_err();
                 assert_eq!(e.path, "params.max_rto", "{e}");
                 assert!(!settable.contains(&"max_rto"));
+                // The testbed's hosts are Linux: the papers' sender is not theirs to run.
+                let mut m = Map::new();
+                m.insert("host".into(), Value::from("paper"));
+                let e = resolve_for(info.name, &m, Driver::Kernel).unwrap_err();
+                assert_eq!(e.path, "params.host", "{e}");
             }
             None => assert_eq!(kernel.unwrap_err().path, "transport", "{}", info.name),
         }
