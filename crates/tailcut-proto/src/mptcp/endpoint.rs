@@ -611,7 +611,9 @@ impl MptcpEndpoint {
             return;
         };
         let in_seq = start <= s.receiver.rcv_nxt;
-        s.receiver.set_rtt(s.sender.rtt.rto(), s.sender.rtt.srtt());
+        if s.receiver.reads_rtt() {
+            s.receiver.set_rtt(s.sender.rtt.rto(), s.sender.rtt.srtt());
+        }
         let out = s.receiver.on_segment(now, start, pkt, h, &mut self.scratch);
         self.scratch.clear();
         if let Some(f) = out.flush {
@@ -730,7 +732,10 @@ impl Engine for MptcpEndpoint {
 
     fn handle_timeout(&mut self, now: Time) {
         for i in 0..self.subs.len() {
-            self.subs[i].receiver.on_timeout(now);
+            let r = &mut self.subs[i].receiver;
+            if r.reads_rtt() {
+                r.on_timeout(now);
+            }
             self.on_subflow_timer(i, now);
         }
     }

@@ -384,8 +384,11 @@ impl Conn {
             return;
         }
         if pkt.payload_len() > 0 && self.receiver.accept_bytes(start, h.payload_len, payload) {
-            self.receiver
-                .set_rtt(self.sender.rtt.rto(), self.sender.rtt.srtt());
+            // Only Linux's ACK policy reads them; the RTO costs a few instructions per segment.
+            if self.receiver.reads_rtt() {
+                self.receiver
+                    .set_rtt(self.sender.rtt.rto(), self.sender.rtt.srtt());
+            }
             let out = self.receiver.on_segment(now, start, pkt, h, &mut self.events);
             self.after_data(now, out);
         }
@@ -439,9 +442,11 @@ impl Conn {
         }
         // The delayed-ACK deadline is checked by `ack_due` in `poll_transmit`; Linux's policy also
         // adapts its ATO when its timer fires.
-        self.receiver
-            .set_rtt(self.sender.rtt.rto(), self.sender.rtt.srtt());
-        self.receiver.on_timeout(now);
+        if self.receiver.reads_rtt() {
+            self.receiver
+                .set_rtt(self.sender.rtt.rto(), self.sender.rtt.srtt());
+            self.receiver.on_timeout(now);
+        }
     }
 
     fn poll_transmit(&mut self, now: Time, ext: &mut Extensions) -> Option<Packet> {
