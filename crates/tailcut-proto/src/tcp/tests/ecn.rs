@@ -18,11 +18,22 @@ fn dctcp_alpha_converges_with_delayed_acks() {
 fn dctcp_echo_is_byte_exact_with_delayed_acks() {
     // RFC 8257 Sec. 3.2: the receiver's immediate ACK on each CE-state change keeps the echo exact:
     // the bytes acknowledged by ACKs carrying ECE are exactly the bytes that arrived CE-marked.
+    let h = dctcp_echo_run(TcpConfig {
+        delayed_ack: Some(DelayedAck::Fixed(Dur::from_micros(100))),
+        ..test_cfg()
+    });
+    // Fewer ACKs than segments: the delayed ACKs are still in use.
+    assert!(h.eps[1].stats().acks_sent < 400);
+}
+
+/// A 500-segment DCTCP transfer (ECN and DCTCP over `base`, which sets the ACK policy) with every
+/// fifth segment CE-marked; checks that the bytes acknowledged by ACKs carrying ECE are exactly the
+/// bytes that arrived marked.
+pub(super) fn dctcp_echo_run(base: TcpConfig) -> Harness {
     let cfg = TcpConfig {
         ecn: true,
         congestion_control: CongestionControl::Dctcp { g: 1.0 / 16.0 },
-        delayed_ack: Some(DelayedAck::Fixed(Dur::from_micros(100))),
-        ..test_cfg()
+        ..base
     };
     let mut h = Harness::tcp(cfg);
     h.set_fault(|c| {
@@ -49,8 +60,7 @@ fn dctcp_echo_is_byte_exact_with_delayed_acks() {
     }
     assert_eq!(marked, 100 * MSS);
     assert_eq!(echoed, marked);
-    // Fewer ACKs than segments: the delayed ACKs are still in use.
-    assert!(h.eps[1].stats().acks_sent < 400);
+    h
 }
 
 fn dctcp_case(k: u64, delayed_ack: Option<Dur>) {
