@@ -245,9 +245,7 @@ impl<C: CongestionControl> Sender<C> {
         if let Some(r) = &self.rack {
             self.scoreboard.delivery = r.begin(now);
         }
-        // Bytes delivered so far: cumulatively ACKed plus SACKed above snd_una (PRR counts what each
-        // ACK adds; a segment SACKed and later cumulatively ACKed is counted once).
-        let delivered_before = self.snd_una + self.scoreboard.sacked_bytes();
+        let delivered_before = self.delivered_bytes();
         // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments.
         let mut newly_sacked = 0;
         if self.sack {
@@ -362,7 +360,8 @@ impl<C: CongestionControl> Sender<C> {
                     // RFC 6675 Sec. 5 step (C): recompute losses; cwnd stays at ssthresh (or follows
                     // PRR below).
                     let newly_lost = self.mark_losses_in_recovery(now);
-                    self.prr_step(delivered_before, acked > 0, newly_lost);
+                    let delivered = self.delivered_bytes().saturating_sub(delivered_before);
+                    self.prr_step(delivered, acked > 0, newly_lost);
                 } else if acked > 0 {
                     // RFC 6582 Sec. 3.2 step 5: partial ACK. Retransmit the first unacknowledged
                     // segment, deflate by the amount acknowledged, add back one SMSS if that was at
@@ -400,7 +399,8 @@ impl<C: CongestionControl> Sender<C> {
                 }
                 // The ACK that started a recovery is its first PRR step (Linux: `tcp_fastretrans_alert`
                 // enters recovery, then `tcp_cong_control` reduces with the same ACK).
-                self.prr_step(delivered_before, acked > 0, true);
+                let delivered = self.delivered_bytes().saturating_sub(delivered_before);
+                self.prr_step(delivered, acked > 0, true);
             }
         }
         if acked > 0 {
@@ -420,12 +420,17 @@ impl<C: CongestionControl> Sender<C> {
         }
     }
 
+    /// Bytes the receiver has reported delivered: cumulatively ACKed plus SACKed above snd_una. What
+    /// one ACK adds to it is what PRR counts; a segment SACKed and later cumulatively ACKed is counted
+    /// once. (It may fall when SACK information is forgotten after reneging.)
+    fn delivered_bytes(&self) -> u64 {
+        self.snd_una + self.scoreboard.sacked_bytes()
+    }
+
     /// One PRR step for an ACK during a reduction (RFC 6937; Linux `tcp_cwnd_reduction`): cwnd =
-    /// pipe + what PRR lets out for the bytes this ACK delivered (`delivered_before`: snd_una plus
-    /// SACKed bytes before it).
-    fn prr_step(&mut self, delivered_before: u64, una_advanced: bool, newly_lost: bool) {
+    /// pipe + what PRR lets out for the `delivered` bytes this ACK newly delivered.
+    fn prr_step(&mut self, delivered: u64, una_advanced: bool, newly_lost: bool) {
         let Some(prr) = self.prr.as_mut() else { return };
-        let delivered = (self.snd_una + self.scoreboard.sacked_bytes()).saturating_sub(delivered_before);
         let pipe = self.scoreboard.pipe_bytes(self.snd_nxt - self.snd_una);
         let ss = self.cc.ssthresh_bytes();
         if let Some(w) = prr.on_ack(delivered, pipe, ss, self.mss_bytes, una_advanced, newly_lost) {
@@ -628,9 +633,9 @@ impl<C: CongestionControl> Sender<C> {
             let entered = self.recovery.is_none();
             self.rack_detect_loss(now);
             if entered && self.recovery.is_some() {
-                // Linux `tcp_rack_reo_timeout` steps PRR as if one segment had been delivered.
-                let before = (self.snd_una + self.scoreboard.sacked_bytes()).saturating_sub(self.mss_bytes);
-                self.prr_step(before, false, true);
+                // Linux `tcp_rack_reo_timeout` steps PRR as if one segment had been delivered (never
+                // more than has been).
+                self.prr_step(self.mss_bytes.min(self.delivered_bytes()), false, true);
             }
             return;
         }

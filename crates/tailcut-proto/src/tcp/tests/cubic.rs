@@ -63,11 +63,10 @@ fn cubic_connection_recovers_then_grows_concave_then_convex() {
     let w_max = first.cwnd_before / MSS;
     let ss = last.cwnd_after / MSS;
     assert_eq!(ss, w_max * 717 / 1024);
-    let cuts = [last];
     // HyStart did not end slow start on this uncongested wire: the loss did, at about 110 segments.
     assert!((100..=120).contains(&w_max), "W_max {w_max}");
     // The epoch begins with congestion avoidance: the first increase after the cut.
-    let cut_at = cuts[0].time;
+    let cut_at = last.time;
     let epoch = h
         .probe
         .cwnd_log
