@@ -253,6 +253,7 @@ impl Receiver {
     /// Stores the payload of a data segment at stream offset `start` whose header says `len` bytes.
     /// False (the segment is to be dropped unseen) when the receiver carries bytes and the payload
     /// is not `len` bytes long or lies beyond its buffer; always true without bytes.
+    #[inline(always)]
     pub(crate) fn accept_bytes(&mut self, start: u64, len: u32, payload: &[u8]) -> bool {
         let Some(b) = self.bytes.as_mut() else {
             return true;
@@ -292,6 +293,7 @@ impl Receiver {
         self.deliver_messages(events);
     }
 
+    #[inline(always)]
     fn deliver_messages(&mut self, events: &mut VecDeque<AppEvent>) {
         while let Some(&(msg, end)) = self.msgs.front() {
             if end > self.rcv_nxt {

@@ -717,6 +717,7 @@ impl<C: CongestionControl> Sender<C> {
     /// "rescue" retransmission) are left out on purpose: RFC 6675 leaves them to the implementer,
     /// Linux does not use them, and tail-loss recovery is exactly what the schemes built on this
     /// sender (TLP, TCP-IR, CP) are compared on, so the baseline must not hide a tail loss itself.
+    #[inline(always)]
     pub(crate) fn next_transmission(&mut self, now: Time, ext: &mut Extensions) -> Option<Transmission> {
         match ext.before_retransmissions(self, now) {
             Step::Pass => {}
@@ -791,6 +792,7 @@ impl<C: CongestionControl> Sender<C> {
     }
 
     /// Put the next `len` (at most) new bytes on the wire.
+    #[inline(always)]
     pub(crate) fn send_new(&mut self, now: Time, len: u64) -> Transmission {
         let len = len
             .min(self.stream_end - self.snd_nxt)
