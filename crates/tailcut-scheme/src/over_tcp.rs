@@ -379,7 +379,11 @@ pub const TCP_DOCS: &[Doc] = &[
     ),
     (
         "host",
-        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr and rto_restart_on_retransmit (docs/tcp.md, Host profiles)",
+        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr, rto_restart_on_retransmit and rto_estimator (docs/tcp.md, Host profiles)",
+    ),
+    (
+        "rto_estimator",
+        "\"linux\" (RTO = SRTT + max(4 mdev, min_rto), Linux tcp_rtt_estimator) or \"rfc6298\" (RTO = max(SRTT + 4 RTTVAR, min_rto)); default from host",
     ),
     (
         "rto_restart_on_retransmit",

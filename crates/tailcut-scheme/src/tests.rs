@@ -208,6 +208,7 @@ const OTHER_VALUES: &[(&str, &str)] = &[
         r#"{"ecn": false, "congestion_control": {"kind": "new_reno"}}"#,
     ),
     ("rto_backoff", r#"{"rto_backoff": "karn"}"#),
+    ("rto_estimator", r#"{"rto_estimator": "rfc6298"}"#),
     ("host", r#"{"host": "paper"}"#),
     ("rack", r#"{"rack": {"reo_wnd_min_rtt_divisor": 8}}"#),
     ("delayed_ack", r#"{"delayed_ack": "1ms"}"#),

@@ -113,13 +113,28 @@ pub enum RtoBackoff {
     Karn,
 }
 
+/// How the retransmission timeout follows the RTT samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoEstimator {
+    /// Linux (`tcp_rtt_estimator`, `__tcp_set_rto`): RTO = SRTT + RTTVAR, where RTTVAR is the
+    /// largest mean deviation (times 4) seen over the last round trip, never below `min_rto` and
+    /// decaying by at most a quarter per round trip; a falling RTT moves the deviation with a gain of
+    /// 1/32 instead of 1/4. So the RTO stays at least `min_rto` above SRTT: a queue that builds up
+    /// slowly never brings it within one sample's jump of the RTT.
+    #[default]
+    Linux,
+    /// RFC 6298 Sec. 2: RTO = max(SRTT + 4 RTTVAR, `min_rto`), RTTVAR with gain 1/4 both ways.
+    Rfc6298,
+}
+
 /// Which host the sender models where the RFCs leave the choice open. A profile sets the defaults of
 /// the rules it names (below); a key given explicitly wins over its profile.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HostProfile {
     /// Current Linux (6.x): PRR, the RTO restarted by a retransmission of the first unacknowledged
-    /// segment.
+    /// segment, Linux's RTO estimator.
     #[default]
     Linux,
     /// The sender of the papers' simulators (ns-2): every reduction straight to ssthresh (RFC 6675),
@@ -136,6 +151,13 @@ impl HostProfile {
         }
         if !given("rto_restart_on_retransmit") {
             cfg.rto_restart_on_retransmit = linux;
+        }
+        if !given("rto_estimator") {
+            cfg.rto_estimator = if linux {
+                RtoEstimator::Linux
+            } else {
+                RtoEstimator::Rfc6298
+            };
         }
     }
 }
@@ -335,7 +357,7 @@ pub struct TcpConfig {
     /// data never retransmitted (Karn, RFC 6298 without timestamps).
     pub rto_backoff: RtoBackoff,
     /// The host this sender models where the RFCs leave a choice (`HostProfile`): sets the defaults
-    /// of `prr` and `rto_restart_on_retransmit`.
+    /// of `prr`, `rto_restart_on_retransmit` and `rto_estimator`.
     pub host: HostProfile,
     /// Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`) for fast recovery with
     /// SACK: cwnd falls to ssthresh in proportion to what the ACKs deliver. Off: RFC 6675's cwnd =
@@ -345,6 +367,9 @@ pub struct TcpConfig {
     /// `tcp_xmit_retransmit_queue`). Off: RFC 6298 Sec. 5, the timer restarts only on an ACK of new
     /// data or its own expiry. Default from `host` (on for `linux`).
     pub rto_restart_on_retransmit: bool,
+    /// How the RTO follows the RTT (`RtoEstimator`): Linux's SRTT + max(4 mdev, `min_rto`) or RFC
+    /// 6298's max(SRTT + 4 RTTVAR, `min_rto`). Default from `host` (`linux` for `linux`).
+    pub rto_estimator: RtoEstimator,
     /// Duplicate-ACK threshold that starts fast retransmit (RFC 5681: 3). `u32::MAX` disables
     /// dupACK-based loss detection (CP runs that way); it also switches RACK-TLP off, since
     /// schemes that set it want no loss detection but their own and the timer.
@@ -479,6 +504,7 @@ impl Default for TcpConfig {
             host: HostProfile::Linux,
             prr: true,
             rto_restart_on_retransmit: true,
+            rto_estimator: RtoEstimator::Linux,
             dupack_threshold: 3,
             limited_transmit: true,
             early_retransmit: true,

@@ -267,7 +267,8 @@ impl Conn {
         // retransmitted (Karn); RFC 6298 Sec. 5.7: a timed-out SYN does not carry its back-off over.
         if let Some(t) = self.syn_sent_at.take() {
             if !self.syn_retransmitted {
-                self.sender.rtt.on_sample(now - t);
+                let (una, nxt) = (self.sender.snd_una, self.sender.snd_nxt);
+                self.sender.rtt.on_sample(now - t, una, nxt);
             }
         }
         self.sender.rtt.reset_backoff();

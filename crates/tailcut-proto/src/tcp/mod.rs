@@ -54,7 +54,7 @@ mod tests;
 
 pub use config::{
     CongestionControl, CubicConfig, DelayedAck, HostProfile, LinuxDelayedAck, LossDetection, PiasConfig,
-    RackConfig, RtoBackoff, TcpConfig, TcpIrConfig, TlpConfig,
+    RackConfig, RtoBackoff, RtoEstimator, TcpConfig, TcpIrConfig, TlpConfig,
 };
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

@@ -170,7 +170,7 @@ impl<C: CongestionControl> Sender<C> {
             peer_window_bytes: u64::from(cfg.rcv_window_bytes),
             scoreboard: Scoreboard::default(),
             cc: Congestion::new(cfg.mss_bytes, cfg.initial_cwnd_segments, algo),
-            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            rtt: RttEstimator::new(cfg.rto_estimator, cfg.min_rto, cfg.max_rto, cfg.initial_rto),
             rto_deadline: None,
             dupacks: 0,
             recovery: None,
@@ -276,7 +276,7 @@ impl<C: CongestionControl> Sender<C> {
             if let Some(sent_at) = sample {
                 let rtt = now - sent_at;
                 rtt_sample = Some(rtt);
-                self.rtt.on_sample(rtt);
+                self.rtt.on_sample(rtt, ack.ack, self.snd_nxt);
                 if let Some(r) = self.rack.as_mut() {
                     r.on_rtt_sample(rtt);
                 }

@@ -3,13 +3,16 @@
 
 use super::harness::{drop_first_copies, last_new_ack_before, test_cfg, Fate, Harness, MSS};
 use crate::engine::AppEvent;
-use crate::tcp::{DelayedAck, LossDetection, TcpConfig};
+use crate::tcp::{DelayedAck, LossDetection, RtoEstimator, TcpConfig};
 use crate::time::{Dur, Time};
 
 /// The harness configuration with RFC 6675 DupThresh loss detection, for the tests of its rules.
 fn dupthresh_cfg() -> TcpConfig {
     TcpConfig {
         loss_detection: LossDetection::Dupthresh,
+        // The timer rules these tests check are RFC 6298's, clamp included (Linux's RTO sits
+        // `min_rto` above SRTT instead: `rtt.rs` tests).
+        rto_estimator: RtoEstimator::Rfc6298,
         ..test_cfg()
     }
 }

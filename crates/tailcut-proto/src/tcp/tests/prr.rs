@@ -2,7 +2,7 @@
 //! connection: how many segments the sender releases per ACK while it recovers.
 
 use super::harness::{test_cfg, Fate, Harness, MSS};
-use crate::tcp::{HostProfile, TcpConfig};
+use crate::tcp::{HostProfile, RtoEstimator, TcpConfig};
 
 /// 20 segments in flight (initial window 20) of a 40-segment message, the first one lost: the
 /// duplicate ACKs of segments 1-19 arrive one by one (10 Gb/s, 0.8 us apart).
@@ -64,9 +64,15 @@ fn prr_spreads_the_reduction_over_the_round_trip() {
 fn host_profile_sets_prr_unless_given() {
     let mut c = TcpConfig::default();
     assert!(c.prr && c.rto_restart_on_retransmit, "Linux is the default host");
+    assert_eq!(c.rto_estimator, RtoEstimator::Linux);
     HostProfile::Paper.apply(&mut c, |_| false);
     assert!(!c.prr && !c.rto_restart_on_retransmit);
+    assert_eq!(c.rto_estimator, RtoEstimator::Rfc6298);
     c.prr = true;
-    HostProfile::Paper.apply(&mut c, |k| k == "prr");
+    c.rto_estimator = RtoEstimator::Linux;
+    HostProfile::Paper.apply(&mut c, |k| k == "prr" || k == "rto_estimator");
     assert!(c.prr);
+    assert_eq!(c.rto_estimator, RtoEstimator::Linux);
+    HostProfile::Linux.apply(&mut c, |_| false);
+    assert_eq!(c.rto_estimator, RtoEstimator::Linux);
 }

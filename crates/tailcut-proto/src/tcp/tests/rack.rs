@@ -2,7 +2,7 @@
 //! reordering within it, the tail loss probe and the loss at the top of a recovery window.
 
 use super::harness::{last_new_ack_before, test_cfg, Fate, Harness, Sent, MSS};
-use crate::tcp::{LossDetection, TcpConfig};
+use crate::tcp::{LossDetection, RtoEstimator, TcpConfig};
 use crate::time::Dur;
 
 /// One-way delay of the RACK tests: RTT about 2 ms, so reo_wnd = min_RTT / 4 is about 500 us and
@@ -120,7 +120,12 @@ fn tlp_fires_at_the_pto_and_its_sack_starts_rack_recovery_without_a_timeout() {
 fn tlp_with_one_segment_in_flight_waits_the_delayed_ack_allowance() {
     // A lone lost segment: PTO = 2 SRTT + min_rto (Linux adds `tcp_rto_min_us`), capped at the RTO
     // deadline; here the cap wins, so the probe goes out exactly when the RTO would have.
-    let h = warm_then(test_cfg(), Dur::from_micros(10), 1, &[0], Fate::Drop);
+    // RFC 6298's RTO, so that the cap is min_rto exactly (Linux's would add SRTT).
+    let cfg = TcpConfig {
+        rto_estimator: RtoEstimator::Rfc6298,
+        ..test_cfg()
+    };
+    let h = warm_then(cfg, Dur::from_micros(10), 1, &[0], Fate::Drop);
     let rtx = h.retransmissions(0);
     assert_eq!(rtx.len(), 1);
     let sent = first_copy(&h, MSS).time;

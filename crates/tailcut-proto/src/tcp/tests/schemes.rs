@@ -4,7 +4,7 @@
 use super::harness::{last_new_ack_before, test_cfg, Fate, Harness, MSS};
 use crate::engine::AppEvent;
 use crate::packet::TcpExt;
-use crate::tcp::{PiasConfig, TcpConfig, TcpIrConfig, TlpConfig};
+use crate::tcp::{PiasConfig, RtoEstimator, TcpConfig, TcpIrConfig, TlpConfig};
 use crate::time::Dur;
 
 const PTO_FLOOR: Dur = Dur(200_000);
@@ -88,8 +88,12 @@ fn tlp_probe_repairs_a_single_tail_loss_by_itself() {
 
 #[test]
 fn tlp_sends_at_most_one_probe_per_tail() {
-    // The probe is lost too: the RTO (rearmed when the probe went out) recovers.
-    let mut h = Harness::tcp(tlp_cfg());
+    // The probe is lost too: the RTO (rearmed when the probe went out) recovers. RFC 6298's RTO, so
+    // that it is min_rto exactly (Linux's would add SRTT).
+    let mut h = Harness::tcp(TcpConfig {
+        rto_estimator: RtoEstimator::Rfc6298,
+        ..tlp_cfg()
+    });
     h.send(0, 1, MSS);
     h.run();
     h.set_fault(|c| {

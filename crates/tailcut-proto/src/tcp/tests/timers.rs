@@ -43,7 +43,8 @@ fn no_rtt_sample_spans_a_timeout_and_linux_ends_the_back_off_at_the_retransmissi
     // doubled by the timeout is gone.
     let srtt = h.eps[0].srtt().unwrap();
     assert!(srtt < CLEAN_RTT_BOUND, "srtt {srtt}");
-    assert_eq!(h.eps[0].rto(), Dur::from_millis(5));
+    // Linux `__tcp_set_rto`: SRTT + RTTVAR, RTTVAR at its floor min_rto.
+    assert_eq!(h.eps[0].rto(), srtt + Dur::from_millis(5));
 }
 
 #[test]
@@ -51,15 +52,17 @@ fn karn_takes_no_sample_from_the_retransmissions_ack_and_keeps_the_back_off_unti
     let mut h = lossy_flow(RtoBackoff::Karn);
     let srtt = h.eps[0].srtt().unwrap();
     assert!(srtt < CLEAN_RTT_BOUND, "srtt {srtt}");
-    // The timeout doubled the RTO and no ACK of data never retransmitted has come since.
-    assert_eq!(h.eps[0].rto(), Dur::from_millis(10));
+    // The timeout doubled the RTO (SRTT + min_rto, Linux's estimator) and no ACK of data never
+    // retransmitted has come since.
+    assert_eq!(h.eps[0].rto(), (srtt + Dur::from_millis(5)).saturating_mul(2));
     // The next flow on the connection is ACKed cleanly: its samples end the back-off, and the
-    // RTO is what the clean samples give (the floor), not the held segments' wait.
+    // RTO is what the clean samples give (SRTT + the floor), not the held segments' wait.
     h.set_fault(|_| Fate::Deliver);
     h.send(0, 2, 4 * MSS);
     h.run();
-    assert!(h.eps[0].srtt().unwrap() < CLEAN_RTT_BOUND);
-    assert_eq!(h.eps[0].rto(), Dur::from_millis(5));
+    let srtt = h.eps[0].srtt().unwrap();
+    assert!(srtt < CLEAN_RTT_BOUND);
+    assert_eq!(h.eps[0].rto(), srtt + Dur::from_millis(5));
 }
 
 #[test]
