@@ -7,19 +7,29 @@ giving the simulator the same starts: this writes the testbed run's experiment w
 replaced by a ``flow_csv`` of the flows as they really started (same source, destination and size),
 runs it for each world asked, and prints the timeouts per 100 flows next to the kernel's.
 
-    python experiments/testbed/replay_starts.py TESTBED_RUN_DIR [TESTBED_RUN_DIR ...] --out DIR
+    python experiments/testbed/replay_starts.py TESTBED_RUN_DIR [...] --out DIR [--starts data]
 
 Each TESTBED_RUN_DIR is a ``tailcut testbed run`` output (``config.toml``, ``flows.parquet``,
-``testbed.json``). Worlds: ``sim`` (the file's scheme as written) and ``sim, this host`` (plus the
-handshake and HZ = 250 timers, as experiments/testbed/crosscheck.py). Only one-way flows can be
-replayed: a run with request/response flows is refused.
+``testbed.json``). Starts: ``agent`` (default), when the agent began the flow (its schedule plus
+``start_late_ns``, before its ``connect``); ``data``, when the flow's first data segment left the
+host, read from the run's ``pcap/SCHEME.sent.pcap`` with tshark (the run needs ``[testbed.pcap]``).
+The agents connect before they write, so data leaves 0.3-7 ms after the SYN; the capture's clock is
+aligned to the flows' by the median of SYN time minus agent start over the flows (within 10 us here).
+
+Worlds: ``sim`` (the file's scheme as written); ``sim, HZ = 250 timers``: the timers of these hosts'
+kernels, an RTO floor of 8 ms (5 ms rounded up to 2 jiffies) and a probe timeout of 2 SRTT + 8 ms;
+``sim, this host``: those timers and the 3-way handshake at the flow's start (right with agent starts;
+with data starts the handshake was over before them). Only one-way flows can be replayed: a run with
+request/response flows is refused.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,11 +39,40 @@ import pandas as pd
 import tailcut
 from tailcut.config import load_experiment
 
-THIS_HOST = {"handshake": True, "min_rto": "8ms", "rack": {"tlp_min_extra": "8ms"}}
-WORLDS = {"sim": {}, "sim, this host": THIS_HOST}
+HZ_250 = {"min_rto": "8ms", "rack": {"tlp_min_extra": "8ms"}}
+WORLDS = {"sim": {}, "sim, HZ = 250 timers": HZ_250, "sim, this host": {**HZ_250, "handshake": True}}
 
 
-def replay_config(run_dir: Path, out: Path) -> dict:
+def data_starts(run_dir: Path, flows: pd.DataFrame, agent_starts: pd.Series) -> pd.Series:
+    """When each flow's first data segment left its host, on the flows' clock (from the capture)."""
+    pcaps = sorted((run_dir / "pcap").glob("*.sent.pcap"))
+    if not pcaps:
+        raise SystemExit(f"{run_dir}: no pcap/*.sent.pcap (run it with [testbed.pcap]) for --starts data")
+    fields = "-e frame.time_epoch -e tcp.srcport -e tcp.len -e tcp.flags.syn -e tcp.flags.ack"
+    syn: dict[int, float] = {}
+    data: dict[int, float] = {}
+    for pcap in pcaps:
+        out = subprocess.run(
+            f"tshark -r {pcap} -Y tcp -T fields -E separator=, {fields}",
+            shell=True,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        table = pd.read_csv(io.StringIO(out), names=["t", "port", "len", "syn", "ack"])
+        first_syn = table[(table["syn"] == 1) & (table["ack"] == 0)].groupby("port")["t"].min()
+        first_data = table[table["len"].fillna(0) > 0].groupby("port")["t"].min()
+        syn.update(first_syn.to_dict())
+        data.update(first_data.to_dict())
+    syn_ns = flows["client_port"].map(syn) * 1e9
+    data_ns = flows["client_port"].map(data) * 1e9
+    if data_ns.isna().any():
+        raise SystemExit(f"{run_dir}: {int(data_ns.isna().sum())} flows have no data segment in the capture")
+    offset = (syn_ns - agent_starts).median()
+    return (data_ns - offset).round().astype("int64")
+
+
+def replay_config(run_dir: Path, out: Path, starts_from: str = "agent") -> dict:
     """The run's experiment with its flows as they started on the testbed (writes out/flows.csv)."""
     config = load_experiment(run_dir / "config.toml")
     flows = pd.read_parquet(run_dir / "flows.parquet")
@@ -41,6 +80,8 @@ def replay_config(run_dir: Path, out: Path) -> dict:
         raise SystemExit(f"{run_dir}: request/response flows cannot be replayed as one-way flows")
     late = flows["start_late_ns"].fillna(0).astype("int64")
     starts = flows["start_ns"].astype("int64") + late
+    if starts_from == "data":
+        starts = data_starts(run_dir, flows, starts)
     table = pd.DataFrame(
         {
             "src": flows["src"],
@@ -67,16 +108,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="tailcut testbed run output folders")
     parser.add_argument("--out", type=Path, required=True, help="folder for the replays")
+    parser.add_argument(
+        "--starts", choices=["agent", "data"], default="agent", help="when a flow starts (see above)"
+    )
     args = parser.parse_args(argv)
     rows: dict[str, list[float]] = {"linux": [], **{w: [] for w in WORLDS}}
     for run_dir in args.runs:
         rows["linux"].append(kernel_timeouts_per_100(run_dir))
-        base = replay_config(run_dir, args.out / run_dir.name)
+        base = replay_config(run_dir, args.out / run_dir.name, args.starts)
         for world, params in WORLDS.items():
             config = json.loads(json.dumps(base))
             for scheme in config["schemes"]:
                 scheme["params"] = {**scheme.get("params", {}), **params}
-            folder = args.out / run_dir.name / world.replace(", ", "_").replace(" ", "_")
+            folder = args.out / run_dir.name / "".join(c if c.isalnum() else "_" for c in world)
             result = tailcut.run(config)
             result.write(folder, overwrite=True)
             flows = result.flows
