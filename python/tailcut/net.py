@@ -40,14 +40,16 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from tailcut._core import KERNEL_BASELINES as _KERNEL_BASELINES
 from tailcut._core import KernelClient as _KernelClient
 from tailcut._core import NetClient, NetServer
 from tailcut._core import generate_cert as _generate_cert
 
 __all__ = ["KERNEL_BASELINES", "Client", "KernelClient", "Server", "generate_cert"]
 
-#: ``tailcut-net bench``'s baselines: the kernel's stacks, not schemes of the registry.
-KERNEL_BASELINES = ("kernel-tcp", "kernel-tls")
+#: ``tailcut-net bench``'s baselines: the kernel's stacks, not schemes of the registry (the Rust
+#: constant ``tailcut_net::cli::KERNEL_BASELINES``).
+KERNEL_BASELINES: tuple[str, ...] = tuple(_KERNEL_BASELINES)
 
 
 def generate_cert(names: list[str] | None = None) -> tuple[str, str, str]:

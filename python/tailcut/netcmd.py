@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from tailcut import _core
 from tailcut.config import float_arg, int_arg, parse_bytes
 from tailcut.outdir import atomic_dir, claim, write_marker
 from tailcut.summary import percentile
@@ -29,10 +30,11 @@ from tailcut.summary import percentile
 SEED = int_arg(0)
 COUNT = int_arg(0)
 # The testbed's bound on late flow starts, and its exit code for a run that did not keep its timing
-# (docs/testbed.md, "Timing verdict"): a bench whose caller fell behind its Poisson arrivals measured
-# this machine's scheduling as much as the network, and must not pass as valid.
-MAX_START_LATE_US = 1000
-EXIT_INVALID_TIMING = 3
+# (docs/testbed.md, "Timing verdict"), read from the testbed's Rust definitions: a bench whose caller
+# fell behind its Poisson arrivals measured this machine's scheduling as much as the network, and must
+# not pass as valid.
+MAX_START_LATE_US = _core.TESTBED_MAX_START_LATE_NS // 1000
+EXIT_INVALID_TIMING = _core.TESTBED_EXIT_INVALID_TIMING
 
 
 def size_list(text: str) -> list[int]:
@@ -346,9 +348,9 @@ def timing_verdict(rows: list[dict[str, Any]], max_start_late_ns: int) -> dict[s
     """The testbed's rule on late starts, applied to a bench: invalid when the calls' lower-median start
     lateness is above the bound. A closed loop has no schedule to fall behind (``applies`` false)."""
     late = sorted(r["start_late_ns"] for r in rows if r.get("start_late_ns") is not None)
-    if not late:
+    p50 = _core.start_late_p50(late)
+    if p50 is None:
         return {"valid": True, "applies": False, "reasons": []}
-    p50 = late[(len(late) - 1) // 2]
     p99 = late[min(len(late) - 1, len(late) * 99 // 100)]
     reasons = []
     if p50 > max_start_late_ns:

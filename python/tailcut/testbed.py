@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tailcut import _core
 from tailcut.outdir import OutputError, atomic_dir, claim, write_marker
 from tailcut.paths import input_file
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS, columns_to_frame
@@ -37,7 +38,8 @@ QUALITY_FILE = "testbed.json"
 # Exit code of the binary, and of ``tailcut testbed run``, when a scheme's run did not keep its timing
 # (fabric lateness or late flow starts past the ``[testbed]`` thresholds; docs/testbed.md, "Timing
 # verdict") and ``--allow-invalid-timing`` was not given. The result folder is written all the same.
-EXIT_INVALID_TIMING = 3
+# The binary's own constant (``tailcut_testbed::timing::EXIT_INVALID_TIMING``).
+EXIT_INVALID_TIMING: int = _core.TESTBED_EXIT_INVALID_TIMING
 
 
 class InvalidTimingError(Exception):

@@ -39,8 +39,9 @@ impl From<&str> for CliError {
     }
 }
 
-/// Baselines of `bench` that are the kernel's stacks, not schemes of the registry.
-const KERNEL_BASELINES: [&str; 2] = ["kernel-tcp", "kernel-tls"];
+/// Baselines of `bench` that are the kernel's stacks, not schemes of the registry (the Python front
+/// reads this list through the extension: `tailcut.net.KERNEL_BASELINES`).
+pub const KERNEL_BASELINES: [&str; 2] = ["kernel-tcp", "kernel-tls"];
 
 /// A `--param key=value`'s value as an experiment file would write it: TOML (`4`, `true`,
 /// `{ kind = "dctcp" }`, `"5ms"`), or else the bare text as a string (`5ms`, `2Gbps`).

@@ -275,9 +275,17 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(build_commit, m)?)?;
     m.add_function(wrap_pyfunction!(native::testbed_main, m)?)?;
+    m.add_function(wrap_pyfunction!(native::start_late_p50, m)?)?;
+    m.add(
+        "TESTBED_EXIT_INVALID_TIMING",
+        tailcut_testbed::timing::EXIT_INVALID_TIMING,
+    )?;
+    let bounds = tailcut_testbed::config::TestbedConfig::default();
+    m.add("TESTBED_MAX_START_LATE_NS", bounds.max_start_late.0)?;
     m.add_class::<net::NetClient>()?;
     m.add_class::<net::NetServer>()?;
     m.add_class::<net::KernelClient>()?;
+    m.add("KERNEL_BASELINES", tailcut_net::cli::KERNEL_BASELINES.to_vec())?;
     m.add_function(wrap_pyfunction!(net::generate_cert, m)?)?;
     m.add_function(wrap_pyfunction!(net::net_scheme_entry, m)?)?;
     Ok(())

@@ -13,3 +13,10 @@ pub fn testbed_main(py: Python<'_>, args: Vec<String>, program: String, prefix: 
     let me = SelfCommand::with_prefix(program, prefix.into_iter().map(OsString::from).collect());
     py.allow_threads(|| tailcut_testbed::command::main(&args, &me))
 }
+
+/// The testbed's start-lateness statistic (`tailcut_testbed::timing::start_late_p50`), for the net
+/// bench's timing verdict: one rule for both.
+#[pyfunction]
+pub fn start_late_p50(start_late_ns: Vec<u64>) -> Option<u64> {
+    tailcut_testbed::timing::start_late_p50(&start_late_ns)
+}

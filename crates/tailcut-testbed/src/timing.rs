@@ -45,6 +45,16 @@ fn us(ns: u64) -> String {
     format!("{:.1} us", ns as f64 / 1e3)
 }
 
+/// The start-lateness statistic of the rule: the lower median of the flows' start lateness (any
+/// order), so that an even count does not invent a value no flow had; `None` without flows. The
+/// net bench applies the same statistic to its Poisson calls (`tailcut net bench`, through the
+/// extension).
+pub fn start_late_p50(start_late_ns: &[u64]) -> Option<u64> {
+    let mut late = start_late_ns.to_vec();
+    late.sort_unstable();
+    (!late.is_empty()).then(|| late[(late.len() - 1) / 2])
+}
+
 /// Applies the rule to a run's fabric lateness p99 and its flows' start lateness (any order).
 pub fn verdict(
     lateness_p99_ns: u64,
@@ -53,10 +63,7 @@ pub fn verdict(
     bounds: TimingBounds,
 ) -> TimingVerdict {
     let max_lateness_p99_ns = (bounds.max_lateness_rtt * base_rtt_ns as f64).min(u64::MAX as f64) as u64;
-    let mut late = start_late_ns.to_vec();
-    late.sort_unstable();
-    // The lower median: an even count does not invent a value no flow had.
-    let start_late_p50_ns = (!late.is_empty()).then(|| late[(late.len() - 1) / 2]);
+    let start_late_p50_ns = start_late_p50(start_late_ns);
     let mut reasons = Vec::new();
     if lateness_p99_ns > max_lateness_p99_ns {
         reasons.push(format!(
