@@ -26,15 +26,14 @@ request/response flows is refused.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
+from fct_parts import capture  # this folder: the scripts run from it
 
 import tailcut
 from tailcut.config import load_experiment
@@ -48,22 +47,9 @@ def data_starts(run_dir: Path, flows: pd.DataFrame, agent_starts: pd.Series) -> 
     pcaps = sorted((run_dir / "pcap").glob("*.sent.pcap"))
     if not pcaps:
         raise SystemExit(f"{run_dir}: no pcap/*.sent.pcap (run it with [testbed.pcap]) for --starts data")
-    fields = "-e frame.time_epoch -e tcp.srcport -e tcp.len -e tcp.flags.syn -e tcp.flags.ack"
-    syn: dict[int, float] = {}
-    data: dict[int, float] = {}
-    for pcap in pcaps:
-        out = subprocess.run(
-            f"tshark -r {pcap} -Y tcp -T fields -E separator=, {fields}",
-            shell=True,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        table = pd.read_csv(io.StringIO(out), names=["t", "port", "len", "syn", "ack"])
-        first_syn = table[(table["syn"] == 1) & (table["ack"] == 0)].groupby("port")["t"].min()
-        first_data = table[table["len"].fillna(0) > 0].groupby("port")["t"].min()
-        syn.update(first_syn.to_dict())
-        data.update(first_data.to_dict())
+    table = pd.concat([capture(p) for p in pcaps])
+    syn = table[(table["syn"] == 1) & (table["ack"] == 0)].groupby("sport")["t"].min()
+    data = table[table["len"].fillna(0) > 0].groupby("sport")["t"].min()
     syn_ns = flows["client_port"].map(syn) * 1e9
     data_ns = flows["client_port"].map(data) * 1e9
     if data_ns.isna().any():
