@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -43,21 +44,45 @@ def capture(path: Path) -> pd.DataFrame:
     return pd.read_csv(io.StringIO(out), names=NAMES)
 
 
+def captures(run_dir: Path, kind: str) -> pd.DataFrame:
+    """Every ``pcap/*.KIND.pcap`` of a run (``sent`` or ``delivered``), read into one table."""
+    return pd.concat([capture(p) for p in sorted((run_dir / "pcap").glob(f"*.{kind}.pcap"))])
+
+
+def agent_starts(flows: pd.DataFrame) -> pd.Series:
+    """When each flow's agent began it (its schedule plus its lateness), on the flows' clock."""
+    return flows["start_ns"] + flows["start_late_ns"].fillna(0)
+
+
+def first_syn(sent: pd.DataFrame) -> pd.Series:
+    """Per client port, when its first SYN left the host (capture clock, seconds)."""
+    return sent[(sent["syn"] == 1) & (sent["ack"] == 0)].groupby("sport")["t"].min()
+
+
+def first_data(sent: pd.DataFrame) -> pd.Series:
+    """Per client port, when its first data segment left the host (capture clock, seconds)."""
+    return sent[sent["len"].fillna(0) > 0].groupby("sport")["t"].min()
+
+
+def flows_clock(flows: pd.DataFrame, sent: pd.DataFrame) -> Callable[[pd.Series], pd.Series]:
+    """Maps times per client port on the capture's clock to each flow's on the flows' clock (ns):
+    the offset is the median over the flows of SYN time minus agent start (the agent takes its start
+    just before ``connect``)."""
+    port = flows["client_port"]
+    offset = (port.map(first_syn(sent)) * 1e9 - agent_starts(flows)).median()
+    return lambda times: port.map(times) * 1e9 - offset
+
+
 def parts(run_dir: Path) -> pd.Series:
-    sent = pd.concat([capture(p) for p in sorted((run_dir / "pcap").glob("*.sent.pcap"))])
-    delivered = pd.concat([capture(p) for p in sorted((run_dir / "pcap").glob("*.delivered.pcap"))])
+    sent, delivered = captures(run_dir, "sent"), captures(run_dir, "delivered")
     flows = pd.read_parquet(run_dir / "flows.parquet")
-    start = flows["start_ns"] + flows["start_late_ns"].fillna(0)
-    syn = sent[(sent["syn"] == 1) & (sent["ack"] == 0)].groupby("sport")["t"].min()
+    start = agent_starts(flows)
+    syn = first_syn(sent)
     synack = delivered[(delivered["syn"] == 1) & (delivered["ack"] == 1)].groupby("dport")["t"].min()
-    data = sent[sent["len"] > 0].groupby("sport")["t"].min()
+    data = first_data(sent)
     payload = delivered[delivered["len"] > 0].assign(end=lambda d: d["seq"] + d["len"])
     last = payload.loc[payload.groupby("sport")["end"].idxmax()].set_index("sport")["t"]
-    port = flows["client_port"]
-    offset = (port.map(syn) * 1e9 - start).median()
-
-    def at(times: pd.Series) -> pd.Series:
-        return port.map(times) * 1e9 - offset
+    at = flows_clock(flows, sent)
 
     table = pd.DataFrame(
         {

@@ -33,29 +33,26 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
-from fct_parts import capture  # this folder: the scripts run from it
+
+# This folder's scripts (Python puts a script's folder on the path).
+from crosscheck import HZ_250, THIS_HOST, rtos_per_100_flows
+from fct_parts import agent_starts, captures, first_data, flows_clock
 
 import tailcut
 from tailcut.config import load_experiment
 
-HZ_250 = {"min_rto": "8ms", "rack": {"tlp_min_extra": "8ms"}}
-WORLDS = {"sim": {}, "sim, HZ = 250 timers": HZ_250, "sim, this host": {**HZ_250, "handshake": True}}
+WORLDS = {"sim": {}, "sim, HZ = 250 timers": HZ_250, "sim, this host": THIS_HOST}
 
 
-def data_starts(run_dir: Path, flows: pd.DataFrame, agent_starts: pd.Series) -> pd.Series:
+def data_starts(run_dir: Path, flows: pd.DataFrame) -> pd.Series:
     """When each flow's first data segment left its host, on the flows' clock (from the capture)."""
-    pcaps = sorted((run_dir / "pcap").glob("*.sent.pcap"))
-    if not pcaps:
+    if not list((run_dir / "pcap").glob("*.sent.pcap")):
         raise SystemExit(f"{run_dir}: no pcap/*.sent.pcap (run it with [testbed.pcap]) for --starts data")
-    table = pd.concat([capture(p) for p in pcaps])
-    syn = table[(table["syn"] == 1) & (table["ack"] == 0)].groupby("sport")["t"].min()
-    data = table[table["len"].fillna(0) > 0].groupby("sport")["t"].min()
-    syn_ns = flows["client_port"].map(syn) * 1e9
-    data_ns = flows["client_port"].map(data) * 1e9
+    sent = captures(run_dir, "sent")
+    data_ns = flows_clock(flows, sent)(first_data(sent))
     if data_ns.isna().any():
         raise SystemExit(f"{run_dir}: {int(data_ns.isna().sum())} flows have no data segment in the capture")
-    offset = (syn_ns - agent_starts).median()
-    return (data_ns - offset).round().astype("int64")
+    return data_ns.round().astype("int64")
 
 
 def replay_config(run_dir: Path, out: Path, starts_from: str = "agent") -> dict:
@@ -64,10 +61,7 @@ def replay_config(run_dir: Path, out: Path, starts_from: str = "agent") -> dict:
     flows = pd.read_parquet(run_dir / "flows.parquet")
     if (flows["request_bytes"].fillna(0) > 0).any():
         raise SystemExit(f"{run_dir}: request/response flows cannot be replayed as one-way flows")
-    late = flows["start_late_ns"].fillna(0).astype("int64")
-    starts = flows["start_ns"].astype("int64") + late
-    if starts_from == "data":
-        starts = data_starts(run_dir, flows, starts)
+    starts = data_starts(run_dir, flows) if starts_from == "data" else agent_starts(flows).astype("int64")
     table = pd.DataFrame(
         {
             "src": flows["src"],
@@ -109,8 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             folder = args.out / run_dir.name / "".join(c if c.isalnum() else "_" for c in world)
             result = tailcut.run(config)
             result.write(folder, overwrite=True)
-            flows = result.flows
-            rows[world].append(100 * flows["timeouts"].fillna(0).sum() / len(flows))
+            rows[world].append(rtos_per_100_flows(result.flows, {}))
     print("| world | RTOs per 100 flows, median [min-max] | per run |")
     print("|---|---|---|")
     for world, values in rows.items():
