@@ -379,7 +379,7 @@ pub const TCP_DOCS: &[Doc] = &[
     ),
     (
         "host",
-        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr, rto_restart_on_retransmit and rto_estimator (docs/tcp.md, Host profiles)",
+        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr, rto_restart_on_retransmit, rto_estimator and dsack (docs/tcp.md, Host profiles)",
     ),
     (
         "rto_estimator",
@@ -392,6 +392,10 @@ pub const TCP_DOCS: &[Doc] = &[
     (
         "prr",
         "Proportional Rate Reduction in fast recovery (RFC 6937, Linux tcp_cwnd_reduction; needs sack); default from host",
+    ),
+    (
+        "dsack",
+        "D-SACK (RFC 2883): the receiver reports duplicates (Linux tcp_dsack_set) and the sender undoes reductions they prove spurious, grows RACK's reordering window and checks a loss probe's outcome (tcp_try_undo_dsack, tcp_rack_update_reo_wnd, tcp_process_tlp_ack); default from host",
     ),
     ("limited_transmit", "RFC 3042 limited transmit"),
     ("early_retransmit", "RFC 5827 early retransmit"),

@@ -134,7 +134,7 @@ pub enum RtoEstimator {
 #[serde(rename_all = "snake_case")]
 pub enum HostProfile {
     /// Current Linux (6.x): PRR, the RTO restarted by a retransmission of the first unacknowledged
-    /// segment, Linux's RTO estimator.
+    /// segment, Linux's RTO estimator, D-SACK.
     #[default]
     Linux,
     /// The sender of the papers' simulators (ns-2): every reduction straight to ssthresh (RFC 6675),
@@ -158,6 +158,9 @@ impl HostProfile {
             } else {
                 RtoEstimator::Rfc6298
             };
+        }
+        if !given("dsack") {
+            cfg.dsack = linux;
         }
     }
 }
@@ -357,7 +360,7 @@ pub struct TcpConfig {
     /// data never retransmitted (Karn, RFC 6298 without timestamps).
     pub rto_backoff: RtoBackoff,
     /// The host this sender models where the RFCs leave a choice (`HostProfile`): sets the defaults
-    /// of `prr`, `rto_restart_on_retransmit` and `rto_estimator`.
+    /// of `prr`, `rto_restart_on_retransmit`, `rto_estimator` and `dsack`.
     pub host: HostProfile,
     /// Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`) for fast recovery with
     /// SACK: cwnd falls to ssthresh in proportion to what the ACKs deliver. Off: RFC 6675's cwnd =
@@ -370,6 +373,12 @@ pub struct TcpConfig {
     /// How the RTO follows the RTT (`RtoEstimator`): Linux's SRTT + max(4 mdev, `min_rto`) or RFC
     /// 6298's max(SRTT + 4 RTTVAR, `min_rto`). Default from `host` (`linux` for `linux`).
     pub rto_estimator: RtoEstimator,
+    /// D-SACK (RFC 2883, Linux `tcp_dsack_set`): the receiver reports a segment it already had (below
+    /// the cumulative ACK, or inside an out-of-order block) as the first SACK block of the ACK it
+    /// triggers, and the sender reads it: undo of a reduction every retransmission of which was
+    /// D-SACKed, RACK's reordering-window growth, the loss probe's loss check (`tcp/undo.rs`). Off:
+    /// duplicates are ACKed without it, and nothing is undone. Default from `host` (on for `linux`).
+    pub dsack: bool,
     /// Duplicate-ACK threshold that starts fast retransmit (RFC 5681: 3). `u32::MAX` disables
     /// dupACK-based loss detection (CP runs that way); it also switches RACK-TLP off, since
     /// schemes that set it want no loss detection but their own and the timer.
@@ -505,6 +514,7 @@ impl Default for TcpConfig {
             prr: true,
             rto_restart_on_retransmit: true,
             rto_estimator: RtoEstimator::Linux,
+            dsack: true,
             dupack_threshold: 3,
             limited_transmit: true,
             early_retransmit: true,

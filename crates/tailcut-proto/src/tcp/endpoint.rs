@@ -83,6 +83,7 @@ impl TcpEndpoint {
         };
         let ext = Extensions::new(&cfg);
         let mut receiver = Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn);
+        receiver.set_dsack(cfg.dsack);
         if cfg.carry_bytes {
             // TCP-IR rebuilds a lost segment from the others of its block, some already in order.
             let block = cfg

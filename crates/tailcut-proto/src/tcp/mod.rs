@@ -28,7 +28,8 @@
 //!
 //! # What is not
 //! FIN / RST and connection teardown, zero-window probing (the receiver always offers its full
-//! window because the application reads at once), window scaling limits, D-SACK and undo, PRR in
+//! window because the application reads at once), window scaling limits, timestamp-based undo (Eifel) and F-RTO
+//! (D-SACK undo is modelled, `undo.rs`), PRR in
 //! the ECN (CWR) reduction, and NextSeg rules 3-4 (see `sender.rs`, `next_transmission`). Schemes layered on this sender
 //! reuse `scoreboard.rs`'s per-segment records (with a free `tag`), the explicit
 //! `retransmit_segment` hook, and the RTT / congestion parts.
@@ -48,6 +49,7 @@ pub(crate) mod rtt;
 pub(crate) mod scoreboard;
 pub(crate) mod sender;
 mod stats;
+mod undo;
 
 #[cfg(test)]
 mod tests;

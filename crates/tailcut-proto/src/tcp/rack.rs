@@ -70,7 +70,16 @@ pub(crate) struct Rack {
     reordering_seen: bool,
     /// The reordering timer (RFC 8985 Sec. 6.3).
     pub(crate) reo_deadline: Option<Time>,
+    /// RACK.reo_wnd_mult (Linux `reo_wnd_steps`): grown by one per round trip that brings a D-SACK.
+    reo_wnd_mult: u32,
+    /// RACK.reo_wnd_persist: recoveries left before the multiplier falls back to 1.
+    reo_wnd_persist: u32,
+    /// RACK.dsack_round: snd_nxt when the multiplier last grew; no growth until snd_una passes it.
+    dsack_round: Option<u64>,
 }
+
+/// RFC 8985 Sec. 6.2 step 4 / Linux `TCP_RACK_RECOVERY_THRESH`: recoveries a grown window lasts.
+const REO_WND_PERSIST: u32 = 16;
 
 impl Rack {
     pub(crate) fn new(cfg: RackConfig) -> Self {
@@ -82,6 +91,9 @@ impl Rack {
             fack: 0,
             reordering_seen: false,
             reo_deadline: None,
+            reo_wnd_mult: 1,
+            reo_wnd_persist: 0,
+            dsack_round: None,
         }
     }
 
@@ -114,14 +126,46 @@ impl Rack {
 
     /// RFC 8985 Sec. 6.2 step 4 as Linux `tcp_rack_reo_wnd`: no window (be as quick as DupThresh)
     /// while no reordering was seen and either recovery is under way or `dupthresh` segments are
-    /// SACKed; else min_RTT / 4, at most SRTT. D-SACK is not modelled, so the window never grows
-    /// (RACK.reo_wnd_mult stays 1).
+    /// SACKed; else RACK.reo_wnd_mult x min_RTT / 4, at most SRTT.
     fn reo_wnd(&self, in_recovery: bool, sacked_segments: u64, dupthresh: u32, srtt: Option<Dur>) -> Dur {
         if !self.reordering_seen && (in_recovery || sacked_segments >= u64::from(dupthresh)) {
             return Dur::ZERO;
         }
         let w = Dur(self.min_rtt.unwrap_or(Dur::ZERO).0 / u64::from(self.cfg.reo_wnd_min_rtt_divisor.max(1)));
+        let w = w.saturating_mul(u64::from(self.reo_wnd_mult));
         srtt.map_or(w, |s| w.min(s))
+    }
+
+    /// RFC 8985 Sec. 6.2 step 4 / Linux `tcp_rack_update_reo_wnd`: a D-SACK may mean RACK marked a
+    /// merely reordered segment lost, so the window grows by min_RTT / 4, at most once per round
+    /// trip. Linux (`tcp_dsack_seen`) counts only D-SACKs after reordering was seen and not the
+    /// loss probe's (a probe is sent by a timer, not by RACK's window).
+    pub(crate) fn on_dsack(&mut self, of_probe: bool, snd_una: u64, snd_nxt: u64) {
+        if self.dsack_round.is_some_and(|r| snd_una >= r) {
+            self.dsack_round = None;
+        }
+        if !self.reordering_seen || of_probe || self.dsack_round.is_some() {
+            return;
+        }
+        self.dsack_round = Some(snd_nxt);
+        self.reo_wnd_mult = (self.reo_wnd_mult + 1).min(255);
+        self.reo_wnd_persist = REO_WND_PERSIST;
+    }
+
+    /// A recovery ended. Linux `tcp_try_undo_recovery`: one that was not undone uses up one of the
+    /// recoveries a grown window persists for; then the multiplier is 1 again (RFC 8985 Sec. 6.2
+    /// step 4; Linux resets `reo_wnd_steps` on the next ACK).
+    pub(crate) fn on_recovery_end(&mut self) {
+        self.reo_wnd_persist = self.reo_wnd_persist.saturating_sub(1);
+        if self.reo_wnd_persist == 0 {
+            self.reo_wnd_mult = 1;
+        }
+    }
+
+    /// Linux `tcp_try_undo_dsack`: a reduction proved spurious by D-SACK keeps the grown window one
+    /// recovery longer.
+    pub(crate) fn on_dsack_undo(&mut self) {
+        self.reo_wnd_persist = (self.reo_wnd_persist + 1).min(REO_WND_PERSIST);
     }
 
     /// RFC 8985 Sec. 6.2 step 5 (RACK_detect_loss) and Sec. 6.3 (the reordering timer): mark lost
@@ -187,6 +231,8 @@ pub(crate) struct Tlp {
     pub(crate) probe_due: bool,
     /// TLP.end_seq: snd_nxt when the probe went out; one probe per episode until it is ACKed.
     pub(crate) end_seq: Option<u64>,
+    /// The probe was a retransmission (Linux `tlp_retrans`), not new data.
+    pub(crate) retrans: bool,
 }
 
 impl Tlp {
@@ -197,6 +243,7 @@ impl Tlp {
             deadline: None,
             probe_due: false,
             end_seq: None,
+            retrans: false,
         }
     }
 
@@ -231,13 +278,29 @@ impl Tlp {
         self.deadline = Some(rto_deadline.map_or(at, |r| at.min(r)));
     }
 
-    /// RFC 8985 Sec. 7.4: an ACK at or beyond TLP.end_seq ends the episode. Whether the probe
-    /// repaired a loss (and so calls for a window reduction) needs D-SACK, which is not modelled:
-    /// no reduction is made.
+    /// An ACK at or beyond TLP.end_seq ends the episode, without asking whether the probe repaired
+    /// a loss (the sender when it does not read D-SACK, `TcpConfig::dsack` off): no reduction.
     pub(crate) fn on_ack(&mut self, snd_una: u64) {
         if self.end_seq.is_some_and(|e| snd_una >= e) {
             self.end_seq = None;
         }
+    }
+
+    /// RFC 8985 Sec. 7.4 as Linux `tcp_process_tlp_ack`, for a sender that reads D-SACK: returns
+    /// whether the probe repaired a loss, which calls for a window reduction. A probe of new data, a
+    /// D-SACK of the probe (original and probe both arrived) or a pure duplicate ACK at TLP.end_seq
+    /// end the episode with no loss; an ACK beyond TLP.end_seq without such a D-SACK means the
+    /// probe was the only copy that arrived. Any other ACK at TLP.end_seq leaves the episode open.
+    pub(crate) fn on_ack_checked(&mut self, ack: u64, dsack_of_probe: bool, pure_dupack: bool) -> bool {
+        let Some(end) = self.end_seq else { return false };
+        if ack < end {
+            return false;
+        }
+        let loss = self.retrans && !dsack_of_probe && ack > end;
+        if !self.retrans || dsack_of_probe || loss || pure_dupack {
+            self.end_seq = None;
+        }
+        loss
     }
 
     /// A retransmission timeout or a recovery ends the episode (Linux clears `tlp_high_seq` in

@@ -201,6 +201,11 @@ pub(crate) struct Receiver {
     expected_end: u64,
     /// The payload bytes, when the driver carries them.
     bytes: Option<RecvBytes>,
+    /// RFC 2883 D-SACK on (`TcpConfig::dsack`).
+    dsack_on: bool,
+    /// The duplicate range `[start, end)` the next ACK reports as its first SACK block (Linux
+    /// `tcp_dsack_set`; cleared once an ACK went out).
+    dsack: Option<(u64, u64)>,
 }
 
 impl Receiver {
@@ -235,6 +240,32 @@ impl Receiver {
             msgs: VecDeque::new(),
             expected_end: 0,
             bytes: None,
+            dsack_on: false,
+            dsack: None,
+        }
+    }
+
+    /// Report duplicate segments with D-SACK (RFC 2883).
+    pub(crate) fn set_dsack(&mut self, on: bool) {
+        self.dsack_on = on;
+    }
+
+    /// Linux `tcp_data_queue_ofo`: data already held out of order is D-SACKed (`tcp_dsack_set` for a
+    /// segment inside a block; the overlap for a partial one). Out of line: rare, and `on_data` is
+    /// on every packet's path.
+    #[cold]
+    fn dsack_ooo_overlap(&mut self, start: u64, end: u64) {
+        if let Some(r) = self.ooo.iter().find(|r| r.start < end && start < r.end) {
+            let (s, e) = (start.max(r.start), end.min(r.end));
+            self.dsack_set(s, e);
+        }
+    }
+
+    /// Linux `tcp_dsack_set`: remember the duplicate `[start, end)` for the next ACK (a later
+    /// duplicate before that ACK replaces it, as Linux's single `duplicate_sack` slot does).
+    fn dsack_set(&mut self, start: u64, end: u64) {
+        if self.dsack_on && start < end {
+            self.dsack = Some((start, end));
         }
     }
 
@@ -382,7 +413,10 @@ impl Receiver {
         if end <= self.rcv_nxt {
             // RFC 5681 Sec. 4.2: a duplicate segment is acknowledged at once. Linux `tcp_data_queue`
             // also enters quick-ACK mode: the sender retransmitted, so an ACK was probably lost.
+            // RFC 2883 Sec. 4 / Linux `tcp_data_queue` -> `tcp_dsack_set`: that ACK reports the
+            // duplicate as a D-SACK block.
             out.duplicate = true;
+            self.dsack_set(start, end);
             self.ack_now = true;
             if let AckPolicy::Linux(l) = &mut self.policy {
                 l.enter_quickack_mode(l.cfg.quickacks_max, window);
@@ -392,12 +426,19 @@ impl Receiver {
             // Linux (`tcp_data_queue_ofo`, `__tcp_ack_snd_check`) does so without quick-ACK mode since
             // 4.18; its compression of the 4th and later dupACKs (`tcp_comp_sack_nr`) is left out.
             out.out_of_order = true;
+            if self.dsack_on {
+                self.dsack_ooo_overlap(start, end);
+            }
             self.insert_range(start, end);
             self.ack_now = true;
             if let (AckPolicy::Linux(l), true) = (&mut self.policy, ce_quickack) {
                 l.enter_quickack_mode(2, window);
             }
         } else {
+            if start < self.rcv_nxt {
+                // Linux `tcp_data_queue`: a segment partly below `rcv_nxt` D-SACKs the old part.
+                self.dsack_set(start, self.rcv_nxt);
+            }
             let had_holes = !self.ooo.is_empty();
             let before = self.rcv_nxt;
             self.rcv_nxt = end;
@@ -575,17 +616,22 @@ impl Receiver {
     /// segment's header (the call alone cost 5 instructions per packet-hop on benchmark (a)).
     #[inline(always)]
     pub(crate) fn sack_blocks(&self, isn: Seq) -> SackBlocks {
-        if self.ooo.is_empty() {
+        if self.ooo.is_empty() && self.dsack.is_none() {
             return SackBlocks::default();
         }
         self.sack_blocks_of_holes(isn)
     }
 
+    /// RFC 2883 Sec. 4 / Linux `tcp_established_options`: a pending D-SACK block goes first, the
+    /// out-of-order blocks after it.
     #[inline(never)]
     fn sack_blocks_of_holes(&self, isn: Seq) -> SackBlocks {
         let mut out = SackBlocks::default();
+        if let Some((s, e)) = self.dsack {
+            out.push(Seq::from_offset(isn, s), Seq::from_offset(isn, e));
+        }
         let mut last_taken = u64::MAX;
-        for _ in 0..SackBlocks::MAX {
+        for _ in out.len()..SackBlocks::MAX {
             let best = self
                 .ooo
                 .iter()
@@ -623,6 +669,7 @@ impl Receiver {
         self.ack_now = false;
         self.unacked_bytes = 0;
         self.ack_deadline = None;
+        self.dsack = None;
     }
 
     /// Ask for an immediate ACK (e.g. a duplicate SYN-ACK).

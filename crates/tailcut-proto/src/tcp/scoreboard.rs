@@ -85,6 +85,11 @@ impl Scoreboard {
         self.sacked_bytes
     }
 
+    /// Bytes retransmitted and still in flight (Linux `retrans_out`, in bytes).
+    pub(crate) fn rtx_bytes(&self) -> u64 {
+        self.rtx_bytes
+    }
+
     pub(crate) fn seg(&self, idx: usize) -> &SegRecord {
         &self.segs[idx]
     }
@@ -343,6 +348,26 @@ impl Scoreboard {
         }
     }
 
+    /// Linux `tcp_undo_cwnd_reduction(sk, true)`: a timeout proved spurious, so the segments it
+    /// presumed lost are not. Retransmissions still in flight stay marked (this board counts such a
+    /// segment once in `pipe`; Linux counts the original and its retransmission). The frontier
+    /// goes back to `snd_una`, so the next SACK-based marking walks the window once more.
+    pub(crate) fn unmark_lost(&mut self) {
+        for i in 0..self.segs.len() {
+            let s = self.segs[i];
+            if s.lost && !s.sacked && !s.rtx_in_flight {
+                self.uncount(i);
+                self.segs[i].lost = false;
+                self.count(i);
+            }
+        }
+        if let Some(front) = self.segs.front() {
+            self.lost_frontier = front.start;
+            self.rtx_cursor = front.start;
+        }
+        self.sacked_below_frontier = 0;
+    }
+
     /// RFC 6675 Sec. 4 NextSeg() rule (1): the first segment presumed lost and not yet retransmitted.
     pub(crate) fn next_lost(&mut self) -> Option<usize> {
         let mut idx = self.segs.partition_point(|s| s.end() <= self.rtx_cursor);
@@ -481,6 +506,7 @@ mod tests {
         Timeout,
         Retransmit,
         Renege,
+        Unmark,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -492,6 +518,7 @@ mod tests {
             1 => Just(Op::Timeout),
             3 => Just(Op::Retransmit),
             1 => Just(Op::Renege),
+            1 => Just(Op::Unmark),
         ]
     }
 
@@ -535,6 +562,11 @@ mod tests {
                         }
                     }
                     Op::Timeout => b.mark_all_lost(),
+                    Op::Unmark => {
+                        b.unmark_lost();
+                        // Only retransmissions in flight stay presumed lost.
+                        prop_assert!(b.segs.iter().all(|s| !s.lost || s.sacked || s.rtx_in_flight));
+                    }
                     Op::Renege => {
                         b.mark_all_lost_forgetting_sacks();
                         prop_assert_eq!(b.sacked_bytes(), 0);

@@ -12,6 +12,7 @@ use super::rack::{Rack, Tlp};
 use super::rtt::RttEstimator;
 use super::scoreboard::Scoreboard;
 use super::stats::ConnStats;
+use super::undo::{Dsack, Prior, Undo};
 use crate::engine::AppEvent;
 use crate::time::{earliest, Dur, Time};
 use crate::{Seq, TcpFlags, TcpHeader};
@@ -103,6 +104,8 @@ pub(crate) struct Sender<C = Algorithm> {
     rack: Option<Rack>,
     /// RACK-TLP's tail loss probe (RFC 8985 Sec. 7).
     tlp: Option<Tlp>,
+    /// D-SACK accounting and undo of spurious reductions (`TcpConfig::dsack` with SACK).
+    undo: Option<Undo>,
     /// Bytes the application has queued (end of the send stream).
     stream_end: u64,
     pub(crate) snd_una: u64,
@@ -163,6 +166,7 @@ impl<C: CongestionControl> Sender<C> {
             rto_restart_on_retransmit: cfg.rto_restart_on_retransmit,
             rack: rack_in_force(cfg).then(|| Rack::new(cfg.rack)),
             tlp: (rack_in_force(cfg) && cfg.rack.tlp).then(|| Tlp::new(&cfg.rack, cfg.min_rto)),
+            undo: (cfg.dsack && cfg.sack).then(Undo::default),
             stream_end: 0,
             snd_una: 0,
             snd_nxt: 0,
@@ -246,10 +250,17 @@ impl<C: CongestionControl> Sender<C> {
             self.scoreboard.delivery = r.begin(now);
         }
         let delivered_before = self.delivered_bytes();
-        // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments.
+        // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments. The first two blocks, as
+        // sent, tell a D-SACK (RFC 2883 Sec. 4): it lies below the ACK or inside the second block.
         let mut newly_sacked = 0;
+        let (mut first, mut second) = (None, None);
         if self.sack {
             for (l, r) in sack_blocks {
+                if first.is_none() {
+                    first = Some((l, r));
+                } else if second.is_none() {
+                    second = Some((l, r));
+                }
                 let l = l.max(ack.ack);
                 let r = r.min(self.snd_nxt);
                 if l < r {
@@ -308,8 +319,11 @@ impl<C: CongestionControl> Sender<C> {
         if let Some(r) = self.rack.as_mut() {
             r.on_delivery(&self.scoreboard.delivery);
         }
-        if let Some(t) = self.tlp.as_mut() {
-            t.on_ack(self.snd_una);
+        // Out of line, and only when there is something to read: the common ACK carries no SACK
+        // block and comes outside a probe episode (benchmark (a) counts every instruction).
+        if first.is_some() || self.tlp.as_ref().is_some_and(|t| t.end_seq.is_some()) {
+            let pure_dupack = acked == 0 && newly_sacked == 0 && ack.pure && ack.window_bytes == prev_window;
+            self.on_dsack_ack(first, second, &ack, pure_dupack, acked > 0);
         }
 
         self.cc.on_ack(AckEvent {
@@ -327,6 +341,10 @@ impl<C: CongestionControl> Sender<C> {
         if self.ecn && ack.ece && self.recovery.is_none() && self.ecn_recover.is_none_or(|r| self.snd_una > r)
         {
             self.cc.on_ecn_echo(self.flight_bytes());
+            // Linux `tcp_enter_cwr`: congestion is proven, the reduction may not be undone.
+            if let Some(u) = self.undo.as_mut() {
+                u.forget();
+            }
             self.ecn_recover = Some(self.snd_nxt);
             self.cwr_pending = true;
             self.stats.ecn_reductions += 1;
@@ -336,6 +354,11 @@ impl<C: CongestionControl> Sender<C> {
         match self.recovery {
             Some(r) if self.snd_una >= r.point => {
                 self.recovery = None;
+                if self.undo.is_some() {
+                    if let Some(rack) = self.rack.as_mut() {
+                        rack.on_recovery_end();
+                    }
+                }
                 if self.prr.take().is_some() {
                     // Linux `tcp_end_cwnd_reduction`: the reduction ends at ssthresh.
                     let ss = self.cc.ssthresh_bytes();
@@ -381,6 +404,13 @@ impl<C: CongestionControl> Sender<C> {
             Some(Recovery {
                 kind: RecoveryKind::Timeout,
                 ..
+            }) if acked > 0 && self.undo.as_ref().is_some_and(Undo::all_dsacked) => {
+                // Linux `tcp_process_loss` -> `tcp_try_undo_loss`: the timeout was spurious.
+                self.try_undo(true);
+            }
+            Some(Recovery {
+                kind: RecoveryKind::Timeout,
+                ..
             }) => {
                 // Slow start while going back over the window (RFC 5681 Sec. 3.1).
                 self.cc.on_new_ack(acked);
@@ -407,6 +437,124 @@ impl<C: CongestionControl> Sender<C> {
             self.arm_tlp(now);
         }
         ext.on_ack(self, now, acked);
+    }
+
+    /// Linux `tcp_check_dsack` on the ACK's first SACK block (see `undo.rs`).
+    fn check_dsack(&mut self, first: (u64, u64), second: Option<(u64, u64)>, ack: &AckInfo) -> Option<Dsack> {
+        let probe_end = self.tlp.as_ref().and_then(|t| t.end_seq);
+        let u = self.undo.as_mut()?;
+        // Linux compares with the largest window the peer ever offered; this receiver always
+        // offers its whole buffer, so the current one is that.
+        u.check(
+            first,
+            second,
+            ack.ack,
+            self.mss_bytes,
+            ack.window_bytes,
+            probe_end,
+        )
+    }
+
+    /// What an ACK's SACK blocks and a loss probe's episode mean when the sender reads D-SACK
+    /// (without it, only that an ACK at the probe's end closes the episode). A D-SACK means one
+    /// fewer retransmission the undo waits for and RACK's reordering window growth; the probe's
+    /// episode ends with or without a loss (Linux `tcp_process_tlp_ack`: after a loss the window is
+    /// reduced once, as a CWR episode that ends at once).
+    #[inline(never)]
+    fn on_dsack_ack(
+        &mut self,
+        first: Option<(u64, u64)>,
+        second: Option<(u64, u64)>,
+        ack: &AckInfo,
+        pure_dupack: bool,
+        una_advanced: bool,
+    ) {
+        if self.undo.is_none() {
+            if let Some(t) = self.tlp.as_mut() {
+                t.on_ack(self.snd_una);
+            }
+            return;
+        }
+        let dsack = first.and_then(|f| self.check_dsack(f, second, ack));
+        if let Some(d) = dsack {
+            if let Some(u) = self.undo.as_mut() {
+                u.on_dsack(d);
+            }
+            if let Some(r) = self.rack.as_mut() {
+                r.on_dsack(d.of_probe, self.snd_una, self.snd_nxt);
+            }
+        }
+        let of_probe = dsack.is_some_and(|d| d.of_probe);
+        let repaired = self
+            .tlp
+            .as_mut()
+            .is_some_and(|t| t.on_ack_checked(ack.ack, of_probe, pure_dupack));
+        if repaired && self.recovery.is_none() {
+            // Linux `tcp_init_cwnd_reduction` + `tcp_end_cwnd_reduction` in CWR: cwnd = ssthresh.
+            let ss = self.cc.reduce_ssthresh(self.flight_bytes());
+            self.cc.set_cwnd_bytes(ss);
+            self.ecn_recover = Some(self.snd_nxt);
+            self.stats.tlp_loss_reductions += 1;
+        }
+        // Only a D-SACK can complete the count; after a timeout the undo also waits for an ACK
+        // that advances snd_una (the Timeout arm of `on_ack` tries again on those).
+        if dsack.is_some() && self.undo.as_ref().is_some_and(Undo::all_dsacked) {
+            self.try_undo(una_advanced);
+        }
+    }
+
+    /// Linux `tcp_init_undo` with what an undo restores (`prior_cwnd`, `prior_ssthresh` =
+    /// `tcp_current_ssthresh`); no ssthresh to restore while an ECN reduction is under way.
+    fn begin_undo(&mut self) {
+        let in_reduction = self.ecn_recover.is_some_and(|r| self.snd_una < r);
+        let cwnd = self.cc.cwnd_bytes();
+        let prior = Prior {
+            cwnd_bytes: cwnd,
+            ssthresh_bytes: (!in_reduction).then(|| self.cc.ssthresh_bytes().max(cwnd / 2 + cwnd / 4)),
+        };
+        let retrans_out = self.scoreboard.rtx_bytes().div_ceil(self.mss_bytes);
+        if let Some(u) = self.undo.as_mut() {
+            u.begin(self.snd_una, retrans_out, prior);
+        }
+    }
+
+    /// Undo a reduction every retransmission of which came back D-SACKed (Linux, no timestamps):
+    /// `tcp_try_undo_dsack` outside recovery and during fast recovery, `tcp_try_undo_recovery` as it
+    /// ends, `tcp_try_undo_loss` after a timeout on an ACK that advances snd_una. cwnd and ssthresh
+    /// return to at least what they were (`tcp_undo_cwnd_reduction`, `tcp_reno_undo_cwnd`); the
+    /// recovery ends (`tcp_try_keep_open`), and after a timeout what it presumed lost is not.
+    #[inline(never)]
+    fn try_undo(&mut self, una_advanced: bool) {
+        let kind = self.recovery.map(|r| r.kind);
+        if kind == Some(RecoveryKind::Timeout) && !una_advanced {
+            return;
+        }
+        let Some(prior) = self.undo.as_mut().and_then(Undo::take_if_spurious) else {
+            return;
+        };
+        if let Some(ss) = prior.ssthresh_bytes {
+            let w = self.cc.cwnd_bytes().max(prior.cwnd_bytes);
+            self.cc.set_cwnd_bytes(w);
+            if ss > self.cc.ssthresh_bytes() {
+                self.cc.restore_ssthresh(ss);
+            }
+        }
+        let ending = self.recovery.is_some_and(|r| self.snd_una >= r.point);
+        match kind {
+            Some(RecoveryKind::Timeout) => {
+                self.scoreboard.unmark_lost();
+                self.consecutive_timeouts = 0;
+            }
+            Some(RecoveryKind::Fast) if ending => {}
+            _ => {
+                if let Some(r) = self.rack.as_mut() {
+                    r.on_dsack_undo();
+                }
+            }
+        }
+        self.recovery = None;
+        self.prr = None;
+        self.stats.spurious_undos += 1;
     }
 
     /// Loss marking inside a recovery: RACK's (RFC 8985 Sec. 6.2) or RFC 6675 IsLost(). Returns
@@ -547,6 +695,7 @@ impl<C: CongestionControl> Sender<C> {
     /// RFC 6675 Sec. 5 step (4.1) / RFC 6582 Sec. 3.2 step 2: RecoveryPoint = HighData;
     /// ssthresh = max(FlightSize / 2, 2 SMSS). Returns the new ssthresh.
     pub(crate) fn begin_fast_recovery(&mut self) -> u64 {
+        self.begin_undo();
         self.recovery = Some(Recovery {
             kind: RecoveryKind::Fast,
             point: self.snd_nxt,
@@ -663,6 +812,11 @@ impl<C: CongestionControl> Sender<C> {
             self.rto_deadline = None;
             return;
         }
+        // Linux `tcp_enter_loss`: a timeout outside recovery starts a reduction that may be undone;
+        // one during a recovery keeps that recovery's.
+        if self.recovery.is_none() {
+            self.begin_undo();
+        }
         self.cc.on_timeout(
             self.flight_bytes(),
             self.consecutive_timeouts == 0,
@@ -736,6 +890,7 @@ impl<C: CongestionControl> Sender<C> {
             if let Some(t) = self.tlp.as_mut() {
                 t.probe_due = false;
                 t.end_seq = tx.map(|_| self.snd_nxt);
+                t.retrans = tx.is_some_and(|x| x.retransmit);
             }
             if tx.is_some() {
                 return tx;
@@ -813,6 +968,19 @@ impl<C: CongestionControl> Sender<C> {
     }
 
     pub(crate) fn retransmit(&mut self, idx: usize, now: Time) -> Transmission {
+        self.retransmit_counted(idx, now, true)
+    }
+
+    /// A loss probe's retransmission: Linux sends it through `__tcp_retransmit_skb`, which the undo
+    /// does not wait for (`undo_retrans` unchanged).
+    pub(crate) fn retransmit_probe(&mut self, idx: usize, now: Time) -> Transmission {
+        self.retransmit_counted(idx, now, false)
+    }
+
+    fn retransmit_counted(&mut self, idx: usize, now: Time, counts_for_undo: bool) -> Transmission {
+        if let Some(u) = self.undo.as_mut() {
+            u.on_retransmit(counts_for_undo);
+        }
         self.scoreboard.on_retransmit(idx, now);
         let s = *self.scoreboard.seg(idx);
         let len = u64::from(s.len_bytes);

@@ -54,6 +54,11 @@ pub struct ConnStats {
     pub precise_retransmits: u64,
     /// Cumulative ACKs that stopped at a SACKed segment (SACK reneging suspected, RFC 2018 Sec. 8).
     pub sack_renegings: u64,
+    /// Window reductions undone because D-SACKs showed every retransmission spurious (Linux
+    /// `TCPDSACKUndo`, `TCPFullUndo`, `TCPLossUndo` together).
+    pub spurious_undos: u64,
+    /// Window reductions because a loss probe repaired a loss (Linux `TCPLossProbeRecovery`).
+    pub tlp_loss_reductions: u64,
 }
 
 impl ConnStats {

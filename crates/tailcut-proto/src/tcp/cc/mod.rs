@@ -183,6 +183,12 @@ impl<C: CongestionControl> Congestion<C> {
         self.window.set_cwnd_bytes(cwnd_bytes);
     }
 
+    /// Undo of a reduction proved spurious (Linux `tcp_undo_cwnd_reduction`): ssthresh back to
+    /// what it was.
+    pub(crate) fn restore_ssthresh(&mut self, ssthresh_bytes: u64) {
+        self.window.ssthresh_bytes = ssthresh_bytes;
+    }
+
     /// A loss: ssthresh = the algorithm's loss threshold (RFC 5681 Sec. 3.2 eq. (4) unless it says
     /// otherwise). Returns the new ssthresh.
     pub(crate) fn reduce_ssthresh(&mut self, flight_bytes: u64) -> u64 {

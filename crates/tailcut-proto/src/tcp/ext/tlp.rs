@@ -100,7 +100,7 @@ pub(crate) fn loss_probe<C: CongestionControl>(s: &mut Sender<C>, now: Time) -> 
             .rev()
             .find(|&i| !s.scoreboard.seg(i).sacked)
             .unwrap_or(n - 1);
-        s.retransmit(idx, now)
+        s.retransmit_probe(idx, now)
     })
 }
 

@@ -7,11 +7,11 @@ use crate::time::Dur;
 
 /// One-way delay of the RACK tests: RTT about 2 ms, so reo_wnd = min_RTT / 4 is about 500 us and
 /// serialisation (under a microsecond per segment at 10 Gbps) is negligible beside it.
-const ONE_WAY: Dur = Dur::from_millis(1);
+pub(super) const ONE_WAY: Dur = Dur::from_millis(1);
 
 /// A connection warmed by one clean segment (so SRTT and min_RTT exist), then `segs` segments
 /// whose first copies at the listed indices (0-based within the second message) meet `fate`.
-fn warm_then(cfg: TcpConfig, one_way: Dur, segs: u64, hit: &'static [u64], fate: Fate) -> Harness {
+pub(super) fn warm_then(cfg: TcpConfig, one_way: Dur, segs: u64, hit: &'static [u64], fate: Fate) -> Harness {
     let mut h = Harness::tcp(cfg);
     h.one_way = one_way;
     h.send(0, 1, MSS);
