@@ -379,7 +379,7 @@ pub const TCP_DOCS: &[Doc] = &[
     ),
     (
         "host",
-        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr, rto_restart_on_retransmit, rto_estimator and dsack (docs/tcp.md, Host profiles)",
+        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr, rto_restart_on_retransmit, rto_estimator, dsack and cwnd_limited (docs/tcp.md, Host profiles)",
     ),
     (
         "rto_estimator",
@@ -392,6 +392,10 @@ pub const TCP_DOCS: &[Doc] = &[
     (
         "prr",
         "Proportional Rate Reduction in fast recovery (RFC 6937, Linux tcp_cwnd_reduction; needs sack); default from host",
+    ),
+    (
+        "cwnd_limited",
+        "cwnd grows only while it limits the sender (Linux tcp_is_cwnd_limited): filled within the last round trip, or in slow start below twice the most data then in flight; off: every ACK of new data grows it, also when the application limits the sender; default from host",
     ),
     (
         "dsack",

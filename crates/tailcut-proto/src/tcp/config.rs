@@ -134,7 +134,7 @@ pub enum RtoEstimator {
 #[serde(rename_all = "snake_case")]
 pub enum HostProfile {
     /// Current Linux (6.x): PRR, the RTO restarted by a retransmission of the first unacknowledged
-    /// segment, Linux's RTO estimator, D-SACK.
+    /// segment, Linux's RTO estimator, D-SACK, cwnd grown only while it limits the sender.
     #[default]
     Linux,
     /// The sender of the papers' simulators (ns-2): every reduction straight to ssthresh (RFC 6675),
@@ -161,6 +161,9 @@ impl HostProfile {
         }
         if !given("dsack") {
             cfg.dsack = linux;
+        }
+        if !given("cwnd_limited") {
+            cfg.cwnd_limited = linux;
         }
     }
 }
@@ -360,7 +363,7 @@ pub struct TcpConfig {
     /// data never retransmitted (Karn, RFC 6298 without timestamps).
     pub rto_backoff: RtoBackoff,
     /// The host this sender models where the RFCs leave a choice (`HostProfile`): sets the defaults
-    /// of `prr`, `rto_restart_on_retransmit`, `rto_estimator` and `dsack`.
+    /// of `prr`, `rto_restart_on_retransmit`, `rto_estimator`, `dsack` and `cwnd_limited`.
     pub host: HostProfile,
     /// Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`) for fast recovery with
     /// SACK: cwnd falls to ssthresh in proportion to what the ACKs deliver. Off: RFC 6675's cwnd =
@@ -379,6 +382,12 @@ pub struct TcpConfig {
     /// D-SACKed, RACK's reordering-window growth, the loss probe's loss check (`tcp/undo.rs`). Off:
     /// duplicates are ACKed without it, and nothing is undone. Default from `host` (on for `linux`).
     pub dsack: bool,
+    /// cwnd grows only while it limits the sender (Linux `tcp_is_cwnd_limited`, checked by every
+    /// congestion control's `cong_avoid`): cwnd filled within the last round trip, or in slow start
+    /// below twice the most data in flight then. Off: every ACK of new data grows cwnd, so an
+    /// application-limited connection (a persistent connection between requests) reaches any
+    /// size. Default from `host` (on for `linux`).
+    pub cwnd_limited: bool,
     /// Duplicate-ACK threshold that starts fast retransmit (RFC 5681: 3). `u32::MAX` disables
     /// dupACK-based loss detection (CP runs that way); it also switches RACK-TLP off, since
     /// schemes that set it want no loss detection but their own and the timer.
@@ -515,6 +524,7 @@ impl Default for TcpConfig {
             rto_restart_on_retransmit: true,
             rto_estimator: RtoEstimator::Linux,
             dsack: true,
+            cwnd_limited: true,
             dupack_threshold: 3,
             limited_transmit: true,
             early_retransmit: true,

@@ -83,6 +83,36 @@ impl AckInfo {
     }
 }
 
+/// Whether cwnd limited the sender over the last round trip (Linux `tcp_cwnd_validate`: its
+/// `is_cwnd_limited`, `max_packets_out` and `cwnd_usage_seq`, in bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct CwndUse {
+    limited: bool,
+    max_flight_bytes: u64,
+    /// snd_nxt when the last round's record began; a new one begins once snd_una passes it.
+    usage_seq: u64,
+}
+
+impl CwndUse {
+    /// Linux `tcp_cwnd_validate`, after a transmission opportunity: keep the strongest signal of the
+    /// round trip (limited once, limited for the round), restarting the record each round trip.
+    #[inline]
+    fn validate(&mut self, limited: bool, flight_bytes: u64, snd_una: u64, snd_nxt: u64) {
+        if snd_una >= self.usage_seq || limited || (!self.limited && flight_bytes > self.max_flight_bytes) {
+            self.limited = limited;
+            self.max_flight_bytes = flight_bytes;
+            self.usage_seq = snd_nxt;
+        }
+    }
+
+    /// Linux `tcp_is_cwnd_limited`: cwnd limited the sender in the last round trip, or, in slow
+    /// start, cwnd is below twice the most data in flight then (so slow start may double it).
+    #[inline]
+    fn allows_growth(&self, cwnd_bytes: u64, ssthresh_bytes: u64) -> bool {
+        self.limited || (cwnd_bytes < ssthresh_bytes && cwnd_bytes < 2 * self.max_flight_bytes)
+    }
+}
+
 /// The sender, generic over its congestion-control algorithm (`Algorithm`: the one `TcpConfig` names).
 pub(crate) struct Sender<C = Algorithm> {
     pub(crate) mss_bytes: u64,
@@ -106,6 +136,8 @@ pub(crate) struct Sender<C = Algorithm> {
     tlp: Option<Tlp>,
     /// D-SACK accounting and undo of spurious reductions (`TcpConfig::dsack` with SACK).
     undo: Option<Undo>,
+    /// Linux `tcp_is_cwnd_limited` in force (`TcpConfig::cwnd_limited`) and its state.
+    cwnd_use: Option<CwndUse>,
     /// Bytes the application has queued (end of the send stream).
     stream_end: u64,
     pub(crate) snd_una: u64,
@@ -167,6 +199,7 @@ impl<C: CongestionControl> Sender<C> {
             rack: rack_in_force(cfg).then(|| Rack::new(cfg.rack)),
             tlp: (rack_in_force(cfg) && cfg.rack.tlp).then(|| Tlp::new(&cfg.rack, cfg.min_rto)),
             undo: (cfg.dsack && cfg.sack).then(Undo::default),
+            cwnd_use: cfg.cwnd_limited.then(CwndUse::default),
             stream_end: 0,
             snd_una: 0,
             snd_nxt: 0,
@@ -372,7 +405,7 @@ impl<C: CongestionControl> Sender<C> {
                         .min(self.flight_bytes().max(self.mss_bytes) + self.mss_bytes);
                     self.cc.set_cwnd_bytes(w);
                 } else if r.kind == RecoveryKind::Timeout {
-                    self.cc.on_new_ack(acked);
+                    self.grow_cwnd(acked);
                 }
             }
             Some(Recovery {
@@ -413,14 +446,14 @@ impl<C: CongestionControl> Sender<C> {
                 ..
             }) => {
                 // Slow start while going back over the window (RFC 5681 Sec. 3.1).
-                self.cc.on_new_ack(acked);
+                self.grow_cwnd(acked);
                 if self.sack {
                     self.mark_losses_in_recovery(now);
                 }
             }
             None => {
                 if !ecn_reacted {
-                    self.cc.on_new_ack(acked);
+                    self.grow_cwnd(acked);
                 }
                 if self.rack.is_some() {
                     self.rack_detect_loss(now);
@@ -555,6 +588,27 @@ impl<C: CongestionControl> Sender<C> {
         self.recovery = None;
         self.prr = None;
         self.stats.spurious_undos += 1;
+    }
+
+    /// Congestion avoidance / slow start for `acked` new bytes, unless the application rather than
+    /// cwnd limits the sender (`TcpConfig::cwnd_limited`, Linux `tcp_is_cwnd_limited`).
+    #[inline]
+    fn grow_cwnd(&mut self, acked: u64) {
+        if let Some(u) = &self.cwnd_use {
+            if !u.allows_growth(self.cc.cwnd_bytes(), self.cc.ssthresh_bytes()) {
+                return;
+            }
+        }
+        self.cc.on_new_ack(acked);
+    }
+
+    /// Record a transmission opportunity for `cwnd_limited` (Linux `tcp_cwnd_validate`).
+    #[inline]
+    fn note_cwnd_use(&mut self, limited: bool) {
+        let flight = self.flight_bytes();
+        if let Some(u) = self.cwnd_use.as_mut() {
+            u.validate(limited, flight, self.snd_una, self.snd_nxt);
+        }
     }
 
     /// Loss marking inside a recovery: RACK's (RFC 8985 Sec. 6.2) or RFC 6675 IsLost(). Returns
@@ -909,6 +963,7 @@ impl<C: CongestionControl> Sender<C> {
                 if used + len <= cwnd || used == 0 {
                     return Some(self.retransmit(idx, now));
                 }
+                self.note_cwnd_use(true);
                 return None;
             }
         }
@@ -932,6 +987,7 @@ impl<C: CongestionControl> Sender<C> {
             allowance += u64::from(self.dupacks) * self.mss_bytes;
         }
         if used + len > allowance {
+            self.note_cwnd_use(true);
             return None;
         }
         // Linux `CA_EVENT_TX_START`: data leaves with nothing in flight.
@@ -941,6 +997,7 @@ impl<C: CongestionControl> Sender<C> {
             }
         }
         let tx = self.send_new(now, len);
+        self.note_cwnd_use(used + len >= cwnd);
         self.arm_tlp(now);
         ext.on_new_data(self, now);
         Some(tx)

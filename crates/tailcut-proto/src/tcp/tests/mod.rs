@@ -5,6 +5,7 @@ mod bytes;
 mod connection;
 mod cp;
 mod cubic;
+mod cwnd_limited;
 mod delack;
 mod dsack;
 mod ecn;
