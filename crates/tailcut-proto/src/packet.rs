@@ -99,7 +99,7 @@ impl SackBlocks {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    pub fn iter(&self) -> impl Iterator<Item = (Seq, Seq)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (Seq, Seq)> + Clone + '_ {
         self.blocks[..self.len as usize].iter().copied()
     }
     pub fn clear(&mut self) {

@@ -66,7 +66,7 @@ impl AckInfo {
         h: &TcpHeader,
         isn: Seq,
         una: u64,
-    ) -> Option<(AckInfo, impl Iterator<Item = (u64, u64)> + '_)> {
+    ) -> Option<(AckInfo, impl Iterator<Item = (u64, u64)> + Clone + '_)> {
         let ack = h.ack.unwrap_near(isn, una)?;
         let blocks = h
             .sack
@@ -268,7 +268,7 @@ impl<C: CongestionControl> Sender<C> {
         &mut self,
         now: Time,
         ack: AckInfo,
-        sack_blocks: impl Iterator<Item = (u64, u64)>,
+        sack_blocks: impl Iterator<Item = (u64, u64)> + Clone,
         events: &mut VecDeque<AppEvent>,
         ext: &mut Extensions,
     ) {
@@ -283,17 +283,12 @@ impl<C: CongestionControl> Sender<C> {
             self.scoreboard.delivery = r.begin(now);
         }
         let delivered_before = self.delivered_bytes();
-        // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments. The first two blocks, as
-        // sent, tell a D-SACK (RFC 2883 Sec. 4): it lies below the ACK or inside the second block.
+        // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments. The blocks are read again
+        // below for D-SACK (the first two as sent), not tracked here: this loop is on every ACK's path.
+        let blocks_as_sent = sack_blocks.clone();
         let mut newly_sacked = 0;
-        let (mut first, mut second) = (None, None);
         if self.sack {
             for (l, r) in sack_blocks {
-                if first.is_none() {
-                    first = Some((l, r));
-                } else if second.is_none() {
-                    second = Some((l, r));
-                }
                 let l = l.max(ack.ack);
                 let r = r.min(self.snd_nxt);
                 if l < r {
@@ -354,7 +349,15 @@ impl<C: CongestionControl> Sender<C> {
         }
         // Out of line, and only when there is something to read: the common ACK carries no SACK
         // block and comes outside a probe episode (benchmark (a) counts every instruction).
-        if first.is_some() || self.tlp.as_ref().is_some_and(|t| t.end_seq.is_some()) {
+        let probe_open = self.tlp.as_ref().is_some_and(|t| t.end_seq.is_some());
+        let mut blocks_as_sent = blocks_as_sent;
+        let first = if self.sack && (self.undo.is_some() || probe_open) {
+            blocks_as_sent.next()
+        } else {
+            None
+        };
+        if first.is_some() || probe_open {
+            let second = first.and_then(|_| blocks_as_sent.next());
             let pure_dupack = acked == 0 && newly_sacked == 0 && ack.pure && ack.window_bytes == prev_window;
             self.on_dsack_ack(first, second, &ack, pure_dupack, acked > 0);
         }
@@ -603,7 +606,7 @@ impl<C: CongestionControl> Sender<C> {
     }
 
     /// Record a transmission opportunity for `cwnd_limited` (Linux `tcp_cwnd_validate`).
-    #[inline]
+    #[inline(always)]
     fn note_cwnd_use(&mut self, limited: bool) {
         let flight = self.flight_bytes();
         if let Some(u) = self.cwnd_use.as_mut() {
