@@ -8,7 +8,7 @@ percentile ``inf``, which ranks as the worst; a missing figure (NaN) is left out
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -69,6 +69,15 @@ def swapped_pairs(
             if {1, -1} <= signs:
                 pairs.append(f"{a}/{b}")
     return pairs
+
+
+def format_spread(stats: Mapping[str, Any] | None, fmt: Callable[[float], str]) -> str:
+    """``median [min-max]`` as every page across seeds prints a figure (just the median when every seed
+    agrees, so one seed prints as before); ``-`` without any value."""
+    if not stats or stats["median"] is None:
+        return "-"
+    median, low, high = (fmt(stats[k]) for k in ("median", "min", "max"))
+    return median if low == high else f"{median} [{low}-{high}]"
 
 
 def format_ranking(rank: tuple[tuple[str, ...], ...]) -> str:
