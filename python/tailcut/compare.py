@@ -30,6 +30,10 @@ Per cell the table has, as ``docs/metrics.md`` defines them (:mod:`tailcut.summa
 timeout fraction of small flows, extra bytes of small flows and of all flows, and the mean throughput of
 completed large flows (>= 1 MB). Schemes are ranked per scenario by small-flow p99, then by the number of
 unfinished small flows, then p99.9, then p50.
+
+``seeds`` (``--seeds N``) runs every cell with the suite's ``seed`` and the N - 1 after it, each seed into
+``points/<cell>/seed=<S>/`` (one seed keeps ``points/<cell>/``), ranked per seed and combined as median
+[min-max] by :mod:`tailcut.compare_seeds`.
 """
 
 from __future__ import annotations
