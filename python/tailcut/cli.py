@@ -178,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seeds",
         type=AT_LEAST_ONE,
         default=1,
+        metavar="N",
         help="run every cell with N seeds, the suite's seed upward (default 1); tables give the median "
         "[min-max] over seeds and compare.md flags rankings and winners that flip between seeds",
     )
