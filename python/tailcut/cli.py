@@ -174,6 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
     p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
+    p.add_argument(
+        "--seeds",
+        type=AT_LEAST_ONE,
+        default=1,
+        metavar="N",
+        help="run every cell with N seeds, the suite's seed upward (default 1); tables give the median "
+        "[min-max] over seeds and compare.md flags rankings and winners that flip between seeds",
+    )
     _add_out_args(p, "results/<suite name>-<scale>", resumes=True)
     _add_limit_args(p, "every cell")
 
@@ -539,6 +547,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             on_plan=planned,
             overwrite=args.overwrite,
             limits=_limits(args),
+            seeds=args.seeds,
         )
     status = result.table["status"].value_counts()
     print(", ".join(f"{n} {s}" for s, n in status.items()) + f" ({result.meta['wall_seconds']} s)")

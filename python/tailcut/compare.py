@@ -30,6 +30,10 @@ Per cell the table has, as ``docs/metrics.md`` defines them (:mod:`tailcut.summa
 timeout fraction of small flows, extra bytes of small flows and of all flows, and the mean throughput of
 completed large flows (>= 1 MB). Schemes are ranked per scenario by small-flow p99, then by the number of
 unfinished small flows, then p99.9, then p50.
+
+``seeds`` (``--seeds N``) runs every cell with the suite's ``seed`` and the N - 1 after it, each seed into
+``points/<cell>/seed=<S>/`` (one seed keeps ``points/<cell>/``), ranked per seed and combined as median
+[min-max] by :mod:`tailcut.compare_seeds`.
 """
 
 from __future__ import annotations
@@ -476,17 +480,46 @@ def _plan_cell(
 # --- running ------------------------------------------------------------------------------------------------
 
 
+def seed_folder(seed: int, seeds: Sequence[int]) -> str:
+    """Where a cell's run at ``seed`` goes inside ``points/<cell slug>``: the cell's folder itself for one
+    seed (as before ``--seeds``, so one-seed folders resume), ``seed=<N>`` for several, as ``tailcut
+    reproduce`` names its seeds."""
+    return f"seed={seed}" if len(seeds) > 1 else ""
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One cell at one seed: a point for the sweep executors, ``slug`` its folder under ``OUT/points``."""
+
+    cell: Cell
+    seed: int
+    slug: str
+
+
+def cell_runs(planned: Sequence[Planned], seeds: Sequence[int]) -> list[tuple[dict[str, Any], CellRun]]:
+    """Every runnable cell at every seed, cell by cell: the cell's config with that ``seed``."""
+    runs = []
+    for p in planned:
+        if p.status != OK or p.config is None:
+            continue
+        for seed in seeds:
+            slug = str(Path(p.cell.slug, seed_folder(seed, seeds)))
+            runs.append(({**p.config, "seed": seed}, CellRun(p.cell, seed, slug)))
+    return runs
+
+
 def run_cell(
-    config: dict[str, Any], cell: Cell, points_dir: str, limits: Mapping[str, Any] | None = None
+    config: dict[str, Any], cell: CellRun, points_dir: str, limits: Mapping[str, Any] | None = None
 ) -> PointOutcome:
-    """Run one cell into ``points_dir/<slug>`` (a run folder without report.html; top level for pickling).
-    ``limits`` are the resource limits of :func:`tailcut.config.resolve`."""
+    """Run one cell at one seed into ``points_dir/<slug>`` (a run folder without report.html; top level
+    for pickling). ``limits`` are the resource limits of :func:`tailcut.config.resolve`."""
     from tailcut.runner import run
 
     out = Path(points_dir) / cell.slug
     try:
         # Limits are passed only when given, so callers that replace `run` (tests) keep working.
         result = run(config, **({"limits": limits} if limits is not None else {}))
+        out.parent.mkdir(parents=True, exist_ok=True)  # points/<cell>/ holding seed=<N>/
         result.write(out, overwrite=True)  # points/ is the comparison's own
         return PointOutcome(cell.slug)
     except Exception as exc:  # a failed cell is reported, the comparison goes on
@@ -525,8 +558,9 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.DataFrame:
-    """One row per planned cell: metrics of the cells that ran, status and reason for the others."""
+def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path, subfolder: str = "") -> pd.DataFrame:
+    """One row per planned cell: metrics of the cells that ran, status and reason for the others; a cell's
+    run is ``points_dir/<slug>/<subfolder>`` (:func:`seed_folder`)."""
     import pandas as pd
 
     rows = []
@@ -537,7 +571,7 @@ def collect(suite: Suite, planned: Sequence[Planned], points_dir: Path) -> pd.Da
             "scheme": c.scheme, "combination": bool(suite.schemes[c.scheme].get("combination", False)),
             "status": p.status, "reason": p.reason,
         }  # fmt: skip
-        folder = points_dir / c.slug
+        folder = points_dir / c.slug / subfolder
         if p.status == OK:
             if (folder / "flows.parquet").exists():
                 row.update(cell_metrics(pd.read_parquet(folder / "flows.parquet")))
@@ -601,16 +635,31 @@ def _nan_last(value: float) -> float:
 
 @dataclass
 class CompareResult:
-    """The comparison table (one row per cell, see :data:`COLUMNS`) and where it was written."""
+    """The comparison table (one row per cell, see :data:`COLUMNS`; with several seeds each metric is the
+    median over seeds, :mod:`tailcut.compare_seeds`) and where it was written; ``per_seed`` holds each
+    seed's table with a ``seed`` column."""
 
     table: pd.DataFrame
     outcomes: list[PointOutcome] = field(default_factory=list)
     path: Path | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    per_seed: pd.DataFrame | None = None
 
     @property
     def failed(self) -> dict[str, str]:
         return {o.slug: o.error for o in self.outcomes if o.error is not None}
+
+
+def check_seeds(seeds: Any, first: int) -> list[int]:
+    """The seeds of ``--seeds`` runs from the suite's ``first`` (:func:`tailcut.seeds.seed_range`);
+    ValueError naming the option for a count below 1 or seeds past the core's u64."""
+    from tailcut.seeds import seed_range
+
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"--seeds: must be an integer >= 1, got {seeds!r}")
+    if first + seeds - 1 >= 2**64:
+        raise ValueError(f"--seeds: {seeds} seeds from the suite's seed {first} go past 2^64 - 1")
+    return seed_range(first, seeds)
 
 
 def compare(
@@ -627,46 +676,49 @@ def compare(
     validate: Callable[[dict[str, Any]], Any] | None = None,
     overwrite: bool = False,
     limits: Mapping[str, Any] | None = None,
+    seeds: int = 1,
 ) -> CompareResult:
     """Plan, run (skipping cells already done in ``out``) and write ``compare.parquet``, ``compare.md``,
     ``compare.json`` and ``report.html`` into ``out``.
 
-    ``on_plan(n)`` gets the number of cells to run, ``on_done(outcome)`` each finished cell; ``validate``
-    replaces the Rust core's check of each cell's experiment in :func:`plan` (tests). ``out`` holding this
-    suite's comparison at this scale is resumed, anything else refused unless ``overwrite`` allows
-    replacing an earlier result (:func:`tailcut.outdir.claim`). ``limits`` (``max_memory``, ``max_events``,
-    ``force``, as for :func:`tailcut.run`) apply to every cell, when it is planned and when it runs.
+    ``on_plan(n)`` gets the number of runs (cells x seeds), ``on_done(outcome)`` each finished one;
+    ``validate`` replaces the Rust core's check of each cell's experiment in :func:`plan` (tests). ``out``
+    holding this suite's comparison at this scale and these seeds is resumed, anything else refused unless
+    ``overwrite`` allows replacing an earlier result (:func:`tailcut.outdir.claim`). ``limits``
+    (``max_memory``, ``max_events``, ``force``, as for :func:`tailcut.run`) apply to every cell, when it is
+    planned and when it runs. ``seeds`` runs every cell with the suite's seed and the ``seeds - 1`` after
+    it; with more than one, the table holds medians and ranges and ``compare_seeds.parquet`` each seed's
+    table (:mod:`tailcut.compare_seeds`).
     """
     from tailcut.sweep import run_tasks
 
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs: must be an integer >= 1, got {jobs!r}")
     suite = suite if isinstance(suite, Suite) else load_suite(suite)
+    seed_list = check_seeds(seeds, suite.seed)
     out = Path(out)
     if validate is None and limits is not None:
         validate = _resolver(limits)
     planned = plan(suite, scale, schemes, scenarios, validate)
-    # The suite as written and the scale decide every cell's config; --schemes/--scenarios only pick cells.
-    tables = {k: v for k, v in suite.__dict__.items() if k != "source"}
-    digest = config_hash({**tables, "scale": scale}, suite=True)
+    digest = _digest(suite, scale, seed_list)
     claim(out, "compare", overwrite=overwrite, experiment=f"{suite.name} ({scale})", digest=digest)
     # The page is drawn after every cell ran: a missing plotting extra must stop the comparison before.
     from tailcut.compare_report import compare_html, compare_markdown
 
     points_dir = out / "points"
     points_dir.mkdir(parents=True, exist_ok=True)
-    runnable = [p for p in planned if p.status == OK]
-    done = [p for p in runnable if (points_dir / p.cell.slug / "flows.parquet").exists()]
-    todo = [p for p in runnable if not (points_dir / p.cell.slug / "flows.parquet").exists()]
+    runs = cell_runs(planned, seed_list)
+    done = [r for _, r in runs if (points_dir / r.slug / "flows.parquet").exists()]
+    todo = [(c, r) for c, r in runs if not (points_dir / r.slug / "flows.parquet").exists()]
     if on_plan is not None:
-        on_plan(len(runnable))
+        on_plan(len(runs))
     report = on_done or (lambda _: None)
-    outcomes = [PointOutcome(p.cell.slug, skipped=True) for p in done]
+    outcomes = [PointOutcome(r.slug, skipped=True) for r in done]
     for o in outcomes:
         report(o)
     start = time.perf_counter()
     outcomes += run_tasks(
-        [(p.config, p.cell) for p in todo],
+        todo,
         points_dir,
         jobs,
         executor,
@@ -676,7 +728,7 @@ def compare(
         extra_args=(limits,) if limits is not None else (),
     )
     elapsed = time.perf_counter() - start
-    table = collect(suite, planned, points_dir)
+    table, per_seed = _tables(suite, planned, points_dir, seed_list)
     from tailcut.provenance import provenance, write_parquet
 
     meta = {
@@ -684,6 +736,7 @@ def compare(
         "suite": suite.name,
         "source": suite.source,
         "scale": scale,
+        "seeds": seed_list,
         "cells": len(planned),
         "ran": len(todo),
         "skipped": len(done),
@@ -692,13 +745,40 @@ def compare(
         "executor": executor,
         "wall_seconds": round(elapsed, 1),
     }
-    from tailcut.provenance import provenance
-
-    # The page's line: the suite's seed, the digest the folder resumes by, the version drawing it.
-    page_provenance = {**provenance(), "config_digest": digest, "seeds": [suite.seed]}
+    # The page's line: the seeds, the digest the folder resumes by, the version drawing it.
+    page_provenance = {**provenance(), "config_digest": digest, "seeds": seed_list}
     with combined_files(out) as tmp:
         write_parquet(table, tmp / "compare.parquet", provenance(digest=digest))
+        if per_seed is not None:
+            write_parquet(per_seed, tmp / "compare_seeds.parquet", provenance(digest=digest))
         (tmp / "compare.json").write_text(json.dumps(meta, indent=2) + "\n")
-        (tmp / "compare.md").write_text(compare_markdown(table, meta, page_provenance))
-        (tmp / "report.html").write_text(compare_html(table, meta, page_provenance))
-    return CompareResult(table=table, outcomes=outcomes, path=out, meta=meta)
+        (tmp / "compare.md").write_text(compare_markdown(table, meta, page_provenance, per_seed))
+        (tmp / "report.html").write_text(compare_html(table, meta, page_provenance, per_seed))
+    return CompareResult(table=table, outcomes=outcomes, path=out, meta=meta, per_seed=per_seed)
+
+
+def _digest(suite: Suite, scale: str, seeds: Sequence[int]) -> str:
+    """What the folder resumes by: the suite as written, the scale and, for several seeds, their list (the
+    suite's seed already fixes a one-seed run, whose digest stays what it was before ``--seeds``, so such
+    folders resume). ``--schemes``/``--scenarios`` only pick cells."""
+    tables = {k: v for k, v in suite.__dict__.items() if k != "source"}
+    many = {"seeds": list(seeds)} if len(seeds) > 1 else {}
+    return config_hash({**tables, "scale": scale, **many}, suite=True)
+
+
+def _tables(
+    suite: Suite, planned: Sequence[Planned], points_dir: Path, seeds: Sequence[int]
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The comparison table and, with several seeds, the per-seed tables it combines (a ``seed`` column
+    after ``scenario``)."""
+    if len(seeds) == 1:
+        return collect(suite, planned, points_dir), None
+    import pandas as pd
+
+    from tailcut.compare_seeds import combine
+
+    frames = [collect(suite, planned, points_dir, seed_folder(s, seeds)) for s in seeds]
+    for seed, frame in zip(seeds, frames, strict=True):
+        frame.insert(1, "seed", seed)
+    per_seed = pd.concat(frames, ignore_index=True)
+    return combine(per_seed), per_seed

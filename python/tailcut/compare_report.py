@@ -1,7 +1,9 @@
 """The comparison's results page: the same tables as Markdown (``compare.md``) and HTML (``report.html``).
 
-Sections: the overall ranking (mean rank, wins, cells with unfinished small flows), mean rank by failure,
-the cells that did not run and why, failed cells, then one table per scenario ordered by rank.
+Sections: the overall ranking (mean rank, wins, cells with unfinished small flows), with several seeds the
+conclusions that flip between them (:mod:`tailcut.compare_seeds`), mean rank by failure, the cells that did
+not run and why, failed cells, then one table per scenario ordered by rank. With several seeds figures read
+``median [min-max]`` as ``tailcut reproduce`` prints them (:func:`tailcut.seeds.format_spread`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ except ImportError as exc:
 from tailcut import display
 from tailcut.compare import FAILED, NOT_APPLICABLE, OK, PENDING
 from tailcut.report import _figure_html, _page, provenance_html, table_html
+from tailcut.seeds import format_spread
 
 
 def _num(value: Any, digits: int = 4) -> str:
@@ -47,9 +50,12 @@ def _time_us(value: Any) -> str:
     return display.time_ns(None if value is None else float(value) * 1e3)
 
 
-def ranking_table(table: pd.DataFrame) -> pd.DataFrame:
+def ranking_table(table: pd.DataFrame, per_seed: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per scheme over the scenarios it ran: mean rank, wins, top-3 places, cells with unfinished small
-    flows, and the median over scenarios of its p99 relative to the scenario's best p99."""
+    flows, and the median over scenarios of its p99 relative to the scenario's best p99.
+
+    With ``per_seed`` (several seeds), the mean rank is the median [min-max] over seeds of the scheme's mean
+    rank in each seed, and orders the table; the other columns read the cells' medians."""
     ok = table[table["status"] == OK].copy()
     best = ok.groupby("scenario")["p99_us"].transform("min")
     ok["p99_vs_best"] = ok["p99_us"] / best
@@ -68,7 +74,15 @@ def ranking_table(table: pd.DataFrame) -> pd.DataFrame:
         )
     frame = pd.DataFrame(rows, columns=["scheme", "scenarios", "mean rank", "wins", "top 3",
                                         "with unfinished small flows", "median p99 / best p99"])  # fmt: skip
-    return frame.sort_values(["mean rank", "scheme"], kind="stable").reset_index(drop=True)
+    if per_seed is None:
+        return frame.sort_values(["mean rank", "scheme"], kind="stable").reset_index(drop=True)
+    from tailcut.compare_seeds import rank_spread
+
+    spreads = rank_spread(per_seed)
+    frame["mean rank"] = [spreads[s]["median"] for s in frame["scheme"]]
+    frame = frame.sort_values(["mean rank", "scheme"], kind="stable").reset_index(drop=True)
+    frame["mean rank"] = [format_spread(spreads[s], _three) for s in frame["scheme"]]
+    return frame
 
 
 def rank_by(table: pd.DataFrame, axis: str) -> pd.DataFrame:
@@ -116,20 +130,39 @@ def _measured(r: pd.Series, metric: str, column: str) -> str:
     return display.fraction(None if r[column] is None else float(r[column]))
 
 
+def _spread(r: pd.Series, column: str, fmt: Any) -> str:
+    """A cell's figure as ``median [min-max]`` when the table has its range (several seeds), else as it is."""
+    if f"{column}_min" not in r.index:
+        return fmt(r[column])
+
+    def known(v: Any) -> float | None:
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+    stats = {"median": known(r[column]), "min": known(r[f"{column}_min"]), "max": known(r[f"{column}_max"])}
+    return format_spread(stats, fmt)
+
+
+def _count(value: Any) -> str:
+    """A count, or a median of counts over an even number of seeds (``2.5``)."""
+    v = float(value)
+    return str(int(v)) if v.is_integer() else _num(v, 3)
+
+
 def scenario_table(group: pd.DataFrame) -> pd.DataFrame:
-    """One scenario: schemes that ran by rank, then the others with their status."""
+    """One scenario: schemes that ran by rank, then the others with their status; with several seeds
+    rank, p50, p99 and p99.9 as median [min-max]."""
     ran = group[group["status"] == OK].sort_values(["rank", "scheme"], kind="stable")
     rest = group[group["status"] != OK]
     rows = []
     for _, r in ran.iterrows():
         rows.append(
             {
-                "rank": _num(r["rank"], 3),
+                "rank": _spread(r, "rank", lambda v: _num(v, 3)),
                 "scheme": r["scheme"],
-                "p50": _time_us(r["p50_us"]),
-                "p99": _time_us(r["p99_us"]),
-                "p99.9": _time_us(r["p999_us"]),
-                "unfinished / small": f"{int(r['small_unfinished'])} / {int(r['small_flows'])}",
+                "p50": _spread(r, "p50_us", _time_us),
+                "p99": _spread(r, "p99_us", _time_us),
+                "p99.9": _spread(r, "p999_us", _time_us),
+                "unfinished / small": f"{_count(r['small_unfinished'])} / {_count(r['small_flows'])}",
                 "timeout frac": _measured(r, "timeout_fraction", "timeout_fraction"),
                 "extra bytes small": _measured(r, "extra_bytes", "extra_bytes_small"),
                 "extra bytes all": _measured(r, "extra_bytes", "extra_bytes_all"),
@@ -179,8 +212,19 @@ def _counts(table: pd.DataFrame) -> dict[str, int]:
 
 
 def headline(table: pd.DataFrame, meta: Mapping[str, Any]) -> str:
-    """One paragraph: what ran, at which scale, how long it took."""
+    """One paragraph: what ran, at which scale and seeds, how long it took."""
     c = _counts(table)
+    seeds = list(meta.get("seeds") or [])
+    if len(seeds) > 1:
+        return (
+            f"Scale `{meta.get('scale')}`, {len(seeds)} seeds ({', '.join(map(str, seeds))}): {len(table)} "
+            f"cells ({table['scenario'].nunique()} scenarios x {table['scheme'].nunique()} schemes): "
+            f"{c[OK]} with results in at least one seed, {c[FAILED]} failed in every seed, "
+            f"{c[NOT_APPLICABLE]} n/a, {c[PENDING]} pending. The invocation that wrote this page ran "
+            f"{meta.get('ran')} runs (one per cell and seed) in {meta.get('wall_seconds')} s "
+            f"({meta.get('executor')} executor, --jobs {meta.get('jobs')}) and reused {meta.get('skipped')} "
+            "runs already done."
+        )
     return (
         f"Scale `{meta.get('scale')}`: {len(table)} cells ({table['scenario'].nunique()} scenarios x "
         f"{table['scheme'].nunique()} schemes): {c[OK]} with results, {c[FAILED]} failed, "
@@ -199,10 +243,64 @@ _METRICS_NOTE = (
 )
 
 
-def _sections(table: pd.DataFrame) -> list[tuple[int, str, pd.DataFrame | None, str]]:
-    """(heading level, title, table or None, text) in page order."""
-    out: list[tuple[int, str, pd.DataFrame | None, str]] = [
-        (2, "Overall ranking", ranking_table(table), _METRICS_NOTE),
+_SEEDS_NOTE = (
+    " Over several seeds every cell runs once per seed and is ranked within its scenario in each seed; a "
+    "cell's figures are its medians over the seeds it ran in (ranges in compare.parquet's `_min` / `_max` "
+    "columns, each seed's table in compare_seeds.parquet) and its rank the median of its per-seed ranks. "
+    "Mean rank: median [min-max] over the seeds of the scheme's mean rank in each seed; wins, top 3 and "
+    "the other columns count the cells' medians."
+)
+
+Section = tuple[int, str, pd.DataFrame | None, str]
+
+
+def _flip_sections(table: pd.DataFrame, per_seed: pd.DataFrame) -> list[Section]:
+    """The conclusions that do not hold in every seed: neighbours of the overall ranking that swap, and
+    scenario winners that change (:mod:`tailcut.compare_seeds`)."""
+    from tailcut.compare_seeds import adjacent_flips, winner_flips
+
+    order = list(ranking_table(table, per_seed)["scheme"])
+    pairs = adjacent_flips(per_seed, order)
+    winners = winner_flips(per_seed)
+    scenarios = table.loc[table["status"] == OK, "scenario"].nunique()
+    text = (
+        f"{len(pairs)} of the {max(len(order) - 1, 0)} neighbouring pairs of the overall ranking swap "
+        f"order in some seed (each is better on mean rank in one seed and worse in another; per seed: "
+        f"`a 1.5 < b 2`, a ranks better); the winner (rank 1, ties joined by =) of {len(winners)} of the "
+        f"{scenarios} scenarios changes with the seed."
+    )
+    out: list[Section] = [(2, "Conclusions that flip between seeds", None, text)]
+    seeds = sorted(per_seed["seed"].unique())
+    if pairs:
+        frame = pd.DataFrame(
+            [{"pair": f["pair"], **{f"seed {s}": f["orders"].get(int(s), "-") for s in seeds}} for f in pairs]
+        )
+        out.append((3, "Neighbours in the overall ranking that swap", frame, ""))
+    if winners:
+        frame = pd.DataFrame(
+            [{"scenario": f["scenario"], **{f"seed {s}": f["winners"].get(int(s), "-") for s in seeds}}
+             for f in winners]
+        )  # fmt: skip
+        out.append((3, "Scenario winners that change with the seed", frame, ""))
+    return out
+
+
+def _failed(table: pd.DataFrame, per_seed: pd.DataFrame | None) -> pd.DataFrame:
+    """The runs that failed: per cell, or with several seeds per cell and seed (a cell may fail in one)."""
+    if per_seed is None:
+        return table[table["status"] == FAILED][["scenario", "scheme", "reason"]].reset_index(drop=True)
+    failed = per_seed[per_seed["status"] == FAILED]
+    return failed[["scenario", "scheme", "seed", "reason"]].reset_index(drop=True)
+
+
+def _sections(table: pd.DataFrame, per_seed: pd.DataFrame | None = None) -> list[Section]:
+    """(heading level, title, table or None, text) in page order; ``per_seed`` adds what several seeds
+    show."""
+    note = _METRICS_NOTE + (_SEEDS_NOTE if per_seed is not None else "")
+    out: list[Section] = [(2, "Overall ranking", ranking_table(table, per_seed), note)]
+    if per_seed is not None:
+        out += _flip_sections(table, per_seed)
+    out += [
         (2, "Mean rank by failure", rank_by(table, "failure"), ""),
         (2, "Mean rank by workload", rank_by(table, "workload"), ""),
         (2, "Mean rank by topology", rank_by(table, "topology"), ""),
@@ -213,9 +311,9 @@ def _sections(table: pd.DataFrame) -> list[tuple[int, str, pd.DataFrame | None, 
     not_run = not_run_table(table)
     if not not_run.empty:
         out.append((2, "Not run: not applicable or pending", not_run, ""))
-    failed = table[table["status"] == FAILED][["scenario", "scheme", "reason"]]
+    failed = _failed(table, per_seed)
     if not failed.empty:
-        out.append((2, "Failed cells", failed.reset_index(drop=True), ""))
+        out.append((2, "Failed cells", failed, ""))
     out.append((2, "Scenarios", None, ""))
     for scenario, group in table.groupby("scenario", sort=False):
         out.append((3, str(scenario), scenario_table(group), ""))
@@ -234,12 +332,16 @@ def provenance_line(provenance: Mapping[str, Any] | None) -> str:
 
 
 def compare_markdown(
-    table: pd.DataFrame, meta: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+    table: pd.DataFrame,
+    meta: Mapping[str, Any],
+    provenance: Mapping[str, Any] | None = None,
+    per_seed: pd.DataFrame | None = None,
 ) -> str:
-    """compare.md: what made it (as :func:`compare_html`), then every section as a Markdown table."""
+    """compare.md: what made it (as :func:`compare_html`), then every section as a Markdown table;
+    ``per_seed``: each seed's table, for a comparison over several seeds."""
     title = f"# tailcut compare: {meta.get('suite')}"
     parts = [f"{title}\n\n{provenance_line(provenance)}\n\n{headline(table, meta)}\n"]
-    for level, title, frame, text in _sections(table):
+    for level, title, frame, text in _sections(table, per_seed):
         parts.append(f"\n{'#' * level} {title}\n")
         if text:
             parts.append(f"\n{text}\n")
@@ -272,7 +374,10 @@ def heatmap_figure(table: pd.DataFrame) -> Figure:
 
 
 def compare_html(
-    table: pd.DataFrame, meta: Mapping[str, Any], provenance: Mapping[str, Any] | None = None
+    table: pd.DataFrame,
+    meta: Mapping[str, Any],
+    provenance: Mapping[str, Any] | None = None,
+    per_seed: pd.DataFrame | None = None,
 ) -> str:
     """report.html: what made it (``provenance``: seeds, config digest, version, commit), the heat map and
     every section as an HTML table, numbers with three significant digits or units."""
@@ -282,7 +387,7 @@ def compare_html(
         f"<p>{html.escape(headline(table, meta))}</p>\n",
         _figure_html(title, heatmap_figure(table)),
     ]
-    for level, heading, frame, text in _sections(table):
+    for level, heading, frame, text in _sections(table, per_seed):
         parts.append(f"<h{level}>{html.escape(heading)}</h{level}>\n")
         if text:
             parts.append(f"<p>{html.escape(text)}</p>\n")

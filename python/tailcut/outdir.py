@@ -74,6 +74,7 @@ FILES = {
     "compare": {
         "points",
         "compare.parquet",
+        "compare_seeds.parquet",
         "compare.json",
         "compare.md",
         "report.html",

@@ -43,6 +43,7 @@ from tailcut.config import (
 )
 from tailcut.outdir import claim, combined_files, config_hash, released, write_error
 from tailcut.progress import SweepProgress, point_weight
+from tailcut.seeds import seed_range
 from tailcut.summary import summarize
 
 if TYPE_CHECKING:
@@ -415,7 +416,7 @@ def sweep(
             raise ValueError("grid seed: the grid gives the seeds; leave seeds (--seeds) at 1")
     first_seed = resolved.get("seed", base.get("seed", 1))
     first_seed = first_seed if isinstance(first_seed, int) else 1
-    all_points = points(grid, range(first_seed, first_seed + seeds))
+    all_points = points(grid, seed_range(first_seed, seeds))
     if len({p.slug for p in all_points}) < len(all_points):
         raise ValueError("grid values that differ only in punctuation would share a folder; rename them")
     per_params = check_points(base, all_points, limits)

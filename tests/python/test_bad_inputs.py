@@ -324,6 +324,7 @@ BAD_ARGUMENTS = [
     pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--seeds", "0"], "--seeds", id="seeds-zero"),
     pytest.param(["sweep", "{tiny}", "--grid", "seed=1,2", "--seeds", "100000"], "--seeds", id="seeds-1e5"),
     pytest.param(["compare", "{tiny}", "--jobs", "0"], "--jobs", id="compare-jobs-zero"),
+    pytest.param(["compare", "{tiny}", "--seeds", "0"], "--seeds", id="compare-seeds-zero"),
     pytest.param(["reproduce", "fuso", "--jobs", "-1"], "--jobs", id="reproduce-jobs-negative"),
     pytest.param(["net", "serve", "--seconds", "nan"], "--seconds", id="serve-seconds-nan"),
     pytest.param(["net", "serve", "--seconds", "-1"], "--seconds", id="serve-seconds-negative"),

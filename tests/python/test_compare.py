@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from tailcut.compare import (
+    COLUMNS,
     FAILED,
     NOT_APPLICABLE,
     OK,
@@ -399,6 +400,212 @@ def test_ray_executor_matches_local(tmp_path: Path) -> None:
         ray.shutdown()
     local = compare(mini(), tmp_path / "local", scale="ci", schemes=["tcp"])
     pd.testing.assert_frame_equal(remote.table.drop(columns="wall_s"), local.table.drop(columns="wall_s"))
+
+
+# --- several seeds ------------------------------------------------------------------------------------------
+
+TWO_SCHEMES = {"schemes": ["tcp", "cb"], "scenarios": "two/*"}  # 4 cells, each run in well under a second
+
+
+def same(a: float, b: float) -> bool:
+    """Equal as figures: both missing, both infinite, or close."""
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return a == b or math.isclose(a, b, rel_tol=1e-12)
+
+
+def test_seeds_run_per_seed_folders_and_table_holds_median_and_range(tmp_path: Path) -> None:
+    import json
+    import statistics
+
+    from tailcut.compare_seeds import SEED_COLUMNS, SPREAD
+    from tailcut.config import load_config
+
+    out = tmp_path / "cmp"
+    result = compare(mini(), out, scale="ci", seeds=3, **TWO_SCHEMES)
+    table = result.table
+    assert not result.failed and list(table.columns) == [*COLUMNS, *SEED_COLUMNS]
+    assert result.meta["seeds"] == [3, 4, 5] and json.loads((out / "compare.json").read_text())["seeds"] == [
+        3,
+        4,
+        5,
+    ]
+    assert result.meta["ran"] == 4 * 3
+    spreads = 0
+    for row in table.itertuples():
+        cell = Cell(row.topology, row.workload, row.failure, row.scheme)
+        assert not (out / "points" / cell.slug / "flows.parquet").exists()  # only per-seed folders
+        per_seed = []
+        for seed in (3, 4, 5):
+            folder = out / "points" / cell.slug / f"seed={seed}"
+            assert load_config(folder / "config.toml")["seed"] == seed
+            per_seed.append(cell_metrics(pd.read_parquet(folder / "flows.parquet")))
+        assert row.seeds_ok == 3 and row.status == OK
+        for metric in ("small_flows", "p50_us", "p99_us", "p999_us", "extra_bytes_small", "extra_bytes_all"):
+            values = [float(m[metric]) for m in per_seed]
+            assert same(getattr(row, metric), statistics.median(values)), (cell, metric)
+            assert same(getattr(row, f"{metric}_min"), min(values)), (cell, metric)
+            assert same(getattr(row, f"{metric}_max"), max(values)), (cell, metric)
+            spreads += min(values) != max(values)
+    assert spreads > 0, "the seeds ran the same flows"
+    # Ranks are per seed; the table's rank is their median, and the per-seed tables are kept on disk.
+    seeds_table = result.per_seed
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "compare_seeds.parquet"), seeds_table)
+    for seed, frame in seeds_table.groupby("seed"):
+        assert frame["rank"].tolist() == rank(frame.reset_index(drop=True)).tolist(), seed
+    medians = seeds_table.groupby(["scenario", "scheme"], sort=False)["rank"].median()
+    assert table.set_index(["scenario", "scheme"])["rank"].to_dict() == medians.to_dict()
+    assert set(SPREAD) <= set(seeds_table.columns)
+    # compare.md: the seeds, and each scheme's mean rank as median [min-max] over its per-seed mean ranks.
+    text = (out / "compare.md").read_text()
+    assert text.splitlines()[2].startswith("Seeds 3, 4, 5 · config digest")
+    assert "## Conclusions that flip between seeds" in text
+    for scheme, frame in seeds_table.groupby("scheme"):
+        means = frame.groupby("seed")["rank"].mean()
+        low, mid, high = (f"{v:.2f}" for v in (means.min(), means.median(), means.max()))
+        assert f"| {scheme} | 2 | {mid if low == high else f'{mid} [{low}-{high}]'} |" in text, scheme
+    assert "seeds 3, 4, 5 · config digest" in (out / "report.html").read_text()
+
+
+def test_one_seed_writes_what_it_wrote_before_seeds(tmp_path: Path) -> None:
+    """--seeds 1 (the default): the cell's own folder, the table's old columns, no per-seed file, no flip
+    section, and the digest of a folder made before --seeds existed, so such folders resume."""
+    import json
+
+    from tailcut.outdir import config_hash
+
+    out = tmp_path / "cmp"
+    result = compare(mini(), out, scale="ci", seeds=1, **TWO_SCHEMES)
+    assert list(result.table.columns) == COLUMNS and result.per_seed is None
+    assert not (out / "compare_seeds.parquet").exists()
+    folders = sorted(p.name for p in (out / "points").iterdir())
+    assert len(folders) == 4 and all((out / "points" / f / "flows.parquet").exists() for f in folders)
+    text = (out / "compare.md").read_text()
+    assert "flip" not in text and text.splitlines()[2].startswith("Seed 3 · config digest")
+    suite = load_suite(mini())
+    tables = {k: v for k, v in suite.__dict__.items() if k != "source"}
+    marker = json.loads((out / ".tailcut.json").read_text())
+    assert marker["config_hash"] == config_hash({**tables, "scale": "ci"}, suite=True)
+
+
+def test_a_folder_of_other_seeds_is_refused(tmp_path: Path) -> None:
+    from tailcut.outdir import OutputError
+
+    out = tmp_path / "cmp"
+    compare(mini(), out, scale="ci", seeds=2, schemes=["tcp"], scenarios="two/ws/none")
+    for other in (1, 3):
+        with pytest.raises(OutputError, match="resuming would mix"):
+            compare(mini(), out, scale="ci", seeds=other, schemes=["tcp"], scenarios="two/ws/none")
+
+
+def test_resume_reruns_only_the_missing_seed_of_a_cell(tmp_path: Path) -> None:
+    import shutil
+
+    out = tmp_path / "cmp"
+    first = compare(mini(), out, scale="ci", seeds=2, **TWO_SCHEMES)
+    gone = f"{Cell('two', 'ws', 'lossy', 'cb').slug}/seed=4"
+    shutil.rmtree(out / "points" / gone)
+    seen = []
+    again = compare(mini(), out, scale="ci", seeds=2, on_done=seen.append, **TWO_SCHEMES)
+    assert again.meta["ran"] == 1 and again.meta["skipped"] == 4 * 2 - 1
+    assert [o.slug for o in seen if not o.skipped] == [gone]
+    assert (out / "points" / gone / "flows.parquet").exists()
+    walls = ["wall_s", "wall_s_min", "wall_s_max"]
+    pd.testing.assert_frame_equal(again.table.drop(columns=walls), first.table.drop(columns=walls))
+
+
+def test_bad_seeds_are_refused_naming_the_option(cli, capsys, tmp_path: Path) -> None:
+    import tomli_w
+
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match=r"^--seeds: must be an integer >= 1"):
+            compare(mini(), tmp_path / "api", scale="ci", seeds=bad, validate=no_validation)
+    with pytest.raises(ValueError, match=r"^--seeds: .* past 2\^64 - 1"):
+        compare(mini(seed=2**64 - 1), tmp_path / "api", scale="ci", seeds=2, validate=no_validation)
+    assert not (tmp_path / "api").exists()
+    suite = tmp_path / "mini.toml"
+    suite.write_text(tomli_w.dumps(mini()))
+    with pytest.raises(SystemExit) as info:
+        cli("compare", suite, "--seeds", "0", "--out", tmp_path / "o")
+    assert info.value.code == 2 and "argument --seeds" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def seed_tables(p99: dict[int, dict[str, tuple[float, float, float]]]) -> pd.DataFrame:
+    """Per-seed tables of schemes a, b, c on scenarios x/w/*, ranked per seed as compare ranks them:
+    ``p99[seed][failure]`` gives the p99 of a, b and c."""
+    base = {**fake_table().iloc[0].to_dict(), "not_measured": ""}
+    frames = []
+    for seed, scenarios in p99.items():
+        rows = []
+        for failure, values in scenarios.items():
+            for scheme, value in zip("abc", values, strict=True):
+                rows.append({**base, "scenario": f"x/w/{failure}", "failure": failure, "scheme": scheme,
+                             "p99_us": value, "p999_us": value})  # fmt: skip
+        frame = pd.DataFrame(rows)
+        frame["rank"] = rank(frame)
+        frame.insert(1, "seed", seed)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+# b beats a on scenario x from seed 2 and on y in seed 3; c always wins z. Mean ranks: a 1.33, 1.67, 2;
+# b 2.33, 2, 1.67; c 2.33 in every seed: a/b swap, b/c only tie (seed 1) and never swap.
+FLIPPING = {
+    1: {"x": (10, 20, 30), "y": (10, 20, 30), "z": (10, 20, 5)},
+    2: {"x": (20, 10, 30), "y": (10, 20, 30), "z": (10, 20, 5)},
+    3: {"x": (20, 10, 30), "y": (20, 10, 30), "z": (10, 20, 5)},
+}
+
+
+def test_flips_between_seeds_are_found() -> None:
+    from tailcut.compare_seeds import adjacent_flips, combine, winner_flips
+
+    per_seed = seed_tables(FLIPPING)
+    table = combine(per_seed)
+    order = ranking_table(table, per_seed)["scheme"].tolist()
+    assert order == ["a", "b", "c"]
+    flips = adjacent_flips(per_seed, order)
+    assert [f["pair"] for f in flips] == ["a/b"]
+    assert flips[0]["orders"] == {1: "a 1.33 < b 2.33", 2: "a 1.67 < b 2", 3: "b 1.67 < a 2"}
+    assert winner_flips(per_seed) == [
+        {"scenario": "x/w/x", "winners": {1: "a", 2: "b", 3: "b"}},
+        {"scenario": "x/w/y", "winners": {1: "a", 2: "a", 3: "b"}},
+    ]
+    text = compare_markdown(table, {"suite": "t", "scale": "ci", "seeds": [1, 2, 3]}, None, per_seed)
+    assert "1 of the 2 neighbouring pairs of the overall ranking swap order" in text
+    assert "| a/b | a 1.33 < b 2.33 | a 1.67 < b 2 | b 1.67 < a 2 |" in text
+    assert "| x/w/y | a | a | b |" in text and "| x/w/z |" not in text
+    assert "| a | 3 | 1.67 [1.33-2.00] |" in text and "| c | 3 | 2.33 |" in text  # c: the same in every seed
+    steady = seed_tables({1: FLIPPING[1], 2: FLIPPING[1]})
+    assert adjacent_flips(steady, ["a", "b", "c"]) == [] and winner_flips(steady) == []
+    assert "0 of the 2 neighbouring pairs" in compare_markdown(
+        combine(steady), {"seeds": [1, 2]}, None, steady
+    )
+
+
+def test_combine_takes_medians_over_the_seeds_a_cell_ran_in() -> None:
+    from tailcut.compare_seeds import combine
+
+    per_seed = seed_tables({1: {"x": (10, 20, 30)}, 2: {"x": (20, math.inf, 40)}, 3: {"x": (30, 30, 50)}})
+    per_seed.loc[(per_seed["seed"] == 3) & (per_seed["scheme"] == "a"), ["status", "reason"]] = [
+        FAILED,
+        "boom",
+    ]
+    per_seed.loc[per_seed["scheme"] == "c", ["status", "reason"]] = [FAILED, "always"]
+    for seed in (1, 2, 3):  # ranked as compare ranks them, among the cells that ran
+        mine = per_seed["seed"] == seed
+        per_seed.loc[mine, "rank"] = rank(per_seed[mine])
+    row = combine(per_seed).set_index("scheme")
+    # a: seeds 1 and 2 only, median of two is their midpoint; b: an unfinished seed is the worst value.
+    assert row.at["a", "status"] == OK and row.at["a", "seeds_ok"] == 2
+    assert (row.at["a", "p99_us"], row.at["a", "p99_us_min"], row.at["a", "p99_us_max"]) == (15, 10, 20)
+    assert row.at["a", "reason"] == "seed 3 failed: boom"
+    assert (row.at["b", "p99_us"], row.at["b", "p99_us_min"], row.at["b", "p99_us_max"]) == (30, 20, math.inf)
+    assert (row.at["b", "rank"], row.at["b", "rank_min"], row.at["b", "rank_max"]) == (2, 1, 2)
+    assert (
+        row.at["c", "status"] == FAILED and row.at["c", "seeds_ok"] == 0 and math.isnan(row.at["c", "p99_us"])
+    )
 
 
 # --- the checked-in suite at its smallest scale -------------------------------------------------------------

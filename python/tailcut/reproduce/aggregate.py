@@ -2,74 +2,18 @@
 
 A conclusion flips when, on the paper's main metric, (a) the ranking of a part's schemes differs between
 seeds (ties rank equal; seeds where a scheme has no value are left out), or (b) a scheme is better than
-its baseline in one seed and worse in another. Unfinished flows make a percentile ``inf``, which ranks as
-the worst; a missing figure (NaN) is left out of every statistic.
+its baseline in one seed and worse in another. The statistics and rankings are :mod:`tailcut.seeds`', which
+``tailcut compare --seeds`` shares.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from tailcut.reproduce.paper import Paper, Row
-
-
-def spread(values: Sequence[float]) -> dict[str, Any]:
-    """Median (of the middle two when even), minimum and maximum of the non-NaN values, and the values.
-
-    Statistics are None without any value.
-    """
-    known = sorted(v for v in values if not math.isnan(v))
-    if not known:
-        return {"median": None, "min": None, "max": None, "values": list(values)}
-    mid = len(known) // 2
-    median = known[mid] if len(known) % 2 else _midpoint(known[mid - 1], known[mid])
-    return {"median": median, "min": known[0], "max": known[-1], "values": list(values)}
-
-
-def _midpoint(a: float, b: float) -> float:
-    # inf + inf / 2 is fine, but inf - inf is not: a midpoint with an infinite end is that end.
-    return b if math.isinf(b) or math.isinf(a) else (a + b) / 2
-
-
-def _better(a: float, b: float, higher_is_better: bool) -> int:
-    """+1 when ``a`` is better than ``b``, -1 when worse, 0 when equal (both infinite counts as equal)."""
-    if a == b:
-        return 0
-    return (1 if a > b else -1) * (1 if higher_is_better else -1)
-
-
-def ranking(values: Mapping[str, float], higher_is_better: bool) -> tuple[tuple[str, ...], ...]:
-    """Schemes best first, tied schemes grouped (names sorted within a tie)."""
-    order = sorted(values.items(), key=lambda kv: (-kv[1] if higher_is_better else kv[1], kv[0]))
-    groups: list[list[str]] = []
-    last: float | None = None
-    for scheme, value in order:
-        if groups and value == last:
-            groups[-1].append(scheme)
-        else:
-            groups.append([scheme])
-        last = value
-    return tuple(tuple(sorted(g)) for g in groups)
-
-
-def swapped_pairs(
-    schemes: list[str], per_seed: list[Mapping[str, float]], higher_is_better: bool
-) -> list[str]:
-    """The pairs of schemes that are strictly better than each other in different seeds, as ``a/b``:
-    the part of a ranking change that says which comparison flips (many are near-ties)."""
-    pairs = []
-    for i, a in enumerate(schemes):
-        for b in schemes[i + 1 :]:
-            signs = {_better(v[a], v[b], higher_is_better) for v in per_seed}
-            if {1, -1} <= signs:
-                pairs.append(f"{a}/{b}")
-    return pairs
-
-
-def format_ranking(rank: tuple[tuple[str, ...], ...]) -> str:
-    return " < ".join(" = ".join(tie) for tie in rank) if rank else "-"
+from tailcut.seeds import better, format_ranking, ranking, spread, swapped_pairs
 
 
 def aggregate_entry(
@@ -149,5 +93,5 @@ def _versus(
         b = base.get(seed, {}).get(main, math.nan)
         if math.isnan(a) or math.isnan(b):
             continue
-        counts[{1: "better", -1: "worse", 0: "equal"}[_better(a, b, higher_is_better)]] += 1
+        counts[{1: "better", -1: "worse", 0: "equal"}[better(a, b, higher_is_better)]] += 1
     return {"baseline": name, **counts, "flips": counts["better"] > 0 and counts["worse"] > 0}

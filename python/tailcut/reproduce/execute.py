@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tailcut.reproduce.paper import Entry, Paper
+from tailcut.seeds import seed_range
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def plan(
     for paper in papers:
         for entry in labels[paper.name]:
             first = base_seed(entry, root)
-            for seed in range(first, first + seeds):
+            for seed in seed_range(first, seeds):
                 config, digest = point_config(entry, root, seed)
                 tasks.append((config, Task(paper.name, entry, seed, digest, str(root))))
     return tasks

@@ -7,18 +7,13 @@ import math
 from typing import Any
 
 from tailcut.reproduce.paper import Metric, Paper
+from tailcut.seeds import format_spread
 
 
 def cell(stats: dict[str, Any] | None, metric: Metric, seeds: int) -> str:
     """``median [min-max]`` (just the value for one seed or when every seed agrees); ``-`` for none."""
-    if not stats or stats["median"] is None:
-        return "-"
-
-    def fmt(v: float) -> str:
-        return "inf" if math.isinf(v) else metric.fmt.format(v)
-
-    median, low, high = (fmt(stats[k]) for k in ("median", "min", "max"))
-    return median if seeds == 1 or low == high else f"{median} [{low}-{high}]"
+    # With one seed min = max = median, so ``seeds`` changes nothing; callers pass it for reading.
+    return format_spread(stats, lambda v: "inf" if math.isinf(v) else metric.fmt.format(v))
 
 
 def _versus(vs: dict[str, Any] | None) -> str:
