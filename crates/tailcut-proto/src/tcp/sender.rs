@@ -276,6 +276,21 @@ impl<C: CongestionControl> Sender<C> {
             // Acknowledges data never sent, or an old reordered ACK: ignore (RFC 793 / RFC 5961).
             return;
         }
+        // Nothing in flight and nothing new: the ACK field of a segment arriving at the end that only
+        // receives (half of all calls on a one-way transfer). None of the steps below could act on it
+        // (no delivery, no duplicate, no loss, no window growth, no ECN reaction), so only the window
+        // is taken, as Linux's `tcp_ack` does on its fast path for such ACKs.
+        if ack.ack == self.snd_una
+            && self.snd_una == self.snd_nxt
+            && !ack.ece
+            && self.recovery.is_none()
+            && self.tlp.as_ref().is_none_or(|t| t.end_seq.is_none())
+            && sack_blocks.clone().next().is_none()
+        {
+            self.peer_window_bytes = ack.window_bytes;
+            ext.on_ack(self, now, 0);
+            return;
+        }
         let prev_window = self.peer_window_bytes;
         self.peer_window_bytes = ack.window_bytes;
 
