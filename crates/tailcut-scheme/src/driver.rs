@@ -186,6 +186,15 @@ pub fn resolve_for(
         }
         return Ok(spec);
     };
+    // Real hosts' applications wake up when they do: a modelled wake-up cannot be added to them. (The
+    // `testbed` profile's, which describes real hosts, is accepted and left to the hosts.)
+    if params.contains_key("host_delay") {
+        return Err(ConfigError::new(
+            "params.host_delay",
+            "the runtime's applications are real: their wake-ups are the host's own, not a modelled \
+             delay (simulator only)",
+        ));
+    }
     let fams = families(&crate::resolve(transport, &Map::new())?);
     let mut merged = Map::new();
     for &(f, key, value, _) in SOCKET_DEFAULTS {
@@ -221,7 +230,23 @@ fn on_kernel(transport: &str, params: &Map<String, Value>) -> Result<(), ConfigE
             ),
         ));
     };
-    match params.keys().find(|k| !settable.contains(&k.as_str())) {
+    // The testbed's hosts are Linux: a profile describing Linux (`linux`, or `testbed`, which is
+    // these very hosts) is what they run; the papers' ns-2 sender is not.
+    if let Some(host) = params.get("host") {
+        if host != "linux" && host != "testbed" {
+            return Err(ConfigError::new(
+                "params.host",
+                format!(
+                    "the testbed's hosts run Linux's sender (host = \"linux\" or \"testbed\"), not {host} \
+                     (the papers' ns-2 sender runs in the simulator only)"
+                ),
+            ));
+        }
+    }
+    match params
+        .keys()
+        .find(|k| *k != "host" && !settable.contains(&k.as_str()))
+    {
         Some(k) => Err(ConfigError::new(
             format!("params.{k}"),
             format!(

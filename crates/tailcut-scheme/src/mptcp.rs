@@ -124,6 +124,14 @@ pub fn multipath(
     let mut filled = tcp_table(&tcp);
     filled.extend(to_map(&m));
     if tcp.handshake {
+        // The `testbed` profile brings the handshake: say so rather than run without it.
+        if !params.contains_key("handshake") {
+            return bad(
+                "host",
+                "host = \"testbed\" includes the handshake, which MPTCP does not model (sub-flows start \
+                 established); use host = \"linux\" with timer_hz = 250 and the host_delay you want",
+            );
+        }
         return bad(
             "handshake",
             "MPTCP sub-flows start established (no MP_CAPABLE / MP_JOIN handshake modelled)",

@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tailcut_proto::tcp::{CongestionControl, CubicConfig, DelayedAck, TcpConfig};
-use tailcut_proto::ConfigError;
+use tailcut_proto::{ConfigError, Dur};
 
 /// A TCP-based scheme: its TCP defaults, its own parameters and what it does with them.
 pub trait TcpScheme: Sync {
@@ -127,6 +127,11 @@ pub fn tcp_config(
     Ok(cfg)
 }
 
+/// Largest `timer_hz`.
+const MAX_TIMER_HZ: u32 = 10_000;
+/// Longest application wake-up (`host_delay`).
+const MAX_HOST_DELAY: Dur = Dur::from_millis(1_000);
+
 /// Largest segment payload: a 65535-byte IP packet less 40 bytes of IP and TCP headers.
 const MAX_MSS_BYTES: u32 = 65_495;
 
@@ -165,6 +170,25 @@ fn validate(c: &TcpConfig) -> Result<(), ConfigError> {
     }
     if c.dupack_threshold == 0 {
         return bad("dupack_threshold", "must be >= 1");
+    }
+    // Kernels build with HZ between 100 and 1000; 10 000 (100 us jiffies) leaves room to explore.
+    if c.timer_hz > MAX_TIMER_HZ {
+        return bad(
+            "timer_hz",
+            format!(
+                "must be 0 (exact timers) or at most {MAX_TIMER_HZ}, got {}",
+                c.timer_hz
+            ),
+        );
+    }
+    // A wake-up is microseconds to milliseconds; an application asleep for seconds is a stalled host.
+    for (key, d) in [
+        ("host_delay.write_after_connect", c.host_delay.write_after_connect),
+        ("host_delay.read_after_arrival", c.host_delay.read_after_arrival),
+    ] {
+        if d > MAX_HOST_DELAY {
+            return bad(key, format!("must be at most 1s, got {d}"));
+        }
     }
     if c.rack.reo_wnd_min_rtt_divisor == 0 {
         return bad("rack.reo_wnd_min_rtt_divisor", "must be >= 1");
@@ -379,7 +403,15 @@ pub const TCP_DOCS: &[Doc] = &[
     ),
     (
         "host",
-        "host profile: \"linux\" (current Linux) or \"paper\" (the papers' ns-2 sender); sets the defaults of prr, rto_restart_on_retransmit, rto_estimator, dsack and cwnd_limited (docs/tcp.md, Host profiles)",
+        "host profile: \"linux\" (current Linux), \"paper\" (the papers' ns-2 sender) or \"testbed\" (Linux as the testbed's hosts run it: linux plus handshake, timer_hz = 250 and the measured host_delay); sets the defaults of prr, rto_restart_on_retransmit, rto_estimator, dsack and cwnd_limited, and for testbed of handshake, timer_hz and host_delay (docs/tcp.md, Host profiles)",
+    ),
+    (
+        "timer_hz",
+        "Linux's timer granularity: timers in jiffies at this HZ on the kernel's timer wheel (min_rto rounded up to whole jiffies, every timer fired at a tick, up to one wheel bucket late); 0 = exact; default from host (250 for testbed)",
+    ),
+    (
+        "host_delay",
+        "the application's wake-ups: { write_after_connect = \"0s\" (from the handshake's end to the first write; only with handshake), read_after_arrival = \"0s\" (from a message's last byte to its read: the flow's end, a server's answer) }; default from host (testbed: 100us and 50us, measured on the testbed, docs/testbed.md)",
     ),
     (
         "rto_estimator",

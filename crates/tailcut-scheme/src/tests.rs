@@ -210,6 +210,8 @@ const OTHER_VALUES: &[(&str, &str)] = &[
     ("rto_backoff", r#"{"rto_backoff": "karn"}"#),
     ("rto_estimator", r#"{"rto_estimator": "rfc6298"}"#),
     ("host", r#"{"host": "paper"}"#),
+    ("host", r#"{"host": "testbed"}"#),
+    ("host_delay", r#"{"host_delay": {"read_after_arrival": "10us"}}"#),
     ("rack", r#"{"rack": {"reo_wnd_min_rtt_divisor": 8}}"#),
     ("delayed_ack", r#"{"delayed_ack": "1ms"}"#),
     (
@@ -391,8 +393,41 @@ fn every_scheme_on_every_driver_runs_or_is_refused_naming_the_field() {
                 m.insert("host".into(), Value::from("paper"));
                 let e = resolve_for(info.name, &m, Driver::Kernel).unwrap_err();
                 assert_eq!(e.path, "params.host", "{e}");
+                // Profiles that describe Linux (the testbed's own hosts included) are theirs.
+                m.insert("host".into(), Value::from("linux"));
+                resolve_for(info.name, &m, Driver::Kernel).unwrap_or_else(|e| panic!("{e}"));
+                m.insert("host".into(), Value::from("testbed"));
+                match resolve_for(info.name, &m, Driver::Kernel) {
+                    // MPTCP has no handshake model, which the testbed profile brings.
+                    Err(e) if info.name == "mptcp" => assert_eq!(e.path, "params.host", "{e}"),
+                    r => r.map(|_| ()).unwrap_or_else(|e| panic!("{}: {e}", info.name)),
+                }
+                // The profile's rules are the kernel's own: not settable one by one.
+                let mut m = Map::new();
+                m.insert("timer_hz".into(), Value::from(1000));
+                let e = resolve_for(info.name, &m, Driver::Kernel).unwrap_err();
+                assert_eq!(e.path, "params.timer_hz", "{e}");
             }
             None => assert_eq!(kernel.unwrap_err().path, "transport", "{}", info.name),
         }
     }
+}
+
+/// `host_delay` models an application's wake-ups: the runtime's applications are real, so it refuses
+/// the key; the `testbed` profile (which describes real hosts) runs there.
+#[test]
+fn the_runtime_refuses_a_modelled_wake_up_and_runs_the_testbed_profile() {
+    use crate::driver::{resolve_for, Driver, Network};
+    let sockets = Driver::Sockets(Network::default());
+    let mut m = Map::new();
+    m.insert(
+        "host_delay".into(),
+        serde_json::json!({"read_after_arrival": "50us"}),
+    );
+    let e = resolve_for("tcp", &m, sockets).unwrap_err();
+    assert_eq!(e.path, "params.host_delay", "{e}");
+    let mut m = Map::new();
+    m.insert("host".into(), Value::from("testbed"));
+    let spec = resolve_for("tcp", &m, sockets).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.engine.tcp().map(|t| t.timer_hz), Some(250));
 }

@@ -35,6 +35,9 @@ pub enum Event {
     ShimTimer(u32),
     /// A workload flow starts.
     FlowStart(u32),
+    /// An application wakes up to do what waited for it (`host_delay`; an index into the
+    /// simulation's pending application work).
+    AppWake(u32),
     /// A scheduled fault (link down/up, rate change, loss change).
     Fault(u32),
 }

@@ -140,12 +140,46 @@ pub enum HostProfile {
     /// The sender of the papers' simulators (ns-2): every reduction straight to ssthresh (RFC 6675),
     /// no PRR. Paper reproductions use it so that their baselines stay the ones the papers measured.
     Paper,
+    /// Linux as the testbed's hosts run it (docs/testbed.md): the `linux` rules, plus what those
+    /// hosts do that a datacenter model usually leaves out: the 3-way handshake, timers in jiffies
+    /// at HZ = 250 (`timer_hz`) and the application's measured wake-ups (`host_delay`). The world
+    /// the cross-check compares with Linux ("sim, this host").
+    Testbed,
+}
+
+/// HZ of the testbed's kernels (`CONFIG_HZ_250`, Debian's default).
+pub const TESTBED_HZ: u32 = 250;
+
+/// The testbed agents' wake-ups, measured per packet with `experiments/testbed/fct_parts.py` on
+/// `experiments/testbed/loss.toml` (1% loss, seeds 1-5, 2026-11-28; medians of 400 flows per run):
+/// SYN-ACK in to first data out 78-131 us, last byte at the NIC to the agent's read 41-59 us. The
+/// profile takes the middle of each range.
+pub const TESTBED_HOST_DELAY: HostDelay = HostDelay {
+    write_after_connect: Dur(100_000),
+    read_after_arrival: Dur(50_000),
+};
+
+/// What the application on a host costs around the network (`host_delay`): the time its thread
+/// takes to run after the kernel has something for it. Zero (the default) is an application that
+/// is always running, as most datacenter simulations assume.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostDelay {
+    /// From the connection's establishment (the SYN-ACK's arrival at the client) to the
+    /// application's first write: `connect` returns and its thread wakes. Only connections with a
+    /// handshake wait it; without one the flow starts with the write.
+    pub write_after_connect: Dur,
+    /// From a message's last byte reaching the host to the application having read it (softirq,
+    /// the reading thread's wake-up, `read`): a flow finishes this much later, and a server answers
+    /// a request this much later.
+    pub read_after_arrival: Dur,
 }
 
 impl HostProfile {
     /// Set every rule this profile governs on `cfg`, except those `given` says the user set.
     pub fn apply(self, cfg: &mut TcpConfig, given: impl Fn(&str) -> bool) {
-        let linux = self == HostProfile::Linux;
+        let linux = self != HostProfile::Paper;
+        let testbed = self == HostProfile::Testbed;
         if !given("prr") {
             cfg.prr = linux;
         }
@@ -164,6 +198,19 @@ impl HostProfile {
         }
         if !given("cwnd_limited") {
             cfg.cwnd_limited = linux;
+        }
+        if !given("handshake") && testbed {
+            cfg.handshake = true;
+        }
+        if !given("timer_hz") {
+            cfg.timer_hz = if testbed { TESTBED_HZ } else { 0 };
+        }
+        if !given("host_delay") {
+            cfg.host_delay = if testbed {
+                TESTBED_HOST_DELAY
+            } else {
+                HostDelay::default()
+            };
         }
     }
 }
@@ -363,8 +410,16 @@ pub struct TcpConfig {
     /// data never retransmitted (Karn, RFC 6298 without timestamps).
     pub rto_backoff: RtoBackoff,
     /// The host this sender models where the RFCs leave a choice (`HostProfile`): sets the defaults
-    /// of `prr`, `rto_restart_on_retransmit`, `rto_estimator`, `dsack` and `cwnd_limited`.
+    /// of `prr`, `rto_restart_on_retransmit`, `rto_estimator`, `dsack` and `cwnd_limited` (and, for
+    /// `testbed`, of `handshake`, `timer_hz` and `host_delay`).
     pub host: HostProfile,
+    /// Linux's timer granularity: timers run in jiffies at this HZ on the kernel's timer wheel
+    /// (`tcp/jiffies.rs`): `min_rto` rounds up to whole jiffies and every timer fires at a tick, up
+    /// to one bucket late. 0: exact timers. Default from `host` (250 for `testbed`, else 0).
+    pub timer_hz: u32,
+    /// The application's wake-ups around the network (`HostDelay`). Default from `host` (measured
+    /// values for `testbed`, else none).
+    pub host_delay: HostDelay,
     /// Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`) for fast recovery with
     /// SACK: cwnd falls to ssthresh in proportion to what the ACKs deliver. Off: RFC 6675's cwnd =
     /// ssthresh at the start of recovery. Default from `host` (on for `linux`).
@@ -525,6 +580,8 @@ impl Default for TcpConfig {
             rto_estimator: RtoEstimator::Linux,
             dsack: true,
             cwnd_limited: true,
+            timer_hz: 0,
+            host_delay: HostDelay::default(),
             dupack_threshold: 3,
             limited_transmit: true,
             early_retransmit: true,

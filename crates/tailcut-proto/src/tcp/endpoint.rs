@@ -6,6 +6,7 @@ use super::bytes::SendBytes;
 use super::cc::CongestionControl as _;
 use super::config::{CongestionControl, TcpConfig};
 use super::ext::{Extension, Extensions};
+use super::jiffies::TimerClock;
 use super::receiver::{EcnEcho, Receiver, SegmentOutcome};
 use super::sender::{AckInfo, Sender, Transmission};
 use super::stats::ConnStats;
@@ -84,6 +85,7 @@ impl TcpEndpoint {
         let ext = Extensions::new(&cfg);
         let mut receiver = Receiver::new(cfg.rcv_window_bytes, cfg.mss_bytes, cfg.delayed_ack, ecn);
         receiver.set_dsack(cfg.dsack);
+        receiver.set_clock(TimerClock::new(cfg.timer_hz));
         if cfg.carry_bytes {
             // TCP-IR rebuilds a lost segment from the others of its block, some already in order.
             let block = cfg
@@ -334,7 +336,7 @@ impl Conn {
             self.sender.stats.syn_retransmits += 1;
             // A lost SYN or SYN-ACK costs the message waiting behind it a whole RTO: it is a
             // retransmission timeout of that message like any other (docs/metrics.md).
-            self.sender.ledger.charge_timeout(self.sender.snd_una);
+            self.sender.ledger.charge_handshake_timeout(self.sender.snd_una);
         }
     }
 
@@ -463,7 +465,7 @@ impl Conn {
             if self.syn_sent_at.is_none() {
                 self.syn_sent_at = Some(now);
             }
-            self.handshake_deadline = Some(now + self.sender.rtt.rto());
+            self.handshake_deadline = Some(self.sender.clock.at(now, self.sender.rtt.rto()));
             self.count_sent(&p);
             return Some(p);
         }

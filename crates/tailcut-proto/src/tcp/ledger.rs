@@ -29,6 +29,10 @@ pub(crate) enum Charge {
 #[derive(Debug, Default)]
 pub(crate) struct SendLedger {
     msgs: VecDeque<SendMsg>,
+    /// Handshake timeouts with no message to charge: a SYN or SYN-ACK lost before the application
+    /// wrote (with `host_delay`, or on the server's side before its response). The next message
+    /// waited behind them, so it carries them.
+    unowned_timeouts: u32,
 }
 
 impl SendLedger {
@@ -42,11 +46,15 @@ impl SendLedger {
             });
             return;
         }
+        let stats = MessageStats {
+            timeouts: std::mem::take(&mut self.unowned_timeouts),
+            ..MessageStats::default()
+        };
         self.msgs.push_back(SendMsg {
             id,
             start,
             end,
-            stats: MessageStats::default(),
+            stats,
         });
     }
 
@@ -79,9 +87,20 @@ impl SendLedger {
     }
 
     /// A retransmission timeout while `offset` (snd_una) was the oldest unacknowledged byte.
+    /// Data already acknowledged owns nothing: such a timeout (an MPTCP sub-flow's, on data another
+    /// sub-flow delivered) delays no message.
     pub(crate) fn charge_timeout(&mut self, offset: u64) {
         if let Some(s) = self.owner_mut(offset) {
             s.timeouts += 1;
+        }
+    }
+
+    /// A SYN or SYN-ACK timeout: charged to the message waiting behind it, or, when the application
+    /// has not written yet, to the next message it writes.
+    pub(crate) fn charge_handshake_timeout(&mut self, offset: u64) {
+        match self.owner_mut(offset) {
+            Some(s) => s.timeouts += 1,
+            None => self.unowned_timeouts += 1,
         }
     }
 

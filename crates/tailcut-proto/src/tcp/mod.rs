@@ -40,6 +40,7 @@ pub(crate) mod cc;
 mod config;
 pub(crate) mod endpoint;
 pub(crate) mod ext;
+pub(crate) mod jiffies;
 pub(crate) mod ledger;
 pub mod peer_input;
 mod prr;
@@ -55,8 +56,9 @@ mod undo;
 mod tests;
 
 pub use config::{
-    CongestionControl, CubicConfig, DelayedAck, HostProfile, LinuxDelayedAck, LossDetection, PiasConfig,
-    RackConfig, RtoBackoff, RtoEstimator, TcpConfig, TcpIrConfig, TlpConfig,
+    CongestionControl, CubicConfig, DelayedAck, HostDelay, HostProfile, LinuxDelayedAck, LossDetection,
+    PiasConfig, RackConfig, RtoBackoff, RtoEstimator, TcpConfig, TcpIrConfig, TlpConfig, TESTBED_HOST_DELAY,
+    TESTBED_HZ,
 };
 pub use endpoint::{Role, TcpEndpoint};
 pub use stats::ConnStats;

@@ -8,6 +8,7 @@
 //! so without losses it costs O(1) per ACK.
 
 use super::config::RackConfig;
+use super::jiffies::TimerClock;
 use super::scoreboard::Scoreboard;
 use crate::time::{Dur, Time};
 
@@ -57,6 +58,8 @@ fn sent_after(a: (Time, u64), b: (Time, u64)) -> bool {
 #[derive(Clone, Debug)]
 pub(crate) struct Rack {
     cfg: RackConfig,
+    /// The clock its reordering timer runs on (`timer_hz`).
+    clock: TimerClock,
     /// RACK.xmit_ts and RACK.end_seq: the most recently sent segment delivered so far.
     xmit: Option<(Time, u64)>,
     /// RACK.rtt: the RTT measured from that segment.
@@ -82,9 +85,10 @@ pub(crate) struct Rack {
 const REO_WND_PERSIST: u32 = 16;
 
 impl Rack {
-    pub(crate) fn new(cfg: RackConfig) -> Self {
+    pub(crate) fn new(cfg: RackConfig, clock: TimerClock) -> Self {
         Rack {
             cfg,
+            clock,
             xmit: None,
             rtt: Dur::ZERO,
             min_rtt: None,
@@ -213,7 +217,7 @@ impl Rack {
         // RFC 8985 Sec. 6.3: one timer for the latest of the segments still waiting (RACK_detect_loss
         // returns the maximum remaining time, Linux `tcp_rack_detect_loss` the same).
         if remaining_max > Dur::ZERO {
-            self.reo_deadline = Some(now + remaining_max);
+            self.reo_deadline = Some(self.clock.at(now, remaining_max));
         }
         any
     }
@@ -222,6 +226,8 @@ impl Rack {
 /// The tail loss probe of RFC 8985 Sec. 7, scheduled as Linux `tcp_schedule_loss_probe` does.
 #[derive(Clone, Debug)]
 pub(crate) struct Tlp {
+    /// The clock the probe timer runs on (`timer_hz`).
+    clock: TimerClock,
     /// Added to 2 SRTT with one segment in flight (WCDelAckT).
     delayed_ack_allowance: Dur,
     /// Added to 2 SRTT with more than one in flight (Linux `TCP_TIMEOUT_MIN_US`).
@@ -236,8 +242,10 @@ pub(crate) struct Tlp {
 }
 
 impl Tlp {
-    pub(crate) fn new(cfg: &RackConfig, min_rto: Dur) -> Self {
+    /// `min_rto` as the sender keeps it (in jiffies under `timer_hz`).
+    pub(crate) fn new(cfg: &RackConfig, min_rto: Dur, clock: TimerClock) -> Self {
         Tlp {
+            clock,
             delayed_ack_allowance: cfg.tlp_delayed_ack_allowance.unwrap_or(min_rto),
             min_extra: cfg.tlp_min_extra,
             deadline: None,
@@ -274,7 +282,7 @@ impl Tlp {
             }
             None => Dur::from_millis(1_000),
         };
-        let at = now + pto;
+        let at = self.clock.at(now, pto);
         self.deadline = Some(rto_deadline.map_or(at, |r| at.min(r)));
     }
 

@@ -4,6 +4,7 @@
 
 use super::bytes::RecvBytes;
 use super::config::{DelayedAck, LinuxDelayedAck};
+use super::jiffies::TimerClock;
 use crate::engine::{AppEvent, MsgId};
 use crate::packet::{Ecn, Packet, SackBlocks, TcpFlags, TcpHeader};
 use crate::seq::Seq;
@@ -203,6 +204,8 @@ pub(crate) struct Receiver {
     bytes: Option<RecvBytes>,
     /// RFC 2883 D-SACK on (`TcpConfig::dsack`).
     dsack_on: bool,
+    /// The clock of the delayed-ACK timer (`timer_hz`).
+    clock: TimerClock,
     /// The duplicate range `[start, end)` the next ACK reports as its first SACK block (Linux
     /// `tcp_dsack_set`; cleared once an ACK went out).
     dsack: Option<(u64, u64)>,
@@ -241,6 +244,7 @@ impl Receiver {
             expected_end: 0,
             bytes: None,
             dsack_on: false,
+            clock: TimerClock::default(),
             dsack: None,
         }
     }
@@ -248,6 +252,11 @@ impl Receiver {
     /// Report duplicate segments with D-SACK (RFC 2883).
     pub(crate) fn set_dsack(&mut self, on: bool) {
         self.dsack_on = on;
+    }
+
+    /// Linux's delayed-ACK timer runs in jiffies under `timer_hz` (`tcp/jiffies.rs`).
+    pub(crate) fn set_clock(&mut self, clock: TimerClock) {
+        self.clock = clock;
     }
 
     /// Linux `tcp_data_queue_ofo`: data already held out of order is D-SACKed (`tcp_dsack_set` for a
@@ -500,7 +509,7 @@ impl Receiver {
             return;
         };
         let ato = l.delack_timeout(srtt);
-        let mut timeout = now + ato;
+        let mut timeout = self.clock.at(now, ato);
         if let Some(old) = self.ack_deadline {
             if old <= now + Dur(ato.0 / 4) {
                 self.ack_now = true;

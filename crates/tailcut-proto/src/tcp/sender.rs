@@ -6,6 +6,7 @@
 use super::cc::{AckEvent, Algorithm, Congestion, CongestionControl};
 use super::config::{LossDetection, RtoBackoff, TcpConfig};
 use super::ext::{Extension, Extensions, Step};
+use super::jiffies::TimerClock;
 use super::ledger::{Charge, SendLedger};
 use super::prr::Prr;
 use super::rack::{Rack, Tlp};
@@ -128,6 +129,8 @@ pub(crate) struct Sender<C = Algorithm> {
     prr_enabled: bool,
     /// Restart the RTO when the first unacknowledged segment is retransmitted (Linux).
     rto_restart_on_retransmit: bool,
+    /// The clock the timers run on: exact, or Linux's jiffies (`timer_hz`, `tcp/jiffies.rs`).
+    pub(crate) clock: TimerClock,
     /// The PRR reduction under way (`prr_enabled`, in a fast recovery the sender itself entered).
     prr: Option<Prr>,
     /// RACK (RFC 8985 Sec. 6), when it is the loss detection in force (see `rack_in_force`).
@@ -184,6 +187,9 @@ impl Sender {
 impl<C: CongestionControl> Sender<C> {
     /// A sender running `algo` (MPTCP sub-flows wrap the configured one in LIA).
     pub(crate) fn with_cc(cfg: &TcpConfig, algo: C) -> Self {
+        let clock = TimerClock::new(cfg.timer_hz);
+        // Linux keeps `tcp_rto_min_us` in jiffies (`tcp_rto_min`).
+        let min_rto = clock.round_up(cfg.min_rto);
         Sender {
             mss_bytes: u64::from(cfg.mss_bytes.max(1)),
             sack: cfg.sack,
@@ -196,8 +202,9 @@ impl<C: CongestionControl> Sender<C> {
             prr_enabled: cfg.prr && cfg.sack,
             prr: None,
             rto_restart_on_retransmit: cfg.rto_restart_on_retransmit,
-            rack: rack_in_force(cfg).then(|| Rack::new(cfg.rack)),
-            tlp: (rack_in_force(cfg) && cfg.rack.tlp).then(|| Tlp::new(&cfg.rack, cfg.min_rto)),
+            rack: rack_in_force(cfg).then(|| Rack::new(cfg.rack, clock)),
+            tlp: (rack_in_force(cfg) && cfg.rack.tlp).then(|| Tlp::new(&cfg.rack, min_rto, clock)),
+            clock,
             undo: (cfg.dsack && cfg.sack).then(Undo::default),
             cwnd_use: cfg.cwnd_limited.then(CwndUse::default),
             stream_end: 0,
@@ -207,7 +214,7 @@ impl<C: CongestionControl> Sender<C> {
             peer_window_bytes: u64::from(cfg.rcv_window_bytes),
             scoreboard: Scoreboard::default(),
             cc: Congestion::new(cfg.mss_bytes, cfg.initial_cwnd_segments, algo),
-            rtt: RttEstimator::new(cfg.rto_estimator, cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            rtt: RttEstimator::new(cfg.rto_estimator, min_rto, cfg.max_rto, cfg.initial_rto),
             rto_deadline: None,
             dupacks: 0,
             recovery: None,
@@ -340,7 +347,7 @@ impl<C: CongestionControl> Sender<C> {
             self.dupacks = 0;
             self.consecutive_timeouts = 0;
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
-            self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| now + self.rtt.rto());
+            self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.clock.at(now, self.rtt.rto()));
             if self.sack && self.scoreboard.head_sacked() {
                 self.suspect_reneging(now);
             }
@@ -823,7 +830,7 @@ impl<C: CongestionControl> Sender<C> {
         self.stats.sack_renegings += 1;
         let half_srtt = self.rtt.srtt().map_or(Dur::ZERO, |s| Dur(s.0 / 2));
         let wait = half_srtt.max(RENEGING_MIN_WAIT).min(self.rtt.rto());
-        self.rto_deadline = Some(now + wait);
+        self.rto_deadline = Some(self.clock.at(now, wait));
     }
 
     /// The sender's next deadline: the RTO, RACK's reordering timer, the probe timeout or an
@@ -866,7 +873,7 @@ impl<C: CongestionControl> Sender<C> {
                 // (Linux `tcp_send_loss_probe` ends with `tcp_rearm_rto`).
                 t.deadline = None;
                 t.probe_due = self.recovery.is_none();
-                self.rto_deadline = Some(now + self.rtt.rto());
+                self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
                 self.stats.probe_timeouts += 1;
                 return;
             }
@@ -933,7 +940,7 @@ impl<C: CongestionControl> Sender<C> {
         self.ledger.charge_timeout(self.snd_una);
         // RFC 6298 Sec. 5.5 / 5.6: restart the timer with the backed-off RTO. The retransmission of
         // the first segment follows from cwnd = 1 SMSS and NextSeg().
-        self.rto_deadline = Some(now + self.rtt.rto());
+        self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
     }
 
     /// The next segment to put on the wire, if the windows allow one (RFC 6675 Sec. 5 step (C),
@@ -1069,7 +1076,7 @@ impl<C: CongestionControl> Sender<C> {
         // RFC 6298 Sec. 5 restarts the timer only on ACKs of new data and on its own expiry.
         let reo_pending = self.rack.as_ref().is_some_and(|r| r.reo_deadline.is_some());
         if self.rto_restart_on_retransmit && s.start == self.snd_una && !reo_pending {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
         }
         Transmission {
             start: s.start,
@@ -1089,7 +1096,7 @@ impl<C: CongestionControl> Sender<C> {
         self.last_data_sent_at = Some(now);
         // RFC 6298 Sec. 5.1: start the timer if it is not running.
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.rtt.rto());
+            self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
         }
     }
 }

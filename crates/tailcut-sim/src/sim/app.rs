@@ -2,14 +2,16 @@
 //! sender's response), the connections carrying them (one per flow, or pools of persistent ones),
 //! and replicas racing to finish a flow first (RepFlow, replicated DCTCP).
 
-use super::{Conn, ConnMode, Sim};
-use crate::event::EngineId;
+use super::{ComponentRun, Conn, ConnMode, Sim};
+use crate::event::{EngineId, Event};
+use crate::hash::FxMap;
 use crate::transport::{ConnSetup, MAX_COPIES};
 use crate::workload::FlowSpec;
 use rand::Rng as _;
 use tailcut_proto::pattern::{is_message_pattern, message_pattern};
 use tailcut_proto::rng::{self, Stream};
-use tailcut_proto::{AppEvent, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Proto, Seq, Time};
+use tailcut_proto::tcp::HostDelay;
+use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Proto, Seq, Time};
 
 /// The parts of a flow. The application numbers a flow's messages `flow << 1 | part`; engines treat
 /// the ids as opaque (the role of each message is in the call that hands it over).
@@ -61,6 +63,50 @@ impl ByteCheck {
             Some(d) if is_message_pattern(msg, len, &d) => self.intact += 1,
             Some(_) => self.corrupt += 1,
             None => self.uncarried += 1,
+        }
+    }
+}
+
+/// What the applications' wake-ups (`host_delay`, docs/tcp.md "Host profiles") hold back: the first
+/// writes on a connection still opening, and every message's read. With no delay (the default) none
+/// of this is used and a run is what it was without it.
+pub(super) struct AppDelay {
+    /// Per component: its delays; none for engines that are not TCP, and no write delay without a
+    /// handshake (the flow starts with the application's write).
+    per_component: Vec<HostDelay>,
+    /// Work waiting for a wake-up, indexed by `Event::AppWake`; freed slots are reused.
+    pending: Vec<Wake>,
+    free: Vec<u32>,
+    /// Messages written on a connection end before it connected, per engine, in order.
+    deferred: FxMap<EngineId, Vec<(Outgoing, MsgId, u64)>>,
+}
+
+#[derive(Clone, Copy)]
+enum Wake {
+    /// The application reads message `msg`, which reached engine `e`.
+    Read { e: EngineId, msg: MsgId },
+    /// The application, woken by `connect`, writes what waited for engine `e` to connect.
+    Write { e: EngineId },
+}
+
+impl AppDelay {
+    pub(super) fn new(components: &[ComponentRun]) -> Self {
+        let per_component = components
+            .iter()
+            .map(|c| match c.transport.tcp() {
+                Some(t) if t.handshake => t.host_delay,
+                Some(t) => HostDelay {
+                    write_after_connect: Dur::ZERO,
+                    ..t.host_delay
+                },
+                None => HostDelay::default(),
+            })
+            .collect();
+        AppDelay {
+            per_component,
+            pending: Vec::new(),
+            free: Vec::new(),
+            deferred: FxMap::default(),
         }
     }
 }
@@ -148,16 +194,21 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     pub(super) fn on_app_event(&mut self, e: EngineId, ev: AppEvent) {
         let conn = self.engines[e as usize].conn;
         match ev {
-            AppEvent::Connected => {}
+            AppEvent::Connected => {
+                self.engines[e as usize].connected = true;
+                if let Some(&(_, msg, _)) = self.app_delay.deferred.get(&e).and_then(|d| d.first()) {
+                    let wait = self.host_delay(msg).write_after_connect;
+                    self.wake_after(wait, Wake::Write { e });
+                }
+            }
             AppEvent::MessageReceived { msg } => {
+                // The bytes are the kernel's as soon as they arrive; the application sees them later.
                 self.check_received(e, msg);
-                match part_of(msg) {
-                    Part::Request => self.answer(conn, msg),
-                    Part::Data => {
-                        if self.flow_state[flow_of(msg)].data_arrived(conn, self.now) {
-                            self.flows_finished += 1;
-                        }
-                    }
+                let wait = self.host_delay(msg).read_after_arrival;
+                if wait > Dur::ZERO {
+                    self.wake_after(wait, Wake::Read { e, msg });
+                } else {
+                    self.read(conn, msg);
                 }
             }
             AppEvent::MessageAcked { msg, stats } | AppEvent::MessageFailed { msg, stats } => {
@@ -166,6 +217,80 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
                 self.engines[e as usize].engine.release_memory();
             }
         }
+    }
+
+    /// The application at the end of `conn` has read message `msg`: a server answers a request, a
+    /// flow's data finishes it.
+    fn read(&mut self, conn: u32, msg: MsgId) {
+        match part_of(msg) {
+            Part::Request => self.answer(conn, msg),
+            Part::Data => {
+                if self.flow_state[flow_of(msg)].data_arrived(conn, self.now) {
+                    self.flows_finished += 1;
+                }
+            }
+        }
+    }
+
+    /// The wake-ups of the application that handles message `msg` (its flow's component's).
+    fn host_delay(&self, msg: MsgId) -> HostDelay {
+        let c = self.flows[flow_of(msg)].component as usize;
+        self.app_delay.per_component[c]
+    }
+
+    fn wake_after(&mut self, wait: Dur, work: Wake) {
+        let d = &mut self.app_delay;
+        let i = match d.free.pop() {
+            Some(i) => {
+                d.pending[i as usize] = work;
+                i
+            }
+            None => {
+                d.pending.push(work);
+                (d.pending.len() - 1) as u32
+            }
+        };
+        self.events.push(self.now + wait, Event::AppWake(i));
+    }
+
+    /// `Event::AppWake`: the application does what waited for it.
+    pub(super) fn app_wake(&mut self, i: u32) {
+        let work = self.app_delay.pending[i as usize];
+        self.app_delay.free.push(i);
+        match work {
+            Wake::Read { e, msg } => {
+                let conn = self.engines[e as usize].conn;
+                self.read(conn, msg);
+                // A server's answer left its engine to drain.
+                if let Some(a) = self.drain_stack.pop() {
+                    self.drain(a);
+                }
+            }
+            Wake::Write { e } => {
+                for (how, msg, len) in self.app_delay.deferred.remove(&e).unwrap_or_default() {
+                    self.give(e, how, msg, len);
+                }
+                self.drain(e);
+            }
+        }
+    }
+
+    /// The application writes message `msg` on engine `e` to start a flow: at once, or, on a
+    /// connection still opening with a `write_after_connect` delay, that long after it connects.
+    fn write(&mut self, e: EngineId, how: Outgoing, msg: MsgId, len: u64) {
+        // Behind writes still waiting, so that a connection's messages keep their order.
+        if self.host_delay(msg).write_after_connect > Dur::ZERO
+            && (!self.engines[e as usize].connected || self.app_delay.deferred.contains_key(&e))
+        {
+            self.app_delay
+                .deferred
+                .entry(e)
+                .or_default()
+                .push((how, msg, len));
+            return;
+        }
+        self.give(e, how, msg, len);
+        self.drain(e);
     }
 
     /// With `check_bytes`: checks the bytes of message `msg` that engine `e` received. The
@@ -246,8 +371,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
                     .engine
                     .expect_request(req, spec.request_bytes);
                 let len = spec.request_bytes;
-                self.give(b, Outgoing::Request, req, len);
-                self.drain(b);
+                self.write(b, Outgoing::Request, req, len);
             } else {
                 // A one-way flow has no request: its counters are final from the start.
                 self.flow_state[f].mark_final(k, Part::Request);
@@ -256,8 +380,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
                     .engine
                     .expect_message(data, spec.size_bytes);
                 let len = spec.size_bytes;
-                self.give(a, Outgoing::Message, data, len);
-                self.drain(a);
+                self.write(a, Outgoing::Message, data, len);
             }
         }
     }

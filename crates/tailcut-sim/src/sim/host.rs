@@ -294,6 +294,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             scheduled: Time::MAX,
             nic_bytes: 0,
             held: false,
+            connected: false,
             tsq_limit,
         });
         // Ports are allocated per host, so the engine owns its port on every address of the host: a

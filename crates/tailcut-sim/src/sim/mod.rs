@@ -53,6 +53,8 @@ struct EngineSlot {
     nic_bytes: u64,
     /// The engine was not polled because `nic_bytes` exceeded the budget; it is woken when they drain.
     held: bool,
+    /// The engine reported `Connected` (its handshake, if any, is done).
+    connected: bool,
     /// Its budget of bytes in the NIC queue (`u64::MAX` = none; see `topo::HostTsq::budget`).
     tsq_limit: u64,
 }
@@ -133,6 +135,8 @@ pub struct Sim<'a, const TRACED: bool = false> {
     tsq_on: bool,
     /// The `check_bytes` mode, when on.
     byte_check: Option<Box<app::ByteCheck>>,
+    /// The applications' wake-ups (`host_delay`) per component, and the work waiting for them.
+    app_delay: app::AppDelay,
     /// Times an engine was held back by `host_tsq`.
     tsq_holds: u64,
     watchdog: Watchdog,
@@ -196,6 +200,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             cons: Conservation::default(),
             tsq_on,
             byte_check: None,
+            app_delay: app::AppDelay::new(components),
             tsq_holds: 0,
             watchdog: Watchdog {
                 timeout: Dur(0),
@@ -333,6 +338,10 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
                 }
                 Event::FlowStart(f) => {
                     self.start_flow(f);
+                    true
+                }
+                Event::AppWake(i) => {
+                    self.app_wake(i);
                     true
                 }
                 Event::Fault(i) => {

@@ -13,6 +13,7 @@ mod cp;
 mod dcquic;
 mod e2e;
 mod fuso;
+mod host_delay;
 mod host_queue;
 mod network;
 mod schema_fuzz;

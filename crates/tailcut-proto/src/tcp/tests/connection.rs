@@ -86,6 +86,33 @@ fn handshake_survives_syn_loss() {
     assert!(h.data_from(0).all(|s| s.time >= connected_at));
 }
 
+/// A SYN lost before the application wrote anything (it writes after `connect` returns, the
+/// simulator's `host_delay`) still costs the first message its timeout: it is charged to it.
+#[test]
+fn a_handshake_timeout_before_the_first_write_is_charged_to_that_message() {
+    let cfg = TcpConfig {
+        handshake: true,
+        ..test_cfg()
+    };
+    let mut h = Harness::tcp(cfg.clone());
+    h.set_fault(|c| {
+        if c.from == 0 && c.info.ctl_index == 0 {
+            Fate::Drop
+        } else {
+            Fate::Deliver
+        }
+    });
+    // The client opens (its SYN is lost); the application writes once connected.
+    h.run_until(Time::ZERO + cfg.initial_rto + Dur::from_millis(1));
+    assert!(h.events_of(0).contains(&AppEvent::Connected));
+    h.send(0, 1, 3 * MSS);
+    h.run();
+    assert!(h.events_of(0).iter().any(|e| matches!(
+        e,
+        AppEvent::MessageAcked { msg: 1, stats } if stats.timeouts == 1
+    )));
+}
+
 fn burst_after_idle(slow_start_after_idle: bool) -> usize {
     let cfg = TcpConfig {
         slow_start_after_idle,

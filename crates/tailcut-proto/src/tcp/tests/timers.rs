@@ -157,3 +157,62 @@ fn retransmitting_the_head_restarts_the_rto_as_linux() {
     assert_eq!((st.fast_retransmits, st.timeouts), (1, 1));
     assert!(st.retransmits >= 2);
 }
+
+/// `timer_hz` (Linux's jiffies on the timer wheel, `tcp/jiffies.rs`): at HZ = 250 the 5 ms minimum
+/// RTO is 2 jiffies (`tcp_rto_min_us` is kept in jiffies), and the timer fires at a tick boundary, one
+/// bucket after its expiry (`calc_index`): 8-12 ms after it was armed, where exact timers wait 5 ms.
+#[test]
+fn at_hz_250_the_rto_fires_at_a_tick_8_to_12_ms_after_it_was_armed() {
+    use super::harness::{drop_first_copies, last_new_ack_before};
+    const JIFFY: u64 = 4_000_000;
+    for hz in [0, 250] {
+        let cfg = TcpConfig {
+            loss_detection: LossDetection::Dupthresh,
+            rto_estimator: crate::tcp::RtoEstimator::Rfc6298,
+            timer_hz: hz,
+            ..test_cfg()
+        };
+        let mut h = Harness::tcp(cfg);
+        drop_first_copies(&mut h, &[2 * MSS]);
+        h.send(0, 1, 3 * MSS);
+        h.run();
+        let rtx = h.retransmissions(0);
+        assert_eq!(rtx.len(), 1);
+        let armed = last_new_ack_before(&h, rtx[0].time);
+        let wait = rtx[0].time - armed;
+        if hz == 0 {
+            assert_eq!(wait, Dur::from_millis(5));
+        } else {
+            assert_eq!(rtx[0].time.0 % JIFFY, 0, "fires at a tick: {}", rtx[0].time);
+            assert_eq!(
+                rtx[0].time.0 / JIFFY,
+                armed.0 / JIFFY + 3,
+                "expiry jiffies + 2, next bucket"
+            );
+            assert!(
+                wait > Dur::from_millis(8) && wait <= Dur::from_millis(12),
+                "{wait}"
+            );
+        }
+        assert_eq!(h.eps[0].stats().timeouts, 1);
+    }
+}
+
+/// The probe timeout too: 2 SRTT + 2 ms (`TCP_TIMEOUT_MIN_US`) is one jiffy at HZ = 250, so the
+/// probe leaves at the second tick after the last ACK, 4-8 ms later, where exact timers wait ~2 ms.
+#[test]
+fn at_hz_250_the_probe_timeout_is_whole_jiffies() {
+    use super::harness::last_new_ack_before;
+    const JIFFY: u64 = 4_000_000;
+    let cfg = TcpConfig {
+        timer_hz: 250,
+        ..test_cfg()
+    };
+    let h = super::rack::warm_then(cfg, Dur::from_micros(10), 10, &[8, 9], Fate::Drop);
+    let rtx = h.retransmissions(0);
+    let probe = rtx[0].time;
+    let armed = last_new_ack_before(&h, probe);
+    assert_eq!(probe.0 % JIFFY, 0, "{probe}");
+    assert_eq!(probe.0 / JIFFY, armed.0 / JIFFY + 2);
+    assert_eq!(h.eps[0].stats().tlp_probes, 1);
+}

@@ -8,10 +8,12 @@ several seeds in four worlds:
   the sender before the Linux host rules, docs/tcp.md "Host profiles");
 - ``sim``: the simulator's ``tcp`` as the file gives it (host ``linux``, RACK-TLP, no handshake, timers
   at 1 us);
-- ``sim, this host``: the same with what these hosts do that the file does not say: the 3-way
-  handshake (a lost SYN or SYN-ACK waits Linux's 1 s), and timers rounded to HZ = 250 jiffies: an
-  RTO floor of 8 ms (``rto_min_us`` 5000 rounds up to 2 jiffies) and a TLP probe timeout of
-  2 srtt + 8 ms (Linux's ``TCP_TIMEOUT_MIN`` of 2 jiffies);
+- ``sim, this host``: the same with ``host = "testbed"``, what these hosts do that the file does not
+  say (docs/tcp.md, "Host profiles"): the 3-way handshake (a lost SYN or SYN-ACK waits Linux's 1 s),
+  timers in HZ = 250 jiffies on the kernel's timer wheel (``timer_hz``: the 5 ms RTO floor is 2
+  jiffies and fires 8-12 ms after it is armed), and the agents' measured wake-ups (``host_delay``:
+  the write after ``connect``, the read after the last byte). MPTCP, which has no handshake model,
+  gets the profile's timers and wake-ups without it;
 - ``linux``: the testbed, Linux reno through the emulated fabric (needs root; docs/testbed.md).
 
 Each cell is the median [min-max] over the seeds. Run as root from the repository's root:
@@ -34,14 +36,12 @@ import pandas as pd
 
 import tailcut
 from tailcut import testbed
-from tailcut.config import apply_overrides, load_experiment, to_toml
+from tailcut.config import apply_overrides, load_experiment, resolve, to_toml
 from tailcut.summary import percentile
 
 HERE = Path(__file__).resolve().parent
-# These hosts' timers, HZ = 250 jiffies (see the module doc), and with the handshake all they do that
-# the experiment file does not say, for every scheme.
-HZ_250 = {"min_rto": "8ms", "rack": {"tlp_min_extra": "8ms"}}
-THIS_HOST = {**HZ_250, "handshake": True}
+# What these hosts do that the experiment file does not say: the simulator's profile of them.
+THIS_HOST = {"host": "testbed"}
 WORLDS = ("sim, paper", "sim", "sim, this host", "linux")
 
 
@@ -75,14 +75,22 @@ def run_world(
         if world == "sim, this host":
             for scheme in config["schemes"]:
                 # The simulator's MPTCP starts its subflows established: it has no handshake to model.
-                host = {
-                    k: v for k, v in THIS_HOST.items() if scheme["transport"] != "mptcp" or k != "handshake"
-                }
+                host = (
+                    THIS_HOST if scheme["transport"] != "mptcp" else testbed_profile_without_handshake(config)
+                )
                 scheme["params"] = {**scheme.get("params", {}), **host}
         result = tailcut.run(config)
         result.write(out, overwrite=True)
         flows, quality = result.flows, {}
     return {name: (group, quality.get(name, {})) for name, group in flows.groupby("scheme", sort=False)}
+
+
+def testbed_profile_without_handshake(config: dict) -> dict:
+    """The ``testbed`` profile's timers and wake-ups, as the simulator resolves them (one definition,
+    in Rust), for a scheme that cannot have its handshake."""
+    probe = {**config, "schemes": [{"name": "probe", "transport": "tcp", "params": THIS_HOST}]}
+    params = resolve(probe)["schemes"][0]["params"]
+    return {"host": "linux", "timer_hz": params["timer_hz"], "host_delay": params["host_delay"]}
 
 
 def rtos_per_100_flows(flows: pd.DataFrame, quality: dict) -> float:

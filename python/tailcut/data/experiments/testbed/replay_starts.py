@@ -17,10 +17,10 @@ The agents connect before they write, so data leaves 0.3-7 ms after the SYN; the
 aligned to the flows' by the median of SYN time minus agent start over the flows (within 10 us here).
 
 Worlds: ``sim`` (the file's scheme as written); ``sim, HZ = 250 timers``: the timers of these hosts'
-kernels, an RTO floor of 8 ms (5 ms rounded up to 2 jiffies) and a probe timeout of 2 SRTT + 8 ms;
-``sim, this host``: those timers and the 3-way handshake at the flow's start (right with agent starts;
-with data starts the handshake was over before them). Only one-way flows can be replayed: a run with
-request/response flows is refused.
+kernels (``timer_hz = 250``: jiffies on the timer wheel, the 5 ms RTO floor 2 jiffies);
+``sim, this host``: ``host = "testbed"``, those timers, the 3-way handshake and the agents' wake-ups
+at the flow's start (right with agent starts; with data starts the handshake and the write were over
+before them). Only one-way flows can be replayed: a run with request/response flows is refused.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from pathlib import Path
 import pandas as pd
 
 # This folder's scripts (Python puts a script's folder on the path).
-from crosscheck import HZ_250, THIS_HOST, rtos_per_100_flows
+from crosscheck import THIS_HOST, rtos_per_100_flows
 from fct_parts import agent_starts, captures, first_data, flows_clock
 
 import tailcut
 from tailcut.config import load_experiment
 
-WORLDS = {"sim": {}, "sim, HZ = 250 timers": HZ_250, "sim, this host": THIS_HOST}
+WORLDS = {"sim": {}, "sim, HZ = 250 timers": {"timer_hz": 250}, "sim, this host": THIS_HOST}
 
 
 def data_starts(run_dir: Path, flows: pd.DataFrame) -> pd.Series:
