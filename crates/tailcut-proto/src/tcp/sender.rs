@@ -307,7 +307,7 @@ impl<C: CongestionControl> Sender<C> {
         let delivered_before = self.delivered_bytes();
         // RFC 2018 / RFC 6675 Sec. 4 Update(): record SACKed segments. The blocks are read again
         // below for D-SACK (the first two as sent), not tracked here: this loop is on every ACK's path.
-        let blocks_as_sent = sack_blocks.clone();
+        let mut blocks_as_sent = sack_blocks.clone();
         let mut newly_sacked = 0;
         if self.sack {
             for (l, r) in sack_blocks {
@@ -372,8 +372,7 @@ impl<C: CongestionControl> Sender<C> {
         // Out of line, and only when there is something to read: the common ACK carries no SACK
         // block and comes outside a probe episode (benchmark (a) counts every instruction).
         let probe_open = self.tlp.as_ref().is_some_and(|t| t.end_seq.is_some());
-        let mut blocks_as_sent = blocks_as_sent;
-        let first = if self.sack && (self.undo.is_some() || probe_open) {
+        let first = if self.sack && (self.reads_dsack() || probe_open) {
             blocks_as_sent.next()
         } else {
             None
@@ -381,7 +380,11 @@ impl<C: CongestionControl> Sender<C> {
         if first.is_some() || probe_open {
             let second = first.and_then(|_| blocks_as_sent.next());
             let pure_dupack = acked == 0 && newly_sacked == 0 && ack.pure && ack.window_bytes == prev_window;
-            self.on_dsack_ack(first, second, &ack, pure_dupack, acked > 0);
+            if self.reads_dsack() {
+                self.on_dsack_ack(first, second, &ack, pure_dupack, acked > 0);
+            } else {
+                self.close_probe_episode();
+            }
         }
 
         self.cc.on_ack(AckEvent {
@@ -412,7 +415,7 @@ impl<C: CongestionControl> Sender<C> {
         match self.recovery {
             Some(r) if self.snd_una >= r.point => {
                 self.recovery = None;
-                if self.undo.is_some() {
+                if self.reads_dsack() {
                     if let Some(rack) = self.rack.as_mut() {
                         rack.on_recovery_end();
                     }
@@ -513,10 +516,22 @@ impl<C: CongestionControl> Sender<C> {
         )
     }
 
-    /// What an ACK's SACK blocks and a loss probe's episode mean when the sender reads D-SACK
-    /// (without it, only that an ACK at the probe's end closes the episode). A D-SACK means one
-    /// fewer retransmission the undo waits for and RACK's reordering window growth; the probe's
-    /// episode ends with or without a loss (Linux `tcp_process_tlp_ack`: after a loss the window is
+    /// Whether the sender reads D-SACK (`TcpConfig::dsack`, with SACK): its undo state exists.
+    fn reads_dsack(&self) -> bool {
+        self.undo.is_some()
+    }
+
+    /// Without D-SACK, an ACK at or beyond the probe's end closes its episode, asking nothing more.
+    #[inline(never)]
+    fn close_probe_episode(&mut self) {
+        if let Some(t) = self.tlp.as_mut() {
+            t.on_ack(self.snd_una);
+        }
+    }
+
+    /// What an ACK's SACK blocks and a loss probe's episode mean when the sender reads D-SACK. A
+    /// D-SACK means one fewer retransmission the undo waits for and RACK's reordering window
+    /// growth; the probe's episode ends with or without a loss (Linux `tcp_process_tlp_ack`: after a loss the window is
     /// reduced once, as a CWR episode that ends at once).
     #[inline(never)]
     fn on_dsack_ack(
@@ -527,12 +542,6 @@ impl<C: CongestionControl> Sender<C> {
         pure_dupack: bool,
         una_advanced: bool,
     ) {
-        if self.undo.is_none() {
-            if let Some(t) = self.tlp.as_mut() {
-                t.on_ack(self.snd_una);
-            }
-            return;
-        }
         let dsack = first.and_then(|f| self.check_dsack(f, second, ack));
         if let Some(d) = dsack {
             if let Some(u) = self.undo.as_mut() {

@@ -44,8 +44,8 @@ fn delayed_ack_every_second_segment_and_after_the_delay() {
     assert_eq!(acks[0].time, second_arrival);
 }
 
-#[test]
-fn handshake_survives_syn_loss() {
+/// A connection with the handshake whose client loses its first SYN.
+fn first_syn_lost() -> (TcpConfig, Harness) {
     let cfg = TcpConfig {
         handshake: true,
         ..test_cfg()
@@ -58,6 +58,12 @@ fn handshake_survives_syn_loss() {
             Fate::Deliver
         }
     });
+    (cfg, h)
+}
+
+#[test]
+fn handshake_survives_syn_loss() {
+    let (cfg, mut h) = first_syn_lost();
     h.send(0, 1, 3 * MSS);
     h.run();
     let syns: Vec<_> = h
@@ -90,18 +96,7 @@ fn handshake_survives_syn_loss() {
 /// simulator's `host_delay`) still costs the first message its timeout: it is charged to it.
 #[test]
 fn a_handshake_timeout_before_the_first_write_is_charged_to_that_message() {
-    let cfg = TcpConfig {
-        handshake: true,
-        ..test_cfg()
-    };
-    let mut h = Harness::tcp(cfg.clone());
-    h.set_fault(|c| {
-        if c.from == 0 && c.info.ctl_index == 0 {
-            Fate::Drop
-        } else {
-            Fate::Deliver
-        }
-    });
+    let (cfg, mut h) = first_syn_lost();
     // The client opens (its SYN is lost); the application writes once connected.
     h.run_until(Time::ZERO + cfg.initial_rto + Dur::from_millis(1));
     assert!(h.events_of(0).contains(&AppEvent::Connected));
