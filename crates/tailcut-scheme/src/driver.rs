@@ -6,6 +6,7 @@
 
 use crate::{EngineSpec, SchemeSpec, SwitchDefault};
 use serde_json::{Map, Value};
+use tailcut_proto::tcp::HostProfile;
 use tailcut_proto::ConfigError;
 
 /// Where a scheme runs.
@@ -232,8 +233,10 @@ fn on_kernel(transport: &str, params: &Map<String, Value>) -> Result<(), ConfigE
     };
     // The testbed's hosts are Linux: a profile describing Linux (`linux`, or `testbed`, which is
     // these very hosts) is what they run; the papers' ns-2 sender is not.
+    // (The registry's resolution, before this, refused a value that names no profile.)
     if let Some(host) = params.get("host") {
-        if host != "linux" && host != "testbed" {
+        let profile = serde_json::from_value::<HostProfile>(host.clone()).ok();
+        if !profile.is_some_and(HostProfile::is_linux) {
             return Err(ConfigError::new(
                 "params.host",
                 format!(

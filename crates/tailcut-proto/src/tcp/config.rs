@@ -176,9 +176,15 @@ pub struct HostDelay {
 }
 
 impl HostProfile {
+    /// Whether the profile is a Linux host (`linux`, `testbed`): its rules are the kernel's, which
+    /// the testbed's hosts run.
+    pub fn is_linux(self) -> bool {
+        self != HostProfile::Paper
+    }
+
     /// Set every rule this profile governs on `cfg`, except those `given` says the user set.
     pub fn apply(self, cfg: &mut TcpConfig, given: impl Fn(&str) -> bool) {
-        let linux = self != HostProfile::Paper;
+        let linux = self.is_linux();
         let testbed = self == HostProfile::Testbed;
         if !given("prr") {
             cfg.prr = linux;
@@ -199,6 +205,8 @@ impl HostProfile {
         if !given("cwnd_limited") {
             cfg.cwnd_limited = linux;
         }
+        // Only `testbed` governs the handshake; the others keep the scheme's own default (DCQUIC's
+        // TLS baseline opens with one).
         if !given("handshake") && testbed {
             cfg.handshake = true;
         }

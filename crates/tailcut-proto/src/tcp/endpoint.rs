@@ -465,7 +465,7 @@ impl Conn {
             if self.syn_sent_at.is_none() {
                 self.syn_sent_at = Some(now);
             }
-            self.handshake_deadline = Some(self.sender.clock.at(now, self.sender.rtt.rto()));
+            self.handshake_deadline = Some(self.sender.rto_at(now));
             self.count_sent(&p);
             return Some(p);
         }

@@ -130,7 +130,7 @@ pub(crate) struct Sender<C = Algorithm> {
     /// Restart the RTO when the first unacknowledged segment is retransmitted (Linux).
     rto_restart_on_retransmit: bool,
     /// The clock the timers run on: exact, or Linux's jiffies (`timer_hz`, `tcp/jiffies.rs`).
-    pub(crate) clock: TimerClock,
+    clock: TimerClock,
     /// The PRR reduction under way (`prr_enabled`, in a fast recovery the sender itself entered).
     prr: Option<Prr>,
     /// RACK (RFC 8985 Sec. 6), when it is the loss detection in force (see `rack_in_force`).
@@ -347,7 +347,7 @@ impl<C: CongestionControl> Sender<C> {
             self.dupacks = 0;
             self.consecutive_timeouts = 0;
             // RFC 6298 Sec. 5.2 / 5.3: stop the timer when all is acknowledged, else restart it.
-            self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.clock.at(now, self.rtt.rto()));
+            self.rto_deadline = (self.snd_una < self.snd_nxt).then(|| self.rto_at(now));
             if self.sack && self.scoreboard.head_sacked() {
                 self.suspect_reneging(now);
             }
@@ -516,6 +516,12 @@ impl<C: CongestionControl> Sender<C> {
         )
     }
 
+    /// When a retransmission timer armed now for the current RTO fires (on `timer_hz`'s clock).
+    #[inline]
+    pub(crate) fn rto_at(&self, now: Time) -> Time {
+        self.clock.at(now, self.rtt.rto())
+    }
+
     /// Whether the sender reads D-SACK (`TcpConfig::dsack`, with SACK): its undo state exists.
     fn reads_dsack(&self) -> bool {
         self.undo.is_some()
@@ -531,8 +537,8 @@ impl<C: CongestionControl> Sender<C> {
 
     /// What an ACK's SACK blocks and a loss probe's episode mean when the sender reads D-SACK. A
     /// D-SACK means one fewer retransmission the undo waits for and RACK's reordering window
-    /// growth; the probe's episode ends with or without a loss (Linux `tcp_process_tlp_ack`: after a loss the window is
-    /// reduced once, as a CWR episode that ends at once).
+    /// growth; the probe's episode ends with or without a loss (Linux `tcp_process_tlp_ack`: after
+    /// a loss the window is reduced once, as a CWR episode that ends at once).
     #[inline(never)]
     fn on_dsack_ack(
         &mut self,
@@ -882,7 +888,7 @@ impl<C: CongestionControl> Sender<C> {
                 // (Linux `tcp_send_loss_probe` ends with `tcp_rearm_rto`).
                 t.deadline = None;
                 t.probe_due = self.recovery.is_none();
-                self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
+                self.rto_deadline = Some(self.rto_at(now));
                 self.stats.probe_timeouts += 1;
                 return;
             }
@@ -949,7 +955,7 @@ impl<C: CongestionControl> Sender<C> {
         self.ledger.charge_timeout(self.snd_una);
         // RFC 6298 Sec. 5.5 / 5.6: restart the timer with the backed-off RTO. The retransmission of
         // the first segment follows from cwnd = 1 SMSS and NextSeg().
-        self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
+        self.rto_deadline = Some(self.rto_at(now));
     }
 
     /// The next segment to put on the wire, if the windows allow one (RFC 6675 Sec. 5 step (C),
@@ -1085,7 +1091,7 @@ impl<C: CongestionControl> Sender<C> {
         // RFC 6298 Sec. 5 restarts the timer only on ACKs of new data and on its own expiry.
         let reo_pending = self.rack.as_ref().is_some_and(|r| r.reo_deadline.is_some());
         if self.rto_restart_on_retransmit && s.start == self.snd_una && !reo_pending {
-            self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
+            self.rto_deadline = Some(self.rto_at(now));
         }
         Transmission {
             start: s.start,
@@ -1105,7 +1111,7 @@ impl<C: CongestionControl> Sender<C> {
         self.last_data_sent_at = Some(now);
         // RFC 6298 Sec. 5.1: start the timer if it is not running.
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(self.clock.at(now, self.rtt.rto()));
+            self.rto_deadline = Some(self.rto_at(now));
         }
     }
 }

@@ -118,7 +118,7 @@ impl Extension for Tlp {
         }
         self.deadline = None;
         self.probe_due = true;
-        s.rto_deadline = Some(s.clock.at(now, s.rtt.rto()));
+        s.rto_deadline = Some(s.rto_at(now));
         s.stats.probe_timeouts += 1;
         true
     }
