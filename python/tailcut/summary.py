@@ -92,7 +92,10 @@ def _ratio(x: float, of: float) -> float:
 
 
 def _measured(group: pd.DataFrame, column: str) -> bool:
-    return column in group and bool(group[column].notna().any())
+    """Whether every flow of the group has ``column``: a group only partly counted (the testbed's
+    runtime counts a one-way flow's sender but not a request/response flow's server, nor a failed
+    call) would read as fewer timeouts or bytes than it had, so it is not measured."""
+    return column in group and len(group) > 0 and bool(group[column].notna().all())
 
 
 def summary_stats(group: pd.DataFrame) -> dict[str, float | int]:
@@ -110,8 +113,8 @@ def summary_stats(group: pd.DataFrame) -> dict[str, float | int]:
     }
     for name, per_mille in PERCENTILES.items():
         row[f"{name}_fct_ns"] = percentile(fct, unfinished, per_mille)
-    # A column nobody measured (a testbed's kernel reports no per-flow timeouts or bytes sent) gives
-    # NaN, not a fraction of zero.
+    # A column not measured for every flow (a testbed's kernel reports no per-flow timeouts or bytes
+    # sent) gives NaN, not a fraction of zero.
     timeouts = _measured(group, "timeouts")
     row["timeout_fraction"] = float((group["timeouts"] > 0).mean()) if timeouts else math.nan
     delivered = float(payload_bytes(group)[completed_mask].sum())

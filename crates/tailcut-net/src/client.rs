@@ -145,7 +145,11 @@ impl Client {
         };
         let remotes: Vec<SocketAddr> = (0..cfg.paths()).map(|i| via(i).1).collect();
         let socks = (0..cfg.paths())
-            .map(|i| PathSocket::bind(SocketAddr::new(via(i).0, 0), cfg.socket_buffer_bytes))
+            .map(|i| {
+                let s = PathSocket::bind(SocketAddr::new(via(i).0, 0), cfg.socket_buffer_bytes)?;
+                s.set_dscp(cfg.dscp())?;
+                Ok(s)
+            })
             .collect::<io::Result<Vec<_>>>()?;
         let local = socks
             .iter()

@@ -331,6 +331,15 @@ impl NetConfig {
         Ok(())
     }
 
+    /// The DSCP of every datagram: CloudBurst's packet class (its own switch queue, Sec. IV-B, as
+    /// the simulator's packets carry it), 0 for the others.
+    pub fn dscp(&self) -> u8 {
+        match self.family() {
+            Family::CloudBurst => self.engine_config().class,
+            Family::Tcp | Family::Mptcp | Family::Dcquic => 0,
+        }
+    }
+
     /// Largest request or response.
     pub fn max_message_bytes(&self) -> u64 {
         match self.family() {

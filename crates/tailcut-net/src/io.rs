@@ -37,6 +37,23 @@ impl PathSocket {
         self.socket.local_addr()
     }
 
+    /// Marks every datagram with DSCP `dscp` (the upper six bits of the TOS / traffic class byte),
+    /// so switches that classify by it queue the scheme apart (CloudBurst's class, Sec. IV-B). The
+    /// ECN bits stay per datagram: quinn-udp sets them in a control message only when a datagram
+    /// is ECN-capable, and that message carries the ECN codepoint alone, so a scheme that marks
+    /// ECN must not have a DSCP (none does).
+    pub fn set_dscp(&self, dscp: u8) -> io::Result<()> {
+        if dscp == 0 {
+            return Ok(());
+        }
+        let s = socket2::SockRef::from(&self.socket);
+        let tos = u32::from(dscp) << 2;
+        match self.socket.local_addr()? {
+            SocketAddr::V4(_) => s.set_tos_v4(tos),
+            SocketAddr::V6(_) => s.set_tclass_v6(tos),
+        }
+    }
+
     fn max_segments(&self) -> usize {
         self.state.max_gso_segments().max(1)
     }
@@ -276,6 +293,26 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         got
+    }
+
+    /// CloudBurst's sockets carry its class as their DSCP (the ECN bits stay clear for quinn-udp's
+    /// per-datagram marks), and the other schemes' keep the default.
+    #[test]
+    fn cloudburst_sockets_carry_its_class_as_the_dscp() {
+        let cfg = crate::NetConfig::default();
+        assert_eq!(
+            cfg.dscp(),
+            1,
+            "the paper's class, as the simulator's packets carry it"
+        );
+        let (tx, _, _) = loopback_pair();
+        tx[0].set_dscp(cfg.dscp()).unwrap();
+        assert_eq!(socket2::SockRef::from(&tx[0].socket).tos_v4().unwrap(), 1 << 2);
+        let tcp = cfg.scheme_json("tcp", serde_json::Value::Null).unwrap();
+        assert_eq!(tcp.dscp(), 0);
+        let (plain, _, _) = loopback_pair();
+        plain[0].set_dscp(tcp.dscp()).unwrap();
+        assert_eq!(socket2::SockRef::from(&plain[0].socket).tos_v4().unwrap(), 0);
     }
 
     /// Ten equal datagrams and a shorter last one on one lane leave as one GSO send and arrive as

@@ -50,6 +50,7 @@ impl Server {
         cfg.validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let sock = PathSocket::bind(addr, cfg.socket_buffer_bytes)?;
+        sock.set_dscp(cfg.dscp())?;
         let local = sock.local_addr()?;
         let (wake, wake_rx) = UnixDatagram::pair()?;
         let driver = Driver::new(vec![sock], wake_rx, &cfg)?;

@@ -225,8 +225,8 @@ fn on_kernel(transport: &str, params: &Map<String, Value>) -> Result<(), ConfigE
         return Err(ConfigError::new(
             "transport",
             format!(
-                "'{transport}' has no kernel implementation on the testbed (available: {}); the other \
-                 schemes run on tailcut's engines, which need the UDP runtime",
+                "'{transport}' has no kernel implementation on the testbed (available: {}); the testbed \
+                 runs the other schemes on tailcut's engines over UDP",
                 stacks.join(", ")
             ),
         ));
@@ -254,7 +254,8 @@ fn on_kernel(transport: &str, params: &Map<String, Value>) -> Result<(), ConfigE
             format!("params.{k}"),
             format!(
                 "the testbed runs the kernel's {transport}, which has no such setting (only {} map to \
-                 it); set kernel parameters in [testbed]",
+                 it); set kernel parameters in [testbed], or name the scheme in testbed.runtime to run \
+                 tailcut's own {transport} engine instead",
                 settable.join(", ")
             ),
         )),

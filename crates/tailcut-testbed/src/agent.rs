@@ -14,11 +14,12 @@
 //! them in order and replies arrive in order. A persistent flow has no `retrans` line, because
 //! `tcpi_total_retrans` counts the whole connection; the namespace's counters still have them.
 
+use crate::runtime_agent::{self, RuntimePlan};
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,9 @@ pub struct Plan {
     pub congestion_control: Option<String>,
     /// Flows this host initiates, in start order.
     pub flows: Vec<PlannedFlow>,
+    /// Run the flows on tailcut's engines over UDP (`runtime_agent.rs`) instead of the kernel's TCP.
+    #[serde(default)]
+    pub runtime: Option<RuntimePlan>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -53,6 +57,10 @@ pub struct PlannedFlow {
     /// The persistent connection this flow shares (unique within the plan), or its own connection.
     #[serde(default)]
     pub conn: Option<u32>,
+    /// On the runtime from a host with several NICs: per path, the local address to send from and
+    /// the peer's address on the same plane (empty: the routes choose, one NIC).
+    #[serde(default)]
+    pub paths: Vec<(IpAddr, SocketAddr)>,
 }
 
 /// One line of the agent's output.
@@ -83,9 +91,19 @@ pub enum Event {
         id: u64,
         msg: String,
     },
+    /// On the runtime, a one-way flow's data sender's counters (`MessageStats` of its request), once
+    /// its call returned.
+    Counters {
+        id: u64,
+        timeouts: u32,
+        fast_retransmits: u32,
+        retransmitted_bytes: u64,
+        redundant_bytes: u64,
+        sent_bytes: u64,
+    },
 }
 
-const HEADER: usize = 24;
+pub(crate) const HEADER: usize = 24;
 /// `SCHED_FIFO` priority of a flow's thread from just before its start until it has connected: above
 /// every normal thread, below the fabric's (2).
 const START_PRIORITY: i32 = 1;
@@ -93,9 +111,9 @@ const START_PRIORITY: i32 = 1;
 const SPAWN_AHEAD_NS: u64 = 20_000_000;
 const CHUNK: usize = 64 * 1024;
 
-type Out = Arc<Mutex<io::Stdout>>;
+pub(crate) type Out = Arc<Mutex<io::Stdout>>;
 
-fn emit(out: &Out, e: &Event) {
+pub(crate) fn emit(out: &Out, e: &Event) {
     if let Ok(line) = serde_json::to_string(e) {
         let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
         let _ = writeln!(o, "{line}");
@@ -129,22 +147,14 @@ pub fn main() -> Result<(), String> {
     let plan: Plan = serde_json::from_str(&input).map_err(|e| format!("agent: plan: {e}"))?;
     let plan = Arc::new(plan);
     let out: Out = Arc::new(Mutex::new(io::stdout()));
-    let listener = socket(&plan).map_err(|e| e.to_string())?;
-    listener.set_reuse_address(true).map_err(|e| e.to_string())?;
-    let any = SocketAddr::from(([0, 0, 0, 0], plan.port));
-    listener
-        .bind(&SockAddr::from(any))
-        .map_err(|e| format!("agent: bind {any}: {e}"))?;
-    listener.listen(1024).map_err(|e| e.to_string())?;
-    {
-        let out = out.clone();
-        std::thread::spawn(move || loop {
-            if let Ok((s, _)) = listener.accept() {
-                let out = out.clone();
-                std::thread::spawn(move || accept_one(s.into(), &out));
-            }
-        });
-    }
+    // The runtime's server lives as long as the agent (its thread stops when it is dropped).
+    let _server = match &plan.runtime {
+        Some(rt) => Some(runtime_agent::serve(rt, plan.port, &out)?),
+        None => {
+            listen(&plan, &out)?;
+            None
+        }
+    };
     // Tell the emulator we listen, and wait for its time zero: it comes once every agent listens, so
     // no flow starts before every agent does, however long starting them took.
     emit(&out, &Event::Ready);
@@ -157,9 +167,22 @@ pub fn main() -> Result<(), String> {
         .parse()
         .map_err(|e| format!("agent: time zero {go:?}: {e}"))?;
     let mut persistent: HashMap<u32, Sender<PlannedFlow>> = HashMap::new();
+    let shared = runtime_agent::Shared::default();
     for f in plan.flows.iter().cloned() {
         let at = zero + f.start_ns;
         let (plan, out) = (plan.clone(), out.clone());
+        if plan.runtime.is_some() {
+            // As below: the thread is made ahead of the start, and at the start only opens (or
+            // takes its persistent connection's client) and calls.
+            tailcut_sys::clock::sleep_until_ns(at.saturating_sub(SPAWN_AHEAD_NS));
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                let rt = plan.runtime.as_ref().expect("checked");
+                tailcut_sys::clock::sleep_until_ns(at);
+                runtime_agent::run_flow(rt, &f, &shared, &out);
+            });
+            continue;
+        }
         match f.conn {
             Some(c) => {
                 tailcut_sys::clock::sleep_until_ns(at);
@@ -193,6 +216,25 @@ pub fn main() -> Result<(), String> {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
+}
+
+/// The kernel's listening socket on the plan's port, every connection served on a thread of its own.
+fn listen(plan: &Plan, out: &Out) -> Result<(), String> {
+    let listener = socket(plan).map_err(|e| e.to_string())?;
+    listener.set_reuse_address(true).map_err(|e| e.to_string())?;
+    let any = SocketAddr::from(([0, 0, 0, 0], plan.port));
+    listener
+        .bind(&SockAddr::from(any))
+        .map_err(|e| format!("agent: bind {any}: {e}"))?;
+    listener.listen(1024).map_err(|e| e.to_string())?;
+    let out = out.clone();
+    std::thread::spawn(move || loop {
+        if let Ok((s, _)) = listener.accept() {
+            let out = out.clone();
+            std::thread::spawn(move || accept_one(s.into(), &out));
+        }
+    });
+    Ok(())
 }
 
 fn write_zeros(s: &mut TcpStream, mut n: u64) -> io::Result<()> {

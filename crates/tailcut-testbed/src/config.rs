@@ -48,6 +48,10 @@ pub struct TestbedConfig {
     /// `[testbed.pcap]`: capture what the hosts send and receive into `--out`'s `pcap/` folder. Its
     /// presence (even empty) turns capture on. Default: no capture.
     pub pcap: Option<PcapConfig>,
+    /// Schemes, by name, that run on tailcut's own engines over UDP (`tailcut-net`) although Linux
+    /// runs their transport (`tcp`, `mptcp`, `dctcp`): tailcut's TCP beside Linux's on the same
+    /// hosts. Every other transport runs there anyway. Default: none.
+    pub runtime: Vec<String>,
     /// Per scheme (in file order), the T-RACKs shim its `shim` table asks for, read over the real-host
     /// defaults of `tailcut-tracksd` (`experiment::load` fills it; not a `[testbed]` key).
     #[serde(skip)]
@@ -92,6 +96,7 @@ impl Default for TestbedConfig {
             max_hosts: 32,
             port: 5500,
             pcap: None,
+            runtime: Vec::new(),
             shims: Vec::new(),
         }
     }

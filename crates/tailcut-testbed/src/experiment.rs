@@ -9,11 +9,12 @@ use crate::error::TestbedError;
 use crate::fabric::LoopConfig;
 use crate::pcap::CaptureSpec;
 use crate::report::FabricReport;
+use crate::runtime_agent::{RuntimePlan, TlsMaterial};
 use crate::{HostSetup, SelfCommand, Testbed, TestbedSpec};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, SocketAddrV4};
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
@@ -117,15 +118,33 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
     for (i, s) in exp.schemes.iter().enumerate() {
         let here = format!("schemes[{i}]");
         // The scheme layer reads the entry as the simulator does (the same keys, units and errors),
-        // then refuses what the kernel's stacks cannot set.
-        tailcut_scheme::resolve_for(&s.transport, &s.params, tailcut_scheme::Driver::Kernel)
-            .map_err(|e| e.at(&here))?;
-        scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
-        mptcp_join_ports(tb, s, nics).map_err(|e| e.at(&here))?;
+        // then refuses what the chosen stack cannot run.
+        match stack(exp, tb, s).map_err(|e| e.at(&here))?.0 {
+            Stack::Kernel => {
+                scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
+                mptcp_join_ports(tb, s, nics).map_err(|e| e.at(&here))?;
+            }
+            Stack::Runtime if tb.shims.get(i).is_some_and(Option::is_some) => {
+                return Err(ConfigError::new(
+                    format!("{here}.shim"),
+                    "the T-RACKs shim runs beside Linux's TCP; this scheme runs on tailcut's engines                      over UDP (give it a kernel transport, not in testbed.runtime)",
+                ));
+            }
+            Stack::Runtime => {}
+        }
         if s.applies_to.is_some() {
             return Err(ConfigError::new(
                 format!("{here}.applies_to"),
                 "every component runs on the scheme's stack on the testbed",
+            ));
+        }
+    }
+    for (k, name) in tb.runtime.iter().enumerate() {
+        if !exp.schemes.iter().any(|s| &s.name == name) {
+            let names: Vec<&str> = exp.schemes.iter().map(|s| s.name.as_str()).collect();
+            return Err(ConfigError::new(
+                format!("testbed.runtime[{k}]"),
+                format!("no scheme is named '{name}' (the schemes: {})", names.join(", ")),
             ));
         }
     }
@@ -166,6 +185,56 @@ fn capture_prefix(scheme: &str) -> String {
         })
         .collect();
     format!("{safe}.")
+}
+
+/// Which stack runs a scheme on the testbed's hosts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stack {
+    /// Linux's own TCP, MPTCP or DCTCP (`tailcut_scheme::driver::KERNEL_STACKS`) through the kernel
+    /// agent.
+    Kernel,
+    /// tailcut's engines on UDP sockets (`tailcut-net`) through the runtime agent: every other
+    /// scheme the runtime can run.
+    Runtime,
+}
+
+impl Stack {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stack::Kernel => "kernel",
+            Stack::Runtime => "runtime",
+        }
+    }
+}
+
+/// The stack that runs scheme `s` and the switch queues it runs on: the scheme's own `network`, or
+/// the experiment's with the scheme's switch default applied (CP's trimming, CloudBurst's class),
+/// as the simulator builds them (`tailcut_sim::run`). A transport Linux runs runs on Linux unless
+/// `testbed.runtime` names the scheme; every other one on the runtime, resolved for sockets on a fabric that trims where its queues say so. Errors
+/// are relative to the scheme's table.
+pub fn stack(
+    exp: &Experiment,
+    tb: &TestbedConfig,
+    s: &SchemeConfig,
+) -> Result<(Stack, topo::SwitchQueues), ConfigError> {
+    use tailcut_scheme::{resolve_for, Driver, Network as Features};
+    let queues = |spec: &tailcut_scheme::SchemeSpec| match &s.network {
+        Some(n) => n.clone(),
+        None => tailcut_sim::transport::Transport::from(spec.clone()).switch_queues(&exp.network),
+    };
+    let kernel = tailcut_scheme::driver::KERNEL_STACKS
+        .iter()
+        .any(|(name, _)| *name == s.transport)
+        && !tb.runtime.contains(&s.name);
+    if kernel {
+        let spec = resolve_for(&s.transport, &s.params, Driver::Kernel)?;
+        return Ok((Stack::Kernel, queues(&spec)));
+    }
+    let spec = resolve_for(&s.transport, &s.params, Driver::Sockets(Features { trims: true }))?;
+    let q = queues(&spec);
+    let trims = matches!(q.aqm, tailcut_sim::net::aqm::AqmConfig::Trim { .. });
+    tailcut_scheme::driver::check(&spec, Driver::Sockets(Features { trims }))?;
+    Ok((Stack::Runtime, q))
 }
 
 /// The simulator's `congestion_control` parameter of a TCP-based scheme.
@@ -358,8 +427,16 @@ pub struct FlowRow {
     pub finish_ns: Option<u64>,
     pub fct_ns: Option<u64>,
     pub completed: bool,
-    /// `tcpi_total_retrans` of the data sender's socket (segments).
+    /// `tcpi_total_retrans` of the data sender's socket (segments); kernel stacks only.
     pub retransmitted_segments: Option<u32>,
+    /// On the runtime, a one-way flow's sender counters (its engine's `MessageStats`), as the
+    /// simulator's columns of the same names; `None` where nothing counted them per flow (a kernel,
+    /// or a request/response flow, whose response the server sends).
+    pub timeouts: Option<u32>,
+    pub fast_retransmits: Option<u32>,
+    pub retransmitted_bytes: Option<u64>,
+    pub redundant_bytes: Option<u64>,
+    pub sent_bytes: Option<u64>,
     /// Actual start minus planned start: the agent's own lateness.
     pub start_late_ns: Option<u64>,
     /// The local port of the side that connected (the data receiver for request/response); the
@@ -371,6 +448,8 @@ pub struct FlowRow {
 #[derive(Clone, Debug, Serialize)]
 pub struct SchemeSummary {
     pub scheme: String,
+    /// `kernel` (Linux's stack) or `runtime` (tailcut's engines on UDP sockets): [`Stack`].
+    pub stack: &'static str,
     pub flows: u64,
     pub completed: u64,
     /// Nearest rank over every flow, unfinished ones infinitely late (`docs/metrics.md`): infinite
@@ -396,8 +475,71 @@ pub struct SchemeSummary {
     pub timing: crate::timing::TimingVerdict,
 }
 
+/// A runtime flow's sender counters, as its agent reported them.
+#[derive(Clone, Copy, Debug)]
+struct RuntimeCounters {
+    timeouts: u32,
+    fast_retransmits: u32,
+    retransmitted_bytes: u64,
+    redundant_bytes: u64,
+    sent_bytes: u64,
+}
+
+/// How scheme `s` runs on the runtime agents: its entry, the fabric's trimming, the hosts' MTU, and
+/// for DCQUIC a CA and certificate made for this run. `flows` bounds the associations a server may
+/// have to hold at once.
+fn runtime_plan(
+    exp: &Experiment,
+    tb: &TestbedConfig,
+    s: &SchemeConfig,
+    trims: bool,
+    flows: usize,
+) -> Result<RuntimePlan, String> {
+    let params = match serde_json::to_value(&s.params).map_err(|e| e.to_string())? {
+        serde_json::Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let dcquic = tailcut_scheme::resolve_for(
+        &s.transport,
+        &params,
+        tailcut_scheme::Driver::Sockets(tailcut_scheme::Network { trims }),
+    )
+    .ok()
+    .and_then(|spec| tailcut_scheme::driver::runtime_family(&spec).ok())
+        == Some(tailcut_scheme::driver::RuntimeFamily::Dcquic);
+    // As the simulator: a CloudBurst entry without its own `nic_rate` paces at its host's NIC
+    // (`RuntimePlan::for_host`), not at the runtime's socket default.
+    let nic_rate_from_host = matches!(
+        tailcut_scheme::resolve(&s.transport, &params).map(|spec| spec.engine),
+        Ok(tailcut_scheme::EngineSpec::CloudBurst {
+            nic_rate_from_host: true,
+            ..
+        })
+    );
+    Ok(RuntimePlan {
+        transport: s.transport.clone(),
+        params,
+        nic_rate_from_host,
+        trims,
+        mtu: tb.mtu,
+        seed: exp.seed,
+        host: 0,
+        max_associations: flows.max(64),
+        call_timeout_ns: exp.max_time.0 + tb.grace.0,
+        per_nic_paths: dcquic,
+        tls: if dcquic {
+            Some(TlsMaterial::generate(TLS_SERVER_NAME)?)
+        } else {
+            None
+        },
+    })
+}
+
+/// The name in a run's DCQUIC certificate, which every client asks for.
+const TLS_SERVER_NAME: &str = "tailcut-testbed";
+
 /// Namespace counters reported in the summary.
-const KERNEL_COUNTERS: [&str; 9] = [
+const KERNEL_COUNTERS: [&str; 11] = [
     "Tcp.ActiveOpens",
     "TcpExt.TCPTimeouts",
     "Tcp.RetransSegs",
@@ -407,6 +549,10 @@ const KERNEL_COUNTERS: [&str; 9] = [
     "TcpExt.TCPFastRetrans",
     "IpExt.InCEPkts",
     "MPTcpExt.MPJoinSynAckRx",
+    // The runtime's datagrams a receiving socket dropped (its buffer full): losses the fabric did not
+    // make.
+    "Udp.RcvbufErrors",
+    "Udp.InDatagrams",
 ];
 
 /// A completion-time percentile in `testbed.json` as the simulator's `summary.json` writes one
@@ -449,6 +595,9 @@ pub fn run_experiment(
     check(exp, tb, net.hosts.len())?;
     // A missing tool should stop the run before any scheme has run, not after the first.
     for (i, s) in exp.schemes.iter().enumerate() {
+        if stack(exp, tb, s).map_err(|e| e.at(&format!("schemes[{i}]")))?.0 != Stack::Kernel {
+            continue;
+        }
         let (_, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| e.at(&format!("schemes[{i}]")))?;
         if dctcp_g.is_some() {
             crate::dctcp::available().map_err(|e| format!("schemes.{}: {e}", s.name))?;
@@ -498,14 +647,24 @@ fn run_scheme(
 ) -> Result<(Vec<FlowRow>, SchemeSummary), TestbedError> {
     let s = &exp.schemes[i];
     let here = format!("schemes[{i}]");
-    let queues = s.network.as_ref().unwrap_or(&exp.network);
-    let mut spec = topo::build(&exp.topology, queues).map_err(|e| e.at("topology"))?;
+    let (stack, queues) = stack(exp, tb, s).map_err(|e| e.at(&here))?;
+    let mut spec = topo::build(&exp.topology, &queues).map_err(|e| e.at("topology"))?;
+    let trims = matches!(queues.aqm, tailcut_sim::net::aqm::AqmConfig::Trim { .. });
     let mut faults = exp.faults.clone();
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
-    let mptcp = s.transport == "mptcp";
-    let (tb, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
+    let kernel = stack == Stack::Kernel;
+    let mptcp = kernel && s.transport == "mptcp";
+    let (tb, dctcp_g) = if kernel {
+        scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?
+    } else {
+        (tb.clone(), None)
+    };
     let tb = &tb;
-    let join_ports = mptcp_join_ports(tb, s, most_nics(&spec)).map_err(|e| e.at(&here))?;
+    let join_ports = if kernel {
+        mptcp_join_ports(tb, s, most_nics(&spec)).map_err(|e| e.at(&here))?
+    } else {
+        Vec::new()
+    };
     let base_rtt_ns = crate::timing::base_rtt_ns(&spec);
     // Registered before the hosts exist and unregistered when this function returns (or when the
     // process dies: the loader is tied to this thread).
@@ -517,6 +676,8 @@ fn run_scheme(
         Some(d) => Some(d.name().to_string()),
         None => tb.congestion_control.clone(),
     };
+    // Each host's NIC rate (scaled), which CloudBurst paces at where the entry leaves it to the host.
+    let host_nic_bps = Network::unrouted(&spec, exp.seed).host_info().1;
     let bed = Testbed::start(TestbedSpec {
         topo: spec,
         faults,
@@ -543,13 +704,21 @@ fn run_scheme(
         .map_err(|e| e.to_string())?;
     // Per host: the flows it connects for. A plain flow's sender connects; for request/response the
     // client (the data receiver) connects and sends the request.
+    let runtime = match stack {
+        Stack::Kernel => None,
+        Stack::Runtime => Some(
+            runtime_plan(exp, tb, s, trims, flows.len()).map_err(|e| format!("schemes.{}: {e}", s.name))?,
+        ),
+    };
     let mut plans: Vec<Plan> = hosts
         .iter()
-        .map(|_| Plan {
+        .enumerate()
+        .map(|(h, _)| Plan {
             port: tb.port,
             mptcp,
             congestion_control: congestion_control.clone(),
             flows: Vec::new(),
+            runtime: runtime.as_ref().map(|r| r.for_host(h as u32, host_nic_bps[h])),
         })
         .collect();
     let conns = persistent_connections(exp, flows);
@@ -559,13 +728,31 @@ fn run_scheme(
         } else {
             (f.src, f.dst, f.size_bytes, 0)
         };
+        let (mine, theirs) = (&hosts[from as usize].ips, &hosts[to as usize].ips);
+        // As in the simulator, only DCQUIC uses a multi-homed host's other NICs (path k from its
+        // k-th NIC to the peer's address on the same plane, `addr.rs`: the paths it migrates
+        // over); every other scheme's paths are UDP source ports from the first NIC, spread by ECMP.
+        let per_nic = runtime.as_ref().is_some_and(|r| r.per_nic_paths);
+        let paths = if per_nic && mine.len() > 1 {
+            (0..mine.len())
+                .map(|k| {
+                    (
+                        IpAddr::V4(mine[k]),
+                        SocketAddr::V4(SocketAddrV4::new(theirs[k % theirs.len()], tb.port)),
+                    )
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         plans[from as usize].flows.push(PlannedFlow {
             id: f.id,
-            to: SocketAddr::V4(SocketAddrV4::new(hosts[to as usize].ips[0], tb.port)),
+            to: SocketAddr::V4(SocketAddrV4::new(theirs[0], tb.port)),
             data,
             reply,
             start_ns: f.start.0,
             conn,
+            paths,
         });
     }
     let (tx, rx) = mpsc::channel::<Event>();
@@ -633,15 +820,17 @@ fn run_scheme(
     let mut client_port: Vec<Option<u16>> = vec![None; n];
     let mut finish: Vec<Option<u64>> = vec![None; n];
     let mut retrans: Vec<Option<u32>> = vec![None; n];
+    let mut counters: Vec<Option<RuntimeCounters>> = vec![None; n];
     let mut error: Vec<Option<String>> = vec![None; n];
     let mut done = 0;
     let deadline = zero + exp.max_time.0 + tb.grace.0;
     // Every flow finishes (and the sender of a per-flow connection reports its retransmissions), or
     // the deadline passes.
+    // On the runtime, every one-way flow's sender reports its counters instead.
     let wanted_retrans = plans
         .iter()
         .flat_map(|p| &p.flows)
-        .filter(|f| f.conn.is_none())
+        .filter(|f| if kernel { f.conn.is_none() } else { f.reply == 0 })
         .count();
     let mut got_retrans = 0;
     // And every flow's connector reported its port (or an error): on a persistent connection the
@@ -671,6 +860,27 @@ fn run_scheme(
             Ok(Event::Retrans { id, segments }) => {
                 if retrans[id as usize].replace(segments).is_none() {
                     got_retrans += 1;
+                }
+            }
+            Ok(Event::Counters {
+                id,
+                timeouts,
+                fast_retransmits,
+                retransmitted_bytes,
+                redundant_bytes,
+                sent_bytes,
+            }) => {
+                let c = RuntimeCounters {
+                    timeouts,
+                    fast_retransmits,
+                    retransmitted_bytes,
+                    redundant_bytes,
+                    sent_bytes,
+                };
+                if let Some(slot) = counters.get_mut(id as usize) {
+                    if slot.replace(c).is_none() {
+                        got_retrans += 1;
+                    }
                 }
             }
             Ok(Event::Error { id, msg }) => {
@@ -729,6 +939,11 @@ fn run_scheme(
                 fct_ns: finish[i].map(|t| t.saturating_sub(planned)),
                 completed: finish[i].is_some(),
                 retransmitted_segments: retrans[i],
+                timeouts: counters[i].map(|c| c.timeouts),
+                fast_retransmits: counters[i].map(|c| c.fast_retransmits),
+                retransmitted_bytes: counters[i].map(|c| c.retransmitted_bytes),
+                redundant_bytes: counters[i].map(|c| c.redundant_bytes),
+                sent_bytes: counters[i].map(|c| c.sent_bytes),
                 start_late_ns: start[i].map(|t| t.saturating_sub(planned)),
                 client_port: client_port[i],
                 error: error[i].clone(),
@@ -746,6 +961,7 @@ fn run_scheme(
     );
     let summary = SchemeSummary {
         scheme: s.name.clone(),
+        stack: stack.name(),
         flows: n as u64,
         completed: fcts.len() as u64,
         fct_p50_ns: percentile(&fcts, n as u64 - fcts.len() as u64, 500),

@@ -17,6 +17,7 @@ pub mod pcap;
 /// T-RACKs agent's BPF tests, share it).
 pub use tailcut_sys::probe;
 pub mod report;
+pub mod runtime_agent;
 pub mod self_command;
 pub mod shim;
 pub mod testbed;

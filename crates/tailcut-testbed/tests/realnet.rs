@@ -8,7 +8,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::sync::{mpsc, Mutex, MutexGuard};
+use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 use tailcut_proto::units::{Bytes, Rate};
@@ -19,12 +19,12 @@ use tailcut_sim::net::link::LossConfig;
 use tailcut_sim::topo::{
     self, LeafSpine, LinkSpec, NodeKind, NodeSpec, PortQueueSpec, SwitchQueues, TopoSpec,
 };
-use tailcut_testbed::experiment::{FlowRow, SchemeSummary};
 use tailcut_testbed::fabric::LoopConfig;
 use tailcut_testbed::pcap::CaptureSpec;
 use tailcut_testbed::{probe, HostNs, HostSetup, Testbed, TestbedSpec};
 
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+mod common;
+use common::{realnet, run_file, GRACE};
 
 /// Bounds on waiting, generous because the fabric, the hosts' kernels and other builds share two
 /// CPUs: they only turn a hang into a failure, and a passing run never waits them out.
@@ -47,12 +47,6 @@ fn eventually(mut done: impl FnMut() -> bool) -> bool {
         }
         thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// The lock, or `None` when the machine cannot run these tests (the probe printed why).
-fn realnet(test: &str) -> Option<MutexGuard<'static, ()>> {
-    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    probe::should_run(test).then_some(guard)
 }
 
 fn start(topo: TopoSpec, faults: Vec<FaultConfig>, host: HostSetup) -> Testbed {
@@ -671,11 +665,6 @@ fn nothing_remains_after_the_emulator_is_killed() {
     );
 }
 
-/// The `[testbed]` line of the experiment files below: the run waits this long past `max_time` for
-/// flows still going. A run ends when its last flow does, so this bounds only a failing run; the
-/// default 2 s is what a loaded 2-CPU machine can overrun with every flow healthy.
-const GRACE: &str = "grace = \"120s\"";
-
 /// A dumbbell, 2 + 2 hosts at 100 Mbit/s, whose bottleneck drops 2% of packets both ways: the head of
 /// the experiment files below (workloads and schemes follow).
 const LOSSY_DUMBBELL: &str = r#"
@@ -721,30 +710,6 @@ congestion_control = \"cubic\"
 {GRACE}
 "
     )
-}
-
-/// Runs an experiment file on the testbed; returns its flow rows and per-scheme summaries, after
-/// checking that every flow finished.
-fn run_file(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
-    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
-    let (rows, summaries) = tailcut_testbed::experiment::run_experiment(
-        &exp,
-        &tb,
-        &tailcut_testbed::SelfCommand::binary(env!("CARGO_BIN_EXE_tailcut-testbed")),
-        None,
-    )
-    .unwrap();
-    let incomplete: Vec<_> = rows
-        .iter()
-        .filter(|r| !r.completed)
-        .map(|r| (r.flow_id, r.error.clone()))
-        .collect();
-    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
-    assert!(
-        rows.iter().all(|r| r.client_port.is_some()),
-        "every connector reported its port"
-    );
-    (rows, summaries)
 }
 
 #[test]

@@ -1,0 +1,49 @@
+//! Helpers of the real-network test binaries: the lock that runs them one at a time, the probe that
+//! skips them where namespaces or TUN are missing, and running an experiment file's text.
+#![allow(dead_code)] // each test binary uses its own part
+
+use std::sync::{Mutex, MutexGuard};
+use tailcut_testbed::experiment::{FlowRow, SchemeSummary};
+use tailcut_testbed::probe;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The lock, or `None` when the machine cannot run these tests (the probe printed why).
+pub fn realnet(test: &str) -> Option<MutexGuard<'static, ()>> {
+    let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    probe::should_run(test).then_some(guard)
+}
+
+/// The `[testbed]` line of the experiment files of these tests: the run waits this long past `max_time` for
+/// flows still going. A run ends when its last flow does, so this bounds only a failing run; the
+/// default 2 s is what a loaded 2-CPU machine can overrun with every flow healthy.
+pub const GRACE: &str = "grace = \"120s\"";
+
+/// Runs an experiment file's text on the testbed; returns its flow rows and per-scheme summaries.
+pub fn run_text(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
+    let (exp, tb) = tailcut_testbed::experiment::load(text).unwrap();
+    tailcut_testbed::experiment::run_experiment(
+        &exp,
+        &tb,
+        &tailcut_testbed::SelfCommand::binary(env!("CARGO_BIN_EXE_tailcut-testbed")),
+        None,
+    )
+    .unwrap()
+}
+
+/// Runs an experiment file on the testbed; returns its flow rows and per-scheme summaries, after
+/// checking that every flow finished.
+pub fn run_file(text: &str) -> (Vec<FlowRow>, Vec<SchemeSummary>) {
+    let (rows, summaries) = run_text(text);
+    let incomplete: Vec<_> = rows
+        .iter()
+        .filter(|r| !r.completed)
+        .map(|r| (r.flow_id, r.error.clone()))
+        .collect();
+    assert!(incomplete.is_empty(), "every flow finished: {incomplete:?}");
+    assert!(
+        rows.iter().all(|r| r.client_port.is_some()),
+        "every connector reported its port"
+    );
+    (rows, summaries)
+}

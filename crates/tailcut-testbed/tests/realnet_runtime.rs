@@ -1,0 +1,271 @@
+//! Real-network tests of the schemes Linux does not run: an experiment file's schemes on tailcut's
+//! engines over UDP (`tailcut-net`) inside the testbed's hosts (`runtime_agent.rs`). Like
+//! `realnet.rs`, they need root, namespaces and TUN (skipping with the reason where those are missing,
+//! failing instead under `TAILCUT_REQUIRE_REALNET=1`), run one at a time, and assert functional facts
+//! only: every flow completes with its bytes intact (each agent checks every byte against the flow's
+//! pattern and reports an altered one as an error), the counters agree with what the fabric did, and
+//! which schemes survive a black hole. Never timings.
+
+use tailcut_testbed::experiment::{FlowRow, SchemeSummary};
+
+mod common;
+use common::{realnet, run_file, run_text, GRACE};
+
+/// Two racks of four hosts under four spines (CloudBurst's testbed) at 100 Mbit/s: one-way flows
+/// between the racks, request/response calls, and a component on persistent connections.
+fn clean_fabric(schemes: &str) -> String {
+    format!(
+        r#"name = "runtime"
+seed = 5
+max_time = "2s"
+[topology]
+kind = "cloudburst_testbed"
+rate = "100Mbps"
+link_delay = "20us"
+[[workload]]
+name = "one_way"
+pattern = {{ kind = "pairs", pairs = [[0, 4], [5, 1], [2, 6]] }}
+fixed = "30KB"
+rate_per_host = 40
+flows = 12
+[[workload]]
+name = "rpc"
+pattern = {{ kind = "pairs", pairs = [[3, 7], [6, 2]] }}
+fixed = "20KB"
+request_bytes = "300B"
+rate_per_host = 40
+flows = 8
+[[workload]]
+name = "pooled"
+pattern = {{ kind = "pairs", pairs = [[1, 5]] }}
+fixed = "10KB"
+rate_per_host = 40
+flows = 8
+connection = "persistent"
+{schemes}
+[testbed]
+{GRACE}
+"#
+    )
+}
+
+fn rows_of<'a>(rows: &'a [FlowRow], scheme: &str) -> Vec<&'a FlowRow> {
+    rows.iter().filter(|r| r.scheme == scheme).collect()
+}
+
+fn summary<'a>(summaries: &'a [SchemeSummary], scheme: &str) -> &'a SchemeSummary {
+    summaries.iter().find(|s| s.scheme == scheme).unwrap()
+}
+
+/// Every runtime scheme carries every flow of one file byte-exact: FUSO, CP, CloudBurst (LT and
+/// RaptorQ), DCQUIC and tailcut's TCP beside Linux's (`testbed.runtime`). CloudBurst gives a message
+/// up after its transmission timeout (20 ms on sockets), which a loaded machine's late wake-ups can
+/// pass on a healthy fabric; here it is long, as this test is about bytes, not time. On a fabric that dropped
+/// nothing, a one-way flow's sender sent its whole payload and no timeout fired; its counters came
+/// from the runtime (the kernel's column stays empty), the kernel's from the kernel.
+#[test]
+fn every_runtime_scheme_carries_a_file_byte_exact() {
+    let Some(_g) = realnet("every_runtime_scheme_carries_a_file_byte_exact") else {
+        return;
+    };
+    let schemes = r#"
+[[schemes]]
+name = "linux"
+transport = "tcp"
+[[schemes]]
+name = "tailcut-tcp"
+transport = "tcp"
+[[schemes]]
+name = "fuso"
+transport = "fuso"
+params = { subflows = 4 }
+[[schemes]]
+name = "cp"
+transport = "cp"
+[[schemes]]
+name = "cloudburst"
+transport = "cloudburst"
+params = { paths = 4, transmission_timeout = "1s" }
+[[schemes]]
+name = "cloudburst-raptorq"
+transport = "cloudburst"
+params = { paths = 4, codec = "raptorq", transmission_timeout = "1s" }
+[[schemes]]
+name = "dcquic"
+transport = "dcquic"
+"#;
+    let text = clean_fabric(schemes).replace("[testbed]\n", "[testbed]\nruntime = [\"tailcut-tcp\"]\n");
+    let (rows, summaries) = run_file(&text);
+    for s in &summaries {
+        let expected = if s.scheme == "linux" { "kernel" } else { "runtime" };
+        assert_eq!(s.stack, expected, "{}", s.scheme);
+        let mine = rows_of(&rows, &s.scheme);
+        assert_eq!(mine.len(), 28, "{}", s.scheme);
+        assert!(mine.iter().all(|r| r.error.is_none()), "{}: {mine:?}", s.scheme);
+        for r in mine.iter().filter(|r| r.request_bytes == 0) {
+            if s.stack == "kernel" {
+                assert!(
+                    r.sent_bytes.is_none() && r.timeouts.is_none(),
+                    "the kernel counts no flow"
+                );
+                continue;
+            }
+            let sent = r
+                .sent_bytes
+                .unwrap_or_else(|| panic!("{}: flow {} has counters", s.scheme, r.flow_id));
+            // The request is the flow's 24-byte header and its data.
+            assert!(
+                sent >= r.size_bytes + 24,
+                "{}: flow {} sent {sent}",
+                s.scheme,
+                r.flow_id
+            );
+            if s.fabric_drops == 0 && s.kernel["Udp.RcvbufErrors"] == 0 {
+                assert_eq!(r.timeouts, Some(0), "{}: nothing was lost", s.scheme);
+            }
+        }
+        // A request/response flow's response is counted by the server, which reports none per call.
+        assert!(mine
+            .iter()
+            .filter(|r| r.request_bytes > 0)
+            .all(|r| r.timeouts.is_none()));
+        if s.stack == "runtime" {
+            assert_eq!(s.kernel["Tcp.ActiveOpens"], 0, "{}: no kernel TCP", s.scheme);
+            assert!(s.kernel["Udp.InDatagrams"] > 0, "{}", s.scheme);
+        }
+    }
+    // The persistent component's flows shared their clients: one connecting port per connection.
+    let pooled: std::collections::BTreeSet<_> = rows_of(&rows, "fuso")
+        .iter()
+        .filter(|r| r.component == "pooled")
+        .map(|r| r.client_port)
+        .collect();
+    assert_eq!(
+        pooled.len(),
+        1,
+        "one persistent connection (connections_per_pair = 1)"
+    );
+}
+
+/// CP through the fabric's trimming ports: an incast into a small buffer cuts payloads instead of
+/// dropping them, every cut packet is resent (the receiver's precise NACK), and nothing is dropped
+/// or times out. tailcut's TCP, on the same incast without trimming, loses packets instead.
+#[test]
+fn cp_resends_every_payload_the_fabric_cut() {
+    let Some(_g) = realnet("cp_resends_every_payload_the_fabric_cut") else {
+        return;
+    };
+    let text = format!(
+        r#"name = "cp_incast"
+seed = 3
+max_time = "2s"
+[topology]
+kind = "star"
+hosts = 9
+host_rate = "100Mbps"
+link_delay = "20us"
+[network]
+buffer = "12KB"
+[[workload]]
+name = "incast"
+pattern = {{ kind = "incast", receiver = 0, fanout = 8 }}
+fixed = "60KB"
+[[schemes]]
+name = "cp"
+transport = "cp"
+[testbed]
+{GRACE}
+"#
+    );
+    let (rows, summaries) = run_file(&text);
+    let s = summary(&summaries, "cp");
+    assert_eq!(s.stack, "runtime");
+    let trimmed: u64 = s.fabric.ports.iter().map(|p| p.counters.trimmed).sum();
+    let dropped: u64 = s.fabric.ports.iter().map(|p| p.counters.dropped_overflow).sum();
+    assert!(trimmed > 0, "the incast filled the buffer");
+    assert_eq!(dropped, 0, "a trimming port cuts, it does not drop");
+    assert_eq!(
+        s.fabric.rejects.cut_forwarded, trimmed,
+        "every cut header reached its host"
+    );
+    assert_eq!(
+        s.fabric.rejects.cut_delivered, 0,
+        "as a header its receiver understands"
+    );
+    let mss = 1372; // tailcut_scheme::driver::SOCKET_DEFAULTS: mss_bytes
+    let resent: u64 = rows.iter().map(|r| r.retransmitted_bytes.unwrap()).sum();
+    assert!(
+        resent >= trimmed * mss,
+        "every cut segment was sent again: {resent} bytes for {trimmed} cuts"
+    );
+    assert!(rows.iter().all(|r| r.timeouts == Some(0)), "no RTO: {rows:?}");
+}
+
+/// One of a rack's four uplinks black-holes everything going up: a TCP flow
+/// whose ECMP hash picks it never finishes, while FUSO (16 sub-flows, each its own 5-tuple) and
+/// CloudBurst (16 paths) deliver every flow over the others.
+#[test]
+fn a_black_holed_uplink_is_survived_by_fuso_and_cloudburst_not_by_tcp() {
+    let Some(_g) = realnet("a_black_holed_uplink_is_survived_by_fuso_and_cloudburst_not_by_tcp") else {
+        return;
+    };
+    // 32 TCP flows: each avoids the hole with probability 3/4, so all of them do once in 10^4 runs.
+    // A FUSO or CloudBurst flow fails only if all 16 paths hash onto it: (1/4)^16 per flow.
+    let text = r#"name = "blackhole"
+seed = 2
+max_time = "1s"
+[topology]
+kind = "cloudburst_testbed"
+rate = "100Mbps"
+link_delay = "20us"
+[[faults]]
+kind = "loss"
+link = { between = ["leaf0", "spine0"] }
+direction = "forward"
+model = { kind = "bernoulli", p = 1.0 }
+[[workload]]
+name = "up"
+pattern = { kind = "pairs", pairs = [[0, 4], [1, 5], [2, 6], [3, 7]] }
+fixed = "20KB"
+rate_per_host = 50
+flows = 32
+[[schemes]]
+name = "tcp"
+transport = "tcp"
+[[schemes]]
+name = "fuso"
+transport = "fuso"
+params = { subflows = 16 }
+[[schemes]]
+name = "cloudburst"
+transport = "cloudburst"
+params = { paths = 16 }
+[testbed]
+grace = "5s"
+"#;
+    let (rows, summaries) = run_text(text);
+    let hole: u64 = summary(&summaries, "fuso")
+        .fabric
+        .ports
+        .iter()
+        .map(|p| p.counters.dropped_link_loss)
+        .sum();
+    assert!(hole > 0, "FUSO's sub-flows crossed the hole");
+    for scheme in ["fuso", "cloudburst"] {
+        let unfinished: Vec<_> = rows_of(&rows, scheme)
+            .iter()
+            .filter(|r| !r.completed)
+            .map(|r| (r.flow_id, r.error.clone()))
+            .collect();
+        assert!(
+            unfinished.is_empty(),
+            "{scheme} delivered every flow: {unfinished:?}"
+        );
+    }
+    let tcp = rows_of(&rows, "tcp");
+    assert!(
+        tcp.iter().any(|r| !r.completed),
+        "some TCP flow hashed onto the hole"
+    );
+    assert!(tcp.iter().any(|r| r.completed), "and some did not");
+}
