@@ -505,11 +505,15 @@ def markdown(document: Mapping[str, Any], title: str = "Cross-check", command: s
             )
             lines.append(
                 f"| {t['seed']} | {t['scheme']} | {verdict} | {_micros(t['lateness_p99_ns'])} | "
-                f"{_micros(t['start_late_p50_ns'])} | {t['tun_tx_drops']} | {t['fabric_drops']} | "
-                f"{t['folder'] or '-'} |"
+                f"{_micros(t['start_late_p50_ns'])} | {_count(t['tun_tx_drops'])} | "
+                f"{_count(t['fabric_drops'])} | {t['folder'] or '-'} |"
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
 def _micros(ns: Any) -> str:
