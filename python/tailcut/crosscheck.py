@@ -387,6 +387,21 @@ def _seed_directions(entry: Mapping[str, Any]) -> str:
     return f"**FLIPS** ({text})" if entry["flips"] else text or "-"
 
 
+def _same_flows(rows: Sequence[Mapping[str, Any]], row: Mapping[str, Any]) -> str | None:
+    """For an ``all`` row whose flows are all in one size class (in every seed and world), that class:
+    its figures are the same by construction, and the page says so instead of repeating them."""
+    if row["size_class"] != "all":
+        return None
+    for other in rows:
+        if (
+            other["scheme"] == row["scheme"]
+            and other["size_class"] != "all"
+            and other["flows"] == row["flows"]
+        ):
+            return str(other["size_class"])
+    return None
+
+
 def _flows_text(counts: Mapping[int, int]) -> str:
     values = sorted(set(counts.values()))
     return "-" if not values else str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
@@ -452,6 +467,12 @@ def markdown(document: Mapping[str, Any], title: str = "Cross-check", command: s
         if not any(row["flows"][SIM].values()) and not any(row["flows"][TESTBED].values()):
             lines.append(f"| {row['scheme']} | {row['size_class']} | 0 / 0 | (no flows) | - | - | - | |")
             continue
+        if (same := _same_flows(document["rows"], row)) is not None:
+            lines.append(
+                f"| {row['scheme']} | {row['size_class']} | {flows} | (the {same} flows: the same figures) "
+                "| | | | |"
+            )
+            continue
         for i, metric in enumerate(METRICS):
             m = row["metrics"][metric.key]
             head = f"| {row['scheme']} | {row['size_class']} | {flows} |" if i == 0 else "| | | |"
@@ -475,6 +496,18 @@ def markdown(document: Mapping[str, Any], title: str = "Cross-check", command: s
             "|---|---|---|---|---|---|---|---|",
         ]
         for c in document["comparisons"]:
+            scheme_row = next(
+                r
+                for r in document["rows"]
+                if (r["scheme"], r["size_class"]) == (c["scheme"], c["size_class"])
+            )
+            base_row = next(
+                r
+                for r in document["rows"]
+                if (r["scheme"], r["size_class"]) == (c["baseline"], c["size_class"])
+            )
+            if _same_flows(document["rows"], scheme_row) and _same_flows(document["rows"], base_row):
+                continue  # "all" of two schemes whose flows are all in one class: that class's rows say it
             for key in DIRECTION_METRICS:
                 e = c["metrics"][key]
                 agree = "-" if e["agree"] is None else "yes" if e["agree"] else "**NO**"

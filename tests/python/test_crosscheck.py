@@ -103,7 +103,7 @@ def test_a_conclusion_that_flips_with_the_seed_says_so() -> None:
     assert p50[SIM]["flips"] and not p50[TESTBED]["flips"]
     assert p50[TESTBED]["direction"] == "worse" and p50["agree"] is False
     page = crosscheck.markdown(doc)
-    line = next(x for x in page.splitlines() if x.startswith("| b vs a | all | FCT p50"))
+    line = next(x for x in page.splitlines() if x.startswith("| b vs a | small | FCT p50"))
     assert "**FLIPS** (better 2, worse 1)" in line and "**NO**" in line
     # Empty size classes have no comparison row; every scheme x class has a figures row.
     assert {c["size_class"] for c in doc["comparisons"]} == {"small", "all"}
@@ -124,8 +124,11 @@ def test_medians_ranges_ratio_and_flag_on_the_page() -> None:
     p50 = row["metrics"]["p50_ms"]
     assert p50[SIM]["median"] == 10.0 and p50[TESTBED]["median"] == 15.0
     assert p50["ratio"] == pytest.approx(1.5) and p50["flagged"]
-    line = next(x for x in crosscheck.markdown(doc).splitlines() if "| a | all |" in x)
+    page = crosscheck.markdown(doc)
+    line = next(x for x in page.splitlines() if "| a | small |" in x)
     assert "| 10.0 | 15.0 [12.0-30.0] | 1.50 | **>20%** |" in line, line
+    # Every flow is small: the "all" row says so rather than repeat the figures (the JSON has both).
+    assert "| a | all | 10 / 10 | (the small flows: the same figures) |" in page
 
 
 def test_testbed_timeouts_come_from_the_kernel_for_whole_scheme_rows_only() -> None:
