@@ -1,4 +1,4 @@
-"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report, reproduce, trace.
+"""The ``tailcut`` command: run, sweep, compare, validate, schemes, report, reproduce, trace, crosscheck.
 
 Exit codes: 0 success, 1 a run or sweep point failed, 2 bad input (config, TOML syntax, arguments),
 130 interrupted.
@@ -277,6 +277,56 @@ def build_parser() -> argparse.ArgumentParser:
 
     testbed.add_parser(sub)
     testbed.add_doctor_parser(sub)
+
+    p = sub.add_parser(
+        "crosscheck",
+        help="run an experiment over seeds in the simulator and on the testbed and report where they differ",
+        description="Run FILE with N seeds in the simulator (--jobs seeds at once) and then on the testbed "
+        "(one at a time; needs root), into OUT/sim/seed-K and OUT/testbed/seed-K, and write "
+        "OUT/crosscheck.md and OUT/crosscheck.json: per scheme and size class, FCT p50/p99/p99.9, timeouts "
+        "per 100 flows and completion in both worlds (median [min-max] over seeds), their ratio, a flag "
+        "where they differ by more than 20%%, and whether each scheme beats its baseline in both worlds. "
+        "A rerun with the same experiment resumes. See docs/crosscheck.md.",
+        epilog=OVERRIDES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", nargs="?", type=input_file, help="experiment file (TOML)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY.PATH=VALUE",
+        help="override a config value in both worlds (repeatable)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int_arg(1, MAX_SWEEP_POINTS),
+        default=5,
+        metavar="N",
+        help="seeds per world, the file's seed upward (default 5)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=AT_LEAST_ONE,
+        default=1,
+        help="simulator seeds run at once (default 1; the testbed side always runs one at a time)",
+    )
+    _add_out_args(p, "results/crosscheck-<experiment name>", resumes=True)
+    p.add_argument(
+        "--allow-invalid-timing",
+        action="store_true",
+        help=f"exit 0 even when a testbed run did not keep its timing (otherwise exit "
+        f"{testbed.EXIT_INVALID_TIMING}; the runs are kept and marked in the report either way)",
+    )
+    p.add_argument(
+        "--from-dirs",
+        nargs=2,
+        type=Path,
+        metavar=("SIMDIR", "TBDIR"),
+        help="run nothing: the report of existing folders (each a result folder or a folder of seed-K "
+        "ones, e.g. an earlier cross-check's sim/ and testbed/), written to --out (required)",
+    )
     netcmd.add_parser(sub)
 
     p = sub.add_parser("report", help="redraw the report of one or several result folders side by side")
@@ -558,6 +608,63 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_FAILED if result.failed else 0
 
 
+def cmd_crosscheck(args: argparse.Namespace) -> int:
+    from tailcut import crosscheck
+    from tailcut.seeds import seed_range
+
+    if args.from_dirs:
+        if args.file is not None or args.overrides:
+            raise ValueError("--from-dirs reads existing folders: give it without FILE and --set")
+        if args.out is None:
+            raise ValueError("--from-dirs needs --out DIR, the folder for the report")
+        sim, tb = args.from_dirs
+        outcome = crosscheck.from_dirs(
+            sim, tb, args.out, overwrite=args.overwrite, command=f"tailcut crosscheck --from-dirs {sim} {tb}"
+        )
+        out = args.out
+    else:
+        if args.file is None:
+            raise ValueError("crosscheck needs an experiment FILE (or --from-dirs SIMDIR TBDIR)")
+        config = _load(args)
+        name = experiment_name(config, args.file.stem)
+        out = args.out or Path("results") / f"crosscheck-{name}"
+        seeds = seed_range(int(resolve(config)["seed"]), args.seeds)
+        sets = "".join(f" --set {o}" for o in args.overrides)
+        outcome = crosscheck.crosscheck(
+            config,
+            out,
+            seeds,
+            jobs=args.jobs,
+            overwrite=args.overwrite,
+            name=name,
+            command=f"tailcut crosscheck {args.file} --seeds {args.seeds}{sets}",
+            file_stem=args.file.stem,
+        )
+    flagged = sum(m["flagged"] for r in outcome.document["rows"] for m in r["metrics"].values())
+    disagree = sum(
+        e["agree"] is False for c in outcome.document["comparisons"] for e in c["metrics"].values()
+    )
+    print(f"{flagged} figure(s) differ by more than 20%, {disagree} comparison(s) disagree between worlds")
+    print(f"report: {out / crosscheck.REPORT_MD}")
+    failed = [f"{w} seed {s}" for w, f in outcome.failed.items() for s in f]
+    if failed:
+        print(f"FAILED (left out of the report): {', '.join(failed)}", file=sys.stderr)
+    if outcome.invalid:
+        for seed, reasons in outcome.invalid.items():
+            for r in reasons:
+                print(f"WARNING: TIMING INVALID: testbed seed {seed}: {r}", file=sys.stderr)
+        if not args.allow_invalid_timing:
+            print(
+                f"WARNING: testbed run(s) did not keep their timing (kept and marked in the report); exit "
+                f"{testbed.EXIT_INVALID_TIMING}: rerun on a quieter machine or pass --allow-invalid-timing "
+                "to accept them",
+                file=sys.stderr,
+            )
+            return EXIT_FAILED if failed else testbed.EXIT_INVALID_TIMING
+        print("WARNING: invalid timing accepted with --allow-invalid-timing", file=sys.stderr)
+    return EXIT_FAILED if failed else 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from tailcut.report import report_dirs
 
@@ -643,6 +750,7 @@ COMMANDS = {
     "report": cmd_report,
     "reproduce": cmd_reproduce,
     "testbed": testbed.cmd,
+    "crosscheck": cmd_crosscheck,
     "doctor": testbed.cmd_doctor,
     "net": netcmd.cmd,
     "trace": cmd_trace,

@@ -71,6 +71,8 @@ FILES = {
         "config.toml",
     },
     "sweep": {"points", "flows.parquet", "summary.parquet", "sweep.json", "report.html", ".combined"},
+    # tailcut crosscheck: a run folder per world and seed, and the report (tailcut.crosscheck).
+    "crosscheck": {"sim", "testbed", "crosscheck.md", "crosscheck.json"},
     "compare": {
         "points",
         "compare.parquet",

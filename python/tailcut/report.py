@@ -718,15 +718,30 @@ def _sweep_dir_provenance(path: Path) -> tuple[dict[str, object], dict[str, dict
     return {"config_digest": digest}, not_measured(load_config(point) if point else None)
 
 
+def folder_labels(dirs: Sequence[str | Path]) -> list[str]:
+    """Each folder's label on a side-by-side page: its name, or as many of its last path parts as make it
+    unique among ``dirs`` (``sim/seed-1`` beside ``testbed/seed-1``: one label must not hide the other)."""
+    parts = [Path(d).resolve().parts for d in dirs]
+    depth = [1] * len(parts)
+    while True:
+        labels = ["/".join(p[-k:]) for p, k in zip(parts, depth, strict=True)]
+        clashes = {
+            i for i, label in enumerate(labels) if labels.count(label) > 1 and depth[i] < len(parts[i])
+        }
+        if not clashes:
+            return labels
+        for i in clashes:
+            depth[i] += 1
+
+
 def report_dirs(dirs: Sequence[str | Path]) -> str:
     """Redraw the report for result folders side by side: runs as runs, sweeps as sweeps."""
     runs: dict[str, Result] = {}
     sweeps: dict[str, tuple[pd.DataFrame, list[str]]] = {}
     sweep_provenance: dict[str, dict[str, object]] = {}
     sweep_unmeasured: dict[str, dict[str, dict[str, str]]] = {}
-    for d in dirs:
+    for d, label in zip(dirs, folder_labels(dirs), strict=True):
         path = Path(d)
-        label = path.resolve().name
         if is_sweep_dir(path):
             sweeps[label] = (pd.read_parquet(path / "summary.parquet"), sweep_grid_keys(path))
             sweep_provenance[label], sweep_unmeasured[label] = _sweep_dir_provenance(path)

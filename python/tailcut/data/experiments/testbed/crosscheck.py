@@ -21,22 +21,27 @@ Each cell is the median [min-max] over the seeds. Run as root from the repositor
     python experiments/testbed/crosscheck.py [--seeds 5] [--out results/crosscheck]
 
 The markdown table goes to stdout and to OUT/crosscheck.md; each run's folder stays under OUT.
+
+For one experiment file in two worlds (the simulator as the file gives it, and the testbed), the
+package's ``tailcut crosscheck FILE --seeds N`` (docs/crosscheck.md) makes the general report; this script
+keeps the incast round metrics and the four worlds, with that command's cells and timeout counts.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
 import tailcut
-from tailcut import testbed
+from tailcut import crosscheck, testbed
 from tailcut.config import apply_overrides, load_experiment, resolve, to_toml
+from tailcut.crosscheck import timeouts_per_100
+from tailcut.seeds import spread
 from tailcut.summary import percentile
 
 HERE = Path(__file__).resolve().parent
@@ -94,9 +99,9 @@ def testbed_profile_without_handshake(config: dict) -> dict:
 
 
 def rtos_per_100_flows(flows: pd.DataFrame, quality: dict) -> float:
-    if quality:
-        return 100 * quality["kernel"]["TcpExt.TCPTimeouts"] / len(flows)
-    return 100 * float(flows["timeouts"].sum()) / len(flows)
+    """One scheme's whole run: each flow's own count, else (a kernel) the namespaces' TcpExt.TCPTimeouts
+    (``tailcut crosscheck``'s rule, docs/crosscheck.md)."""
+    return timeouts_per_100(flows, True, quality, {})[0]
 
 
 def late_ns(flows: pd.DataFrame) -> pd.Series:
@@ -138,10 +143,8 @@ def incast_metrics(flows: pd.DataFrame, quality: dict) -> dict[str, float]:
 
 
 def cell(values: Sequence[float]) -> str:
-    med = statistics.median(values)
-    lo, hi = min(values), max(values)
-    fmt: Callable[[float], str] = lambda v: f"{v:.3g}"  # noqa: E731
-    return fmt(med) if lo == hi else f"{fmt(med)} [{fmt(lo)}-{fmt(hi)}]"
+    """median [min-max] over the seeds, as ``tailcut crosscheck`` prints it."""
+    return crosscheck.cell(spread(values))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
