@@ -285,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(one at a time; needs root), into OUT/sim/seed-K and OUT/testbed/seed-K, and write "
         "OUT/crosscheck.md and OUT/crosscheck.json: per scheme and size class, FCT p50/p99/p99.9, timeouts "
         "per 100 flows and completion in both worlds (median [min-max] over seeds), their ratio, a flag "
-        "where they differ by more than 20%%, and whether each scheme beats its baseline in both worlds. "
+        "where they differ by more than 20%, and whether each scheme beats its baseline in both worlds. "
         "A rerun with the same experiment resumes. See docs/crosscheck.md.",
         epilog=OVERRIDES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -125,8 +125,11 @@ def timeouts_per_100(
     group: pd.DataFrame, whole_scheme: bool, quality: Mapping[str, Any] | None, unmeasured: Mapping[str, str]
 ) -> tuple[float, str]:
     """Timeouts per 100 flows of ``group`` and where the count comes from: the flows' own ``timeouts``
-    column, else (a testbed kernel, which counts none per flow) the scheme run's ``TcpExt.TCPTimeouts``
-    when ``group`` holds every flow of the scheme (``whole_scheme``), else not measured (NaN)."""
+    column when every flow of the group has it (the simulator; the testbed's runtime, for one-way
+    flows), else, for a scheme Linux ran (``testbed.json``'s ``stack`` is ``kernel``; a kernel counts
+    none per flow), the scheme run's ``TcpExt.TCPTimeouts`` when ``group`` holds every flow of the
+    scheme (``whole_scheme``), else not measured (NaN). A runtime scheme's timeouts are never the
+    kernel's: its TCP runs in user space, over UDP."""
     import pandas as pd
 
     if len(group) == 0:
@@ -134,10 +137,11 @@ def timeouts_per_100(
     if "timeout_fraction" in unmeasured:
         return math.nan, NOT_MEASURED_SOURCE
     counts = pd.to_numeric(group["timeouts"], errors="coerce") if "timeouts" in group else None
-    if counts is not None and counts.notna().any():
+    if counts is not None and counts.notna().all():
         return 100 * float(counts.sum()) / len(group), FROM_FLOWS
     kernel = (quality or {}).get("kernel") or {}
-    if whole_scheme and isinstance(kernel.get(KERNEL_TIMEOUTS), int | float):
+    linux = (quality or {}).get("stack", "kernel") == "kernel"
+    if linux and whole_scheme and isinstance(kernel.get(KERNEL_TIMEOUTS), int | float):
         return 100 * float(kernel[KERNEL_TIMEOUTS]) / len(group), FROM_KERNEL
     return math.nan, NOT_MEASURED_SOURCE
 

@@ -159,6 +159,17 @@ def test_testbed_timeouts_come_from_the_kernel_for_whole_scheme_rows_only() -> N
     assert "| 10.0 (flows) | 30.0 (kernel) | 3.00 | **>20%** |" in page
 
 
+def test_a_runtime_schemes_timeouts_are_its_own_never_the_kernels() -> None:
+    """On the testbed's runtime a one-way flow's sender counts its timeouts; a request/response flow's
+    are not counted, and the namespaces' TCP counter knows nothing of a TCP running over UDP."""
+    quality = {"fuso": {"stack": "runtime", "kernel": {"TcpExt.TCPTimeouts": 0}}}
+    counted = SeedRun(flows("fuso", [1.0] * 4, timeouts=[1, 0, 0, 1]), quality=quality)
+    assert run_figures(counted)[("fuso", "all")]["timeouts_per_100"] == 50.0
+    assert run_figures(counted)[("fuso", "all")]["timeouts_source"] == "flows"
+    partly = SeedRun(flows("fuso", [1.0] * 4, timeouts=[1, None, 0, None]), quality=quality)
+    assert run_figures(partly)[("fuso", "all")]["timeouts_source"] == "n/m"
+
+
 def test_an_engine_that_counts_no_timeouts_reads_not_measured() -> None:
     run = SeedRun(flows("q", [1.0] * 5), unmeasured={"q": {"timeout_fraction": "QUIC has no RTO"}})
     figures = run_figures(run)

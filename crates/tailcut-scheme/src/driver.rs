@@ -22,13 +22,21 @@ pub enum Driver {
 }
 
 /// The transports Linux runs itself on the testbed, and the parameters each maps to a kernel
-/// setting: `min_rto` to `net.ipv4.tcp_rto_min_us`, `ecn` to `net.ipv4.tcp_ecn`, DCTCP's
-/// `congestion_control.g` to the BPF DCTCP's gain, MPTCP's `subflows` and `coupled` to the path
-/// manager's joins and the congestion control. `dctcp` is Linux TCP with tailcut's BPF DCTCP.
+/// setting: `min_rto` to `net.ipv4.tcp_rto_min_us`, `ecn` to `net.ipv4.tcp_ecn`, `sack` to
+/// `net.ipv4.tcp_sack`, `loss_detection` to `net.ipv4.tcp_recovery` and `tcp_early_retrans`
+/// (`"dupthresh"`: RACK and TLP off, Linux's DupThresh recovery; `"rack_tlp"`: Linux's default),
+/// DCTCP's `congestion_control.g` to the BPF DCTCP's gain, MPTCP's `subflows` and `coupled` to the
+/// path manager's joins and the congestion control. `dctcp` is Linux TCP with tailcut's BPF DCTCP.
 pub const KERNEL_STACKS: &[(&str, &[&str])] = &[
-    ("tcp", &["min_rto", "ecn"]),
-    ("mptcp", &["min_rto", "ecn", "subflows", "coupled"]),
-    ("dctcp", &["min_rto", "ecn", "congestion_control"]),
+    ("tcp", &["min_rto", "ecn", "sack", "loss_detection"]),
+    (
+        "mptcp",
+        &["min_rto", "ecn", "sack", "loss_detection", "subflows", "coupled"],
+    ),
+    (
+        "dctcp",
+        &["min_rto", "ecn", "sack", "loss_detection", "congestion_control"],
+    ),
 ];
 
 /// What the real network under the UDP runtime provides beyond forwarding packets.

@@ -94,6 +94,12 @@ fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksC
             }
             let c =
                 tailcut_tracksd::config::tracks_over_real_host_defaults(given).map_err(|e| e.at(&here))?;
+            // The scheme's own `sack` (its hosts' `tcp_sack` on the testbed) over `[testbed]`'s.
+            let sack = s
+                .get("params")
+                .and_then(|p| p.get("sack"))
+                .and_then(|v| v.as_bool())
+                .unwrap_or(sack);
             let c = TracksConfig { sack, ..c };
             c.validate().map_err(|e| e.at(&here))?;
             Ok(Some(c))
@@ -245,8 +251,8 @@ struct SimCongestionControl {
     g: Option<f64>,
 }
 
-/// How a scheme runs in the kernels: `[testbed]` with the scheme's `min_rto` and `ecn` applied, and
-/// the gain of tailcut's BPF DCTCP when it runs that. Error paths are relative to the scheme's table.
+/// How a scheme runs in the kernels: `[testbed]` with the scheme's `min_rto`, `ecn`, `sack` and
+/// `loss_detection` applied, and the gain of tailcut's BPF DCTCP when it runs that. Error paths are relative to the scheme's table.
 fn scheme_kernel_settings(
     tb: &TestbedConfig,
     s: &SchemeConfig,
@@ -261,6 +267,28 @@ fn scheme_kernel_settings(
         tb.ecn = v
             .as_bool()
             .ok_or_else(|| ConfigError::new("params.ecn", "must be true or false"))?;
+    }
+    if let Some(v) = s.params.get("sack") {
+        tb.sack = v
+            .as_bool()
+            .ok_or_else(|| ConfigError::new("params.sack", "must be true or false"))?;
+    }
+    // Linux's loss detection: RACK (`tcp_recovery` bit 1) and TLP (`tcp_early_retrans` 3) on by
+    // default; without them it is RFC 6675's DupThresh, the simulator's "dupthresh".
+    if let Some(v) = s.params.get("loss_detection") {
+        let (recovery, early) = match v.as_str() {
+            Some("dupthresh") => ("0", "0"),
+            Some("rack_tlp") => ("1", "3"),
+            _ => {
+                return Err(ConfigError::new(
+                    "params.loss_detection",
+                    format!("must be \"rack_tlp\" or \"dupthresh\", got {v}"),
+                ))
+            }
+        };
+        tb.sysctls.insert("net.ipv4.tcp_recovery".into(), recovery.into());
+        tb.sysctls
+            .insert("net.ipv4.tcp_early_retrans".into(), early.into());
     }
     let dctcp = crate::dctcp::CONFIG_NAME;
     if s.transport != "dctcp" {

@@ -127,9 +127,9 @@ fn mptcp_subflows_map_to_port_endpoints_on_one_nic_hosts() {
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { subflows = 2 }\n");
     assert!(e.starts_with("schemes[0].params.subflows: unknown field"), "{e}");
     // A parameter of the simulator's TCP that the kernel has no setting for.
-    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { sack = false }\n");
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { dupack_threshold = 5 }\n");
     assert!(
-        e.starts_with("schemes[0].params.sack: the testbed runs the kernel's tcp"),
+        e.starts_with("schemes[0].params.dupack_threshold: the testbed runs the kernel's tcp"),
         "{e}"
     );
 }
@@ -233,6 +233,33 @@ fn min_rto_and_ecn_params_become_sysctls() {
     assert_eq!(k.rto_min_us, Some(5000));
     assert!(k.ecn);
     assert_eq!(dctcp_g, None);
+}
+
+/// The simulator's NewReno of the papers' baselines (no SACK, DupThresh recovery) is Linux with
+/// `tcp_sack = 0` and RACK and TLP off, and the scheme's T-RACKs shim follows its SACK setting.
+#[test]
+fn sack_and_loss_detection_params_become_sysctls() {
+    let (exp, tb) = load(&format!(
+        "{BASE}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = {{ sack = false, loss_detection = \"dupthresh\" }}\n\
+         shim = {{ kind = \"tracks\" }}\n"
+    ))
+    .unwrap();
+    check(&exp, &tb, 3).unwrap();
+    let (k, _) = scheme_kernel_settings(&tb, &exp.schemes[0]).unwrap();
+    let sysctls = k.host_sysctls();
+    for (key, v) in [
+        ("net.ipv4.tcp_sack", "0"),
+        ("net.ipv4.tcp_recovery", "0"),
+        ("net.ipv4.tcp_early_retrans", "0"),
+    ] {
+        assert!(
+            sysctls.contains(&(key.into(), v.into())),
+            "{key} = {v}: {sysctls:?}"
+        );
+    }
+    assert!(!tb.shims[0].as_ref().unwrap().sack);
+    let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\nparams = { loss_detection = \"fack\" }\n");
+    assert!(e.starts_with("schemes[0].params.loss_detection"), "{e}");
 }
 
 #[test]
