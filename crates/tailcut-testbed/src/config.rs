@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tailcut_proto::units::Bytes;
+use tailcut_proto::units::{Bytes, Rate};
 use tailcut_proto::{ConfigError, Dur};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +41,12 @@ pub struct TestbedConfig {
     /// Time allowed after the experiment's `max_time` for flows to finish before the run stops.
     /// Default 2 s.
     pub grace: Dur,
+    /// Fastest link (after `rate_scale`) the fabric may emulate: its one thread forwards about
+    /// 2.1 Gbit/s of 1500 B packets through the full port model on this machine class
+    /// (`docs/testbed.md`, "Forwarding capacity"), so a faster link's packets would leave as the CPU
+    /// lets them, not at the link's rate. Measure another machine with `tailcut-testbed bench` and
+    /// raise it there. Default 2Gbps.
+    pub max_link_rate: Rate,
     /// Most hosts (namespaces plus one agent each) a run may create. Default 32.
     pub max_hosts: u32,
     /// Port every workload agent listens on. Default 5500.
@@ -93,6 +99,7 @@ impl Default for TestbedConfig {
             max_lateness_rtt: 0.1,
             max_start_late: Dur::from_millis(1),
             grace: Dur::from_millis(2000),
+            max_link_rate: Rate(2_000_000_000),
             max_hosts: 32,
             port: 5500,
             pcap: None,

@@ -120,7 +120,26 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
     }
     // Built here (a run has built it already) rather than per scheme, so that its errors are at
     // `topology` and not under a scheme.
-    let nics = most_nics(&topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?);
+    let mut spec = topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?;
+    let nics = most_nics(&spec);
+    scale_rates(&mut spec, &mut [], tb.rate_scale);
+    if let Some(l) = spec.links.iter().find(|l| l.rate_bps > tb.max_link_rate.0) {
+        let name = |n: u32| spec.nodes[n as usize].name.clone();
+        return Err(ConfigError::new(
+            "topology",
+            format!(
+                "link {}-{} runs at {} after testbed.rate_scale = {}, faster than the fabric emulates \
+                 here (testbed.max_link_rate = {}, its measured forwarding capacity); lower \
+                 testbed.rate_scale (e.g. {:.2}) or write slower rates into the topology",
+                name(l.a),
+                name(l.b),
+                tailcut_proto::units::format_rate(l.rate_bps),
+                tb.rate_scale,
+                tailcut_proto::units::format_rate(tb.max_link_rate.0),
+                tb.rate_scale * tb.max_link_rate.0 as f64 / l.rate_bps as f64,
+            ),
+        ));
+    }
     for (i, s) in exp.schemes.iter().enumerate() {
         let here = format!("schemes[{i}]");
         // The scheme layer reads the entry as the simulator does (the same keys, units and errors),

@@ -88,6 +88,23 @@ fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
     );
     assert!(e.starts_with("schemes[0].params.mss_bytes"), "{e}");
     assert!(e.contains("or name the scheme in testbed.runtime"), "{e}");
+    // A link faster than the fabric forwards in real time here, before any namespace is made.
+    let fast = BASE.replace("hosts = 3", "hosts = 3\nhost_rate = \"10Gbps\"");
+    let (exp, tb) = load(&format!("{fast}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n")).unwrap();
+    let e = check(&exp, &tb, 3).unwrap_err().to_string();
+    assert!(
+        e.starts_with("topology: link h0-sw0 runs at 10Gbps after testbed.rate_scale = 1, faster than"),
+        "{e}"
+    );
+    assert!(
+        e.contains("testbed.max_link_rate = 2Gbps") && e.contains("(e.g. 0.20)"),
+        "{e}"
+    );
+    let (exp, tb) = load(&format!(
+        "{fast}[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nrate_scale = 0.1\n"
+    ))
+    .unwrap();
+    check(&exp, &tb, 3).unwrap();
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nmax_hosts = 2\n");
     assert!(e.starts_with("topology: 3 hosts"), "{e}");
     let e =
