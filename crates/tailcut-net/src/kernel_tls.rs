@@ -81,20 +81,16 @@ pub fn serve_echo(l: TcpListener, cfg: Arc<rustls::ServerConfig>) {
 
 /// A TLS client connection to `to`: TCP connect, then the TLS handshake, finished before it returns.
 pub struct Conn {
-    tls: StreamOwned<ClientConnection, TcpStream>,
+    tls: TlsStream,
 }
 
 impl Conn {
     pub fn connect(to: SocketAddr, cfg: Arc<rustls::ClientConfig>, name: &str) -> io::Result<Conn> {
         let s = TcpStream::connect(to)?;
         s.set_nodelay(true)?;
-        let name = ServerName::try_from(name.to_string()).map_err(invalid)?;
-        let conn = ClientConnection::new(cfg, name).map_err(invalid)?;
-        let mut tls = StreamOwned::new(conn, s);
-        while tls.conn.is_handshaking() {
-            tls.conn.complete_io(&mut tls.sock)?;
-        }
-        Ok(Conn { tls })
+        Ok(Conn {
+            tls: TlsStream::client(s, cfg, name)?,
+        })
     }
 
     /// One framed call: sends `req`, reads the echo into `back` (as long as `req`).
@@ -106,6 +102,106 @@ impl Conn {
         self.tls.flush()?;
         self.tls.read_exact(&mut [0u8; 4])?;
         self.tls.read_exact(back)
+    }
+}
+
+/// Both ends' TLS 1.3 settings for one set of certificates: what a host that both connects and
+/// accepts (a testbed agent) needs.
+#[derive(Clone)]
+pub struct TlsContext {
+    client: Arc<rustls::ClientConfig>,
+    server: Arc<rustls::ServerConfig>,
+    name: String,
+}
+
+impl TlsContext {
+    /// `t` must have a server's chain and key and a client's roots (as [`TlsConfig::generate`] gives).
+    pub fn new(t: &TlsConfig) -> io::Result<TlsContext> {
+        Ok(TlsContext {
+            client: client_config(t)?,
+            server: server_config(t)?,
+            name: t.server_name.clone(),
+        })
+    }
+
+    /// The client end on the connected socket `s`, handshake done.
+    pub fn connect(&self, s: TcpStream) -> io::Result<TlsStream> {
+        TlsStream::client(s, self.client.clone(), &self.name)
+    }
+
+    /// The server end on the accepted socket `s`.
+    pub fn accept(&self, s: TcpStream) -> io::Result<TlsStream> {
+        TlsStream::server(s, self.server.clone())
+    }
+}
+
+/// One end of a TLS 1.3 connection over a kernel TCP socket, as a byte stream: the testbed's kernel
+/// agent carries its flows over it for the `tcp_tls13` / `dctcp_tls13` schemes.
+pub enum TlsStream {
+    Client(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Server(Box<StreamOwned<ServerConnection, TcpStream>>),
+}
+
+impl TlsStream {
+    /// The client end on the connected socket `s`, its handshake finished before it returns (as
+    /// [`Conn::connect`]: the handshake's round trip is part of what a caller measures).
+    pub fn client(s: TcpStream, cfg: Arc<rustls::ClientConfig>, name: &str) -> io::Result<TlsStream> {
+        let name = ServerName::try_from(name.to_string()).map_err(invalid)?;
+        let conn = ClientConnection::new(cfg, name).map_err(invalid)?;
+        let mut tls = StreamOwned::new(conn, s);
+        while tls.conn.is_handshaking() {
+            tls.conn.complete_io(&mut tls.sock)?;
+        }
+        Ok(TlsStream::Client(Box::new(tls)))
+    }
+
+    /// The server end on the accepted socket `s`; the handshake runs on the first read.
+    pub fn server(s: TcpStream, cfg: Arc<rustls::ServerConfig>) -> io::Result<TlsStream> {
+        let conn = ServerConnection::new(cfg).map_err(invalid)?;
+        Ok(TlsStream::Server(Box::new(StreamOwned::new(conn, s))))
+    }
+
+    /// The TCP socket under the TLS connection (its `TCP_INFO`, its ports).
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            TlsStream::Client(t) => &t.sock,
+            TlsStream::Server(t) => &t.sock,
+        }
+    }
+
+    /// Ends this side's sending: TLS's close_notify, then the TCP FIN; the peer reads to the end.
+    pub fn close_write(&mut self) -> io::Result<()> {
+        match self {
+            TlsStream::Client(t) => t.conn.send_close_notify(),
+            TlsStream::Server(t) => t.conn.send_close_notify(),
+        }
+        self.flush()?;
+        self.tcp().shutdown(std::net::Shutdown::Write)
+    }
+}
+
+impl Read for TlsStream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            TlsStream::Client(t) => t.read(buf),
+            TlsStream::Server(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for TlsStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            TlsStream::Client(t) => t.write(buf),
+            TlsStream::Server(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            TlsStream::Client(t) => t.flush(),
+            TlsStream::Server(t) => t.flush(),
+        }
     }
 }
 
@@ -129,5 +225,27 @@ mod tests {
         }
         let other = TlsConfig::generate(&["localhost".into()]).unwrap().0;
         assert!(Conn::connect(to, client_config(&other).unwrap(), "localhost").is_err());
+    }
+
+    /// A stream's bytes cross intact, and the writer's close reaches the reader as the end.
+    #[test]
+    fn a_tls_stream_carries_bytes_and_its_close() {
+        let (t, _) = TlsConfig::generate(&["localhost".into()]).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = l.local_addr().unwrap();
+        let scfg = server_config(&t).unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut tls = TlsStream::server(s, scfg).unwrap();
+            let mut got = Vec::new();
+            tls.read_to_end(&mut got).unwrap();
+            got
+        });
+        let s = TcpStream::connect(to).unwrap();
+        let mut c = TlsStream::client(s, client_config(&t).unwrap(), "localhost").unwrap();
+        let data: Vec<u8> = (0..100_000u32).map(|i| i as u8).collect();
+        c.write_all(&data).unwrap();
+        c.close_write().unwrap();
+        assert_eq!(server.join().unwrap(), data);
     }
 }

@@ -26,7 +26,9 @@ pub enum Driver {
 /// `net.ipv4.tcp_sack`, `loss_detection` to `net.ipv4.tcp_recovery` and `tcp_early_retrans`
 /// (`"dupthresh"`: RACK and TLP off, Linux's DupThresh recovery; `"rack_tlp"`: Linux's default),
 /// DCTCP's `congestion_control.g` to the BPF DCTCP's gain, MPTCP's `subflows` and `coupled` to the
-/// path manager's joins and the congestion control. `dctcp` is Linux TCP with tailcut's BPF DCTCP.
+/// path manager's joins and the congestion control. `dctcp` is Linux TCP with tailcut's BPF DCTCP;
+/// `tcp_tls13` and `dctcp_tls13` are the same with TLS 1.3 (rustls) over each connection, whose
+/// handshake bytes are the real ones, not the simulator's model of them.
 pub const KERNEL_STACKS: &[(&str, &[&str])] = &[
     ("tcp", &["min_rto", "ecn", "sack", "loss_detection"]),
     (
@@ -35,6 +37,11 @@ pub const KERNEL_STACKS: &[(&str, &[&str])] = &[
     ),
     (
         "dctcp",
+        &["min_rto", "ecn", "sack", "loss_detection", "congestion_control"],
+    ),
+    ("tcp_tls13", &["min_rto", "ecn", "sack", "loss_detection"]),
+    (
+        "dctcp_tls13",
         &["min_rto", "ecn", "sack", "loss_detection", "congestion_control"],
     ),
 ];

@@ -14,7 +14,7 @@
 //! them in order and replies arrive in order. A persistent flow has no `retrans` line, because
 //! `tcpi_total_retrans` counts the whole connection; the namespace's counters still have them.
 
-use crate::runtime_agent::{self, RuntimePlan};
+use crate::runtime_agent::{self, RuntimePlan, TlsMaterial};
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::HashMap;
@@ -24,6 +24,7 @@ use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tailcut_net::kernel_tls::{TlsContext, TlsStream};
 use tailcut_sys::clock::monotonic_ns;
 
 /// What an agent is told to do.
@@ -41,6 +42,10 @@ pub struct Plan {
     /// Run the flows on tailcut's engines over UDP (`runtime_agent.rs`) instead of the kernel's TCP.
     #[serde(default)]
     pub runtime: Option<RuntimePlan>,
+    /// Carry every kernel connection's flows over TLS 1.3 with these certificates (the `tcp_tls13`
+    /// and `dctcp_tls13` schemes: DCQUIC's baseline). Connections of their own only.
+    #[serde(default)]
+    pub tls: Option<TlsMaterial>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -121,6 +126,72 @@ pub(crate) fn emit(out: &Out, e: &Event) {
     }
 }
 
+/// A connection's byte stream: the kernel's TCP socket, or TLS 1.3 over it.
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+impl Stream {
+    /// `s` as the plan carries flows: over TLS (its handshake done before this returns on the
+    /// connecting side) or as it is.
+    fn new(s: TcpStream, tls: Option<&TlsContext>, connecting: bool) -> io::Result<Stream> {
+        Ok(match tls {
+            None => Stream::Tcp(s),
+            Some(t) if connecting => Stream::Tls(Box::new(t.connect(s)?)),
+            Some(t) => Stream::Tls(Box::new(t.accept(s)?)),
+        })
+    }
+
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Tcp(s) => s,
+            Stream::Tls(t) => t.tcp(),
+        }
+    }
+
+    /// Ends this side's sending (TLS: close_notify first); the peer reads to the end.
+    fn close_write(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+            Stream::Tls(t) => t.close_write(),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
+
+/// The plan's TLS settings, if its flows go over TLS.
+fn tls_context(plan: &Plan) -> Result<Option<TlsContext>, String> {
+    plan.tls
+        .as_ref()
+        .map(|m| TlsContext::new(&m.config()).map_err(|e| format!("agent: TLS: {e}")))
+        .transpose()
+}
+
 fn socket(plan: &Plan) -> io::Result<Socket> {
     let proto = if plan.mptcp { Some(Protocol::MPTCP) } else { None };
     let s = Socket::new(Domain::IPV4, Type::STREAM, proto)?;
@@ -168,6 +239,7 @@ pub fn main() -> Result<(), String> {
         .map_err(|e| format!("agent: time zero {go:?}: {e}"))?;
     let mut persistent: HashMap<u32, Sender<PlannedFlow>> = HashMap::new();
     let shared = runtime_agent::Shared::default();
+    let tls = tls_context(&plan)?;
     for f in plan.flows.iter().cloned() {
         let at = zero + f.start_ns;
         let (plan, out) = (plan.clone(), out.clone());
@@ -184,6 +256,11 @@ pub fn main() -> Result<(), String> {
             continue;
         }
         match f.conn {
+            // The orchestrator refuses this pair; the agent keeps the rule too.
+            Some(_) if tls.is_some() => {
+                let e = io::Error::other("a persistent connection over TLS is not run on the testbed");
+                error(&out, f.id, &e);
+            }
             Some(c) => {
                 tailcut_sys::clock::sleep_until_ns(at);
                 let tx = persistent.entry(c).or_insert_with(|| {
@@ -199,6 +276,7 @@ pub fn main() -> Result<(), String> {
                 // tens of microseconds and, when every sender of an incast round starts at once on
                 // two CPUs, they queue behind each other. At its start the thread only connects.
                 tailcut_sys::clock::sleep_until_ns(at.saturating_sub(SPAWN_AHEAD_NS));
+                let tls = tls.clone();
                 std::thread::spawn(move || {
                     let s = socket(&plan);
                     // Real-time until the SYN is out, so that the start is not queued behind other
@@ -206,7 +284,7 @@ pub fn main() -> Result<(), String> {
                     // best effort. The transfer itself runs in the normal class.
                     let rt = tailcut_sys::sched::set_current_thread_fifo(START_PRIORITY).is_ok();
                     tailcut_sys::clock::sleep_until_ns(at);
-                    if let Err(e) = connect_one(s, &f, &out, rt) {
+                    if let Err(e) = connect_one(s, &f, tls.as_ref(), &out, rt) {
                         error(&out, f.id, &e);
                     }
                 });
@@ -228,16 +306,17 @@ fn listen(plan: &Plan, out: &Out) -> Result<(), String> {
         .map_err(|e| format!("agent: bind {any}: {e}"))?;
     listener.listen(1024).map_err(|e| e.to_string())?;
     let out = out.clone();
+    let tls = tls_context(plan)?;
     std::thread::spawn(move || loop {
         if let Ok((s, _)) = listener.accept() {
-            let out = out.clone();
-            std::thread::spawn(move || accept_one(s.into(), &out));
+            let (out, tls) = (out.clone(), tls.clone());
+            std::thread::spawn(move || accept_one(s.into(), tls.as_ref(), &out));
         }
     });
     Ok(())
 }
 
-fn write_zeros(s: &mut TcpStream, mut n: u64) -> io::Result<()> {
+fn write_zeros(s: &mut impl Write, mut n: u64) -> io::Result<()> {
     let buf = [0u8; CHUNK];
     while n > 0 {
         let k = n.min(CHUNK as u64) as usize;
@@ -247,7 +326,7 @@ fn write_zeros(s: &mut TcpStream, mut n: u64) -> io::Result<()> {
     Ok(())
 }
 
-fn read_exact_discard(s: &mut TcpStream, mut n: u64) -> io::Result<()> {
+fn read_exact_discard(s: &mut impl Read, mut n: u64) -> io::Result<()> {
     let mut buf = [0u8; CHUNK];
     while n > 0 {
         let k = n.min(CHUNK as u64) as usize;
@@ -262,7 +341,7 @@ fn read_exact_discard(s: &mut TcpStream, mut n: u64) -> io::Result<()> {
 
 /// Reads until the peer closes: after it, every byte we sent was acknowledged, so `TCP_INFO`'s
 /// retransmission count is final.
-fn drain_to_eof(s: &mut TcpStream) {
+fn drain_to_eof(s: &mut impl Read) {
     let mut buf = [0u8; 512];
     while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
 }
@@ -331,19 +410,27 @@ fn connect(s: Socket, to: SocketAddr) -> io::Result<TcpStream> {
 /// full segments behind it were dropped (in 593 of 800 flows at N = 16), so Linux got an early ACK
 /// the simulator's flows, whose segments are all full-sized, never get (docs/testbed.md, "Why Linux
 /// timed out less than the simulator at N = 16").
-fn send_flow(s: &mut TcpStream, f: &PlannedFlow) -> io::Result<()> {
+fn send_flow(s: &mut impl Write, f: &PlannedFlow) -> io::Result<()> {
     let mut first = [0u8; CHUNK];
     first[..8].copy_from_slice(&f.id.to_be_bytes());
     first[8..16].copy_from_slice(&f.data.to_be_bytes());
     first[16..HEADER].copy_from_slice(&f.reply.to_be_bytes());
     let with_header = f.data.min((CHUNK - HEADER) as u64);
     s.write_all(&first[..HEADER + with_header as usize])?;
-    write_zeros(s, f.data - with_header)
+    write_zeros(s, f.data - with_header)?;
+    // Out of TLS's buffer (a no-op on a bare socket).
+    s.flush()
 }
 
 /// One flow on a connection of its own, on `s`, the socket made for it ahead of its start.
 /// With `rt`, the thread leaves the real-time class once connected.
-fn connect_one(s: io::Result<Socket>, f: &PlannedFlow, out: &Out, rt: bool) -> io::Result<()> {
+fn connect_one(
+    s: io::Result<Socket>,
+    f: &PlannedFlow,
+    tls: Option<&TlsContext>,
+    out: &Out,
+    rt: bool,
+) -> io::Result<()> {
     // The start is taken before the connect, and reported after it so that the SYN leaves first.
     let t = monotonic_ns();
     let opened = s.and_then(|s| connect(s, f.to));
@@ -351,17 +438,20 @@ fn connect_one(s: io::Result<Socket>, f: &PlannedFlow, out: &Out, rt: bool) -> i
         let _ = tailcut_sys::sched::set_current_thread_normal();
     }
     emit(out, &Event::Start { id: f.id, t });
-    let mut s = opened?;
+    let s = opened?;
     port(out, f.id, &s);
+    // Over TLS the handshake comes first, as an application's would: part of the flow's time.
+    let mut s = Stream::new(s, tls, true)?;
     send_flow(&mut s, f)?;
     if f.reply > 0 {
         read_exact_discard(&mut s, f.reply)?;
         finished(out, f.id);
-        s.shutdown(Shutdown::Both)?;
+        let _ = s.close_write();
+        s.tcp().shutdown(Shutdown::Both)?;
     } else {
-        s.shutdown(Shutdown::Write)?;
+        s.close_write()?;
         drain_to_eof(&mut s);
-        retrans(&s, f.id, out);
+        retrans(s.tcp(), f.id, out);
     }
     Ok(())
 }
@@ -426,7 +516,7 @@ fn read_replies(mut s: TcpStream, expected: Receiver<(u64, u64)>, out: &Out) {
 }
 
 /// Reads a flow header, or `None` at a clean end of the connection.
-fn read_header(s: &mut TcpStream) -> io::Result<Option<(u64, u64, u64)>> {
+fn read_header(s: &mut impl Read) -> io::Result<Option<(u64, u64, u64)>> {
     let mut header = [0u8; HEADER];
     let mut got = 0;
     while got < HEADER {
@@ -447,8 +537,11 @@ fn read_header(s: &mut TcpStream) -> io::Result<Option<(u64, u64, u64)>> {
 
 /// Serves a connection's flows in order until the peer closes it. A connection that carried one
 /// request/response flow is a per-flow one: its reply's retransmissions are final once the peer closed.
-fn accept_one(mut s: TcpStream, out: &Out) {
+fn accept_one(s: TcpStream, tls: Option<&TlsContext>, out: &Out) {
     let _ = s.set_nodelay(true);
+    let Ok(mut s) = Stream::new(s, tls, false) else {
+        return;
+    };
     let mut served = 0u32;
     let mut last_reply = None;
     while let Ok(Some((id, data, reply))) = read_header(&mut s) {
@@ -457,7 +550,7 @@ fn accept_one(mut s: TcpStream, out: &Out) {
                 finished(out, id);
                 Ok(())
             } else {
-                write_zeros(&mut s, reply)
+                write_zeros(&mut s, reply).and_then(|()| s.flush())
             }
         });
         if let Err(e) = r {
@@ -468,6 +561,6 @@ fn accept_one(mut s: TcpStream, out: &Out) {
         last_reply = (reply > 0).then_some(id);
     }
     if let (1, Some(id)) = (served, last_reply) {
-        retrans(&s, id, out);
+        retrans(s.tcp(), id, out);
     }
 }

@@ -148,6 +148,20 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
             Stack::Kernel => {
                 scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
                 mptcp_join_ports(tb, s, nics).map_err(|e| e.at(&here))?;
+                let persistent = exp
+                    .workload
+                    .iter()
+                    .position(|w| w.persistent_connections_per_pair().is_some());
+                if let (true, Some(w)) = (over_tls(&s.transport), persistent) {
+                    return Err(ConfigError::new(
+                        format!("workload[{w}].connection"),
+                        format!(
+                            "'{}' opens a TLS connection per flow on the testbed; persistent \
+                             connections over TLS are not run there",
+                            s.transport
+                        ),
+                    ));
+                }
             }
             Stack::Runtime if tb.shims.get(i).is_some_and(Option::is_some) => {
                 return Err(ConfigError::new(
@@ -310,7 +324,7 @@ fn scheme_kernel_settings(
             .insert("net.ipv4.tcp_early_retrans".into(), early.into());
     }
     let dctcp = crate::dctcp::CONFIG_NAME;
-    if s.transport != "dctcp" {
+    if kernel_base(&s.transport) != "dctcp" {
         let g = (tb.congestion_control.as_deref() == Some(dctcp)).then_some(crate::dctcp::DEFAULT_G);
         return Ok((tb, g));
     }
@@ -344,6 +358,17 @@ fn scheme_kernel_settings(
     }
     tb.congestion_control = Some(dctcp.to_string());
     Ok((tb, Some(g)))
+}
+
+/// The kernel stack under a kernel transport: `tcp_tls13` is `tcp` with TLS over it, `dctcp_tls13`
+/// `dctcp`.
+fn kernel_base(transport: &str) -> &str {
+    transport.strip_suffix("_tls13").unwrap_or(transport)
+}
+
+/// Whether a kernel transport carries its flows over TLS 1.3.
+fn over_tls(transport: &str) -> bool {
+    transport.ends_with("_tls13")
 }
 
 /// The MPTCP `signal` endpoint ports of a scheme (see `HostSetup::mptcp_join_ports`): on hosts with
@@ -757,6 +782,11 @@ fn run_scheme(
             runtime_plan(exp, tb, s, trims, flows.len()).map_err(|e| format!("schemes.{}: {e}", s.name))?,
         ),
     };
+    // A certificate made for this run, which every agent both presents and trusts.
+    let tls = match kernel && over_tls(&s.transport) {
+        true => Some(TlsMaterial::generate(TLS_SERVER_NAME).map_err(|e| format!("schemes.{}: {e}", s.name))?),
+        false => None,
+    };
     let mut plans: Vec<Plan> = hosts
         .iter()
         .enumerate()
@@ -766,6 +796,7 @@ fn run_scheme(
             congestion_control: congestion_control.clone(),
             flows: Vec::new(),
             runtime: runtime.as_ref().map(|r| r.for_host(h as u32, host_nic_bps[h])),
+            tls: tls.clone(),
         })
         .collect();
     let conns = persistent_connections(exp, flows);

@@ -64,6 +64,17 @@ pub struct TlsMaterial {
 }
 
 impl TlsMaterial {
+    /// The material as `tailcut-net` takes it (both ends': chain, key and roots).
+    pub fn config(&self) -> TlsConfig {
+        TlsConfig {
+            cert_chain: self.cert_chain.clone(),
+            key: self.key.clone(),
+            roots: self.roots.clone(),
+            server_name: self.server_name.clone(),
+            ..TlsConfig::default()
+        }
+    }
+
     /// Material whose leaf names `server_name`, which every client asks for whatever address it
     /// dials (the name is checked against the certificate, the address is not).
     pub fn generate(server_name: &str) -> Result<TlsMaterial, String> {
@@ -95,13 +106,10 @@ impl RuntimePlan {
         paths: &[(IpAddr, SocketAddr)],
         task_bytes: u64,
     ) -> Result<NetConfig, String> {
-        let mut tls = TlsConfig::default();
-        if let Some(m) = &self.tls {
-            tls.cert_chain = m.cert_chain.clone();
-            tls.key = m.key.clone();
-            tls.roots = m.roots.clone();
-            tls.server_name = m.server_name.clone();
-        }
+        let tls = self
+            .tls
+            .as_ref()
+            .map_or_else(TlsConfig::default, TlsMaterial::config);
         let network = Network { trims: self.trims };
         NetConfig {
             network,

@@ -269,3 +269,52 @@ grace = "5s"
     );
     assert!(tcp.iter().any(|r| r.completed), "and some did not");
 }
+
+/// DCQUIC's baseline on real hosts: Linux TCP with TLS 1.3 over each connection (a certificate made
+/// for the run, which every agent presents and trusts), beside DCQUIC on the runtime. Every flow
+/// completes; each TLS flow opened a kernel connection of its own.
+#[test]
+fn tcp_with_tls_and_dcquic_carry_a_file() {
+    let Some(_g) = realnet("tcp_with_tls_and_dcquic_carry_a_file") else {
+        return;
+    };
+    let text = format!(
+        r#"name = "tls"
+seed = 4
+max_time = "2s"
+[topology]
+kind = "star"
+hosts = 4
+host_rate = "100Mbps"
+link_delay = "20us"
+[[workload]]
+name = "rpc"
+pattern = {{ kind = "one_to_all", clients = [0, 1] }}
+server_hosts = [2, 3]
+fixed = "20KB"
+request_bytes = "100B"
+rate_per_host = 40
+flows = 12
+[[workload]]
+name = "one_way"
+pattern = {{ kind = "pairs", pairs = [[3, 0]] }}
+fixed = "50KB"
+rate_per_host = 40
+flows = 6
+[[schemes]]
+name = "tls"
+transport = "tcp_tls13"
+[[schemes]]
+name = "dcquic"
+transport = "dcquic"
+[testbed]
+{GRACE}
+"#
+    );
+    let (rows, summaries) = run_file(&text);
+    let tls = summary(&summaries, "tls");
+    assert_eq!(tls.stack, "kernel");
+    assert_eq!(tls.kernel["Tcp.ActiveOpens"], 18, "one connection per flow");
+    assert_eq!(summary(&summaries, "dcquic").stack, "runtime");
+    assert_eq!(rows.len(), 36);
+}

@@ -105,6 +105,27 @@ fn what_a_testbed_cannot_run_is_an_error_naming_the_field() {
     ))
     .unwrap();
     check(&exp, &tb, 3).unwrap();
+    // TCP + TLS 1.3 runs on Linux with rustls over each connection of its own.
+    assert_eq!(
+        err("[[schemes]]\nname = \"t\"\ntransport = \"tcp_tls13\"\n"),
+        "no error"
+    );
+    let e =
+        err("[[schemes]]\nname = \"t\"\ntransport = \"tcp_tls13\"\nparams = { tls_client_hello = 300 }\n");
+    assert!(
+        e.starts_with("schemes[0].params.tls_client_hello: the testbed runs the kernel's"),
+        "{e}"
+    );
+    let pooled = BASE.replace("flows = 5", "flows = 5\nconnection = \"persistent\"");
+    let (exp, tb) = load(&format!(
+        "{pooled}[[schemes]]\nname = \"t\"\ntransport = \"tcp_tls13\"\n"
+    ))
+    .unwrap();
+    let e = check(&exp, &tb, 3).unwrap_err().to_string();
+    assert!(
+        e.starts_with("workload[0].connection: 'tcp_tls13' opens a TLS connection per flow"),
+        "{e}"
+    );
     let e = err("[[schemes]]\nname = \"t\"\ntransport = \"tcp\"\n[testbed]\nmax_hosts = 2\n");
     assert!(e.starts_with("topology: 3 hosts"), "{e}");
     let e =
