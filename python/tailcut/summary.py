@@ -92,9 +92,9 @@ def _ratio(x: float, of: float) -> float:
 
 
 def _measured(group: pd.DataFrame, column: str) -> bool:
-    """Whether every flow of the group has ``column``: a group only partly counted (the testbed's
-    runtime counts a one-way flow's sender but not a request/response flow's server, nor a failed
-    call) would read as fewer timeouts or bytes than it had, so it is not measured."""
+    """Whether every flow of the group has ``column``: a group only partly counted (on the testbed's
+    runtime a failed call has no counters) would read as fewer timeouts or bytes than it had, so it
+    is not measured."""
     return column in group and len(group) > 0 and bool(group[column].notna().all())
 
 

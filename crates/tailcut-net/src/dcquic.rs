@@ -332,8 +332,18 @@ impl ServerScheme for ServerSide {
         }
     }
 
+    /// A response goes out on the request's stream with the odd message id.
+    fn response_msg(key: u64) -> MsgId {
+        key | 1
+    }
+
     fn respond(&self, e: &mut DcquicEngine, _st: &mut (), now: Time, key: u64, response: &[u8]) {
-        e.send_bytes(now, Outgoing::Response { request: key }, key | 1, response);
+        e.send_bytes(
+            now,
+            Outgoing::Response { request: key },
+            Self::response_msg(key),
+            response,
+        );
     }
 
     fn publish<'a>(&self, _engines: impl Iterator<Item = &'a DcquicEngine>, _stats: &mut ServerStats) {}

@@ -29,10 +29,15 @@ use std::os::unix::net::UnixDatagram;
 use std::sync::{Arc, Mutex};
 use tailcut_proto::mptcp::MptcpEndpoint;
 use tailcut_proto::tcp::TcpEndpoint;
-use tailcut_proto::{AppEvent, Dur, Ecn, Engine, Time};
+use tailcut_proto::{AppEvent, Dur, Ecn, Engine, MessageStats, Time};
 
-/// The request handler: reads the request, writes the response into the (cleared) buffer.
-pub type Handler = Box<dyn FnMut(&[u8], &mut Vec<u8>) + Send>;
+/// The request handler: reads the request, writes the response into the (cleared) buffer, and
+/// returns a tag the response's final counters are reported under ([`Server::bind_observed`]).
+pub type Handler = Box<dyn FnMut(&[u8], &mut Vec<u8>) -> u64 + Send>;
+
+/// Told each response's final sender counters ([`MessageStats`]: acknowledged, or given up), under
+/// the tag its request's handler returned.
+pub type ResponseObserver = Box<dyn FnMut(u64, MessageStats) + Send>;
 
 pub struct Server {
     runtime: RuntimeThread,
@@ -45,7 +50,37 @@ impl Server {
     pub fn bind(
         addr: SocketAddr,
         cfg: NetConfig,
-        handler: impl FnMut(&[u8], &mut Vec<u8>) + Send + 'static,
+        mut handler: impl FnMut(&[u8], &mut Vec<u8>) + Send + 'static,
+    ) -> io::Result<Server> {
+        Self::start(
+            addr,
+            cfg,
+            Box::new(move |req: &[u8], out: &mut Vec<u8>| {
+                handler(req, out);
+                0
+            }),
+            None,
+        )
+    }
+
+    /// [`Server::bind`], and `observer` is told each response's final counters under the tag the
+    /// handler returned for its request (a testbed agent charges them to the request's flow). The
+    /// tags of responses not yet final are held per association and dropped with it, so they are
+    /// bounded as the responses in flight are.
+    pub fn bind_observed(
+        addr: SocketAddr,
+        cfg: NetConfig,
+        handler: impl FnMut(&[u8], &mut Vec<u8>) -> u64 + Send + 'static,
+        observer: impl FnMut(u64, MessageStats) + Send + 'static,
+    ) -> io::Result<Server> {
+        Self::start(addr, cfg, Box::new(handler), Some(Box::new(observer)))
+    }
+
+    fn start(
+        addr: SocketAddr,
+        cfg: NetConfig,
+        handler: Handler,
+        observer: Option<ResponseObserver>,
     ) -> io::Result<Server> {
         cfg.validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
@@ -56,26 +91,25 @@ impl Server {
         let driver = Driver::new(vec![sock], wake_rx, &cfg)?;
         let stats = Arc::new(Mutex::new(ServerStats::default()));
         let shared = stats.clone();
-        let handler: Handler = Box::new(handler);
         let runtime = match cfg.family() {
             Family::CloudBurst => {
                 let scheme = cloudburst::ServerSide::new(&cfg);
-                spawn(driver, scheme, cfg, handler, shared, wake)?
+                spawn(driver, scheme, cfg, handler, observer, shared, wake)?
             }
             Family::Tcp => {
                 let scheme = tcp::ServerSide::<TcpEndpoint>::new(&cfg);
-                spawn(driver, scheme, cfg, handler, shared, wake)?
+                spawn(driver, scheme, cfg, handler, observer, shared, wake)?
             }
             Family::Mptcp => {
                 let scheme = tcp::ServerSide::<MptcpEndpoint>::new(&cfg);
-                spawn(driver, scheme, cfg, handler, shared, wake)?
+                spawn(driver, scheme, cfg, handler, observer, shared, wake)?
             }
             Family::Dcquic => {
                 let epoch = driver.clock.instant_epoch();
                 let engines = dcquic::shared(&cfg, epoch, cfg.path_max_payload())
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
                 let scheme = dcquic::ServerSide::new(engines);
-                spawn(driver, scheme, cfg, handler, shared, wake)?
+                spawn(driver, scheme, cfg, handler, observer, shared, wake)?
             }
         };
         Ok(Server {
@@ -104,6 +138,7 @@ fn spawn<S: ServerScheme>(
     scheme: S,
     cfg: NetConfig,
     handler: Handler,
+    observer: Option<ResponseObserver>,
     shared: Arc<Mutex<ServerStats>>,
     wake: UnixDatagram,
 ) -> io::Result<RuntimeThread> {
@@ -113,6 +148,8 @@ fn spawn<S: ServerScheme>(
             scheme,
             cfg,
             handler,
+            observer,
+            tags: BTreeMap::new(),
             assocs: BTreeMap::new(),
             closed: ClosedIds::default(),
             timers: Timers::default(),
@@ -178,6 +215,10 @@ struct ServerLoop<S: ServerScheme> {
     scheme: S,
     cfg: NetConfig,
     handler: Handler,
+    observer: Option<ResponseObserver>,
+    /// With an observer: the handler's tag of each response not yet final, by (association, the
+    /// response's engine message id).
+    tags: BTreeMap<(u64, u64), u64>,
     assocs: BTreeMap<u64, Association<S>>,
     /// Ids of associations their clients closed, newest last (at most [`CLOSED_REMEMBERED`]).
     closed: ClosedIds,
@@ -365,10 +406,39 @@ impl<S: ServerScheme> ServerLoop<S> {
     }
 
     fn drop_association(&mut self, id: u64) {
-        if let Some(a) = self.assocs.remove(&id) {
+        // Responses not yet final go with it, reported with their counters so far (a client that
+        // closes as soon as it has its reply leaves the last acknowledgement unprocessed; the
+        // simulator reports a message unfinished at the end of a run the same way).
+        let held: Vec<(u64, u64)> = self
+            .tags
+            .range((id, 0)..=(id, u64::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        let a = self.assocs.remove(&id);
+        for (assoc, msg) in held {
+            let stats = a
+                .as_ref()
+                .and_then(|a| a.engine.message_stats(msg))
+                .unwrap_or_default();
+            Self::observe(&mut self.observer, &mut self.tags, assoc, msg, stats);
+        }
+        if let Some(a) = a {
             self.scheme.forget(id, &a.state);
         }
         self.timers.set(id, None);
+    }
+
+    /// Response `msg` of association `id` is final: the observer gets its counters under its tag.
+    fn observe(
+        observer: &mut Option<ResponseObserver>,
+        tags: &mut BTreeMap<(u64, u64), u64>,
+        id: u64,
+        msg: u64,
+        stats: MessageStats,
+    ) {
+        if let (Some(o), Some(tag)) = (observer.as_mut(), tags.remove(&(id, msg))) {
+            o(tag, stats);
+        }
     }
 
     /// The drain of `docs/architecture.md` for one association: transmits, then events (a request
@@ -396,9 +466,12 @@ impl<S: ServerScheme> ServerLoop<S> {
                             Request::Answer { key, data } => {
                                 self.stats.requests += 1;
                                 self.response.clear();
-                                (self.handler)(&data, &mut self.response);
+                                let tag = (self.handler)(&data, &mut self.response);
                                 self.scheme
                                     .respond(&mut a.engine, &mut a.state, now, key, &self.response);
+                                if self.observer.is_some() {
+                                    self.tags.insert((id, S::response_msg(key)), tag);
+                                }
                                 // Active until its response is out, however long the handler took.
                                 a.last_active = self.d.clock.now();
                                 answered = true;
@@ -412,13 +485,15 @@ impl<S: ServerScheme> ServerLoop<S> {
                             }
                         }
                     }
-                    AppEvent::MessageAcked { msg, .. } => {
+                    AppEvent::MessageAcked { msg, stats } => {
                         self.stats.responses_acked += 1;
                         self.scheme.acked(&mut a.state, msg);
+                        Self::observe(&mut self.observer, &mut self.tags, id, msg, stats);
                     }
-                    AppEvent::MessageFailed { msg, .. } => {
+                    AppEvent::MessageFailed { msg, stats } => {
                         self.stats.responses_failed += 1;
                         self.scheme.acked(&mut a.state, msg);
+                        Self::observe(&mut self.observer, &mut self.tags, id, msg, stats);
                     }
                     AppEvent::Connected => {}
                 }

@@ -71,6 +71,11 @@ pub trait ServerScheme: Send + 'static {
     }
     /// The engine received message `msg`.
     fn request(&self, e: &mut Self::E, st: &mut Self::State, now: Time, msg: MsgId) -> Request;
+    /// The engine message id the response to request `key` goes out under (what its
+    /// `MessageAcked` names): the key itself, unless the scheme numbers responses apart.
+    fn response_msg(key: u64) -> MsgId {
+        key
+    }
     /// Queue the response to the request `key`.
     fn respond(&self, e: &mut Self::E, st: &mut Self::State, now: Time, key: u64, response: &[u8]);
     /// The engine acknowledged (or gave up) the response `msg`.

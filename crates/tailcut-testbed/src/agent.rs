@@ -96,10 +96,13 @@ pub enum Event {
         id: u64,
         msg: String,
     },
-    /// On the runtime, a one-way flow's data sender's counters (`MessageStats` of its request), once
-    /// its call returned.
+    /// On the runtime, a flow's sender counters (`MessageStats`): its request's from the client once
+    /// its call returned, and with `response` a request/response flow's response's from the server
+    /// once the response was acknowledged.
     Counters {
         id: u64,
+        #[serde(default)]
+        response: bool,
         timeouts: u32,
         fast_retransmits: u32,
         retransmitted_bytes: u64,

@@ -501,9 +501,10 @@ pub struct FlowRow {
     pub completed: bool,
     /// `tcpi_total_retrans` of the data sender's socket (segments); kernel stacks only.
     pub retransmitted_segments: Option<u32>,
-    /// On the runtime, a one-way flow's sender counters (its engine's `MessageStats`), as the
-    /// simulator's columns of the same names; `None` where nothing counted them per flow (a kernel,
-    /// or a request/response flow, whose response the server sends).
+    /// On the runtime, the flow's sender counters (its engines' `MessageStats`: the request's, plus
+    /// the response's for a request/response flow), as the simulator's columns of the same names;
+    /// `None` where nothing counted them per flow (a kernel, a failed call, a response whose
+    /// acknowledgement never reached its server).
     pub timeouts: Option<u32>,
     pub fast_retransmits: Option<u32>,
     pub retransmitted_bytes: Option<u64>,
@@ -547,7 +548,7 @@ pub struct SchemeSummary {
     pub timing: crate::timing::TimingVerdict,
 }
 
-/// A runtime flow's sender counters, as its agent reported them.
+/// A runtime message's sender counters, as its agent reported them.
 #[derive(Clone, Copy, Debug)]
 struct RuntimeCounters {
     timeouts: u32,
@@ -556,6 +557,23 @@ struct RuntimeCounters {
     redundant_bytes: u64,
     sent_bytes: u64,
 }
+
+impl RuntimeCounters {
+    fn plus(&self, o: &RuntimeCounters) -> RuntimeCounters {
+        RuntimeCounters {
+            timeouts: self.timeouts + o.timeouts,
+            fast_retransmits: self.fast_retransmits + o.fast_retransmits,
+            retransmitted_bytes: self.retransmitted_bytes + o.retransmitted_bytes,
+            redundant_bytes: self.redundant_bytes + o.redundant_bytes,
+            sent_bytes: self.sent_bytes + o.sent_bytes,
+        }
+    }
+}
+
+/// How long a run waits, once every flow is accounted for, for the counters of responses whose
+/// acknowledgement has yet to reach their server (a round trip or a retransmission after the
+/// client got the reply).
+const RESPONSES_SETTLE: Duration = Duration::from_secs(1);
 
 /// How scheme `s` runs on the runtime agents: its entry, the fabric's trimming, the hosts' MTU, and
 /// for DCQUIC a CA and certificate made for this run. `flows` bounds the associations a server may
@@ -898,17 +916,20 @@ fn run_scheme(
     let mut client_port: Vec<Option<u16>> = vec![None; n];
     let mut finish: Vec<Option<u64>> = vec![None; n];
     let mut retrans: Vec<Option<u32>> = vec![None; n];
+    // On the runtime: each flow's request's counters (its client's), and a request/response flow's
+    // response's (its server's).
     let mut counters: Vec<Option<RuntimeCounters>> = vec![None; n];
+    let mut response_counters: Vec<Option<RuntimeCounters>> = vec![None; n];
     let mut error: Vec<Option<String>> = vec![None; n];
     let mut done = 0;
     let deadline = zero + exp.max_time.0 + tb.grace.0;
     // Every flow finishes (and the sender of a per-flow connection reports its retransmissions), or
     // the deadline passes.
-    // On the runtime, every one-way flow's sender reports its counters instead.
+    // On the runtime every flow's client reports its request's counters (or an error) instead.
     let wanted_retrans = plans
         .iter()
         .flat_map(|p| &p.flows)
-        .filter(|f| if kernel { f.conn.is_none() } else { f.reply == 0 })
+        .filter(|f| !kernel || f.conn.is_none())
         .count();
     let mut got_retrans = 0;
     // And every flow's connector reported its port (or an error): on a persistent connection the
@@ -916,7 +937,24 @@ fn run_scheme(
     // the last finish can overtake the last port.
     let mut accounted = vec![false; n];
     let mut got_ports = 0;
-    while (done < n || got_retrans < wanted_retrans || got_ports < n) && monotonic_ns() < deadline {
+    // Then the responses of the answered request/response flows report their counters, when their
+    // acknowledgement reached the server: waited for at most RESPONSES_SETTLE after the rest.
+    let reply_of: Vec<bool> = flows.iter().map(|f| f.request_bytes > 0).collect();
+    let responses_missing = |finish: &[Option<u64>], got: &[Option<RuntimeCounters>]| {
+        !kernel && (0..n).any(|i| reply_of[i] && finish[i].is_some() && got[i].is_none())
+    };
+    let mut settle_until: Option<u64> = None;
+    loop {
+        let now = monotonic_ns();
+        if now >= deadline {
+            break;
+        }
+        if done >= n && got_retrans >= wanted_retrans && got_ports >= n {
+            let until = *settle_until.get_or_insert(now + RESPONSES_SETTLE.as_nanos() as u64);
+            if now >= until || !responses_missing(&finish, &response_counters) {
+                break;
+            }
+        }
         let wait =
             Duration::from_nanos(deadline.saturating_sub(monotonic_ns())).min(Duration::from_millis(100));
         match rx.recv_timeout(wait) {
@@ -942,6 +980,7 @@ fn run_scheme(
             }
             Ok(Event::Counters {
                 id,
+                response,
                 timeouts,
                 fast_retransmits,
                 retransmitted_bytes,
@@ -955,7 +994,11 @@ fn run_scheme(
                     redundant_bytes,
                     sent_bytes,
                 };
-                if let Some(slot) = counters.get_mut(id as usize) {
+                if response {
+                    if let Some(slot) = response_counters.get_mut(id as usize) {
+                        *slot = Some(c);
+                    }
+                } else if let Some(slot) = counters.get_mut(id as usize) {
                     if slot.replace(c).is_none() {
                         got_retrans += 1;
                     }
@@ -998,6 +1041,15 @@ fn run_scheme(
             (k.to_string(), d)
         })
         .collect();
+    // A flow's counters are its messages' summed, as the simulator's (request and response); a
+    // request/response flow missing its response's is not counted at all.
+    let flow_counters: Vec<Option<RuntimeCounters>> = (0..n)
+        .map(|i| match (counters[i], reply_of[i]) {
+            (Some(c), false) => Some(c),
+            (Some(c), true) => response_counters[i].map(|r| c.plus(&r)),
+            (None, _) => None,
+        })
+        .collect();
     let rows: Vec<FlowRow> = flows
         .iter()
         .enumerate()
@@ -1017,11 +1069,11 @@ fn run_scheme(
                 fct_ns: finish[i].map(|t| t.saturating_sub(planned)),
                 completed: finish[i].is_some(),
                 retransmitted_segments: retrans[i],
-                timeouts: counters[i].map(|c| c.timeouts),
-                fast_retransmits: counters[i].map(|c| c.fast_retransmits),
-                retransmitted_bytes: counters[i].map(|c| c.retransmitted_bytes),
-                redundant_bytes: counters[i].map(|c| c.redundant_bytes),
-                sent_bytes: counters[i].map(|c| c.sent_bytes),
+                timeouts: flow_counters[i].map(|c| c.timeouts),
+                fast_retransmits: flow_counters[i].map(|c| c.fast_retransmits),
+                retransmitted_bytes: flow_counters[i].map(|c| c.retransmitted_bytes),
+                redundant_bytes: flow_counters[i].map(|c| c.redundant_bytes),
+                sent_bytes: flow_counters[i].map(|c| c.sent_bytes),
                 start_late_ns: start[i].map(|t| t.saturating_sub(planned)),
                 client_port: client_port[i],
                 error: error[i].clone(),

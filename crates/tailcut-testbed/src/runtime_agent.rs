@@ -7,7 +7,8 @@
 //! reply bytes) and the data, the response the reply (empty for a one-way flow, whose receipt
 //! finishes it at the server, as the kernel agent's acceptor finishes one). Every byte is a pattern
 //! of the flow id, checked by the side that receives it: a flow whose bytes arrive altered is an
-//! `error`, never a finish. A flow on a connection of its own opens a [`Client`] (a new association:
+//! `error`, never a finish. Each flow's client reports its request's counters, and the server a
+//! request/response flow's response's once it was acknowledged (`Server::bind_observed`). A flow on a connection of its own opens a [`Client`] (a new association:
 //! its handshake, if the scheme has one, is part of the flow) at its start; the flows of one
 //! persistent connection share one client, their calls pipelined on it as the kernel agent writes
 //! them one after another on its stream.
@@ -20,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, NetConfig, PathAddrs, Server};
 use tailcut_proto::rng::{derive_seed, Stream};
+use tailcut_proto::MessageStats;
 use tailcut_scheme::Network;
 use tailcut_sys::clock::monotonic_ns;
 
@@ -159,8 +161,24 @@ fn request(f: &PlannedFlow) -> Vec<u8> {
     r
 }
 
+/// A flow's `counters` line from a message's final counters.
+fn counters(id: u64, response: bool, s: &MessageStats) -> Event {
+    Event::Counters {
+        id,
+        response,
+        timeouts: s.timeouts,
+        fast_retransmits: s.fast_retransmits,
+        retransmitted_bytes: s.retransmitted_bytes,
+        redundant_bytes: s.redundant_bytes,
+        sent_bytes: s.sent_bytes,
+    }
+}
+
+/// The tag of a response that is no flow's data (a one-way flow's empty answer, a bad request).
+const NO_FLOW: u64 = u64::MAX;
+
 /// The server's side of every flow to this host: checks the request, finishes a one-way flow,
-/// answers a request/response one.
+/// answers a request/response one, and reports each answer's counters once it was acknowledged.
 pub fn serve(plan: &RuntimePlan, port: u16, out: &Out) -> Result<Server, String> {
     let cfg = plan.config(
         derive_seed(plan.seed, Stream::Engine, 1 << 48 | u64::from(plan.host)),
@@ -168,49 +186,54 @@ pub fn serve(plan: &RuntimePlan, port: u16, out: &Out) -> Result<Server, String>
         0,
     )?;
     let any = SocketAddr::from(([0, 0, 0, 0], port));
-    let out = out.clone();
-    Server::bind(any, cfg, move |req: &[u8], resp: &mut Vec<u8>| {
-        let word = |i: usize| {
-            req.get(i * 8..i * 8 + 8)
-                .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
-        };
-        let (Some(id), Some(data), Some(reply)) = (word(0), word(1), word(2)) else {
-            emit(
-                &out,
-                &Event::Error {
-                    id: u64::MAX,
-                    msg: format!("a request of {} bytes, shorter than a flow header", req.len()),
-                },
-            );
-            return;
-        };
-        let body = &req[HEADER..];
-        if body.len() as u64 != data || !intact(body, id, 0) {
-            emit(
-                &out,
-                &Event::Error {
-                    id,
-                    msg: format!(
-                        "request of {} bytes arrived altered (header says {data})",
-                        body.len()
-                    ),
-                },
-            );
-            return;
+    let (out, sink) = (out.clone(), out.clone());
+    let observe = move |tag: u64, stats: MessageStats| {
+        if tag != NO_FLOW {
+            emit(&sink, &counters(tag, true, &stats));
         }
-        if reply == 0 {
-            emit(
-                &out,
-                &Event::Finish {
-                    id,
-                    t: monotonic_ns(),
-                },
-            );
-        } else {
-            fill(resp, id, 1, reply);
-        }
-    })
+    };
+    Server::bind_observed(
+        any,
+        cfg,
+        move |req: &[u8], resp: &mut Vec<u8>| answer(req, resp, &out),
+        observe,
+    )
     .map_err(|e| format!("agent: runtime server on {any}: {e}"))
+}
+
+/// Checks request `req`, finishes its flow if one-way, else writes its reply into `resp`; the tag
+/// its response's counters go under.
+fn answer(req: &[u8], resp: &mut Vec<u8>, out: &Out) -> u64 {
+    let word = |i: usize| {
+        req.get(i * 8..i * 8 + 8)
+            .map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
+    };
+    let (Some(id), Some(data), Some(reply)) = (word(0), word(1), word(2)) else {
+        let msg = format!("a request of {} bytes, shorter than a flow header", req.len());
+        emit(out, &Event::Error { id: NO_FLOW, msg });
+        return NO_FLOW;
+    };
+    let body = &req[HEADER..];
+    if body.len() as u64 != data || !intact(body, id, 0) {
+        let msg = format!(
+            "request of {} bytes arrived altered (header says {data})",
+            body.len()
+        );
+        emit(out, &Event::Error { id, msg });
+        return NO_FLOW;
+    }
+    if reply == 0 {
+        emit(
+            out,
+            &Event::Finish {
+                id,
+                t: monotonic_ns(),
+            },
+        );
+        return NO_FLOW;
+    }
+    fill(resp, id, 1, reply);
+    id
 }
 
 /// The persistent connections' clients, opened by their first flow.
@@ -248,20 +271,8 @@ pub fn run_flow(plan: &RuntimePlan, f: &PlannedFlow, shared: &Shared, out: &Out)
                         t: monotonic_ns(),
                     },
                 );
-            } else {
-                let s = reply.stats.request;
-                emit(
-                    out,
-                    &Event::Counters {
-                        id: f.id,
-                        timeouts: s.timeouts,
-                        fast_retransmits: s.fast_retransmits,
-                        retransmitted_bytes: s.retransmitted_bytes,
-                        redundant_bytes: s.redundant_bytes,
-                        sent_bytes: s.sent_bytes,
-                    },
-                );
             }
+            emit(out, &counters(f.id, false, &reply.stats.request));
         }
         Ok(reply) => emit(
             out,
