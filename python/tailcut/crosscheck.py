@@ -268,6 +268,8 @@ def build(
                 {
                     "seed": seed,
                     "scheme": scheme,
+                    # Linux's own stack, or tailcut's engines over UDP (docs/testbed.md).
+                    "stack": entry.get("stack", "kernel"),
                     "valid": verdict.get("valid"),
                     "reasons": list(verdict.get("reasons") or []),
                     "lateness_p99_ns": lateness.get("p99_ns", math.nan),
@@ -445,6 +447,15 @@ def markdown(document: Mapping[str, Any], title: str = "Cross-check", command: s
         lines += [
             f"Runs: {', '.join(f'`{f}/seed-K`' for w in WORLDS for f in folders[w])}, normal result folders "
             "(`tailcut report SIMDIR TBDIR` draws two side by side).",
+            "",
+        ]
+    stacks = {t["scheme"]: t.get("stack", "kernel") for t in document["timing"]}
+    if stacks:
+        named = {"kernel": "Linux's own stack", "runtime": "tailcut's engines over UDP in the hosts"}
+        lines += [
+            "On the testbed: "
+            + "; ".join(f"`{scheme}` on {named.get(stack, stack)}" for scheme, stack in stacks.items())
+            + ' (docs/testbed.md, "Schemes on tailcut\'s engines").',
             "",
         ]
     invalid = document["invalid_timing"]

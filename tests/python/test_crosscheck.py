@@ -168,6 +168,10 @@ def test_a_runtime_schemes_timeouts_are_its_own_never_the_kernels() -> None:
     assert run_figures(counted)[("fuso", "all")]["timeouts_source"] == "flows"
     partly = SeedRun(flows("fuso", [1.0] * 4, timeouts=[1, None, 0, None]), quality=quality)
     assert run_figures(partly)[("fuso", "all")]["timeouts_source"] == "n/m"
+    # The page says which stack ran each scheme on the testbed.
+    doc = build({SIM: {1: sim_run(flows("fuso", [1.0] * 4))}, TESTBED: {1: counted}})
+    assert doc["timing"][0]["stack"] == "runtime"
+    assert "`fuso` on tailcut's engines over UDP in the hosts" in crosscheck.markdown(doc)
 
 
 def test_an_engine_that_counts_no_timeouts_reads_not_measured() -> None:
