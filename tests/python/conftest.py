@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -46,3 +47,18 @@ def tiny_result(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("tiny") / "run"
     result = run_to_dir(TINY, out)
     return out, result
+
+
+def realnet_or_skip() -> None:
+    """Skips a test that needs the testbed (root, /dev/net/tun) where it cannot run, saying why; under
+    ``TAILCUT_REQUIRE_REALNET=1`` (CI) that is a failure instead."""
+    reason = None
+    if os.geteuid() != 0:
+        reason = "needs root"
+    elif not Path("/dev/net/tun").exists():
+        reason = "no /dev/net/tun"
+    if reason is None:
+        return
+    if os.environ.get("TAILCUT_REQUIRE_REALNET") == "1":
+        pytest.fail(f"TAILCUT_REQUIRE_REALNET=1 but the testbed cannot run here: {reason}")
+    pytest.skip(reason)

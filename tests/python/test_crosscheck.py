@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from conftest import realnet_or_skip
 from tailcut import cli, crosscheck
 from tailcut.crosscheck import BY_KEY, SIM, TESTBED, SeedRun, build, direction, flagged, ratio, run_figures
 from tailcut.report import folder_labels
@@ -232,23 +232,10 @@ def test_bad_input_is_one_line_naming_it(
     assert not (tmp_path / "results").exists() and not (tmp_path / "o").exists(), "nothing written"
 
 
-def _realnet_or_skip() -> None:
-    reason = None
-    if os.geteuid() != 0:
-        reason = "needs root"
-    elif not Path("/dev/net/tun").exists():
-        reason = "no /dev/net/tun"
-    if reason is None:
-        return
-    if os.environ.get("TAILCUT_REQUIRE_REALNET") == "1":
-        pytest.fail(f"TAILCUT_REQUIRE_REALNET=1 but the testbed cannot run here: {reason}")
-    pytest.skip(reason)
-
-
 def test_crosscheck_of_the_loss_file_in_both_worlds(tmp_path: Path, capsys) -> None:
     """Functional facts only (files, rows, equal flow counts); never a timing value, which is the
     machine's. Two seeds of loss.toml take about 10 s."""
-    _realnet_or_skip()
+    realnet_or_skip()
     out = tmp_path / "xc"
     exp = ROOT / "experiments/testbed/loss.toml"
     # Timing is this machine's: accepted here, its exit code is the testbed tests' subject.

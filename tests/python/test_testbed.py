@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import realnet_or_skip
 from tailcut import cli, testbed
 from tailcut.outdir import OutputError
 from tailcut.results import FLOW_COLUMNS, PORT_COLUMNS
@@ -46,19 +47,6 @@ rto_min_us = 5000
 # bounds only a failing run (the default 2 s is within reach of a loaded machine).
 grace = "120s"
 """
-
-
-def _realnet_or_skip() -> None:
-    reason = None
-    if os.geteuid() != 0:
-        reason = "needs root"
-    elif not Path("/dev/net/tun").exists():
-        reason = "no /dev/net/tun"
-    if reason is None:
-        return
-    if os.environ.get("TAILCUT_REQUIRE_REALNET") == "1":
-        pytest.fail(f"TAILCUT_REQUIRE_REALNET=1 but the testbed cannot run here: {reason}")
-    pytest.skip(reason)
 
 
 def test_binary_is_found_through_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -92,7 +80,7 @@ def test_tables_become_parquet_with_the_simulator_columns(tmp_path: Path) -> Non
 
 
 def test_cli_runs_an_experiment_on_real_hosts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _realnet_or_skip()
+    realnet_or_skip()
     exp = tmp_path / "e.toml"
     exp.write_text(EXPERIMENT)
     out = tmp_path / "out"
@@ -127,7 +115,7 @@ def test_a_run_that_cannot_keep_its_timing_exits_3_and_says_so_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Thresholds nothing can meet (0) make the run invalid whatever the machine; huge ones, valid."""
-    _realnet_or_skip()
+    realnet_or_skip()
     exp = tmp_path / "zero.toml"
     exp.write_text(EXPERIMENT + 'max_lateness_rtt = 0\nmax_start_late = "0ns"\n')
     out = tmp_path / "invalid"
@@ -162,7 +150,7 @@ def test_a_run_starved_of_cpu_is_refused(tmp_path: Path) -> None:
     start late and the fabric falls behind, the run's own measures see it, and it is refused (exit 3)
     with the reason, under the default thresholds. Only the direction is asserted: a loaded CI machine
     can only make it later."""
-    _realnet_or_skip()
+    realnet_or_skip()
     exp = tmp_path / "e.toml"
     exp.write_text(EXPERIMENT.replace("flows = 10", "flows = 60"))
     out = tmp_path / "starved"
