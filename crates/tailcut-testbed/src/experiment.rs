@@ -931,7 +931,10 @@ fn run_scheme(
         .flat_map(|p| &p.flows)
         .filter(|f| !kernel || f.conn.is_none())
         .count();
+    // Each flow counts once, whichever of its final lines (counters, retransmissions, an error)
+    // comes first.
     let mut got_retrans = 0;
+    let mut reported = vec![false; n];
     // And every flow's connector reported its port (or an error): on a persistent connection the
     // port comes from the connecting agent and the finish from its peer, through different pipes, so
     // the last finish can overtake the last port.
@@ -974,7 +977,8 @@ fn run_scheme(
                 }
             }
             Ok(Event::Retrans { id, segments }) => {
-                if retrans[id as usize].replace(segments).is_none() {
+                retrans[id as usize] = Some(segments);
+                if !std::mem::replace(&mut reported[id as usize], true) {
                     got_retrans += 1;
                 }
             }
@@ -999,7 +1003,8 @@ fn run_scheme(
                         *slot = Some(c);
                     }
                 } else if let Some(slot) = counters.get_mut(id as usize) {
-                    if slot.replace(c).is_none() {
+                    *slot = Some(c);
+                    if !std::mem::replace(&mut reported[id as usize], true) {
                         got_retrans += 1;
                     }
                 }
@@ -1007,7 +1012,9 @@ fn run_scheme(
             Ok(Event::Error { id, msg }) => {
                 if (id as usize) < n {
                     error[id as usize] = Some(msg);
-                    got_retrans += 1;
+                    if !std::mem::replace(&mut reported[id as usize], true) {
+                        got_retrans += 1;
+                    }
                     if !std::mem::replace(&mut accounted[id as usize], true) {
                         got_ports += 1;
                     }
