@@ -626,7 +626,18 @@ impl<S: ClientScheme> ClientLoop<S> {
             .filter(|(_, p)| p.reply.is_some() && p.deadline <= now)
             .map(|(k, _)| *k)
             .collect();
+        let timeout = self.cfg.call_timeout();
         for key in due {
+            // A call still making progress is not over: its timeout counts from its latest.
+            let alive = self
+                .scheme
+                .last_progress(key)
+                .map(|t| t + timeout)
+                .filter(|&d| d > now);
+            if let (Some(d), Some(p)) = (alive, self.calls.get_mut(&key)) {
+                p.deadline = d;
+                continue;
+            }
             if self.end_call(key, CallError::Timeout) {
                 self.stats.calls_timed_out += 1;
             }

@@ -40,6 +40,13 @@ pub trait ClientScheme: Send + 'static {
     fn settle(&mut self, _now: Time, _key: u64) -> Option<MessageStats> {
         None
     }
+    /// When call `key` last made progress (its request acknowledged in part, a packet of its
+    /// response), if the scheme can tell: its call timeout then counts from there, not from its
+    /// start (a CloudBurst message of many blocks takes as long as its size needs). `None`: from
+    /// the start.
+    fn last_progress(&self, _key: u64) -> Option<Time> {
+        None
+    }
     /// Call `key` is over (answered or timed out, its request final); its id may be reused.
     fn release(&mut self, _now: Time, _key: u64) {}
     /// Scheme counters into the published stats.

@@ -125,6 +125,11 @@ impl ClientScheme for ClientSide {
         self.engine.acknowledge(now, key)
     }
 
+    /// A block of the request STOPped, or a packet of the response came.
+    fn last_progress(&self, key: u64) -> Option<Time> {
+        self.engine.last_progress(key)
+    }
+
     fn release(&mut self, now: Time, key: u64) {
         self.free.push_back((key as u8, now + self.quarantine));
     }

@@ -343,18 +343,26 @@ impl NetConfig {
     /// Largest request or response.
     pub fn max_message_bytes(&self) -> u64 {
         match self.family() {
-            // Every CloudBurst message starts with its call's number (`cloudburst.rs`).
-            Family::CloudBurst => self
-                .engine_config()
-                .max_message_bytes()
-                .saturating_sub(crate::cloudburst::CALL_HEADER_BYTES),
+            // Every CloudBurst message starts with its call's number (`cloudburst.rs`), and a
+            // receiver holds at most `max_held_bytes` of messages being assembled or untaken.
+            Family::CloudBurst => {
+                let cb = self.engine_config();
+                cb.max_message_bytes()
+                    .min(if cb.multi_block {
+                        cb.max_held_bytes
+                    } else {
+                        u64::MAX
+                    })
+                    .saturating_sub(crate::cloudburst::CALL_HEADER_BYTES)
+            }
             Family::Tcp | Family::Mptcp | Family::Dcquic => self.stream_max_message_bytes,
         }
     }
 
     /// How long a client keeps a finished call's 8-bit CloudBurst message id unused. The server's
     /// engine remembers a delivered request id for `decoder_timeout` after its last packet (and answers
-    /// it with STOP), and may keep sending an old response for up to `transmission_timeout`; an id reused
+    /// it with STOP), and may keep sending an old response for up to `transmission_timeout` after its start or its
+    /// latest block's STOP; an id reused
     /// sooner could be taken for the old message. Twice the transmission timeout covers a request that
     /// failed while its response was still being sent.
     pub fn id_quarantine(&self) -> Dur {
@@ -362,7 +370,11 @@ impl NetConfig {
         cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout + Dur::from_millis(1)
     }
 
-    /// A call without a response by then fails.
+    /// A call without a response by then fails. CloudBurst counts it from the call's last progress
+    /// (a block of its request STOPped, a packet of its response), so a message of many blocks is
+    /// not failed for its length; and since an old response is sent for at most
+    /// `transmission_timeout` after its last STOP, a call given up this long after its last
+    /// progress has nothing of it left in flight when [`Self::id_quarantine`] starts.
     pub fn call_timeout(&self) -> Dur {
         let cb = &self.engine_config();
         match self.family() {

@@ -8,7 +8,7 @@ use rand::{Rng as _, SeedableRng};
 use serde_json::json;
 use std::net::{SocketAddr, UdpSocket};
 use tailcut_net::{Client, NetConfig, SendLoss, Server};
-use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
+use tailcut_proto::cloudburst::{Block, CbHeader, Kind};
 use tailcut_proto::rng::{mix64, Rng};
 
 /// The defaults with timeouts that survive a runtime thread descheduled for hundreds of
@@ -25,8 +25,13 @@ fn config_with(more: serde_json::Value) -> NetConfig {
     common::loaded_machine_config_with("cloudburst", more)
 }
 
-/// Sizes from 1 byte to ~64 KB (the default 1448 B symbols carry at most 64 x 1448 B per message),
-/// and contents, from a seed.
+/// The largest request of one block (64 x 1444 B at the socket defaults, less the call number):
+/// the many-call tests stay within one, and `megabyte_calls_in_blocks_*` take many.
+fn one_block(cfg: &NetConfig) -> usize {
+    (cfg.engine_config().block_bytes() - 8) as usize
+}
+
+/// Sizes from 1 byte to `max`, and contents, from a seed.
 fn request(seed: u64, i: u64, max: usize) -> Vec<u8> {
     let mut rng = Rng::seed_from_u64(mix64(seed ^ i));
     let len = match i % 4 {
@@ -45,7 +50,7 @@ fn server(cfg: NetConfig) -> Server {
 #[test]
 fn thousand_mixed_rpcs_arrive_byte_exact() {
     let cfg = config();
-    let max = cfg.max_message_bytes() as usize;
+    let max = one_block(&cfg);
     let s = server(cfg.clone());
     let c = Client::connect(s.local_addr(), cfg).unwrap();
     let mut redundant = 0;
@@ -76,7 +81,7 @@ fn thousand_mixed_rpcs_arrive_byte_exact() {
 #[test]
 fn rpcs_from_several_threads_share_one_client() {
     let cfg = config();
-    let max = cfg.max_message_bytes() as usize;
+    let max = one_block(&cfg);
     let s = server(cfg.clone());
     let c = Client::connect(s.local_addr(), cfg).unwrap();
     std::thread::scope(|sc| {
@@ -100,7 +105,7 @@ fn rpcs_from_several_threads_share_one_client() {
 #[test]
 fn dropped_datagrams_still_deliver_byte_exact() {
     let cfg = config();
-    let max = cfg.max_message_bytes() as usize;
+    let max = one_block(&cfg);
     let loss = |seed| {
         Some(SendLoss {
             rate: 0.05,
@@ -116,15 +121,92 @@ fn dropped_datagrams_still_deliver_byte_exact() {
 #[test]
 fn thousand_rpcs_arrive_byte_exact_through_loss_reordering_and_duplication() {
     let cfg = config();
-    let max = cfg.max_message_bytes() as usize;
+    let max = one_block(&cfg);
     let (ss, cs, _) = calls_through(&cfg, faults, 1_000, |i| request(19, i, max));
     assert!(cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0);
+}
+
+/// Requests of many blocks (up to 2 MB), each through 5% loss both ways with `params`: every call
+/// comes back byte-exact, and each request's counters cover all of its blocks.
+fn megabyte_calls(params: serde_json::Value) {
+    let cfg = config_with(params);
+    let block = one_block(&cfg);
+    let sizes = [block + 1, 3 * block, 1 << 20, 150_000, 2 << 20, 10 * block - 1];
+    let loss = |seed| {
+        Some(SendLoss {
+            rate: 0.05,
+            seed,
+            ..SendLoss::default()
+        })
+    };
+    let with = |seed| NetConfig {
+        send_loss: loss(seed),
+        ..cfg.clone()
+    };
+    let s = server(with(1));
+    let c = Client::connect(s.local_addr(), with(2)).unwrap();
+    for (i, &len) in sizes.iter().enumerate() {
+        let mut rng = Rng::seed_from_u64(mix64(29 ^ i as u64));
+        let req: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+        let r = c
+            .call(&req)
+            .unwrap_or_else(|e| panic!("call {i} ({len} B): {e}\n{:?}\n{:?}", c.stats(), s.stats()));
+        assert_eq!(r.bytes, expected(&req), "call {i} ({len} B)");
+        assert!(
+            r.stats.request.sent_bytes >= len as u64,
+            "call {i}: {:?}",
+            r.stats
+        );
+    }
+    let n = sizes.len() as u64;
+    let ss = settled(&s, |st| st.requests == n);
+    assert_eq!(ss.requests, n, "{ss:?}");
+    let cs = c.stats();
+    assert_eq!((cs.calls_completed, cs.calls_timed_out), (n, 0), "{cs:?}");
+    assert!(cs.dropped_by_hook > 0 && ss.dropped_by_hook > 0, "{cs:?}\n{ss:?}");
+}
+
+#[test]
+fn megabyte_calls_in_blocks_arrive_byte_exact_through_loss() {
+    megabyte_calls(json!({}));
+}
+
+#[test]
+fn megabyte_calls_in_raptorq_blocks_arrive_byte_exact_through_loss() {
+    megabyte_calls(json!({"codec": "raptorq"}));
+}
+
+/// A call that takes longer than its call timeout (2 x 300 ms + 100 ms) completes: paced at
+/// 50 Mbit/s, a 4 MB request and its 4 MB response take about 1.4 s, and the timeout counts from
+/// each STOP or response packet, not from the call's start.
+#[test]
+fn a_call_longer_than_its_timeout_completes_while_it_progresses() {
+    let cfg = config_with(json!({
+        "nic_rate": "50Mbps",
+        "transmission_timeout": "300ms",
+        "decoder_timeout": "100ms",
+    }));
+    assert_eq!(cfg.call_timeout(), tailcut_proto::Dur::from_millis(700));
+    let s = server(cfg.clone());
+    let c = Client::connect(s.local_addr(), cfg).unwrap();
+    let mut rng = Rng::seed_from_u64(31);
+    let req: Vec<u8> = (0..4 << 20).map(|_| rng.random()).collect();
+    let r = c
+        .call(&req)
+        .unwrap_or_else(|e| panic!("{e}\n{:?}\n{:?}", c.stats(), s.stats()));
+    assert_eq!(r.bytes, expected(&req));
+    // It did outlast the timeout: the timeout rule, not a fast machine, let it finish.
+    assert!(
+        r.stats.latency > tailcut_proto::Dur::from_millis(700),
+        "{:?}",
+        r.stats
+    );
 }
 
 #[test]
 fn one_black_holed_path_of_three_loses_no_call() {
     let cfg = config_with(json!({"paths": 3}));
-    let max = cfg.max_message_bytes() as usize;
+    let max = one_block(&cfg);
     let hole = |seed| {
         Some(SendLoss {
             rate: 1.0,
@@ -145,7 +227,8 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
         max_associations: 8,
         ..config()
     };
-    let max = cfg.max_message_bytes() as usize;
+    let max = one_block(&cfg);
+    let ecfg = cfg.engine_config();
     let s = server(cfg.clone());
     let to: SocketAddr = s.local_addr();
     let flood = UdpSocket::bind(LOOPBACK).unwrap();
@@ -162,17 +245,18 @@ fn garbage_flood_keeps_memory_bounded_and_service_up() {
                 buf.extend_from_slice(&[1, 1, rng.random_range(0..4), 0]);
                 buf.extend_from_slice(&rng.random_range(0..1_000u64).to_be_bytes());
                 let packets = rng.random_range(1..=64u8);
+                let symbol = ecfg.symbol_bytes;
                 let h = CbHeader {
                     packets,
-                    message_bytes: u32::from(packets) * 1448 - rng.random_range(0..1448),
+                    message_bytes: u32::from(packets) * symbol - rng.random_range(0..symbol),
                     msg_id: rng.random(),
                     kind: Kind::Coded {
                         set: rng.random::<u64>() >> (64 - u32::from(packets)) | 1,
                     },
                     block: Block::ONLY,
                 };
-                h.emit_to_vec(Codec::Lt, &mut buf);
-                buf.extend((0..1448).map(|_| rng.random::<u8>()));
+                h.emit_to_vec(ecfg.layout(), &mut buf);
+                buf.extend((0..symbol).map(|_| rng.random::<u8>()));
             }
         }
         if flood.send_to(&buf, to).is_ok() {

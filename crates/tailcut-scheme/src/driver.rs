@@ -104,21 +104,15 @@ pub const SOCKET_DEFAULTS: &[SocketDefault] = &[
     ),
     (
         Family::CloudBurst,
-        "multi_block",
-        "false",
-        "the runtime carries one block (<= 64 packets) per message, with Fig. 4's header",
-    ),
-    (
-        Family::CloudBurst,
         "symbol_bytes",
-        "1448",
-        "a 1,500-byte packet less IPv4 (20), UDP (8), the preamble (12) and Fig. 4's header (12)",
+        "1444",
+        "a 1,500-byte packet less IPv4 (20), UDP (8), the preamble (12) and the block layout's header (16); with multi_block = false (Fig. 4's 12-byte header) 1448 fits too",
     ),
     (
         Family::CloudBurst,
         "header_bytes",
-        "52",
-        "IPv4, UDP, preamble and Fig. 4's header",
+        "56",
+        "IPv4, UDP, preamble and the block layout's header (52 with multi_block = false)",
     ),
     (
         Family::CloudBurst,
@@ -344,12 +338,6 @@ fn on_sockets(spec: &SchemeSpec, net: Network) -> Result<(), ConfigError> {
                 return refuse(
                     "params.nic_rate",
                     "\"host\" is the simulated host's NIC rate; on sockets give LINK_CAP as a rate (default 2Gbps)",
-                );
-            }
-            if cfg.multi_block {
-                return refuse(
-                    "params.multi_block",
-                    "the runtime carries one block (<= 64 packets) per message; set multi_block = false",
                 );
             }
             if cfg.path_mode != tailcut_proto::cloudburst::PathMode::Explicit {

@@ -12,7 +12,8 @@ mod common;
 use common::{realnet, run_file, run_text, GRACE};
 
 /// Two racks of four hosts under four spines (CloudBurst's testbed) at 100 Mbit/s: one-way flows
-/// between the racks, request/response calls, and a component on persistent connections.
+/// between the racks, request/response calls, a component on persistent connections, and flows of
+/// 250 KB (three CloudBurst blocks each).
 fn clean_fabric(schemes: &str) -> String {
     format!(
         r#"name = "runtime"
@@ -42,6 +43,12 @@ fixed = "10KB"
 rate_per_host = 40
 flows = 8
 connection = "persistent"
+[[workload]]
+name = "large"
+pattern = {{ kind = "pairs", pairs = [[7, 3]] }}
+fixed = "250KB"
+rate_per_host = 20
+flows = 3
 {schemes}
 [testbed]
 {GRACE}
@@ -100,7 +107,7 @@ transport = "dcquic"
         let expected = if s.scheme == "linux" { "kernel" } else { "runtime" };
         assert_eq!(s.stack, expected, "{}", s.scheme);
         let mine = rows_of(&rows, &s.scheme);
-        assert_eq!(mine.len(), 28, "{}", s.scheme);
+        assert_eq!(mine.len(), 31, "{}", s.scheme);
         assert!(mine.iter().all(|r| r.error.is_none()), "{}: {mine:?}", s.scheme);
         for r in &mine {
             if s.stack == "kernel" {

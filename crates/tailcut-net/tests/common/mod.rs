@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use tailcut_net::frame::{Preamble, SCHEME_CLOUDBURST};
 use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, ClientStats, NetConfig, SendLoss, Server, ServerStats};
-use tailcut_proto::cloudburst::{Block, CbHeader, Codec, Kind};
+use tailcut_proto::cloudburst::{Block, CbHeader, Kind};
 
 pub const LOOPBACK: &str = "127.0.0.1:0";
 
@@ -71,7 +71,7 @@ pub fn one_packet_request(cfg: &NetConfig, association: u64, call: u64, body: &[
         kind: Kind::Coded { set: 1 },
         block: Block::ONLY,
     }
-    .emit_to_vec(Codec::Lt, &mut d);
+    .emit_to_vec(ecfg.layout(), &mut d);
     msg.resize(ecfg.symbol_bytes as usize, 0);
     d.extend_from_slice(&msg);
     d

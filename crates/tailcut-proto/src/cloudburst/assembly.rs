@@ -109,6 +109,11 @@ impl Assemblies {
         }
     }
 
+    /// When a packet of the message under `id` last arrived, if it is being assembled.
+    pub fn last_heard(&self, id: u8) -> Option<Time> {
+        self.by_id.get(&id).map(|a| a.last)
+    }
+
     /// Forgets the message under `id` (its wire id is reused).
     pub fn forget(&mut self, id: u8) {
         self.remove(id);

@@ -238,6 +238,31 @@ impl CloudBurstEndpoint {
         self.assemblies.held_bytes() + self.received_bytes
     }
 
+    /// When message `msg` last made progress at this end: as sent, its start or its latest block
+    /// STOP (what re-arms its transmission timeout); as expected (`expect_message`), the latest
+    /// packet of any of its blocks. `None` if this end holds nothing of it. A driver's own timeout
+    /// counts from this, so that a long multi-block message fails when it stalls, not because it
+    /// is long.
+    pub fn last_progress(&self, msg: MsgId) -> Option<Time> {
+        let t = self.cfg.transmission_timeout;
+        let sent = self
+            .out
+            .iter()
+            .find(|m| m.msg == msg)
+            .map(|m| Time(m.deadline.0.saturating_sub(t.0)));
+        let id = msg as u8;
+        let received = (self.expected.get(&id) == Some(&msg)).then(|| {
+            let blocks = (id, 0)..=(id, u16::MAX);
+            self.decoders
+                .range(blocks.clone())
+                .map(|(_, d)| d.last)
+                .chain(self.done.range(blocks).map(|(_, d)| d.last))
+                .chain(self.assemblies.last_heard(id))
+                .max()
+        });
+        [sent, received.flatten()].into_iter().flatten().max()
+    }
+
     /// Most finished blocks remembered (to repeat their STOP); the least recently active is
     /// forgotten beyond it.
     pub fn max_done(&self) -> usize {
