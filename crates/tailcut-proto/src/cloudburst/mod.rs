@@ -122,11 +122,9 @@ struct OutMsg {
     /// Over all its blocks, and the source packets of the blocks STOPped.
     sent_packets: u64,
     stopped_source_packets: u64,
-    /// t of Algorithm 1: the message fails if no STOP of any of its blocks came by then. Armed at
-    /// the start and re-armed by every block's STOP, so a one-block message has the paper's t from
-    /// its start, and a longer one fails when its receiver stops making progress, not because a
-    /// block sharing the message's rate with `block_window - 1` others under contention took longer
-    /// than t (docs/cloudburst.md, "Messages of any size").
+    /// The message's start or its latest block STOP, from which `deadline` is armed.
+    progress: Time,
+    /// t of Algorithm 1: the message fails if no STOP of any of its blocks came by then ([`arm`]).
     deadline: Time,
 }
 
@@ -244,12 +242,7 @@ impl CloudBurstEndpoint {
     /// counts from this, so that a long multi-block message fails when it stalls, not because it
     /// is long.
     pub fn last_progress(&self, msg: MsgId) -> Option<Time> {
-        let t = self.cfg.transmission_timeout;
-        let sent = self
-            .out
-            .iter()
-            .find(|m| m.msg == msg)
-            .map(|m| Time(m.deadline.0.saturating_sub(t.0)));
+        let sent = self.out.iter().find(|m| m.msg == msg).map(|m| m.progress);
         let id = msg as u8;
         let received = (self.expected.get(&id) == Some(&msg)).then(|| {
             let blocks = (id, 0)..=(id, u16::MAX);
@@ -299,12 +292,14 @@ impl CloudBurstEndpoint {
             round_path: (seed % u64::from(self.cfg.paths)) as u32,
             sent_packets: 0,
             stopped_source_packets: 0,
-            deadline: now + self.cfg.transmission_timeout,
+            progress: now,
+            deadline: now,
         };
         let window = (self.cfg.block_window as u64).min(blocks) as u32;
         for _ in 0..window {
             start_block(&self.cfg, &mut m, data);
         }
+        arm(&self.cfg, self.round_gap, &mut m, now);
         if blocks > 1 {
             m.data = data.map(<[u8]>::to_vec);
         }
@@ -448,7 +443,6 @@ impl CloudBurstEndpoint {
             return; // A repeated STOP of a block already finished.
         };
         let m = &mut self.out[i];
-        m.deadline = now + self.cfg.transmission_timeout;
         let block = m.active.remove(j);
         m.stopped_source_packets += block.k as u64;
         if m.next_active > j {
@@ -458,9 +452,11 @@ impl CloudBurstEndpoint {
             let data = m.data.take();
             start_block(&self.cfg, m, data.as_deref());
             m.data = data;
+            arm(&self.cfg, self.round_gap, m, now);
             return;
         }
         if !m.active.is_empty() {
+            arm(&self.cfg, self.round_gap, m, now);
             return;
         }
         let m = self.out.remove(i);
@@ -764,6 +760,20 @@ impl Engine for CloudBurstEndpoint {
 fn evict_least_recent<V>(map: &mut BTreeMap<BlockKey, V>, last: impl Fn(&V) -> Time) -> bool {
     let oldest = map.iter().min_by_key(|(k, v)| (last(v), **k)).map(|(k, _)| *k);
     oldest.is_some_and(|k| map.remove(&k).is_some())
+}
+
+/// Arms t of Algorithm 1 from `now` (the message's start, or a block's STOP). A one-block message
+/// has the paper's t. The active blocks of a longer one share its rate, so the first of them to be
+/// STOPped has waited for the packets of the others as well: t is extended by the time the other
+/// active blocks' source packets take at the message's rate, so the rule fails a message whose
+/// receiver stops making progress, not one whose window of blocks is simply larger than t at a low
+/// rate (docs/cloudburst.md, "Messages of any size").
+fn arm(cfg: &CloudBurstConfig, round_gap: Dur, m: &mut OutMsg, now: Time) {
+    let ks = m.active.iter().map(|b| u64::from(b.k));
+    let others = ks.clone().sum::<u64>() - ks.min().unwrap_or(0);
+    let share = Dur(round_gap.0.saturating_mul(others) / u64::from(cfg.paths.max(1)));
+    m.progress = now;
+    m.deadline = now + cfg.transmission_timeout + share;
 }
 
 /// Starts the message's next block; `data` is the whole message's bytes when carried.

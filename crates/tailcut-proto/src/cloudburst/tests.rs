@@ -835,3 +835,38 @@ fn a_message_of_one_block_codes_as_the_papers() {
     }
     assert_eq!(sets[0], sets[1]);
 }
+
+/// At 500 Mbit/s a window of 8 full blocks takes 12.3 ms before its first STOP can come (each block
+/// gets an eighth of the rate), more than the paper's t = 10 ms: the message is still delivered and
+/// acknowledged, since t is extended by the other active blocks' share (it failed before).
+#[test]
+fn a_window_of_blocks_slower_than_t_is_not_failed() {
+    let cfg = CloudBurstConfig {
+        nic_rate: crate::units::Rate(500_000_000),
+        ..CloudBurstConfig::default()
+    };
+    assert_eq!(cfg.transmission_timeout, Dur::from_millis(10));
+    let mut h = harness(cfg);
+    h.eps[0].send_message(Time::ZERO, 4, 1 << 20);
+    let log = run(&mut h, Time(100_000_000), |_, _| false);
+    assert!(
+        matches!(log.b_events[..], [(_, AppEvent::MessageReceived { msg: 4 })]),
+        "{:?}",
+        log.b_events
+    );
+    let first_stop = log
+        .sent
+        .iter()
+        .find(|s| !s.1 && s.2.kind == Kind::Stop)
+        .map(|s| s.0)
+        .expect("stopped");
+    assert!(
+        first_stop > Time(10_000_000),
+        "the first STOP came after t: {first_stop:?}"
+    );
+    assert!(
+        matches!(log.a_events[..], [(_, AppEvent::MessageAcked { msg: 4, .. })]),
+        "{:?}",
+        log.a_events
+    );
+}
