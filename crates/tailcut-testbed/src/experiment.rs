@@ -1153,9 +1153,70 @@ fn run_scheme(
     Ok((rows, summary))
 }
 
+/// The folder of a run's captures in its `--out` folder.
+const CAPTURE_DIR: &str = "pcap";
+
+/// Removes an earlier run's files from `out` (`--overwrite`), before this run starts: a run that then
+/// fails or is interrupted leaves none of them behind looking like its own.
+fn remove_outputs(out: &Path) -> Result<(), String> {
+    let gone = |r: std::io::Result<()>, p: &Path| match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("--out {}: {e}", p.display())),
+        _ => Ok(()),
+    };
+    for f in crate::outputs::FILES {
+        let p = out.join(f);
+        gone(std::fs::remove_file(&p), &p)?;
+    }
+    let p = out.join(CAPTURE_DIR);
+    gone(std::fs::remove_dir_all(&p), &p)
+}
+
+/// The exit status of a run ended by signal `sig`, as a shell reports a program killed by it.
+pub fn interrupted_exit_code(sig: u32) -> i32 {
+    128 + sig as i32
+}
+
+/// From here on SIGINT (Ctrl-C), SIGTERM or SIGHUP end the run at once, with a line saying so, the
+/// status [`interrupted_exit_code`], no results written and this run's captures removed from `out`
+/// (and `out` itself when the run made it, `out_existed` false). What the run set up goes as it does
+/// when the process is killed: the namespaces, the agents (tied to the thread that started them) and
+/// the BPF DCTCP go with the process.
+fn stop_on_signals(out: &Path, out_existed: bool) -> Result<(), String> {
+    let mut notice =
+        tailcut_sys::signal::TermNotice::install().map_err(|e| format!("termination signals: {e}"))?;
+    let out = out.to_path_buf();
+    std::thread::Builder::new()
+        .name("tailcut-signals".into())
+        .spawn(move || {
+            let Ok(sig) = notice.wait() else {
+                return;
+            };
+            let _ = std::fs::remove_dir_all(out.join(CAPTURE_DIR));
+            if !out_existed {
+                // Only if empty: nothing else was written there.
+                let _ = std::fs::remove_dir(&out);
+            }
+            let name = match sig {
+                1 => "SIGHUP",
+                2 => "SIGINT",
+                15 => "SIGTERM",
+                _ => "a signal",
+            };
+            eprintln!(
+                "tailcut-testbed: interrupted by {name}: the run stopped before its end and wrote no \
+                 results (no flows.json, ports.json, testbed.json or captures in {})",
+                out.display()
+            );
+            std::process::exit(interrupted_exit_code(sig));
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    Ok(())
+}
+
 /// `run FILE --out DIR [--overwrite] [--allow-invalid-timing]`. `Ok(false)`: the outputs are written
 /// but a scheme's run did not keep its timing and invalid timing was not allowed (the binary then
-/// exits with `timing::EXIT_INVALID_TIMING`).
+/// exits with `timing::EXIT_INVALID_TIMING`). SIGINT, SIGTERM and SIGHUP end it without outputs
+/// ([`stop_on_signals`]).
 pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
     let file = args
         .first()
@@ -1176,7 +1237,12 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
     let (exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
-    let pcap_dir = out.join("pcap");
+    let existed = out.exists();
+    if existed {
+        remove_outputs(out)?;
+    }
+    stop_on_signals(out, existed)?;
+    let pcap_dir = out.join(CAPTURE_DIR);
     let (rows, summaries) = run_experiment(&exp, &tb, me, Some(&pcap_dir)).map_err(|e| e.in_file(file))?;
     crate::outputs::write(out, &rows, &summaries)?;
     for s in &summaries {
