@@ -107,8 +107,9 @@ fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksC
         .collect()
 }
 
-/// Rejects what the testbed cannot run, naming the field.
-fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), ConfigError> {
+/// Rejects what the testbed cannot run, naming the field; otherwise how each scheme runs ([`stack`],
+/// in the file's order).
+fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<Vec<SchemeStack>, ConfigError> {
     if hosts > tb.max_hosts as usize {
         return Err(ConfigError::new(
             "topology",
@@ -140,6 +141,7 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
             ),
         ));
     }
+    let mut stacks = Vec::with_capacity(exp.schemes.len());
     for (i, s) in exp.schemes.iter().enumerate() {
         let here = format!("schemes[{i}]");
         // The scheme layer reads the entry as the simulator does (the same keys, units and errors),
@@ -178,6 +180,7 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
                 "every component runs on the scheme's stack on the testbed",
             ));
         }
+        stacks.push(st);
     }
     for (k, name) in tb.runtime.iter().enumerate() {
         if !exp.schemes.iter().any(|s| &s.name == name) {
@@ -208,7 +211,7 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
             }
         }
     }
-    Ok(())
+    Ok(stacks)
 }
 
 /// The start of a scheme's capture file names: its name, with what a file name should not hold
@@ -719,15 +722,13 @@ pub fn run_experiment(
     let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?;
     scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::unrouted(&base, exp.seed);
-    check(exp, tb, net.hosts.len())?;
+    let stacks = check(exp, tb, net.hosts.len())?;
     // A missing tool should stop the run before any scheme has run, not after the first.
-    for (i, s) in exp.schemes.iter().enumerate() {
-        let here = format!("schemes[{i}]");
-        let st = stack(exp, tb, s).map_err(|e| e.at(&here))?;
+    for (i, (s, st)) in exp.schemes.iter().zip(&stacks).enumerate() {
         if st.stack != Stack::Kernel {
             continue;
         }
-        let (_, dctcp_g) = scheme_kernel_settings(tb, s, &st).map_err(|e| e.at(&here))?;
+        let (_, dctcp_g) = scheme_kernel_settings(tb, s, st).map_err(|e| e.at(&format!("schemes[{i}]")))?;
         if dctcp_g.is_some() {
             crate::dctcp::available().map_err(|e| format!("schemes.{}: {e}", s.name))?;
         }
@@ -756,34 +757,33 @@ pub fn run_experiment(
             prefix: capture_prefix(&s.name),
             ..c
         });
-        let shim = tb.shims.get(i).cloned().flatten();
-        let (r, sum) = run_scheme(exp, tb, i, &flows, agent, capture, shim)?;
+        let (r, sum) = run_scheme(exp, tb, i, &stacks[i], &flows, agent, capture)?;
         rows.extend(r);
         summaries.push(sum);
     }
     Ok((rows, summaries))
 }
 
-/// Runs scheme `i` of `exp` (checked by [`check`]).
+/// Runs scheme `i` of `exp` (checked by [`check`]) as [`check`] found it runs (`st`).
 fn run_scheme(
     exp: &Experiment,
     tb: &TestbedConfig,
     i: usize,
+    st: &SchemeStack,
     flows: &[FlowSpec],
     agent: &SelfCommand,
     capture: Option<CaptureSpec>,
-    shim: Option<TracksConfig>,
 ) -> Result<(Vec<FlowRow>, SchemeSummary), TestbedError> {
     let s = &exp.schemes[i];
+    let shim = tb.shims.get(i).cloned().flatten();
     let here = format!("schemes[{i}]");
-    let st = stack(exp, tb, s).map_err(|e| e.at(&here))?;
     let mut spec = topo::build(&exp.topology, &st.queues).map_err(|e| e.at("topology"))?;
     let mut faults = exp.faults.clone();
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
     let kernel = st.stack == Stack::Kernel;
     let mptcp = kernel && matches!(st.spec.engine, tailcut_scheme::EngineSpec::Mptcp { .. });
     let (tb, dctcp_g) = if kernel {
-        scheme_kernel_settings(tb, s, &st).map_err(|e| e.at(&here))?
+        scheme_kernel_settings(tb, s, st).map_err(|e| e.at(&here))?
     } else {
         (tb.clone(), None)
     };
@@ -835,7 +835,7 @@ fn run_scheme(
     let runtime = match st.stack {
         Stack::Kernel => None,
         Stack::Runtime => {
-            Some(runtime_plan(exp, tb, s, &st, flows.len()).map_err(|e| format!("schemes.{}: {e}", s.name))?)
+            Some(runtime_plan(exp, tb, s, st, flows.len()).map_err(|e| format!("schemes.{}: {e}", s.name))?)
         }
     };
     // A certificate made for this run, which every agent both presents and trusts.
