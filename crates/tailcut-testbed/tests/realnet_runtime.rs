@@ -471,27 +471,35 @@ fn start_mid_run(test: &str, scheme: &str, capture: &str, stale: bool) -> MidRun
         let _ = std::io::Read::read_to_string(&mut err, &mut s);
         s
     });
-    let pid = run.id();
-    let mut agents = Vec::new();
+    // Killed (and its folder removed) by its drop if an assertion below fails.
+    let mut mid = MidRun {
+        run,
+        stderr,
+        agents: Vec::new(),
+        namespaces: Vec::new(),
+        out,
+        dir,
+    };
+    let pid = mid.run.id();
     let up = within(AGENTS_UP, || {
         assert!(
-            run.try_wait().unwrap().is_none(),
+            mid.run.try_wait().unwrap().is_none(),
             "the run ended before it was caught mid-run"
         );
-        agents = agents_of(pid);
-        agents.len() == 4 && agents.iter().any(|&a| udp_in(a) > 0)
+        mid.agents = agents_of(pid);
+        mid.agents.len() == 4 && mid.agents.iter().any(|&a| udp_in(a) > 0)
     });
-    assert!(up, "four agents, datagrams crossing: {agents:?}");
+    assert!(up, "four agents, datagrams crossing: {:?}", mid.agents);
     assert!(
-        out.join("pcap").join(capture).exists(),
+        mid.out.join("pcap").join(capture).exists(),
         "the run captures into {}",
-        out.display()
+        mid.out.display()
     );
-    let namespaces: Vec<u64> = agents.iter().filter_map(|&a| netns_of(a)).collect();
-    assert_eq!(namespaces.len(), 4, "each agent in its host's namespace");
+    mid.namespaces = mid.agents.iter().filter_map(|&a| netns_of(a)).collect();
+    assert_eq!(mid.namespaces.len(), 4, "each agent in its host's namespace");
     // The run's own handling of SIGINT, SIGTERM and SIGHUP is not the agents': they neither block nor
     // catch them.
-    for &a in &agents {
+    for &a in &mid.agents {
         let status = std::fs::read_to_string(format!("/proc/{a}/status")).unwrap();
         for field in ["SigBlk:", "SigCgt:"] {
             let mask = status
@@ -505,17 +513,10 @@ fn start_mid_run(test: &str, scheme: &str, capture: &str, stale: bool) -> MidRun
         }
     }
     assert!(
-        run.try_wait().unwrap().is_none(),
+        mid.run.try_wait().unwrap().is_none(),
         "still running when interrupted"
     );
-    MidRun {
-        run,
-        stderr,
-        agents,
-        namespaces,
-        out,
-        dir,
-    }
+    mid
 }
 
 impl MidRun {
