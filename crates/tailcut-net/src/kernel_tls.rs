@@ -135,14 +135,28 @@ impl TlsContext {
     }
 }
 
-/// One end of a TLS 1.3 connection over a kernel TCP socket, as a byte stream: the testbed's kernel
-/// agent carries its flows over it for the `tcp_tls13` / `dctcp_tls13` schemes.
+/// One end of a connection over a kernel TCP socket, as a byte stream: TLS 1.3 over the socket, or
+/// the bare socket (`Plain`), so that a program carrying both kinds has one type. The testbed's kernel
+/// agent carries its flows over it, over TLS for the `tcp_tls13` / `dctcp_tls13` schemes.
 pub enum TlsStream {
     Client(Box<StreamOwned<ClientConnection, TcpStream>>),
     Server(Box<StreamOwned<ServerConnection, TcpStream>>),
+    /// No TLS: the socket's bytes as they are.
+    Plain(TcpStream),
 }
 
 impl TlsStream {
+    /// `s` as a connection with `tls` carries its bytes: over TLS when `tls` is given (the client end
+    /// when `connecting`, its handshake finished before this returns; the server end otherwise, its
+    /// handshake on the first read), or bare.
+    pub fn on(s: TcpStream, tls: Option<&TlsContext>, connecting: bool) -> io::Result<TlsStream> {
+        match tls {
+            None => Ok(TlsStream::Plain(s)),
+            Some(t) if connecting => t.connect(s),
+            Some(t) => t.accept(s),
+        }
+    }
+
     /// The client end on the connected socket `s`, its handshake finished before it returns (as
     /// [`Conn::connect`]: the handshake's round trip is part of what a caller measures).
     pub fn client(s: TcpStream, cfg: Arc<rustls::ClientConfig>, name: &str) -> io::Result<TlsStream> {
@@ -166,14 +180,17 @@ impl TlsStream {
         match self {
             TlsStream::Client(t) => &t.sock,
             TlsStream::Server(t) => &t.sock,
+            TlsStream::Plain(s) => s,
         }
     }
 
-    /// Ends this side's sending: TLS's close_notify, then the TCP FIN; the peer reads to the end.
+    /// Ends this side's sending: TLS's close_notify (over TLS), then the TCP FIN; the peer reads to
+    /// the end.
     pub fn close_write(&mut self) -> io::Result<()> {
         match self {
             TlsStream::Client(t) => t.conn.send_close_notify(),
             TlsStream::Server(t) => t.conn.send_close_notify(),
+            TlsStream::Plain(_) => {}
         }
         self.flush()?;
         self.tcp().shutdown(std::net::Shutdown::Write)
@@ -185,6 +202,7 @@ impl Read for TlsStream {
         match self {
             TlsStream::Client(t) => t.read(buf),
             TlsStream::Server(t) => t.read(buf),
+            TlsStream::Plain(s) => s.read(buf),
         }
     }
 }
@@ -194,6 +212,7 @@ impl Write for TlsStream {
         match self {
             TlsStream::Client(t) => t.write(buf),
             TlsStream::Server(t) => t.write(buf),
+            TlsStream::Plain(s) => s.write(buf),
         }
     }
 
@@ -201,6 +220,7 @@ impl Write for TlsStream {
         match self {
             TlsStream::Client(t) => t.flush(),
             TlsStream::Server(t) => t.flush(),
+            TlsStream::Plain(s) => s.flush(),
         }
     }
 }
@@ -247,5 +267,49 @@ mod tests {
         c.write_all(&data).unwrap();
         c.close_write().unwrap();
         assert_eq!(server.join().unwrap(), data);
+    }
+
+    /// Both kinds through [`TlsStream::on`]: bytes cross intact both ways and each side's close ends
+    /// the other's stream; a peer expecting TLS cannot read a bare stream.
+    #[test]
+    fn on_carries_bytes_with_and_without_tls() {
+        let (t, _) = TlsConfig::generate(&["localhost".into()]).unwrap();
+        let ctx = TlsContext::new(&t).unwrap();
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 251) as u8).collect();
+        for tls in [None, Some(&ctx)] {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let to = l.local_addr().unwrap();
+            let (ctx2, answer) = (tls.cloned(), data[..100].to_vec());
+            let server = std::thread::spawn(move || {
+                let (s, _) = l.accept().unwrap();
+                let mut end = TlsStream::on(s, ctx2.as_ref(), false).unwrap();
+                assert_eq!(matches!(end, TlsStream::Plain(_)), ctx2.is_none());
+                let mut got = Vec::new();
+                end.read_to_end(&mut got).unwrap();
+                end.write_all(&answer).unwrap();
+                end.close_write().unwrap();
+                got
+            });
+            let s = TcpStream::connect(to).unwrap();
+            let mut c = TlsStream::on(s, tls, true).unwrap();
+            assert_eq!(c.tcp().peer_addr().unwrap(), to);
+            c.write_all(&data).unwrap();
+            c.close_write().unwrap();
+            let mut back = Vec::new();
+            c.read_to_end(&mut back).unwrap();
+            assert_eq!(server.join().unwrap(), data);
+            assert_eq!(back, data[..100]);
+        }
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = l.accept().unwrap();
+            let mut end = TlsStream::on(s, Some(&ctx), false).unwrap();
+            end.read_to_end(&mut Vec::new())
+        });
+        let mut c = TlsStream::on(TcpStream::connect(to).unwrap(), None, true).unwrap();
+        // The server may refuse before the close: only what it read matters.
+        let _ = c.write_all(&data[..100]).and_then(|()| c.close_write());
+        assert!(server.join().unwrap().is_err(), "bare bytes are no TLS record");
     }
 }

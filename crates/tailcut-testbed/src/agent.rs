@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
@@ -129,63 +129,8 @@ pub(crate) fn emit(out: &Out, e: &Event) {
     }
 }
 
-/// A connection's byte stream: the kernel's TCP socket, or TLS 1.3 over it.
-enum Stream {
-    Tcp(TcpStream),
-    Tls(Box<TlsStream>),
-}
-
-impl Stream {
-    /// `s` as the plan carries flows: over TLS (its handshake done before this returns on the
-    /// connecting side) or as it is.
-    fn new(s: TcpStream, tls: Option<&TlsContext>, connecting: bool) -> io::Result<Stream> {
-        Ok(match tls {
-            None => Stream::Tcp(s),
-            Some(t) if connecting => Stream::Tls(Box::new(t.connect(s)?)),
-            Some(t) => Stream::Tls(Box::new(t.accept(s)?)),
-        })
-    }
-
-    fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Tcp(s) => s,
-            Stream::Tls(t) => t.tcp(),
-        }
-    }
-
-    /// Ends this side's sending (TLS: close_notify first); the peer reads to the end.
-    fn close_write(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
-            Stream::Tls(t) => t.close_write(),
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Tls(t) => t.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Tcp(s) => s.write(buf),
-            Stream::Tls(t) => t.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.flush(),
-            Stream::Tls(t) => t.flush(),
-        }
-    }
-}
+/// A connection's byte stream: the kernel's TCP socket, or TLS 1.3 over it (`TlsStream::on`).
+type Stream = TlsStream;
 
 /// The plan's TLS settings, if its flows go over TLS.
 fn tls_context(plan: &Plan) -> Result<Option<TlsContext>, String> {
@@ -221,11 +166,13 @@ pub fn main() -> Result<(), String> {
     let plan: Plan = serde_json::from_str(&input).map_err(|e| format!("agent: plan: {e}"))?;
     let plan = Arc::new(plan);
     let out: Out = Arc::new(Mutex::new(io::stdout()));
+    // One for the agent: its listener's connections and its own share it.
+    let tls = tls_context(&plan)?;
     // The runtime's server lives as long as the agent (its thread stops when it is dropped).
     let _server = match &plan.runtime {
         Some(rt) => Some(runtime_agent::serve(rt, plan.port, &out)?),
         None => {
-            listen(&plan, &out)?;
+            listen(&plan, tls.clone(), &out)?;
             None
         }
     };
@@ -242,7 +189,6 @@ pub fn main() -> Result<(), String> {
         .map_err(|e| format!("agent: time zero {go:?}: {e}"))?;
     let mut persistent: HashMap<u32, Sender<PlannedFlow>> = HashMap::new();
     let shared = runtime_agent::Shared::default();
-    let tls = tls_context(&plan)?;
     for f in plan.flows.iter().cloned() {
         let at = zero + f.start_ns;
         let (plan, out) = (plan.clone(), out.clone());
@@ -299,8 +245,9 @@ pub fn main() -> Result<(), String> {
     }
 }
 
-/// The kernel's listening socket on the plan's port, every connection served on a thread of its own.
-fn listen(plan: &Plan, out: &Out) -> Result<(), String> {
+/// The kernel's listening socket on the plan's port, every connection served on a thread of its own
+/// (over TLS with `tls`).
+fn listen(plan: &Plan, tls: Option<TlsContext>, out: &Out) -> Result<(), String> {
     let listener = socket(plan).map_err(|e| e.to_string())?;
     listener.set_reuse_address(true).map_err(|e| e.to_string())?;
     let any = SocketAddr::from(([0, 0, 0, 0], plan.port));
@@ -309,7 +256,6 @@ fn listen(plan: &Plan, out: &Out) -> Result<(), String> {
         .map_err(|e| format!("agent: bind {any}: {e}"))?;
     listener.listen(1024).map_err(|e| e.to_string())?;
     let out = out.clone();
-    let tls = tls_context(plan)?;
     std::thread::spawn(move || loop {
         if let Ok((s, _)) = listener.accept() {
             let (out, tls) = (out.clone(), tls.clone());
@@ -444,7 +390,7 @@ fn connect_one(
     let s = opened?;
     port(out, f.id, &s);
     // Over TLS the handshake comes first, as an application's would: part of the flow's time.
-    let mut s = Stream::new(s, tls, true)?;
+    let mut s = Stream::on(s, tls, true)?;
     send_flow(&mut s, f)?;
     if f.reply > 0 {
         read_exact_discard(&mut s, f.reply)?;
@@ -543,7 +489,7 @@ fn read_header(s: &mut impl Read) -> io::Result<Option<(u64, u64, u64)>> {
 /// request/response flow is a per-flow one: its reply's retransmissions are final once the peer closed.
 fn accept_one(s: TcpStream, tls: Option<&TlsContext>, out: &Out) {
     let _ = s.set_nodelay(true);
-    let Ok(mut s) = Stream::new(s, tls, false) else {
+    let Ok(mut s) = Stream::on(s, tls, false) else {
         return;
     };
     let mut served = 0u32;

@@ -107,8 +107,9 @@ fn real_host_shims(table: &toml::Table, sack: bool) -> Result<Vec<Option<TracksC
         .collect()
 }
 
-/// Rejects what the testbed cannot run, naming the field.
-fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), ConfigError> {
+/// Rejects what the testbed cannot run, naming the field; otherwise how each scheme runs ([`stack`],
+/// in the file's order).
+fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<Vec<SchemeStack>, ConfigError> {
     if hosts > tb.max_hosts as usize {
         return Err(ConfigError::new(
             "topology",
@@ -140,19 +141,21 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
             ),
         ));
     }
+    let mut stacks = Vec::with_capacity(exp.schemes.len());
     for (i, s) in exp.schemes.iter().enumerate() {
         let here = format!("schemes[{i}]");
         // The scheme layer reads the entry as the simulator does (the same keys, units and errors),
         // then refuses what the chosen stack cannot run.
-        match stack(exp, tb, s).map_err(|e| e.at(&here))?.0 {
+        let st = stack(exp, tb, s).map_err(|e| e.at(&here))?;
+        match st.stack {
             Stack::Kernel => {
-                scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?;
+                scheme_kernel_settings(tb, s, &st).map_err(|e| e.at(&here))?;
                 mptcp_join_ports(tb, s, nics).map_err(|e| e.at(&here))?;
                 let persistent = exp
                     .workload
                     .iter()
                     .position(|w| w.persistent_connections_per_pair().is_some());
-                if let (true, Some(w)) = (over_tls(&s.transport), persistent) {
+                if let (true, Some(w)) = (st.over_tls(), persistent) {
                     return Err(ConfigError::new(
                         format!("workload[{w}].connection"),
                         format!(
@@ -177,6 +180,7 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
                 "every component runs on the scheme's stack on the testbed",
             ));
         }
+        stacks.push(st);
     }
     for (k, name) in tb.runtime.iter().enumerate() {
         if !exp.schemes.iter().any(|s| &s.name == name) {
@@ -207,7 +211,7 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
             }
         }
     }
-    Ok(())
+    Ok(stacks)
 }
 
 /// The start of a scheme's capture file names: its name, with what a file name should not hold
@@ -246,34 +250,80 @@ impl Stack {
     }
 }
 
-/// The stack that runs scheme `s` and the switch queues it runs on: the scheme's own `network`, or
-/// the experiment's with the scheme's switch default applied (CP's trimming, CloudBurst's class),
-/// as the simulator builds them (`tailcut_sim::run`). A transport Linux runs runs on Linux unless
-/// `testbed.runtime` names the scheme; every other one on the runtime, resolved for sockets on a fabric that trims where its queues say so. Errors
-/// are relative to the scheme's table.
-pub fn stack(
-    exp: &Experiment,
-    tb: &TestbedConfig,
-    s: &SchemeConfig,
-) -> Result<(Stack, topo::SwitchQueues), ConfigError> {
+/// How scheme `s` runs on the testbed: its stack, the scheme as that stack resolved it, and the switch
+/// queues it runs on.
+#[derive(Clone, Debug)]
+pub struct SchemeStack {
+    pub stack: Stack,
+    /// The scheme resolved for `stack` (the registry's resolution for the kernel; with the socket
+    /// defaults under the entry's keys for the runtime): the one resolution every later decision
+    /// reads (TLS, DCTCP, DCQUIC's paths, CloudBurst's pacing).
+    pub spec: tailcut_scheme::SchemeSpec,
+    /// The scheme's own `network`, or the experiment's with the scheme's switch default applied.
+    pub queues: topo::SwitchQueues,
+    /// Whether those queues trim payloads (CP's switch half).
+    pub trims: bool,
+}
+
+impl SchemeStack {
+    /// Whether the kernel stack carries the scheme's flows over TLS 1.3 (the scheme's engine is TCP
+    /// with TLS: `tcp_tls13`, `dctcp_tls13`).
+    pub fn over_tls(&self) -> bool {
+        self.stack == Stack::Kernel && matches!(self.spec.engine, tailcut_scheme::EngineSpec::Tls { .. })
+    }
+
+    /// Whether the kernel stack runs DCTCP (tailcut's BPF DCTCP): the scheme's TCP is DCTCP, or the
+    /// entry sets a `congestion_control`, which only the DCTCP stacks take on the kernel (any other
+    /// kind is then refused by [`scheme_kernel_settings`] rather than run as something else).
+    fn kernel_dctcp(&self, s: &SchemeConfig) -> bool {
+        use tailcut_proto::tcp::CongestionControl;
+        self.stack == Stack::Kernel
+            && (self
+                .spec
+                .engine
+                .tcp()
+                .is_some_and(|c| matches!(c.congestion_control, CongestionControl::Dctcp { .. }))
+                || s.params.contains_key("congestion_control"))
+    }
+}
+
+/// How scheme `s` runs ([`SchemeStack`]): the queues are the scheme's own `network`, or the
+/// experiment's with the scheme's switch default applied (CP's trimming, CloudBurst's class), as the
+/// simulator builds them (`tailcut_sim::run`). A transport Linux runs runs on Linux unless
+/// `testbed.runtime` names the scheme; every other one on the runtime, resolved for sockets on a
+/// fabric that trims where its queues say so. Errors are relative to the scheme's table.
+pub fn stack(exp: &Experiment, tb: &TestbedConfig, s: &SchemeConfig) -> Result<SchemeStack, ConfigError> {
     use tailcut_scheme::{resolve_for, Driver, Network as Features};
     let queues = |spec: &tailcut_scheme::SchemeSpec| match &s.network {
         Some(n) => n.clone(),
         None => tailcut_sim::transport::Transport::from(spec.clone()).switch_queues(&exp.network),
     };
+    let trimming = |q: &topo::SwitchQueues| matches!(q.aqm, tailcut_sim::net::aqm::AqmConfig::Trim { .. });
     let kernel = tailcut_scheme::driver::KERNEL_STACKS
         .iter()
         .any(|(name, _)| *name == s.transport)
         && !tb.runtime.contains(&s.name);
     if kernel {
         let spec = resolve_for(&s.transport, &s.params, Driver::Kernel)?;
-        return Ok((Stack::Kernel, queues(&spec)));
+        let queues = queues(&spec);
+        return Ok(SchemeStack {
+            stack: Stack::Kernel,
+            trims: trimming(&queues),
+            spec,
+            queues,
+        });
     }
+    // Resolved as if the fabric trimmed, then checked against whether its queues do.
     let spec = resolve_for(&s.transport, &s.params, Driver::Sockets(Features { trims: true }))?;
-    let q = queues(&spec);
-    let trims = matches!(q.aqm, tailcut_sim::net::aqm::AqmConfig::Trim { .. });
+    let queues = queues(&spec);
+    let trims = trimming(&queues);
     tailcut_scheme::driver::check(&spec, Driver::Sockets(Features { trims }))?;
-    Ok((Stack::Runtime, q))
+    Ok(SchemeStack {
+        stack: Stack::Runtime,
+        spec,
+        queues,
+        trims,
+    })
 }
 
 /// The simulator's `congestion_control` parameter of a TCP-based scheme.
@@ -284,11 +334,13 @@ struct SimCongestionControl {
     g: Option<f64>,
 }
 
-/// How a scheme runs in the kernels: `[testbed]` with the scheme's `min_rto`, `ecn`, `sack` and
-/// `loss_detection` applied, and the gain of tailcut's BPF DCTCP when it runs that. Error paths are relative to the scheme's table.
+/// How scheme `s` (on the kernel stack `st`) runs in the kernels: `[testbed]` with the scheme's
+/// `min_rto`, `ecn`, `sack` and `loss_detection` applied, and the gain of tailcut's BPF DCTCP when it
+/// runs that. Error paths are relative to the scheme's table.
 fn scheme_kernel_settings(
     tb: &TestbedConfig,
     s: &SchemeConfig,
+    st: &SchemeStack,
 ) -> Result<(TestbedConfig, Option<f64>), ConfigError> {
     let mut tb = tb.clone();
     if let Some(v) = s.params.get("min_rto") {
@@ -324,7 +376,7 @@ fn scheme_kernel_settings(
             .insert("net.ipv4.tcp_early_retrans".into(), early.into());
     }
     let dctcp = crate::dctcp::CONFIG_NAME;
-    if kernel_base(&s.transport) != "dctcp" {
+    if !st.kernel_dctcp(s) {
         let g = (tb.congestion_control.as_deref() == Some(dctcp)).then_some(crate::dctcp::DEFAULT_G);
         return Ok((tb, g));
     }
@@ -358,17 +410,6 @@ fn scheme_kernel_settings(
     }
     tb.congestion_control = Some(dctcp.to_string());
     Ok((tb, Some(g)))
-}
-
-/// The kernel stack under a kernel transport: `tcp_tls13` is `tcp` with TLS over it, `dctcp_tls13`
-/// `dctcp`.
-fn kernel_base(transport: &str) -> &str {
-    transport.strip_suffix("_tls13").unwrap_or(transport)
-}
-
-/// Whether a kernel transport carries its flows over TLS 1.3.
-fn over_tls(transport: &str) -> bool {
-    transport.ends_with("_tls13")
 }
 
 /// The MPTCP `signal` endpoint ports of a scheme (see `HostSetup::mptcp_join_ports`): on hosts with
@@ -576,41 +617,27 @@ impl RuntimeCounters {
 const RESPONSES_SETTLE: Duration = Duration::from_secs(1);
 
 /// How scheme `s` runs on the runtime agents: its entry, the fabric's trimming, the hosts' MTU, and
-/// for DCQUIC a CA and certificate made for this run. `flows` bounds the associations a server may
-/// have to hold at once.
+/// for DCQUIC a CA and certificate made for this run; `st` is the scheme as [`stack`] resolved it.
+/// `flows` bounds the associations a server may have to hold at once.
 fn runtime_plan(
     exp: &Experiment,
     tb: &TestbedConfig,
     s: &SchemeConfig,
-    trims: bool,
+    st: &SchemeStack,
     flows: usize,
 ) -> Result<RuntimePlan, String> {
-    let params = match serde_json::to_value(&s.params).map_err(|e| e.to_string())? {
-        serde_json::Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    };
-    let dcquic = tailcut_scheme::resolve_for(
-        &s.transport,
-        &params,
-        tailcut_scheme::Driver::Sockets(tailcut_scheme::Network { trims }),
-    )
-    .ok()
-    .and_then(|spec| tailcut_scheme::driver::runtime_family(&spec).ok())
-        == Some(tailcut_scheme::driver::RuntimeFamily::Dcquic);
+    use tailcut_scheme::driver::{runtime_family, RuntimeFamily};
+    let dcquic = runtime_family(&st.spec).ok() == Some(RuntimeFamily::Dcquic);
     // As the simulator: a CloudBurst entry without its own `nic_rate` paces at its host's NIC
-    // (`RuntimePlan::for_host`), not at the runtime's socket default.
-    let nic_rate_from_host = matches!(
-        tailcut_scheme::resolve(&s.transport, &params).map(|spec| spec.engine),
-        Ok(tailcut_scheme::EngineSpec::CloudBurst {
-            nic_rate_from_host: true,
-            ..
-        })
-    );
+    // (`RuntimePlan::for_host`), not at the runtime's socket default (which the resolution for
+    // sockets laid under the entry; an entry's `nic_rate = "host"` was refused there).
+    let nic_rate_from_host = matches!(st.spec.engine, tailcut_scheme::EngineSpec::CloudBurst { .. })
+        && !s.params.contains_key("nic_rate");
     Ok(RuntimePlan {
         transport: s.transport.clone(),
-        params,
+        params: s.params.clone(),
         nic_rate_from_host,
-        trims,
+        trims: st.trims,
         mtu: tb.mtu,
         seed: exp.seed,
         host: 0,
@@ -695,13 +722,13 @@ pub fn run_experiment(
     let mut base = topo::build(&exp.topology, &exp.network).map_err(|e| e.at("topology"))?;
     scale_rates(&mut base, &mut [], tb.rate_scale);
     let net = Network::unrouted(&base, exp.seed);
-    check(exp, tb, net.hosts.len())?;
+    let stacks = check(exp, tb, net.hosts.len())?;
     // A missing tool should stop the run before any scheme has run, not after the first.
-    for (i, s) in exp.schemes.iter().enumerate() {
-        if stack(exp, tb, s).map_err(|e| e.at(&format!("schemes[{i}]")))?.0 != Stack::Kernel {
+    for (i, (s, st)) in exp.schemes.iter().zip(&stacks).enumerate() {
+        if st.stack != Stack::Kernel {
             continue;
         }
-        let (_, dctcp_g) = scheme_kernel_settings(tb, s).map_err(|e| e.at(&format!("schemes[{i}]")))?;
+        let (_, dctcp_g) = scheme_kernel_settings(tb, s, st).map_err(|e| e.at(&format!("schemes[{i}]")))?;
         if dctcp_g.is_some() {
             crate::dctcp::available().map_err(|e| format!("schemes.{}: {e}", s.name))?;
         }
@@ -730,35 +757,33 @@ pub fn run_experiment(
             prefix: capture_prefix(&s.name),
             ..c
         });
-        let shim = tb.shims.get(i).cloned().flatten();
-        let (r, sum) = run_scheme(exp, tb, i, &flows, agent, capture, shim)?;
+        let (r, sum) = run_scheme(exp, tb, i, &stacks[i], &flows, agent, capture)?;
         rows.extend(r);
         summaries.push(sum);
     }
     Ok((rows, summaries))
 }
 
-/// Runs scheme `i` of `exp` (checked by [`check`]).
+/// Runs scheme `i` of `exp` (checked by [`check`]) as [`check`] found it runs (`st`).
 fn run_scheme(
     exp: &Experiment,
     tb: &TestbedConfig,
     i: usize,
+    st: &SchemeStack,
     flows: &[FlowSpec],
     agent: &SelfCommand,
     capture: Option<CaptureSpec>,
-    shim: Option<TracksConfig>,
 ) -> Result<(Vec<FlowRow>, SchemeSummary), TestbedError> {
     let s = &exp.schemes[i];
+    let shim = tb.shims.get(i).cloned().flatten();
     let here = format!("schemes[{i}]");
-    let (stack, queues) = stack(exp, tb, s).map_err(|e| e.at(&here))?;
-    let mut spec = topo::build(&exp.topology, &queues).map_err(|e| e.at("topology"))?;
-    let trims = matches!(queues.aqm, tailcut_sim::net::aqm::AqmConfig::Trim { .. });
+    let mut spec = topo::build(&exp.topology, &st.queues).map_err(|e| e.at("topology"))?;
     let mut faults = exp.faults.clone();
     scale_rates(&mut spec, &mut faults, tb.rate_scale);
-    let kernel = stack == Stack::Kernel;
-    let mptcp = kernel && s.transport == "mptcp";
+    let kernel = st.stack == Stack::Kernel;
+    let mptcp = kernel && matches!(st.spec.engine, tailcut_scheme::EngineSpec::Mptcp { .. });
     let (tb, dctcp_g) = if kernel {
-        scheme_kernel_settings(tb, s).map_err(|e| e.at(&here))?
+        scheme_kernel_settings(tb, s, st).map_err(|e| e.at(&here))?
     } else {
         (tb.clone(), None)
     };
@@ -807,14 +832,14 @@ fn run_scheme(
         .map_err(|e| e.to_string())?;
     // Per host: the flows it connects for. A plain flow's sender connects; for request/response the
     // client (the data receiver) connects and sends the request.
-    let runtime = match stack {
+    let runtime = match st.stack {
         Stack::Kernel => None,
-        Stack::Runtime => Some(
-            runtime_plan(exp, tb, s, trims, flows.len()).map_err(|e| format!("schemes.{}: {e}", s.name))?,
-        ),
+        Stack::Runtime => {
+            Some(runtime_plan(exp, tb, s, st, flows.len()).map_err(|e| format!("schemes.{}: {e}", s.name))?)
+        }
     };
     // A certificate made for this run, which every agent both presents and trusts.
-    let tls = match kernel && over_tls(&s.transport) {
+    let tls = match st.over_tls() {
         true => Some(TlsMaterial::generate(TLS_SERVER_NAME).map_err(|e| format!("schemes.{}: {e}", s.name))?),
         false => None,
     };
@@ -1111,7 +1136,7 @@ fn run_scheme(
     );
     let summary = SchemeSummary {
         scheme: s.name.clone(),
-        stack: stack.name(),
+        stack: st.stack.name(),
         flows: n as u64,
         completed: fcts.len() as u64,
         fct_p50_ns: percentile(&fcts, n as u64 - fcts.len() as u64, 500),
@@ -1128,9 +1153,70 @@ fn run_scheme(
     Ok((rows, summary))
 }
 
+/// The folder of a run's captures in its `--out` folder.
+const CAPTURE_DIR: &str = "pcap";
+
+/// Removes an earlier run's files from `out` (`--overwrite`), before this run starts: a run that then
+/// fails or is interrupted leaves none of them behind looking like its own.
+fn remove_outputs(out: &Path) -> Result<(), String> {
+    let gone = |r: std::io::Result<()>, p: &Path| match r {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(format!("--out {}: {e}", p.display())),
+        _ => Ok(()),
+    };
+    for f in crate::outputs::FILES {
+        let p = out.join(f);
+        gone(std::fs::remove_file(&p), &p)?;
+    }
+    let p = out.join(CAPTURE_DIR);
+    gone(std::fs::remove_dir_all(&p), &p)
+}
+
+/// The exit status of a run ended by signal `sig`, as a shell reports a program killed by it.
+pub fn interrupted_exit_code(sig: u32) -> i32 {
+    128 + sig as i32
+}
+
+/// From here on SIGINT (Ctrl-C), SIGTERM or SIGHUP end the run at once, with a line saying so, the
+/// status [`interrupted_exit_code`], no results written and this run's captures removed from `out`
+/// (and `out` itself when the run made it, `out_existed` false). What the run set up goes as it does
+/// when the process is killed: the namespaces, the agents (tied to the thread that started them) and
+/// the BPF DCTCP go with the process.
+fn stop_on_signals(out: &Path, out_existed: bool) -> Result<(), String> {
+    let mut notice =
+        tailcut_sys::signal::TermNotice::install().map_err(|e| format!("termination signals: {e}"))?;
+    let out = out.to_path_buf();
+    std::thread::Builder::new()
+        .name("tailcut-signals".into())
+        .spawn(move || {
+            let Ok(sig) = notice.wait() else {
+                return;
+            };
+            let _ = std::fs::remove_dir_all(out.join(CAPTURE_DIR));
+            if !out_existed {
+                // Only if empty: nothing else was written there.
+                let _ = std::fs::remove_dir(&out);
+            }
+            let name = match sig {
+                1 => "SIGHUP",
+                2 => "SIGINT",
+                15 => "SIGTERM",
+                _ => "a signal",
+            };
+            eprintln!(
+                "tailcut-testbed: interrupted by {name}: the run stopped before its end and wrote no \
+                 results (no flows.json, ports.json, testbed.json or captures in {})",
+                out.display()
+            );
+            std::process::exit(interrupted_exit_code(sig));
+        })
+        .map_err(|e| format!("cannot start the signal thread: {e}"))?;
+    Ok(())
+}
+
 /// `run FILE --out DIR [--overwrite] [--allow-invalid-timing]`. `Ok(false)`: the outputs are written
 /// but a scheme's run did not keep its timing and invalid timing was not allowed (the binary then
-/// exits with `timing::EXIT_INVALID_TIMING`).
+/// exits with `timing::EXIT_INVALID_TIMING`). SIGINT, SIGTERM and SIGHUP end it without outputs
+/// ([`stop_on_signals`]).
 pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
     let file = args
         .first()
@@ -1151,7 +1237,12 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
     let (exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
-    let pcap_dir = out.join("pcap");
+    let existed = out.exists();
+    if existed {
+        remove_outputs(out)?;
+    }
+    stop_on_signals(out, existed)?;
+    let pcap_dir = out.join(CAPTURE_DIR);
     let (rows, summaries) = run_experiment(&exp, &tb, me, Some(&pcap_dir)).map_err(|e| e.in_file(file))?;
     crate::outputs::write(out, &rows, &summaries)?;
     for s in &summaries {

@@ -7,6 +7,12 @@ use crate::experiment::{FlowRow, SchemeSummary};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// The files [`write`] writes, in `out`.
+pub const FILES: [&str; 3] = [FLOWS, PORTS, TESTBED];
+const FLOWS: &str = "flows.json";
+const PORTS: &str = "ports.json";
+const TESTBED: &str = "testbed.json";
+
 /// Writes `flows.json` and `ports.json` (column-oriented: `{column: [values]}`, the simulator's
 /// column names) and `testbed.json` into `out`.
 pub fn write(out: &Path, rows: &[FlowRow], summaries: &[SchemeSummary]) -> Result<(), String> {
@@ -43,9 +49,9 @@ pub fn write(out: &Path, rows: &[FlowRow], summaries: &[SchemeSummary]) -> Resul
     let write = |name: &str, v: &dyn erased::Json| -> Result<(), String> {
         std::fs::write(out.join(name), v.json()).map_err(|e| format!("{}: {e}", out.join(name).display()))
     };
-    write("flows.json", &columns(flow_vals))?;
-    write("ports.json", &columns(port_vals))?;
-    write("testbed.json", &summaries.to_vec())?;
+    write(FLOWS, &columns(flow_vals))?;
+    write(PORTS, &columns(port_vals))?;
+    write(TESTBED, &summaries.to_vec())?;
     Ok(())
 }
 

@@ -24,7 +24,7 @@ use tailcut_testbed::pcap::CaptureSpec;
 use tailcut_testbed::{probe, HostNs, HostSetup, Testbed, TestbedSpec};
 
 mod common;
-use common::{realnet, run_file, GRACE};
+use common::{held_netns_inodes, realnet, root_net_state, run_file, GRACE};
 
 /// Bounds on waiting, generous because the fabric, the hosts' kernels and other builds share two
 /// CPUs: they only turn a hang into a failure, and a passing run never waits them out.
@@ -551,48 +551,6 @@ fn mptcp_with_two_subflows_survives_a_blackholed_path() {
     );
     assert!(ok, "bytes intact");
     assert_eq!(got, 1_200_000, "MPTCP finished over the second subflow");
-}
-
-/// Lines of `ip -o link` and `ip netns list` in the root namespace.
-fn root_net_state() -> (Vec<String>, String) {
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new("ip").args(args).output().unwrap();
-        String::from_utf8(out.stdout).unwrap()
-    };
-    // Drop the per-line counters that change between calls (ip -o link prints no counters).
-    let links = run(&["-o", "link"])
-        .lines()
-        .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        .collect();
-    (links, run(&["netns", "list"]))
-}
-
-/// Every `net:[INODE]` a process of this machine holds, as its namespace or as an open fd.
-fn held_netns_inodes() -> Vec<u64> {
-    let mut out = Vec::new();
-    let parse = |p: &std::path::Path| -> Option<u64> {
-        let t = std::fs::read_link(p).ok()?;
-        let t = t.to_str()?;
-        t.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
-    };
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let dir = e.path();
-        if !e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        {
-            continue;
-        }
-        out.extend(parse(&dir.join("ns/net")));
-        if let Ok(fds) = std::fs::read_dir(dir.join("fd")) {
-            out.extend(fds.flatten().filter_map(|f| parse(&f.path())));
-        }
-        if let Ok(tasks) = std::fs::read_dir(dir.join("task")) {
-            out.extend(tasks.flatten().filter_map(|t| parse(&t.path().join("ns/net"))));
-        }
-    }
-    out
 }
 
 #[test]

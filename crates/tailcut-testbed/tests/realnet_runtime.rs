@@ -6,10 +6,13 @@
 //! pattern and reports an altered one as an error), the counters agree with what the fabric did, and
 //! which schemes survive a black hole. Never timings.
 
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 use tailcut_testbed::experiment::{FlowRow, SchemeSummary};
 
 mod common;
-use common::{realnet, run_file, run_text, GRACE};
+use common::{held_netns_inodes, realnet, root_net_state, run_file, run_text, GRACE};
 
 /// Two racks of four hosts under four spines (CloudBurst's testbed) at 100 Mbit/s: one-way flows
 /// between the racks, request/response calls, a component on persistent connections, and flows of
@@ -333,4 +336,347 @@ transport = "dcquic"
     assert_eq!(tls.kernel["Tcp.ActiveOpens"], 18, "one connection per flow");
     assert_eq!(summary(&summaries, "dcquic").stack, "runtime");
     assert_eq!(rows.len(), 36);
+}
+
+/// Bounds on waiting for what must happen (agents up, flows crossing, a process gone): generous, as
+/// the machine's two CPUs are shared; a passing run never waits them out.
+const EVENTUALLY: Duration = Duration::from_secs(60);
+const AGENTS_UP: Duration = Duration::from_secs(300);
+
+/// Polls `done` every 50 ms until it holds or `bound` passes; whether it held.
+fn within(bound: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = tailcut_sys::clock::monotonic_ns() + bound.as_nanos() as u64;
+    loop {
+        if done() {
+            return true;
+        }
+        if tailcut_sys::clock::monotonic_ns() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A file that keeps a runtime scheme busy for tens of seconds: 80 flows from two of four hosts,
+/// two a second from each, on a clean dumbbell, captured.
+fn long_run(scheme: &str) -> String {
+    format!(
+        r#"name = "long"
+seed = 3
+max_time = "60s"
+[topology]
+kind = "dumbbell"
+left = 2
+right = 2
+host_rate = "100Mbps"
+bottleneck_rate = "100Mbps"
+[[workload]]
+name = "steady"
+pattern = {{ kind = "pairs", pairs = [[0, 2], [3, 1]] }}
+fixed = "30KB"
+rate_per_host = 2
+flows = 80
+[[schemes]]
+{scheme}
+[testbed]
+{GRACE}
+[testbed.pcap]
+snaplen = 128
+"#
+    )
+}
+
+/// The `tailcut-testbed agent` processes `parent` started.
+fn agents_of(parent: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // The fields after the command's closing parenthesis: state, then the parent's pid.
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let last = cmdline.split(|&b| b == 0).rfind(|a| !a.is_empty());
+        if ppid == Some(parent) && last == Some(&b"agent"[..]) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The `net:[INODE]` of process `pid`'s namespace.
+fn netns_of(pid: u32) -> Option<u64> {
+    let l = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok()?;
+    l.to_str()?.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// UDP datagrams delivered to sockets in process `pid`'s namespace.
+fn udp_in(pid: u32) -> u64 {
+    let snmp = std::fs::read_to_string(format!("/proc/{pid}/net/snmp")).unwrap_or_default();
+    let udp: Vec<&str> = snmp.lines().filter(|l| l.starts_with("Udp:")).collect();
+    let [names, values] = udp[..] else {
+        return 0;
+    };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "InDatagrams")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A live (not zombie) process.
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// `tailcut-testbed run` of a [`long_run`] file with `scheme` (its `[[schemes]]` lines), caught
+/// mid-run: every host's agent runs in its namespace, the scheme's datagrams cross the fabric and
+/// its capture file exists, and the run has not ended. With `stale`, `--out` holds an earlier run's
+/// files (results and a capture) and the run is given `--overwrite`.
+struct MidRun {
+    run: Child,
+    stderr: std::thread::JoinHandle<String>,
+    agents: Vec<u32>,
+    namespaces: Vec<u64>,
+    out: PathBuf,
+    dir: PathBuf,
+}
+
+fn start_mid_run(test: &str, scheme: &str, capture: &str, stale: bool) -> MidRun {
+    let dir = std::env::temp_dir().join(format!("tailcut-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("long.toml");
+    std::fs::write(&file, long_run(scheme)).unwrap();
+    let out = dir.join("out");
+    if stale {
+        std::fs::create_dir_all(out.join("pcap")).unwrap();
+        for f in STALE {
+            std::fs::write(out.join(f), "{}").unwrap();
+        }
+    }
+    let mut run = Command::new(env!("CARGO_BIN_EXE_tailcut-testbed"))
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .args(stale.then_some("--overwrite"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = run.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    // Killed (and its folder removed) by its drop if an assertion below fails.
+    let mut mid = MidRun {
+        run,
+        stderr,
+        agents: Vec::new(),
+        namespaces: Vec::new(),
+        out,
+        dir,
+    };
+    let pid = mid.run.id();
+    let up = within(AGENTS_UP, || {
+        assert!(
+            mid.run.try_wait().unwrap().is_none(),
+            "the run ended before it was caught mid-run"
+        );
+        mid.agents = agents_of(pid);
+        mid.agents.len() == 4 && mid.agents.iter().any(|&a| udp_in(a) > 0)
+    });
+    assert!(up, "four agents, datagrams crossing: {:?}", mid.agents);
+    assert!(
+        mid.out.join("pcap").join(capture).exists(),
+        "the run captures into {}",
+        mid.out.display()
+    );
+    mid.namespaces = mid.agents.iter().filter_map(|&a| netns_of(a)).collect();
+    assert_eq!(mid.namespaces.len(), 4, "each agent in its host's namespace");
+    // The run's own handling of SIGINT, SIGTERM and SIGHUP is not the agents': they neither block nor
+    // catch them.
+    for &a in &mid.agents {
+        let status = std::fs::read_to_string(format!("/proc/{a}/status")).unwrap();
+        for field in ["SigBlk:", "SigCgt:"] {
+            let mask = status
+                .lines()
+                .find_map(|l| l.strip_prefix(field))
+                .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+                .unwrap();
+            // Bit n - 1 is signal n: SIGHUP (1), SIGINT (2), SIGTERM (15).
+            let termination: u64 = [1, 2, 15].iter().map(|n| 1 << (n - 1)).sum();
+            assert_eq!(mask & termination, 0, "agent {a} {field} {mask:x}");
+        }
+    }
+    assert!(
+        mid.run.try_wait().unwrap().is_none(),
+        "still running when interrupted"
+    );
+    mid
+}
+
+impl MidRun {
+    /// Waits for the run to end after its signal; its status and what it printed on stderr.
+    fn ended(&mut self) -> (std::process::ExitStatus, String) {
+        let mut status = None;
+        assert!(
+            within(EVENTUALLY, || {
+                status = self.run.try_wait().unwrap();
+                status.is_some()
+            }),
+            "the run ended after its signal"
+        );
+        let stderr = std::mem::replace(&mut self.stderr, std::thread::spawn(String::new));
+        (status.unwrap(), stderr.join().unwrap())
+    }
+
+    /// Asserts that nothing of the run remains: no agent process, no host namespace (and with them
+    /// their TUN NICs and sockets), no interface or named namespace in the root namespace.
+    fn nothing_remains(&self, before: &(Vec<String>, String)) {
+        let mut left = (Vec::new(), Vec::new());
+        let gone = within(EVENTUALLY, || {
+            let held = held_netns_inodes();
+            left = (
+                self.agents.iter().copied().filter(|&p| alive(p)).collect(),
+                self.namespaces
+                    .iter()
+                    .copied()
+                    .filter(|i| held.contains(i))
+                    .collect(),
+            );
+            left.0.is_empty() && left.1.is_empty()
+        });
+        assert!(gone, "left behind: agents {:?}, namespaces {:?}", left.0, left.1);
+        assert_eq!(
+            &root_net_state(),
+            before,
+            "no interface or named namespace added to the root namespace"
+        );
+    }
+
+    fn no_results(&self) {
+        for f in ["flows.json", "ports.json", "testbed.json"] {
+            assert!(!self.out.join(f).exists(), "{f} written by an interrupted run");
+        }
+    }
+}
+
+impl Drop for MidRun {
+    fn drop(&mut self) {
+        let _ = self.run.kill();
+        let _ = self.run.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// An earlier run's files in `--out`.
+const STALE: [&str; 4] = [
+    "flows.json",
+    "ports.json",
+    "testbed.json",
+    "pcap/earlier.sent.pcap",
+];
+
+fn signal(pid: u32, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// SIGKILL of `tailcut-testbed run` mid-run on the runtime (no destructor runs): its agents, their
+/// namespaces and NICs all go, and no result file exists.
+#[test]
+fn nothing_remains_after_a_runtime_run_is_killed() {
+    let Some(_g) = realnet("nothing_remains_after_a_runtime_run_is_killed") else {
+        return;
+    };
+    let before = root_net_state();
+    let mut mid = start_mid_run(
+        "killed",
+        "name = \"fuso\"\ntransport = \"fuso\"\nparams = { subflows = 2 }",
+        "fuso.sent.pcap",
+        false,
+    );
+    mid.run.kill().unwrap();
+    let (status, _) = mid.ended();
+    assert!(!status.success());
+    mid.nothing_remains(&before);
+    mid.no_results();
+}
+
+/// Ctrl-C (SIGINT) of `tailcut-testbed run` mid-run on the runtime: it exits with the interrupted
+/// status, saying so, leaves nothing running or set up, and no output: no results and none of its
+/// captures, and not the `--out` folder it made.
+#[test]
+fn ctrl_c_ends_a_runtime_run_with_nothing_left() {
+    let Some(_g) = realnet("ctrl_c_ends_a_runtime_run_with_nothing_left") else {
+        return;
+    };
+    let before = root_net_state();
+    let mut mid = start_mid_run(
+        "ctrl-c",
+        "name = \"cloudburst\"\ntransport = \"cloudburst\"\nparams = { paths = 2, transmission_timeout = \"1s\" }",
+        "cloudburst.sent.pcap",
+        false,
+    );
+    signal(mid.run.id(), "-INT");
+    let (status, stderr) = mid.ended();
+    assert_eq!(
+        status.code(),
+        Some(tailcut_testbed::experiment::interrupted_exit_code(2)),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("interrupted by SIGINT") && stderr.contains("wrote no results"),
+        "{stderr}"
+    );
+    mid.nothing_remains(&before);
+    mid.no_results();
+    assert!(!mid.out.exists(), "the folder the run made is gone");
+}
+
+/// SIGTERM of a run that replaces an earlier run's folder (`--overwrite`): the earlier files go at
+/// the start, so that the interrupted run leaves none that look like its own; the folder stays.
+#[test]
+fn sigterm_ends_an_overwriting_runtime_run_without_stale_results() {
+    let Some(_g) = realnet("sigterm_ends_an_overwriting_runtime_run_without_stale_results") else {
+        return;
+    };
+    let before = root_net_state();
+    let mut mid = start_mid_run(
+        "sigterm",
+        "name = \"fuso\"\ntransport = \"fuso\"\nparams = { subflows = 2 }",
+        "fuso.sent.pcap",
+        true,
+    );
+    assert!(
+        !mid.out.join(STALE[3]).exists(),
+        "the earlier capture went before the run"
+    );
+    signal(mid.run.id(), "-TERM");
+    let (status, stderr) = mid.ended();
+    assert_eq!(
+        status.code(),
+        Some(tailcut_testbed::experiment::interrupted_exit_code(15)),
+        "{stderr}"
+    );
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    mid.nothing_remains(&before);
+    mid.no_results();
+    assert!(mid.out.is_dir(), "the folder given stays");
+    assert!(!mid.out.join("pcap").exists(), "no capture of the run");
 }

@@ -12,6 +12,15 @@ fixed = "10KB"
 flows = 5
 "#;
 
+/// The kernel settings of the file's first scheme, on the stack [`stack`] gives it.
+fn kernel_settings(
+    exp: &Experiment,
+    tb: &TestbedConfig,
+) -> Result<(TestbedConfig, Option<f64>), ConfigError> {
+    let st = stack(exp, tb, &exp.schemes[0])?;
+    scheme_kernel_settings(tb, &exp.schemes[0], &st)
+}
+
 fn err(extra: &str) -> String {
     let text = format!("{BASE}{extra}");
     let (exp, tb) = match load(&text) {
@@ -22,7 +31,7 @@ fn err(extra: &str) -> String {
         .hosts
         .len();
     match check(&exp, &tb, hosts) {
-        Ok(()) => "no error".into(),
+        Ok(_) => "no error".into(),
         Err(e) => e.to_string(),
     }
 }
@@ -267,7 +276,7 @@ fn min_rto_and_ecn_params_become_sysctls() {
     ))
     .unwrap();
     check(&exp, &tb, 3).unwrap();
-    let (k, dctcp_g) = scheme_kernel_settings(&tb, &exp.schemes[0]).unwrap();
+    let (k, dctcp_g) = kernel_settings(&exp, &tb).unwrap();
     assert_eq!(k.rto_min_us, Some(5000));
     assert!(k.ecn);
     assert_eq!(dctcp_g, None);
@@ -283,7 +292,7 @@ fn sack_and_loss_detection_params_become_sysctls() {
     ))
     .unwrap();
     check(&exp, &tb, 3).unwrap();
-    let (k, _) = scheme_kernel_settings(&tb, &exp.schemes[0]).unwrap();
+    let (k, _) = kernel_settings(&exp, &tb).unwrap();
     let sysctls = k.host_sysctls();
     for (key, v) in [
         ("net.ipv4.tcp_sack", "0"),
@@ -308,7 +317,7 @@ fn a_dctcp_scheme_runs_the_bpf_dctcp_with_the_simulators_gain() {
         ))
         .unwrap();
         check(&exp, &tb, 3)?;
-        scheme_kernel_settings(&tb, &exp.schemes[0])
+        kernel_settings(&exp, &tb)
     };
     let (k, g) = settings("min_rto = \"5ms\"", "").unwrap();
     assert_eq!(k.congestion_control.as_deref(), Some("dctcp"));
@@ -357,7 +366,7 @@ fn testbed_dctcp_puts_the_bpf_dctcp_under_linux_tcp() {
     ))
     .unwrap();
     check(&exp, &tb, 3).unwrap();
-    let (k, g) = scheme_kernel_settings(&tb, &exp.schemes[0]).unwrap();
+    let (k, g) = kernel_settings(&exp, &tb).unwrap();
     assert_eq!(
         (k.congestion_control.as_deref(), g),
         (Some("dctcp"), Some(1.0 / 16.0))
@@ -397,4 +406,50 @@ fn pcap_table_turns_capture_on_with_bounds() {
     );
     assert!(e.starts_with("testbed.pcap: schemes 'a/b' and 'a b'"), "{e}");
     assert_eq!(capture_prefix("linux-cubic"), "linux-cubic.");
+}
+
+/// TLS and DCTCP on the kernel are read from the resolved scheme (its engine, its TCP's congestion
+/// control), and a scheme on the runtime is never carried over the kernel's TLS.
+#[test]
+fn the_resolved_scheme_says_tls_and_dctcp() {
+    let of = |transport: &str, testbed: &str| {
+        let (exp, tb) = load(&format!(
+            "{BASE}[[schemes]]\nname = \"s\"\ntransport = \"{transport}\"\n{testbed}"
+        ))
+        .unwrap();
+        let st = stack(&exp, &tb, &exp.schemes[0]).unwrap();
+        (st.stack.clone(), st.over_tls(), st.kernel_dctcp(&exp.schemes[0]))
+    };
+    assert_eq!(of("tcp", ""), (Stack::Kernel, false, false));
+    assert_eq!(of("dctcp", ""), (Stack::Kernel, false, true));
+    assert_eq!(of("tcp_tls13", ""), (Stack::Kernel, true, false));
+    assert_eq!(of("dctcp_tls13", ""), (Stack::Kernel, true, true));
+    assert_eq!(
+        of("dctcp", "[testbed]\nruntime = [\"s\"]\n"),
+        (Stack::Runtime, false, false)
+    );
+    assert_eq!(of("fuso", ""), (Stack::Runtime, false, false));
+}
+
+/// The runtime's plan comes from the scheme [`stack`] resolved: DCQUIC's paths are its host's NICs and
+/// it gets a certificate; CloudBurst paces at its host's NIC unless its entry gives `nic_rate`; CP's
+/// fabric trims.
+#[test]
+fn the_runtime_plan_follows_the_resolved_scheme() {
+    let plan = |scheme: &str| {
+        let (exp, tb) = load(&format!("{BASE}[[schemes]]\nname = \"s\"\n{scheme}\n")).unwrap();
+        check(&exp, &tb, 3).unwrap();
+        let st = stack(&exp, &tb, &exp.schemes[0]).unwrap();
+        assert_eq!(st.stack, Stack::Runtime);
+        runtime_plan(&exp, &tb, &exp.schemes[0], &st, 5).unwrap()
+    };
+    let p = plan("transport = \"dcquic\"");
+    assert!(p.per_nic_paths && p.tls.is_some() && !p.nic_rate_from_host && !p.trims);
+    let p = plan("transport = \"cloudburst\"");
+    assert!(p.nic_rate_from_host && !p.per_nic_paths && p.tls.is_none());
+    let p = plan("transport = \"cloudburst\"\nparams = { nic_rate = \"1Gbps\" }");
+    assert!(!p.nic_rate_from_host);
+    assert_eq!(p.params.get("nic_rate").and_then(|v| v.as_str()), Some("1Gbps"));
+    let p = plan("transport = \"cp\"");
+    assert!(p.trims && !p.per_nic_paths && !p.nic_rate_from_host);
 }
