@@ -8,6 +8,7 @@ use crate::config::TestbedConfig;
 use crate::error::TestbedError;
 use crate::fabric::LoopConfig;
 use crate::pcap::CaptureSpec;
+use crate::reconnect::ReconnectPlan;
 use crate::report::FabricReport;
 use crate::runtime_agent::{RuntimePlan, TlsMaterial};
 use crate::{HostSetup, SelfCommand, Testbed, TestbedSpec};
@@ -152,6 +153,22 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<(), Confi
                     .workload
                     .iter()
                     .position(|w| w.persistent_connections_per_pair().is_some());
+                if reconnect_after(s).map_err(|e| e.at(&here))?.is_some() {
+                    // The simulator's reconnecting client only ever stops watching a call when its
+                    // response arrives: a one-way flow's stays outstanding, and the client reconnects
+                    // and re-sends it whenever it has been quiet for `reconnect_after`.
+                    if let Some(w) = exp.workload.iter().position(|w| w.request_bytes.0 == 0) {
+                        return Err(ConfigError::new(
+                            format!("workload[{w}].request_bytes"),
+                            format!(
+                                "'{}' is an RPC client that reconnects while a call waits for its \
+                                 response; give this component request_bytes (request/response flows), \
+                                 or run it with the scheme's base transport",
+                                s.transport
+                            ),
+                        ));
+                    }
+                }
                 if let (true, Some(w)) = (over_tls(&s.transport), persistent) {
                     return Err(ConfigError::new(
                         format!("workload[{w}].connection"),
@@ -361,9 +378,22 @@ fn scheme_kernel_settings(
 }
 
 /// The kernel stack under a kernel transport: `tcp_tls13` is `tcp` with TLS over it, `dctcp_tls13`
-/// `dctcp`.
+/// `dctcp`; `tcp_reconnect` is `tcp` with the agent's reconnecting client, `dctcp_reconnect` `dctcp`.
 fn kernel_base(transport: &str) -> &str {
-    transport.strip_suffix("_tls13").unwrap_or(transport)
+    ["_tls13", "_reconnect"]
+        .iter()
+        .find_map(|x| transport.strip_suffix(x))
+        .unwrap_or(transport)
+}
+
+/// A kernel scheme's `reconnect_after`, read from the resolved scheme (`EngineSpec::Reconnect`), or
+/// `None` when its clients never reconnect. Errors are relative to the scheme's table.
+fn reconnect_after(s: &SchemeConfig) -> Result<Option<Dur>, ConfigError> {
+    let spec = tailcut_scheme::resolve_for(&s.transport, &s.params, tailcut_scheme::Driver::Kernel)?;
+    Ok(match spec.engine {
+        tailcut_scheme::EngineSpec::Reconnect { reconnect_after, .. } => Some(reconnect_after),
+        _ => None,
+    })
 }
 
 /// Whether a kernel transport carries its flows over TLS 1.3.
@@ -515,6 +545,10 @@ pub struct FlowRow {
     /// The local port of the side that connected (the data receiver for request/response); the
     /// other side listens on `[testbed].port`. A persistent connection's flows share it.
     pub client_port: Option<u16>,
+    /// With a reconnecting client (`tcp_reconnect`, `dctcp_reconnect`): how many times the flow's
+    /// call was re-sent on a new connection (0: answered on the connection it was first written on);
+    /// `None` for other schemes.
+    pub reconnects: Option<u32>,
     pub error: Option<String>,
 }
 
@@ -546,6 +580,10 @@ pub struct SchemeSummary {
     pub dctcp: Option<crate::dctcp::DctcpStats>,
     /// Whether the run kept its timing (`crate::timing`).
     pub timing: crate::timing::TimingVerdict,
+    /// With a reconnecting client (`tcp_reconnect`, `dctcp_reconnect`): the connections its clients
+    /// gave up for a new one from their next NIC, over every host (the simulator's `tcp_reconnects`);
+    /// `None` for other schemes.
+    pub reconnects: Option<u64>,
 }
 
 /// A runtime message's sender counters, as its agent reported them.
@@ -781,9 +819,13 @@ fn run_scheme(
     };
     // Each host's NIC rate (scaled), which CloudBurst paces at where the entry leaves it to the host.
     let host_nic_bps = Network::unrouted(&spec, exp.seed).host_info().1;
+    // The faults count from the experiment's time zero, as the flows' start times do (not from the
+    // fabric's start, which comes before the agents start and listen): checked here, before any
+    // namespace is made, and handed to the fabric at the time zero.
+    tailcut_sim::fault::plan(&faults, &Network::unrouted(&spec, exp.seed), exp.seed)?;
     let bed = Testbed::start(TestbedSpec {
         topo: spec,
-        faults,
+        faults: Vec::new(),
         seed: exp.seed,
         host: HostSetup {
             mtu: tb.mtu,
@@ -818,6 +860,10 @@ fn run_scheme(
         true => Some(TlsMaterial::generate(TLS_SERVER_NAME).map_err(|e| format!("schemes.{}: {e}", s.name))?),
         false => None,
     };
+    let reconnect = match kernel {
+        true => reconnect_after(s).map_err(|e| e.at(&here))?,
+        false => None,
+    };
     let mut plans: Vec<Plan> = hosts
         .iter()
         .enumerate()
@@ -828,6 +874,10 @@ fn run_scheme(
             flows: Vec::new(),
             runtime: runtime.as_ref().map(|r| r.for_host(h as u32, host_nic_bps[h])),
             tls: tls.clone(),
+            reconnect: reconnect.map(|after| ReconnectPlan {
+                after_ns: after.0,
+                nics: hosts[h].ips.iter().map(|&ip| IpAddr::V4(ip)).collect(),
+            }),
         })
         .collect();
     let conns = persistent_connections(exp, flows);
@@ -919,6 +969,10 @@ fn run_scheme(
         }
     }
     let zero = monotonic_ns() + WARMUP.as_nanos() as u64;
+    if let Err(e) = bed.faults_from(&faults, zero) {
+        stop_all(&mut agents);
+        return Err(e);
+    }
     for (h, mut stdin) in hosts.iter().zip(stdins) {
         stdin
             .write_all(format!("{zero}\n").as_bytes())
@@ -934,6 +988,9 @@ fn run_scheme(
     let mut counters: Vec<Option<RuntimeCounters>> = vec![None; n];
     let mut response_counters: Vec<Option<RuntimeCounters>> = vec![None; n];
     let mut error: Vec<Option<String>> = vec![None; n];
+    // With a reconnecting client: the reconnections, and per flow how often its call was re-sent.
+    let mut reconnections = 0u64;
+    let mut resent = vec![0u32; n];
     let mut done = 0;
     let deadline = zero + exp.max_time.0 + tb.grace.0;
     // Every flow finishes (and the sender of a per-flow connection reports its retransmissions), or
@@ -1033,6 +1090,14 @@ fn run_scheme(
                     }
                 }
             }
+            Ok(Event::Reconnect { resent: ids, .. }) => {
+                reconnections += 1;
+                for id in ids {
+                    if let Some(k) = resent.get_mut(id as usize) {
+                        *k += 1;
+                    }
+                }
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
@@ -1096,6 +1161,7 @@ fn run_scheme(
                 sent_bytes: flow_counters[i].map(|c| c.sent_bytes),
                 start_late_ns: start[i].map(|t| t.saturating_sub(planned)),
                 client_port: client_port[i],
+                reconnects: reconnect.is_some().then_some(resent[i]),
                 error: error[i].clone(),
             }
         })
@@ -1124,6 +1190,7 @@ fn run_scheme(
         congestion_control,
         dctcp: dctcp_stats,
         timing,
+        reconnects: reconnect.is_some().then_some(reconnections),
     };
     Ok((rows, summary))
 }
@@ -1150,7 +1217,11 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
         .into());
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-    let (exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
+    let (mut exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
+    // The file's own paths (a topology file, a CDF) are relative to its folder, as the simulator reads
+    // them.
+    let folder = Path::new(file).parent().unwrap_or(Path::new("."));
+    tailcut_sim::paths::anchor_paths(&mut exp, folder);
     let pcap_dir = out.join("pcap");
     let (rows, summaries) = run_experiment(&exp, &tb, me, Some(&pcap_dir)).map_err(|e| e.in_file(file))?;
     crate::outputs::write(out, &rows, &summaries)?;
@@ -1167,13 +1238,16 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
             }
         }
         eprintln!(
-            "{}: {}/{} flows completed, FCT p50 {} ns, p99 {} ns, {}",
+            "{}: {}/{} flows completed, FCT p50 {} ns, p99 {} ns, {}{}",
             s.scheme,
             s.completed,
             s.flows,
             fct_percentile_text(s.fct_p50_ns),
             fct_percentile_text(s.fct_p99_ns),
-            timeouts_text(s)
+            timeouts_text(s),
+            s.reconnects
+                .map(|k| format!(", reconnections {k}"))
+                .unwrap_or_default()
         );
     }
     // Last, so that it is what a user sees at the end of the run.
