@@ -28,7 +28,9 @@ pub enum Driver {
 /// DCTCP's `congestion_control.g` to the BPF DCTCP's gain, MPTCP's `subflows` and `coupled` to the
 /// path manager's joins and the congestion control. `dctcp` is Linux TCP with tailcut's BPF DCTCP;
 /// `tcp_tls13` and `dctcp_tls13` are the same with TLS 1.3 (rustls) over each connection, whose
-/// handshake bytes are the real ones, not the simulator's model of them.
+/// handshake bytes are the real ones, not the simulator's model of them. `tcp_reconnect` and
+/// `dctcp_reconnect` are `tcp` and `dctcp` under the testbed agent's reconnecting RPC client, which
+/// takes `reconnect_after` from the scheme.
 pub const KERNEL_STACKS: &[(&str, &[&str])] = &[
     ("tcp", &["min_rto", "ecn", "sack", "loss_detection"]),
     (
@@ -43,6 +45,21 @@ pub const KERNEL_STACKS: &[(&str, &[&str])] = &[
     (
         "dctcp_tls13",
         &["min_rto", "ecn", "sack", "loss_detection", "congestion_control"],
+    ),
+    (
+        "tcp_reconnect",
+        &["min_rto", "ecn", "sack", "loss_detection", "reconnect_after"],
+    ),
+    (
+        "dctcp_reconnect",
+        &[
+            "min_rto",
+            "ecn",
+            "sack",
+            "loss_detection",
+            "congestion_control",
+            "reconnect_after",
+        ],
     ),
 ];
 

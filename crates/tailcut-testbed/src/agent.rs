@@ -2,18 +2,24 @@
 //! (JSON on stdin: the flows it initiates, when, and to whom), serves incoming flows on one port,
 //! opens a real socket per flow at its start time, and prints one JSON line per event on stdout:
 //! `start` (connector, before `connect`), `port` (connector, its connection's local port),
-//! `finish` (the side that received a flow's data, when the last byte arrived), `retrans` (the data sender's `tcpi_total_retrans` once the peer closed) and
-//! `error`. Times are `CLOCK_MONOTONIC` nanoseconds, shared by every process of the machine, so a
+//! `finish` (the side that received a flow's data, when the last byte arrived), `retrans` (the data sender's `tcpi_total_retrans` once the peer closed),
+//! `reconnect` (a reconnecting client, `reconnect.rs`, opened a new connection) and `error`. Times are `CLOCK_MONOTONIC` nanoseconds, shared by every process of the machine, so a
 //! flow's start and finish, taken by different processes, are on one clock.
 //!
 //! Wire protocol per connection: per flow, a 24-byte header (flow id, data bytes, reply bytes;
 //! big-endian u64), then the data; with reply bytes (request/response) the acceptor answers with that
-//! many bytes. A flow with `conn` set shares a persistent connection with the other flows of the same
+//! many bytes, the first 8 of them the flow id (big-endian; a shorter reply has the id's last bytes),
+//! which the client checks: a reply read for the wrong call fails its flow. A flow with `conn` set shares a persistent connection with the other flows of the same
 //! `conn`, as the simulator's `connection = "persistent"` does: the first of them opens it, later ones
 //! are written after the earlier ones (waiting behind them is part of their FCT), the acceptor serves
 //! them in order and replies arrive in order. A persistent flow has no `retrans` line, because
 //! `tcpi_total_retrans` counts the whole connection; the namespace's counters still have them.
+//!
+//! With `reconnect` in the plan (`tcp_reconnect`, `dctcp_reconnect`) every flow's client is the
+//! reconnecting RPC client of `reconnect.rs`: a persistent connection's flows share one, a flow of its
+//! own has one for its single call.
 
+use crate::reconnect::ReconnectPlan;
 use crate::runtime_agent::{self, RuntimePlan, TlsMaterial};
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -46,6 +52,10 @@ pub struct Plan {
     /// and `dctcp_tls13` schemes: DCQUIC's baseline). Connections of their own only.
     #[serde(default)]
     pub tls: Option<TlsMaterial>,
+    /// Reconnect a stalled client from the host's next NIC (the `tcp_reconnect` and
+    /// `dctcp_reconnect` schemes: `reconnect.rs`).
+    #[serde(default)]
+    pub reconnect: Option<ReconnectPlan>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -96,6 +106,15 @@ pub enum Event {
         id: u64,
         msg: String,
     },
+    /// A reconnecting client (`reconnect.rs`) gave up its connection at `t` because call `id`, its
+    /// oldest unanswered one, made no progress for `reconnect_after`, and opens a new one from its
+    /// NIC `nic` (index into the host's addresses), re-sending the calls `resent` (in order) there.
+    Reconnect {
+        id: u64,
+        nic: u32,
+        resent: Vec<u64>,
+        t: u64,
+    },
     /// On the runtime, a flow's sender counters (`MessageStats`): its request's from the client once
     /// its call returned, and with `response` a request/response flow's response's from the server
     /// once the response was acknowledged.
@@ -140,7 +159,7 @@ fn tls_context(plan: &Plan) -> Result<Option<TlsContext>, String> {
         .transpose()
 }
 
-fn socket(plan: &Plan) -> io::Result<Socket> {
+pub(crate) fn socket(plan: &Plan) -> io::Result<Socket> {
     let proto = if plan.mptcp { Some(Protocol::MPTCP) } else { None };
     let s = Socket::new(Domain::IPV4, Type::STREAM, proto)?;
     if let Some(cc) = &plan.congestion_control {
@@ -202,6 +221,32 @@ pub fn main() -> Result<(), String> {
                 tailcut_sys::clock::sleep_until_ns(at);
                 runtime_agent::run_flow(rt, &f, &shared, &out);
             });
+            continue;
+        }
+        if let Some(rp) = &plan.reconnect {
+            let rp = rp.clone();
+            match f.conn {
+                Some(c) => {
+                    tailcut_sys::clock::sleep_until_ns(at);
+                    let tx = persistent.entry(c).or_insert_with(|| {
+                        let (tx, rx) = mpsc::channel();
+                        std::thread::spawn(move || crate::reconnect::client(&plan, &rp, rx, &out));
+                        tx
+                    });
+                    let _ = tx.send(f);
+                }
+                None => {
+                    // Made ahead of its start as the plain per-flow connections are; the client's
+                    // single call is handed over at the start.
+                    tailcut_sys::clock::sleep_until_ns(at.saturating_sub(SPAWN_AHEAD_NS));
+                    let (tx, rx) = mpsc::channel();
+                    std::thread::spawn(move || crate::reconnect::client(&plan, &rp, rx, &out));
+                    std::thread::spawn(move || {
+                        tailcut_sys::clock::sleep_until_ns(at);
+                        let _ = tx.send(f);
+                    });
+                }
+            }
             continue;
         }
         match f.conn {
@@ -307,7 +352,7 @@ fn retrans(s: &TcpStream, id: u64, out: &Out) {
     }
 }
 
-fn error(out: &Out, id: u64, e: &io::Error) {
+pub(crate) fn error(out: &Out, id: u64, e: &io::Error) {
     emit(
         out,
         &Event::Error {
@@ -317,7 +362,7 @@ fn error(out: &Out, id: u64, e: &io::Error) {
     );
 }
 
-fn started(out: &Out, id: u64) {
+pub(crate) fn started(out: &Out, id: u64) {
     emit(
         out,
         &Event::Start {
@@ -327,7 +372,7 @@ fn started(out: &Out, id: u64) {
     );
 }
 
-fn finished(out: &Out, id: u64) {
+pub(crate) fn finished(out: &Out, id: u64) {
     emit(
         out,
         &Event::Finish {
@@ -337,7 +382,7 @@ fn finished(out: &Out, id: u64) {
     );
 }
 
-fn port(out: &Out, id: u64, s: &TcpStream) {
+pub(crate) fn port(out: &Out, id: u64, s: &TcpStream) {
     if let Ok(a) = s.local_addr() {
         emit(out, &Event::Port { id, port: a.port() });
     }
@@ -359,7 +404,7 @@ fn connect(s: Socket, to: SocketAddr) -> io::Result<TcpStream> {
 /// full segments behind it were dropped (in 593 of 800 flows at N = 16), so Linux got an early ACK
 /// the simulator's flows, whose segments are all full-sized, never get (docs/testbed.md, "Why Linux
 /// timed out less than the simulator at N = 16").
-fn send_flow(s: &mut impl Write, f: &PlannedFlow) -> io::Result<()> {
+pub(crate) fn send_flow(s: &mut impl Write, f: &PlannedFlow) -> io::Result<()> {
     let mut first = [0u8; CHUNK];
     first[..8].copy_from_slice(&f.id.to_be_bytes());
     first[8..16].copy_from_slice(&f.data.to_be_bytes());
@@ -393,7 +438,7 @@ fn connect_one(
     let mut s = Stream::on(s, tls, true)?;
     send_flow(&mut s, f)?;
     if f.reply > 0 {
-        read_exact_discard(&mut s, f.reply)?;
+        read_reply(&mut s, f, |_| true)?;
         finished(out, f.id);
         // The flow is over: ending the connection cannot fail it (the peer may have closed first,
         // and a shutdown of a closed socket errs), so nothing here is reported.
@@ -426,7 +471,7 @@ fn persistent_connection(plan: &Plan, flows: Receiver<PlannedFlow>, out: &Out) {
             return;
         }
     };
-    let (expect, replies) = mpsc::channel::<(u64, u64)>();
+    let (expect, replies) = mpsc::channel::<PlannedFlow>();
     {
         let out = out.clone();
         std::thread::spawn(move || read_replies(reader, replies, &out));
@@ -441,7 +486,7 @@ fn persistent_connection(plan: &Plan, flows: Receiver<PlannedFlow>, out: &Out) {
             if let Err(e) = send_flow(&mut writer, &f) {
                 failed = Some(e);
             } else if f.reply > 0 {
-                let _ = expect.send((f.id, f.reply));
+                let _ = expect.send(f.clone());
             }
         }
         if let Some(e) = &failed {
@@ -450,19 +495,69 @@ fn persistent_connection(plan: &Plan, flows: Receiver<PlannedFlow>, out: &Out) {
     }
 }
 
-fn read_replies(mut s: TcpStream, expected: Receiver<(u64, u64)>, out: &Out) {
-    for (id, bytes) in expected.iter() {
-        match read_exact_discard(&mut s, bytes) {
-            Ok(()) => finished(out, id),
+fn read_replies(mut s: TcpStream, expected: Receiver<PlannedFlow>, out: &Out) {
+    for f in expected.iter() {
+        let id = f.id;
+        match read_reply(&mut s, &f, |_| true) {
+            Ok(_) => finished(out, id),
             Err(e) => {
                 error(out, id, &e);
-                for (id, _) in expected.iter() {
-                    error(out, id, &e);
+                for f in expected.iter() {
+                    error(out, f.id, &e);
                 }
                 return;
             }
         }
     }
+}
+
+/// The first bytes of flow `id`'s reply: the id, or its last `reply` bytes when the reply is shorter.
+fn reply_prefix(id: u64, reply: u64) -> Vec<u8> {
+    let b = id.to_be_bytes();
+    b[8 - reply.min(8) as usize..].to_vec()
+}
+
+/// A reply written by the server: [`reply_prefix`], then zeros.
+fn write_reply(s: &mut impl Write, id: u64, reply: u64) -> io::Result<()> {
+    let prefix = reply_prefix(id, reply);
+    s.write_all(&prefix)?;
+    write_zeros(s, reply - prefix.len() as u64)
+}
+
+/// Reads flow `f`'s reply, `f.reply` bytes, and checks that it is `f`'s (its first bytes name the
+/// flow). After each read `progress` is told how many bytes came; when it answers `false` the reply
+/// is given up and `Ok(false)` returned (a reconnecting client abandoned the connection).
+pub(crate) fn read_reply(
+    s: &mut impl Read,
+    f: &PlannedFlow,
+    mut progress: impl FnMut(usize) -> bool,
+) -> io::Result<bool> {
+    let want = reply_prefix(f.id, f.reply);
+    let mut head = Vec::with_capacity(want.len());
+    let mut buf = [0u8; CHUNK];
+    let mut n = f.reply;
+    while n > 0 {
+        let k = n.min(CHUNK as u64) as usize;
+        let got = s.read(&mut buf[..k])?;
+        if got == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "peer closed early"));
+        }
+        if head.len() < want.len() {
+            let take = (want.len() - head.len()).min(got);
+            head.extend_from_slice(&buf[..take]);
+            if head.len() == want.len() && head != want {
+                return Err(io::Error::other(format!(
+                    "the reply read for flow {} is another call's ({head:02x?})",
+                    f.id
+                )));
+            }
+        }
+        n -= got as u64;
+        if !progress(got) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Reads a flow header, or `None` at a clean end of the connection.
@@ -494,13 +589,24 @@ fn accept_one(s: TcpStream, tls: Option<&TlsContext>, out: &Out) {
     };
     let mut served = 0u32;
     let mut last_reply = None;
-    while let Ok(Some((id, data, reply))) = read_header(&mut s) {
+    // Only after a clean end are the reply's retransmissions final (a reconnecting client resets the
+    // connections it abandons).
+    let mut clean_end = false;
+    loop {
+        let (id, data, reply) = match read_header(&mut s) {
+            Ok(Some(h)) => h,
+            Ok(None) => {
+                clean_end = true;
+                break;
+            }
+            Err(_) => break,
+        };
         let r = read_exact_discard(&mut s, data).and_then(|()| {
             if reply == 0 {
                 finished(out, id);
                 Ok(())
             } else {
-                write_zeros(&mut s, reply).and_then(|()| s.flush())
+                write_reply(&mut s, id, reply).and_then(|()| s.flush())
             }
         });
         if let Err(e) = r {
@@ -510,7 +616,7 @@ fn accept_one(s: TcpStream, tls: Option<&TlsContext>, out: &Out) {
         served += 1;
         last_reply = (reply > 0).then_some(id);
     }
-    if let (1, Some(id)) = (served, last_reply) {
+    if let (true, 1, Some(id)) = (clean_end, served, last_reply) {
         retrans(s.tcp(), id, out);
     }
 }

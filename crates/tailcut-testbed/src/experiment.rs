@@ -8,6 +8,7 @@ use crate::config::TestbedConfig;
 use crate::error::TestbedError;
 use crate::fabric::LoopConfig;
 use crate::pcap::CaptureSpec;
+use crate::reconnect::ReconnectPlan;
 use crate::report::FabricReport;
 use crate::runtime_agent::{RuntimePlan, TlsMaterial};
 use crate::{HostSetup, SelfCommand, Testbed, TestbedSpec};
@@ -155,6 +156,22 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<Vec<Schem
                     .workload
                     .iter()
                     .position(|w| w.persistent_connections_per_pair().is_some());
+                if st.reconnect_after().is_some() {
+                    // The simulator's reconnecting client only ever stops watching a call when its
+                    // response arrives: a one-way flow's stays outstanding, and the client reconnects
+                    // and re-sends it whenever it has been quiet for `reconnect_after`.
+                    if let Some(w) = exp.workload.iter().position(|w| w.request_bytes.0 == 0) {
+                        return Err(ConfigError::new(
+                            format!("workload[{w}].request_bytes"),
+                            format!(
+                                "'{}' is an RPC client that reconnects while a call waits for its \
+                                 response; give this component request_bytes (request/response flows), \
+                                 or run it with the scheme's base transport",
+                                s.transport
+                            ),
+                        ));
+                    }
+                }
                 if let (true, Some(w)) = (st.over_tls(), persistent) {
                     return Err(ConfigError::new(
                         format!("workload[{w}].connection"),
@@ -270,6 +287,17 @@ impl SchemeStack {
     /// with TLS: `tcp_tls13`, `dctcp_tls13`).
     pub fn over_tls(&self) -> bool {
         self.stack == Stack::Kernel && matches!(self.spec.engine, tailcut_scheme::EngineSpec::Tls { .. })
+    }
+
+    /// A kernel scheme's `reconnect_after` (`tcp_reconnect`, `dctcp_reconnect`: the agent's
+    /// reconnecting client), or `None` when its clients never reconnect.
+    pub fn reconnect_after(&self) -> Option<Dur> {
+        match (&self.stack, &self.spec.engine) {
+            (Stack::Kernel, tailcut_scheme::EngineSpec::Reconnect { reconnect_after, .. }) => {
+                Some(*reconnect_after)
+            }
+            _ => None,
+        }
     }
 
     /// Whether the kernel stack runs DCTCP (tailcut's BPF DCTCP): the scheme's TCP is DCTCP, or the
@@ -556,6 +584,10 @@ pub struct FlowRow {
     /// The local port of the side that connected (the data receiver for request/response); the
     /// other side listens on `[testbed].port`. A persistent connection's flows share it.
     pub client_port: Option<u16>,
+    /// With a reconnecting client (`tcp_reconnect`, `dctcp_reconnect`): how many times the flow's
+    /// call was re-sent on a new connection (0: answered on the connection it was first written on);
+    /// `None` for other schemes.
+    pub reconnects: Option<u32>,
     pub error: Option<String>,
 }
 
@@ -587,6 +619,10 @@ pub struct SchemeSummary {
     pub dctcp: Option<crate::dctcp::DctcpStats>,
     /// Whether the run kept its timing (`crate::timing`).
     pub timing: crate::timing::TimingVerdict,
+    /// With a reconnecting client (`tcp_reconnect`, `dctcp_reconnect`): the connections its clients
+    /// gave up for a new one from their next NIC, over every host (the simulator's `tcp_reconnects`);
+    /// `None` for other schemes.
+    pub reconnects: Option<u64>,
 }
 
 /// A runtime message's sender counters, as its agent reported them.
@@ -806,9 +842,13 @@ fn run_scheme(
     };
     // Each host's NIC rate (scaled), which CloudBurst paces at where the entry leaves it to the host.
     let host_nic_bps = Network::unrouted(&spec, exp.seed).host_info().1;
+    // The faults count from the experiment's time zero, as the flows' start times do (not from the
+    // fabric's start, which comes before the agents start and listen): checked here, before any
+    // namespace is made, and handed to the fabric at the time zero.
+    tailcut_sim::fault::plan(&faults, &Network::unrouted(&spec, exp.seed), exp.seed)?;
     let bed = Testbed::start(TestbedSpec {
         topo: spec,
-        faults,
+        faults: Vec::new(),
         seed: exp.seed,
         host: HostSetup {
             mtu: tb.mtu,
@@ -843,6 +883,7 @@ fn run_scheme(
         true => Some(TlsMaterial::generate(TLS_SERVER_NAME).map_err(|e| format!("schemes.{}: {e}", s.name))?),
         false => None,
     };
+    let reconnect = st.reconnect_after();
     let mut plans: Vec<Plan> = hosts
         .iter()
         .enumerate()
@@ -853,6 +894,10 @@ fn run_scheme(
             flows: Vec::new(),
             runtime: runtime.as_ref().map(|r| r.for_host(h as u32, host_nic_bps[h])),
             tls: tls.clone(),
+            reconnect: reconnect.map(|after| ReconnectPlan {
+                after_ns: after.0,
+                nics: hosts[h].ips.iter().map(|&ip| IpAddr::V4(ip)).collect(),
+            }),
         })
         .collect();
     let conns = persistent_connections(exp, flows);
@@ -944,6 +989,10 @@ fn run_scheme(
         }
     }
     let zero = monotonic_ns() + WARMUP.as_nanos() as u64;
+    if let Err(e) = bed.faults_from(&faults, zero) {
+        stop_all(&mut agents);
+        return Err(e);
+    }
     for (h, mut stdin) in hosts.iter().zip(stdins) {
         stdin
             .write_all(format!("{zero}\n").as_bytes())
@@ -959,6 +1008,9 @@ fn run_scheme(
     let mut counters: Vec<Option<RuntimeCounters>> = vec![None; n];
     let mut response_counters: Vec<Option<RuntimeCounters>> = vec![None; n];
     let mut error: Vec<Option<String>> = vec![None; n];
+    // With a reconnecting client: the reconnections, and per flow how often its call was re-sent.
+    let mut reconnections = 0u64;
+    let mut resent = vec![0u32; n];
     let mut done = 0;
     let deadline = zero + exp.max_time.0 + tb.grace.0;
     // Every flow finishes (and the sender of a per-flow connection reports its retransmissions), or
@@ -969,6 +1021,12 @@ fn run_scheme(
         .flat_map(|p| &p.flows)
         .filter(|f| !kernel || f.conn.is_none())
         .count();
+    let on_persistent: std::collections::HashSet<u64> = plans
+        .iter()
+        .flat_map(|p| &p.flows)
+        .filter(|f| f.conn.is_some())
+        .map(|f| f.id)
+        .collect();
     // Each flow counts once, whichever of its final lines (counters, retransmissions, an error)
     // comes first.
     let mut got_retrans = 0;
@@ -1014,6 +1072,10 @@ fn run_scheme(
                     done += 1;
                 }
             }
+            // A persistent connection's count is not one flow's: an acceptor reports one only for a
+            // connection that carried a single call and ended cleanly, which a connection a
+            // reconnecting client gave up after one call can look like.
+            Ok(Event::Retrans { id, .. }) if on_persistent.contains(&id) => {}
             Ok(Event::Retrans { id, segments }) => {
                 retrans[id as usize] = Some(segments);
                 if !std::mem::replace(&mut reported[id as usize], true) {
@@ -1055,6 +1117,14 @@ fn run_scheme(
                     }
                     if !std::mem::replace(&mut accounted[id as usize], true) {
                         got_ports += 1;
+                    }
+                }
+            }
+            Ok(Event::Reconnect { resent: ids, .. }) => {
+                reconnections += 1;
+                for id in ids {
+                    if let Some(k) = resent.get_mut(id as usize) {
+                        *k += 1;
                     }
                 }
             }
@@ -1121,6 +1191,7 @@ fn run_scheme(
                 sent_bytes: flow_counters[i].map(|c| c.sent_bytes),
                 start_late_ns: start[i].map(|t| t.saturating_sub(planned)),
                 client_port: client_port[i],
+                reconnects: reconnect.is_some().then_some(resent[i]),
                 error: error[i].clone(),
             }
         })
@@ -1149,6 +1220,7 @@ fn run_scheme(
         congestion_control,
         dctcp: dctcp_stats,
         timing,
+        reconnects: reconnect.is_some().then_some(reconnections),
     };
     Ok((rows, summary))
 }
@@ -1236,7 +1308,11 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
         .into());
     }
     let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
-    let (exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
+    let (mut exp, tb) = load(&text).map_err(|e| TestbedError::from(e).in_file(file))?;
+    // The file's own paths (a topology file, a CDF) are relative to its folder, as the simulator reads
+    // them.
+    let folder = Path::new(file).parent().unwrap_or(Path::new("."));
+    tailcut_sim::paths::anchor_paths(&mut exp, folder);
     let existed = out.exists();
     if existed {
         remove_outputs(out)?;
@@ -1258,13 +1334,16 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
             }
         }
         eprintln!(
-            "{}: {}/{} flows completed, FCT p50 {} ns, p99 {} ns, {}",
+            "{}: {}/{} flows completed, FCT p50 {} ns, p99 {} ns, {}{}",
             s.scheme,
             s.completed,
             s.flows,
             fct_percentile_text(s.fct_p50_ns),
             fct_percentile_text(s.fct_p99_ns),
-            timeouts_text(s)
+            timeouts_text(s),
+            s.reconnects
+                .map(|k| format!(", reconnections {k}"))
+                .unwrap_or_default()
         );
     }
     // Last, so that it is what a user sees at the end of the run.

@@ -185,12 +185,12 @@ impl Fabric {
         tailcut_sys::clock::monotonic_ns().saturating_sub(self.epoch_ns)
     }
 
-    /// Runs until `stop` is set; `control` delivers fault actions to apply after a delay from the
-    /// moment they are received.
+    /// Runs until `stop` is set; `control` delivers fault actions to apply at a `CLOCK_MONOTONIC`
+    /// time (ns; one already past applies at once).
     pub fn run(
         &mut self,
         stop: &AtomicBool,
-        control: &Receiver<(Dur, FaultAction)>,
+        control: &Receiver<(u64, FaultAction)>,
     ) -> io::Result<FabricReport> {
         let poller = Poller::new()?;
         for (i, t) in self.tuns.iter().enumerate() {
@@ -216,8 +216,8 @@ impl Fabric {
         let mut ready = Vec::with_capacity(64);
         while !stop.load(AtomicOrdering::Relaxed) {
             let now = self.now();
-            while let Ok((after, a)) = control.try_recv() {
-                self.faults.push((Dur(now + after.0), a));
+            while let Ok((at, a)) = control.try_recv() {
+                self.faults.push((Dur(at.saturating_sub(self.epoch_ns)), a));
                 self.faults[self.next_fault..].sort_by_key(|(t, _)| *t);
             }
             self.apply_due_faults(now);

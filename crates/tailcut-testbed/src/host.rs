@@ -55,6 +55,11 @@ const BASE_SYSCTLS: [(&str, &str); 3] = [
     ("net.ipv6.conf.default.disable_ipv6", "1"),
 ];
 
+/// Every NIC plane's addresses (`addr.rs`: NIC k of every host on `10.(k+1).0.0/16`).
+const CROSS_PLANE: &str = "10.0.0.0/8";
+/// The routing table of a host's NIC k (k >= 1) is this plus k: packets from its address leave by it.
+const SOURCE_TABLE: usize = 100;
+
 /// A host's namespace: cheap to clone, usable from any thread.
 #[derive(Clone)]
 pub struct HostNs {
@@ -91,6 +96,22 @@ impl HostNs {
                         setup.mtu, setup.tun_queue_packets
                     );
                     batch += &format!("addr add {ip}/{} dev {dev}\n", crate::addr::AddrTable::PREFIX);
+                }
+                // Another plane's address (a peer with fewer NICs) is reached by the first NIC, and a
+                // multi-homed host's packets from its k-th address leave by its k-th NIC, as the
+                // simulator's do: without these, a connection bound to a second address to a
+                // one-NIC peer went out of the first NIC (the connected route to the peer's plane), and
+                // the peer had no route back to the second address at all.
+                if !ips_owned.is_empty() {
+                    batch += &format!(
+                        "route add {CROSS_PLANE} dev {}\n",
+                        crate::addr::AddrTable::ifname(0)
+                    );
+                }
+                for (k, ip) in ips_owned.iter().enumerate().skip(1) {
+                    let (dev, table) = (crate::addr::AddrTable::ifname(k), SOURCE_TABLE + k);
+                    batch += &format!("rule add from {ip} lookup {table}\n");
+                    batch += &format!("route add {CROSS_PLANE} dev {dev} table {table}\n");
                 }
                 if setup.mptcp_endpoints || !setup.mptcp_join_ports.is_empty() {
                     batch += "mptcp limits set subflow 8 add_addr_accepted 8\n";

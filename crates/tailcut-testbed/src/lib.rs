@@ -13,6 +13,7 @@ pub mod lateness;
 pub mod netstat;
 pub mod outputs;
 pub mod pcap;
+pub mod reconnect;
 /// Whether this machine can run a testbed (in tailcut-sys, so that crates below the testbed, the
 /// T-RACKs agent's BPF tests, share it).
 pub use tailcut_sys::probe;

@@ -22,7 +22,8 @@ use tailcut_sim::topo::TopoSpec;
 /// Everything a testbed is built from.
 pub struct TestbedSpec {
     pub topo: TopoSpec,
-    /// Faults on the simulator's schedule, from the moment the fabric starts.
+    /// Faults on the simulator's schedule, from the moment the fabric starts (to time them from another
+    /// moment, leave this empty and give them to [`Testbed::faults_from`]).
     pub faults: Vec<FaultConfig>,
     /// Master seed: ECMP salts, the ports' loss and AQM draws, random fault placement.
     pub seed: u64,
@@ -40,7 +41,7 @@ pub struct Testbed {
     names: Network,
     seed: u64,
     stop: Arc<AtomicBool>,
-    control: Sender<(Dur, FaultAction)>,
+    control: Sender<(u64, FaultAction)>,
     fabric: Option<JoinHandle<io::Result<FabricReport>>>,
 }
 
@@ -114,9 +115,22 @@ impl Testbed {
     pub fn fault_now(&self, f: &FaultConfig) -> Result<(), TestbedError> {
         let actions = fault::plan(std::slice::from_ref(f), &self.names, self.seed)?;
         let start = actions.iter().map(|(t, _)| t.0).min().unwrap_or(0);
+        let now = tailcut_sys::clock::monotonic_ns();
+        self.send(actions.into_iter().map(|(t, a)| (Dur(t.0 - start), a)), now)
+    }
+
+    /// Applies `faults` on the simulator's schedule counted from `zero` (`CLOCK_MONOTONIC` ns): an
+    /// experiment's time zero, which its flows' start times count from too. A fault that names no link
+    /// of this testbed is a [`TestbedError::Config`] at `faults[i]`.
+    pub fn faults_from(&self, faults: &[FaultConfig], zero: u64) -> Result<(), TestbedError> {
+        let actions = fault::plan(faults, &self.names, self.seed)?;
+        self.send(actions.into_iter(), zero)
+    }
+
+    fn send(&self, actions: impl Iterator<Item = (Dur, FaultAction)>, zero: u64) -> Result<(), TestbedError> {
         for (t, a) in actions {
             self.control
-                .send((Dur(t.0 - start), a))
+                .send((zero + t.0, a))
                 .map_err(|_| TestbedError::Run("the fabric has stopped".into()))?;
         }
         Ok(())

@@ -453,3 +453,58 @@ fn the_runtime_plan_follows_the_resolved_scheme() {
     let p = plan("transport = \"cp\"");
     assert!(p.trims && !p.per_nic_paths && !p.nic_rate_from_host);
 }
+
+/// The reconnecting clients run on Linux's TCP or DCTCP, with the base's kernel settings and the
+/// scheme's own `reconnect_after` (its default when the entry leaves it); one-way flows, which the
+/// simulator's client never stops watching, are refused at the workload's field.
+#[test]
+fn reconnect_schemes_run_on_the_kernel_with_their_base_and_reconnect_after() {
+    let rpc = "[[workload]]\nname = \"c\"\npattern = { kind = \"all_to_all\" }\nfixed = \"10KB\"\n\
+               request_bytes = \"1KB\"\nflows = 5\n";
+    let one = |scheme: &str, params: &str| {
+        let text = format!(
+            "name = \"t\"\n[topology]\nkind = \"star\"\nhosts = 3\n{rpc}[[schemes]]\nname = \"s\"\n\
+             transport = \"{scheme}\"\nparams = {{ {params} }}\n"
+        );
+        let (exp, tb) = load(&text).unwrap();
+        check(&exp, &tb, 3).map(|_| (exp, tb))
+    };
+    let (exp, tb) = one(
+        "dctcp_reconnect",
+        "min_rto = \"200ms\", reconnect_after = \"250ms\"",
+    )
+    .unwrap();
+    let s = &exp.schemes[0];
+    let st = stack(&exp, &tb, s).unwrap();
+    assert_eq!(st.stack, Stack::Kernel);
+    assert_eq!(st.reconnect_after(), Some(Dur::from_millis(250)));
+    let (k, g) = scheme_kernel_settings(&tb, s, &st).unwrap();
+    assert_eq!(k.congestion_control.as_deref(), Some(crate::dctcp::CONFIG_NAME));
+    assert_eq!((k.rto_min_us, g), (Some(200_000), Some(crate::dctcp::DEFAULT_G)));
+    let (exp, tb) = one("tcp_reconnect", "").unwrap();
+    let s = &exp.schemes[0];
+    let st = stack(&exp, &tb, s).unwrap();
+    assert_eq!(st.reconnect_after(), Some(Dur::from_millis(1000)));
+    assert_eq!(
+        scheme_kernel_settings(&tb, s, &st).unwrap().1,
+        None,
+        "no DCTCP under tcp_reconnect"
+    );
+    let (exp, tb) = one("dctcp", "").unwrap();
+    assert_eq!(stack(&exp, &tb, &exp.schemes[0]).unwrap().reconnect_after(), None);
+    let e = one("tcp_reconnect", "reconnect_after = \"0s\"")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("schemes[0].params.reconnect_after: must be > 0"),
+        "{e}"
+    );
+    let e = one("tcp_reconnect", "max_rto = \"1s\"").unwrap_err().to_string();
+    assert!(e.starts_with("schemes[0].params.max_rto"), "{e}");
+    // BASE's component is one-way.
+    let e = err("[[schemes]]\nname = \"r\"\ntransport = \"dctcp_reconnect\"\n");
+    assert!(
+        e.starts_with("workload[0].request_bytes: 'dctcp_reconnect' is an RPC client"),
+        "{e}"
+    );
+}
