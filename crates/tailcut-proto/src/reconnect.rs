@@ -38,8 +38,12 @@ pub struct Reconnect {
     events: VecDeque<AppEvent>,
     reconnects: u64,
     // Client side.
-    /// Requests without a complete response, in sending order, with their lengths.
+    /// Requests without a complete response and one-way messages not yet acknowledged, in sending
+    /// order, with their lengths.
     outstanding: Vec<(MsgId, u64)>,
+    /// The one-way messages among `outstanding` (sent with `send_message`, no response expected):
+    /// done when acknowledged, as nothing else will come for them.
+    one_way: BTreeSet<MsgId>,
     /// The response framed for each outstanding request, and its length.
     responses: BTreeMap<MsgId, (MsgId, u64)>,
     /// Requests whose response framing the current connection has.
@@ -88,6 +92,7 @@ impl Reconnect {
             events: VecDeque::new(),
             reconnects: 0,
             outstanding: Vec::new(),
+            one_way: BTreeSet::new(),
             responses: BTreeMap::new(),
             registered: BTreeSet::new(),
             last_progress: now,
@@ -230,6 +235,9 @@ impl Reconnect {
                 }
                 AppEvent::MessageAcked { msg, .. } => {
                     self.last_progress = now;
+                    if self.client && self.one_way.remove(&msg) {
+                        self.outstanding.retain(|o| o.0 != msg);
+                    }
                     if !self.client {
                         self.sent_responses.retain(|_, r| r.0 != msg);
                     }
@@ -241,6 +249,15 @@ impl Reconnect {
 }
 
 impl Reconnect {
+    /// Client: sends `msg` and watches it (the no-progress clock starts if nothing else was).
+    fn watch(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        if self.outstanding.is_empty() {
+            self.last_progress = now;
+        }
+        self.outstanding.push((msg, len_bytes));
+        self.inner.send_message(now, msg, len_bytes);
+    }
+
     /// Server: sends a message now, or holds it while resumed requests are answered in their order.
     fn send_or_hold(&mut self, now: Time, request: Option<MsgId>, msg: MsgId, len_bytes: u64) {
         if self.resume_order.is_empty() {
@@ -253,14 +270,22 @@ impl Reconnect {
 }
 
 impl Engine for Reconnect {
-    /// The client's messages are its requests: re-sent on a new connection until answered.
+    /// A client's one-way message: re-sent on a new connection until acknowledged (nothing answers
+    /// it, so a response cannot end it; watched until answered, it would make the client reconnect
+    /// and send it again after every quiet `reconnect_after`).
     fn send_message(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
         if self.client {
-            if self.outstanding.is_empty() {
-                self.last_progress = now;
-            }
-            self.outstanding.push((msg, len_bytes));
-            self.inner.send_message(now, msg, len_bytes);
+            self.one_way.insert(msg);
+            self.watch(now, msg, len_bytes);
+            return;
+        }
+        self.send_or_hold(now, None, msg, len_bytes);
+    }
+
+    /// A client's request: re-sent on a new connection until answered.
+    fn send_request(&mut self, now: Time, msg: MsgId, len_bytes: u64) {
+        if self.client {
+            self.watch(now, msg, len_bytes);
             return;
         }
         self.send_or_hold(now, None, msg, len_bytes);
@@ -368,6 +393,12 @@ mod tests {
     /// A client (two addresses) and a server joined by a lossless 10 us path; the server answers
     /// request `req` with `resp` as soon as it arrives. Returns both ends and every event, in order.
     fn rpc(req: MsgId, resp: MsgId) -> ([Reconnect; 2], Vec<(usize, AppEvent)>) {
+        exchange(req, Some(resp))
+    }
+
+    /// [`rpc`], or with `resp` `None` a one-way message `req` that nothing answers; run for 100 ms
+    /// (100 x `reconnect_after`).
+    fn exchange(req: MsgId, resp: Option<MsgId>) -> ([Reconnect; 2], Vec<(usize, AppEvent)>) {
         let client = FiveTuple {
             src: Addr(1),
             dst: Addr(10),
@@ -406,8 +437,16 @@ mod tests {
                 Time::ZERO,
             ),
         ];
-        e[1].expect_request(req, 1000);
-        e[0].send_request(Time::ZERO, req, 1000);
+        match resp {
+            Some(_) => {
+                e[1].expect_request(req, 1000);
+                e[0].send_request(Time::ZERO, req, 1000);
+            }
+            None => {
+                e[1].expect_message(req, 1000);
+                e[0].send_message(Time::ZERO, req, 1000);
+            }
+        }
         let mut now = Time::ZERO;
         let mut wire: Vec<(Time, usize, Packet, Vec<u8>)> = Vec::new();
         let mut log = Vec::new();
@@ -419,9 +458,11 @@ mod tests {
                 }
                 while let Some(ev) = e[i].poll_event() {
                     log.push((i, ev));
-                    if i == 1 && ev == (AppEvent::MessageReceived { msg: req }) {
-                        e[0].expect_response(req, resp, 3000);
-                        e[1].send_response(now, req, resp, 3000);
+                    if let (1, Some(resp)) = (i, resp) {
+                        if ev == (AppEvent::MessageReceived { msg: req }) {
+                            e[0].expect_response(req, resp, 3000);
+                            e[1].send_response(now, req, resp, 3000);
+                        }
                     }
                 }
             }
@@ -456,5 +497,25 @@ mod tests {
         assert!(e[0].outstanding.is_empty() && e[0].responses.is_empty());
         assert_eq!(e[0].reconnects, 0);
         assert!(e[1].sent_responses.is_empty(), "the response was acknowledged");
+    }
+
+    /// A one-way message is done when acknowledged: the client stops watching it and never
+    /// reconnects to send it again (it did after every quiet `reconnect_after`, watching for a
+    /// response that nothing sends).
+    #[test]
+    fn a_one_way_message_ends_at_its_ack_without_a_reconnection() {
+        let (e, log) = exchange(7, None);
+        assert_eq!(
+            log.iter()
+                .filter(|l| **l == (1, AppEvent::MessageReceived { msg: 7 }))
+                .count(),
+            1,
+            "{log:?}"
+        );
+        assert!(log
+            .iter()
+            .any(|l| matches!(l, (0, AppEvent::MessageAcked { msg: 7, .. }))));
+        assert!(e[0].outstanding.is_empty() && e[0].one_way.is_empty());
+        assert_eq!(e[0].reconnects, 0);
     }
 }

@@ -157,9 +157,9 @@ fn check(exp: &Experiment, tb: &TestbedConfig, hosts: usize) -> Result<Vec<Schem
                     .iter()
                     .position(|w| w.persistent_connections_per_pair().is_some());
                 if st.reconnect_after().is_some() {
-                    // The simulator's reconnecting client only ever stops watching a call when its
-                    // response arrives: a one-way flow's stays outstanding, and the client reconnects
-                    // and re-sends it whenever it has been quiet for `reconnect_after`.
+                    // The agent's reconnecting client watches a call for its response bytes, what a
+                    // socket shows the application. The simulator's also ends a one-way message at
+                    // its acknowledgement, which a socket does not report: refused, not approximated.
                     if let Some(w) = exp.workload.iter().position(|w| w.request_bytes.0 == 0) {
                         return Err(ConfigError::new(
                             format!("workload[{w}].request_bytes"),
