@@ -532,6 +532,8 @@ impl<S: ClientScheme> ClientLoop<S> {
                             p.request_final = Some(stats);
                         }
                         self.release(now, key);
+                        // A long-lived association otherwise keeps its largest message's records.
+                        self.scheme.engine().release_memory();
                     }
                     Some(CallEvent::Broken) => self.stats.protocol_errors += 1,
                     Some(CallEvent::Stale) => self.stats.stale_responses += 1,

@@ -489,11 +489,15 @@ impl<S: ServerScheme> ServerLoop<S> {
                         self.stats.responses_acked += 1;
                         self.scheme.acked(&mut a.state, msg);
                         Self::observe(&mut self.observer, &mut self.tags, id, msg, stats);
+                        // As the simulator does: memory follows the messages in flight, not the
+                        // largest one an association ever carried.
+                        a.engine.release_memory();
                     }
                     AppEvent::MessageFailed { msg, stats } => {
                         self.stats.responses_failed += 1;
                         self.scheme.acked(&mut a.state, msg);
                         Self::observe(&mut self.observer, &mut self.tags, id, msg, stats);
+                        a.engine.release_memory();
                     }
                     AppEvent::Connected => {}
                 }
