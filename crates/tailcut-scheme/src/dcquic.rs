@@ -56,6 +56,14 @@ const DOCS: &[Doc] = &[
         "not in the paper: fire only when the short window's streams also took this long on average (0 = the paper's rule; on real hosts, above the host's scheduling stalls)",
     ),
     (
+        "migration.hold_down",
+        "not in the paper: after migrating away from a path, do not migrate back onto it within this time; the next path not held down is taken, none if all are (0 = the paper's next path; with two NICs that is the path just left)",
+    ),
+    (
+        "migration.min_history",
+        "not in the paper: streams finished on the current path before the rule may fire (0 = the paper's rule, W + w samples with in-flight streams counted)",
+    ),
+    (
         "zero_rtt",
         "0-RTT resumption: a client host keeps session tickets per server (deterministic store) and sends its requests with the first flight of later connections",
     ),

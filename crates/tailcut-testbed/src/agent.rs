@@ -128,6 +128,12 @@ pub enum Event {
         redundant_bytes: u64,
         sent_bytes: u64,
     },
+    /// On the runtime with DCQUIC, after each call: the proactive migrations the client of connection
+    /// `conn` (the plan's persistent connection, or `1 << 40 | id` for a flow's own) made so far.
+    Migrations {
+        conn: u64,
+        total: u64,
+    },
 }
 
 pub(crate) const HEADER: usize = 24;

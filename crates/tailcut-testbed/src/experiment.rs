@@ -623,6 +623,10 @@ pub struct SchemeSummary {
     /// gave up for a new one from their next NIC, over every host (the simulator's `tcp_reconnects`);
     /// `None` for other schemes.
     pub reconnects: Option<u64>,
+    /// With DCQUIC on the runtime: the proactive migrations its clients made (`dcquic_migrations`
+    /// of the simulator), summed over connections, each as of its last finished call; `None` for
+    /// other schemes.
+    pub migrations: Option<u64>,
 }
 
 /// A runtime message's sender counters, as its agent reported them.
@@ -1043,6 +1047,8 @@ fn run_scheme(
         !kernel && (0..n).any(|i| reply_of[i] && finish[i].is_some() && got[i].is_none())
     };
     let mut settle_until: Option<u64> = None;
+    // DCQUIC: each connection's client's migrations, at its last reported call.
+    let mut migrations: BTreeMap<u64, u64> = BTreeMap::new();
     loop {
         let now = monotonic_ns();
         if now >= deadline {
@@ -1119,6 +1125,10 @@ fn run_scheme(
                         got_ports += 1;
                     }
                 }
+            }
+            Ok(Event::Migrations { conn, total }) => {
+                let m = migrations.entry(conn).or_insert(0);
+                *m = (*m).max(total);
             }
             Ok(Event::Reconnect { resent: ids, .. }) => {
                 reconnections += 1;
@@ -1221,6 +1231,7 @@ fn run_scheme(
         dctcp: dctcp_stats,
         timing,
         reconnects: reconnect.is_some().then_some(reconnections),
+        migrations: (!migrations.is_empty()).then(|| migrations.values().sum()),
     };
     Ok((rows, summary))
 }
@@ -1344,6 +1355,9 @@ pub fn cli(args: &[String], me: &SelfCommand) -> Result<bool, TestbedError> {
             s.reconnects
                 .map(|k| format!(", reconnections {k}"))
                 .unwrap_or_default()
+                + &s.migrations
+                    .map(|k| format!(", migrations {k}"))
+                    .unwrap_or_default()
         );
     }
     // Last, so that it is what a user sees at the end of the run.

@@ -293,6 +293,15 @@ pub fn run_flow(plan: &RuntimePlan, f: &PlannedFlow, shared: &Shared, out: &Out)
             },
         ),
     }
+    if let Some(d) = client.stats().dcquic {
+        emit(
+            out,
+            &Event::Migrations {
+                conn: f.conn.map_or(1 << 40 | f.id, u64::from),
+                total: d.migrations,
+            },
+        );
+    }
     if f.conn.is_none() {
         // Its own association: closed, so the server frees it at once.
         if let Ok(c) = Arc::try_unwrap(client) {

@@ -63,6 +63,8 @@ pub struct DcquicEngine {
     tuple: FiveTuple,
     local_addrs: Vec<Addr>,
     addr_idx: usize,
+    /// When the client last migrated away from each of `local_addrs` (`migration.hold_down`).
+    left_at: Vec<Option<Time>>,
     start: Time,
     connected: bool,
     events: VecDeque<AppEvent>,
@@ -339,6 +341,7 @@ impl DcquicEngine {
                 proto: Proto::Udp,
                 ..tuple
             },
+            left_at: vec![None; local_addrs.len()],
             local_addrs,
             addr_idx,
             start: now,
@@ -389,13 +392,25 @@ impl DcquicEngine {
         self.conn.as_ref().map(|(_, c)| c.current_mtu())
     }
 
-    /// Proactive migration: move to the next local address (another NIC, hence another path). QUIC
-    /// switches to a fresh connection ID and the peer validates the new path.
+    /// Proactive migration: move to the next local address (another NIC, hence another path) not held
+    /// down (`migration.hold_down`; false, and no move, if every other one is). QUIC switches to a
+    /// fresh connection ID and the peer validates the new path.
     pub fn migrate(&mut self, now: Time) -> bool {
         if self.side != Side::Client || self.local_addrs.len() < 2 || self.conn.is_none() {
             return false;
         }
-        self.addr_idx = (self.addr_idx + 1) % self.local_addrs.len();
+        let Some(next) = super::migration::next_path(
+            self.addr_idx,
+            self.local_addrs.len(),
+            &self.left_at,
+            now,
+            self.shared.cfg.migration.hold_down,
+        ) else {
+            return false;
+        };
+        self.left_at.resize(self.local_addrs.len(), None);
+        self.left_at[self.addr_idx] = Some(now);
+        self.addr_idx = next;
         self.tuple.src = self.local_addrs[self.addr_idx];
         if let Some((_, c)) = self.conn.as_mut() {
             c.local_address_changed();

@@ -28,6 +28,19 @@ pub struct MigrationConfig {
     /// thread descheduled for a few milliseconds makes microsecond RPCs look alpha times slower; a
     /// floor above the host's stalls and below the outage to detect tells the two apart.
     pub min_stall: crate::Dur,
+    /// Not in the paper: after the client migrates away from a path, it does not migrate back onto it
+    /// within this time; it takes the next path not held down, and stays put if every other path is.
+    /// 0 = the paper's "next path" whatever it is. With two NICs the next path is always the one just
+    /// left, so a migration on host jitter (or on a short blip of the new path) goes straight back
+    /// onto a path that may still be failing, where the reset monitor needs W + w new records before
+    /// it can leave again.
+    pub hold_down: crate::Dur,
+    /// Not in the paper: the rule fires only once this many streams have finished on the current path
+    /// (records since the connection started or last changed path; in-flight streams do not count).
+    /// 0 = the paper's rule, which needs W + w samples, the in-flight streams of the periodic check
+    /// included. More history makes the long window's mean a steadier baseline right after a
+    /// migration, when a few streams slowed by the path change itself would otherwise make it.
+    pub min_history: u32,
 }
 
 impl Default for MigrationConfig {
@@ -39,6 +52,8 @@ impl Default for MigrationConfig {
             alpha: 2.0,
             check_interval: crate::Dur::from_millis(1),
             min_stall: crate::Dur(0),
+            hold_down: crate::Dur(0),
+            min_history: 0,
         }
     }
 }
@@ -64,8 +79,49 @@ impl MigrationConfig {
         if self.check_interval.0 == 0 {
             return Err(ConfigError::new("migration.check_interval", "must be > 0"));
         }
+        // Far beyond any window: a typo (e.g. a duration's nanoseconds) rather than a history.
+        if self.min_history > MAX_MIN_HISTORY {
+            return Err(ConfigError::new(
+                "migration.min_history",
+                format!(
+                    "must be at most {MAX_MIN_HISTORY} streams, got {}",
+                    self.min_history
+                ),
+            ));
+        }
+        // An hour of hold-down is no longer a guard but a ban; a longer value is a unit mistake.
+        if self.hold_down > crate::Dur::from_millis(3_600_000) {
+            return Err(ConfigError::new(
+                "migration.hold_down",
+                format!("must be at most 1h, got {}ns", self.hold_down.0),
+            ));
+        }
         Ok(())
     }
+}
+
+/// Upper bound of `migration.min_history`, streams.
+pub const MAX_MIN_HISTORY: u32 = 1_000_000;
+
+/// The path to migrate to from `current` among `n` paths, with `hold_down`: the first of
+/// `current + 1, current + 2, ...` (cyclically) that was not left less than `hold_down` before `now`
+/// (`left_at[i]`: when the client last migrated away from path `i`; missing = never). None if every
+/// other path is held down (or there is no other path). With `hold_down` 0 it is `current + 1` mod n,
+/// the paper's next path.
+pub fn next_path(
+    current: usize,
+    n: usize,
+    left_at: &[Option<Time>],
+    now: Time,
+    hold_down: crate::Dur,
+) -> Option<usize> {
+    (1..n).map(|k| (current + k) % n).find(|&i| {
+        left_at
+            .get(i)
+            .copied()
+            .flatten()
+            .is_none_or(|t| now.saturating_sub(t) >= hold_down)
+    })
 }
 
 /// One finished stream (Sec. 3.4.1).
@@ -97,6 +153,10 @@ pub struct Monitor {
     samples: VecDeque<f64>,
     /// Their total bytes (to size the provisional sample of a stream whose length is unknown).
     bytes: VecDeque<u64>,
+    /// `min_history`: records needed on this path before the rule may fire.
+    min_history: u64,
+    /// Records since the last reset (not capped at W + w).
+    recorded: u64,
 }
 
 impl Monitor {
@@ -109,6 +169,8 @@ impl Monitor {
             min_stall: cfg.min_stall.0 as f64,
             samples: VecDeque::with_capacity(cap),
             bytes: VecDeque::with_capacity(cap),
+            min_history: cfg.min_history as u64,
+            recorded: 0,
         }
     }
 
@@ -120,6 +182,7 @@ impl Monitor {
         }
         self.samples.push_back(r.time_per_byte());
         self.bytes.push_back(r.total_bytes);
+        self.recorded += 1;
         self.fires(&[])
     }
 
@@ -133,10 +196,10 @@ impl Monitor {
 
     /// Eq. 4 over the records followed by `provisional` (per-byte time, bytes) of streams still in
     /// flight, in opening order; and, with `min_stall`, the short window's mean completion time at
-    /// least that. Needs W + w samples in all.
+    /// least that. Needs W + w samples in all, and `min_history` records.
     pub fn fires(&self, provisional: &[(f64, u64)]) -> bool {
         let n = self.samples.len() + provisional.len();
-        if n < self.long + self.short {
+        if n < self.long + self.short || self.recorded < self.min_history {
             return false;
         }
         let at = |i: usize| -> (f64, u64) {
@@ -170,6 +233,12 @@ impl Monitor {
     pub fn reset(&mut self) {
         self.samples.clear();
         self.bytes.clear();
+        self.recorded = 0;
+    }
+
+    /// Records since the last reset.
+    pub fn recorded(&self) -> u64 {
+        self.recorded
     }
 
     pub fn len(&self) -> usize {

@@ -349,6 +349,178 @@ fn migration_rule_with_min_stall_needs_the_short_window_that_slow_in_time() {
     assert!(m.record(&rec(6, 30)));
 }
 
+/// `min_history` (not in the paper): the rule does not fire before that many records on the current
+/// path; in-flight (provisional) streams do not count toward it; a reset (migration) starts the count
+/// again; 0 is the paper's rule.
+#[test]
+fn migration_rule_with_min_history_waits_for_that_many_records_on_the_path() {
+    let paper = MigrationConfig {
+        long_window: 5,
+        short_window: 2,
+        alpha: 2.0,
+        ..MigrationConfig::default()
+    };
+    let guarded = MigrationConfig {
+        min_history: 8,
+        ..paper.clone()
+    };
+    let rec = |i: u64, ns: u64| StreamRecord {
+        id: i,
+        start: Time(0),
+        end: Time(ns),
+        total_bytes: 1,
+    };
+    // 5 fast then slow records: the paper's rule fires at the 7th (W + w) to the 9th (then the slow
+    // records fill the long window), the guarded one not before the 8th.
+    let mut a = Monitor::new(&paper);
+    let mut b = Monitor::new(&guarded);
+    let mut fired_a = Vec::new();
+    let mut fired_b = Vec::new();
+    for i in 0..9 {
+        let r = rec(i, if i < 5 { 10 } else { 1000 });
+        fired_a.push(a.record(&r));
+        fired_b.push(b.record(&r));
+    }
+    assert_eq!(
+        fired_a,
+        [false, false, false, false, false, false, true, true, true]
+    );
+    assert_eq!(
+        fired_b,
+        [false, false, false, false, false, false, false, true, true]
+    );
+    assert_eq!(b.recorded(), 9);
+    // Provisional streams complete the windows for the paper's rule, not the history.
+    let mut a = Monitor::new(&paper);
+    let mut b = Monitor::new(&MigrationConfig {
+        min_history: 7,
+        ..paper.clone()
+    });
+    for i in 0..6 {
+        a.record(&rec(i, 10));
+        b.record(&rec(i, 10));
+    }
+    assert!(a.fires(&[(1000.0, 1)]));
+    assert!(!b.fires(&[(1000.0, 1)]));
+    b.record(&rec(6, 10));
+    assert!(b.fires(&[(1000.0, 1), (1000.0, 1)]));
+    // A reset (the client left the path) starts the count again.
+    b.reset();
+    assert_eq!(b.recorded(), 0);
+    for i in 0..6 {
+        b.record(&rec(i, 10));
+    }
+    assert!(!b.fires(&[(1000.0, 1)]));
+    // The bound is validated by name.
+    let e = MigrationConfig {
+        min_history: crate::dcquic::migration::MAX_MIN_HISTORY + 1,
+        ..paper
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.to_string().contains("migration.min_history"), "{e}");
+}
+
+/// `hold_down` (not in the paper): the next path skips those left less than `hold_down` ago; none if
+/// every other path is; 0 is the paper's "next path".
+#[test]
+fn next_path_skips_paths_left_within_the_hold_down() {
+    use crate::dcquic::migration::next_path;
+    let s = |x: u64| Time(x * 1_000_000_000);
+    let hd = Dur::from_millis(2_000);
+    // Two paths, on 1 since 10 s, 0 left at 10 s.
+    let left = [Some(s(10)), None];
+    assert_eq!(
+        next_path(1, 2, &left, s(11), Dur(0)),
+        Some(0),
+        "paper: the path just left"
+    );
+    assert_eq!(next_path(1, 2, &left, s(11), hd), None, "held down: stay");
+    assert_eq!(next_path(1, 2, &left, Time(s(12).0 - 1), hd), None);
+    assert_eq!(next_path(1, 2, &left, s(12), hd), Some(0), "hold-down over");
+    // Three paths, on 0: 1 held down, 2 free: skip to 2; both held down: none.
+    let left = [None, Some(s(10)), None];
+    assert_eq!(next_path(0, 3, &left, s(11), Dur(0)), Some(1));
+    assert_eq!(next_path(0, 3, &left, s(11), hd), Some(2));
+    let left = [None, Some(s(10)), Some(s(9) + Dur::from_millis(500))];
+    assert_eq!(next_path(0, 3, &left, s(11), hd), None);
+    assert_eq!(next_path(0, 3, &left, Time(s(11).0 + 500_000_000), hd), Some(2));
+    // Missing entries (a path added by a rebind) were never left.
+    assert_eq!(next_path(0, 3, &[None], s(11), hd), Some(1));
+    // One path: nowhere to go.
+    assert_eq!(next_path(0, 1, &[None], s(11), Dur(0)), None);
+    // The bound is validated by name.
+    let e = MigrationConfig {
+        hold_down: Dur::from_millis(3_600_001),
+        ..MigrationConfig::default()
+    }
+    .validate()
+    .unwrap_err();
+    assert!(e.to_string().contains("migration.hold_down"), "{e}");
+}
+
+/// The engine with two NICs: a delay on the first moves the client to the second; later every path
+/// slows (the host, not a path). The paper's rule then migrates back onto the path it just left; with
+/// `hold_down` the client stays. Called by hand, `migrate` also respects the hold-down until it ends.
+#[test]
+fn hold_down_keeps_the_client_off_the_path_it_just_left() {
+    fn run(hold_down: Dur) -> (u64, Addr, Pair) {
+        let mut c = cfg();
+        c.migration.long_window = 10;
+        c.migration.short_window = 3;
+        c.migration.hold_down = hold_down;
+        let mut p = pair(c, 10_000, 8);
+        let base = sequential(&mut p, 0, 20, 10_000, Time(100_000_000));
+        assert!(base.iter().all(|x| x.is_some()));
+        p.set_fault(|w| {
+            let nic = if w.from == 0 {
+                w.pkt.tuple.src
+            } else {
+                w.pkt.tuple.dst
+            };
+            if nic == Addr(1) {
+                Fate::Delay(Dur::from_micros(9_990))
+            } else {
+                Fate::Deliver
+            }
+        });
+        let slow = sequential(&mut p, 100, 10, 10_000, Time(2_000_000_000));
+        assert!(slow.iter().all(|x| x.is_some()), "{slow:?}");
+        assert_eq!(p.eps[0].counters().migrations, 1);
+        assert_eq!(p.eps[0].local_addr(), Addr(2));
+        // The first path heals; the second builds its history.
+        p.set_fault(|_| Fate::Deliver);
+        let fast = sequential(&mut p, 200, 20, 10_000, Time(3_000_000_000));
+        assert!(fast.iter().all(|x| x.is_some()), "{fast:?}");
+        assert_eq!(p.eps[0].counters().migrations, 1);
+        // Every datagram of both ends is delayed: the host is slow, not a path.
+        p.set_fault(|_| Fate::Delay(Dur::from_micros(9_990)));
+        let host = sequential(&mut p, 300, 10, 10_000, Time(5_000_000_000));
+        assert!(host.iter().all(|x| x.is_some()), "{host:?}");
+        let c = p.eps[0].counters();
+        (c.migrations, p.eps[0].local_addr(), p)
+    }
+    let (n, addr, _) = run(Dur(0));
+    assert_eq!(
+        (n, addr),
+        (2, Addr(1)),
+        "the paper's rule goes back onto the path just left"
+    );
+    let (n, addr, mut p) = run(Dur::from_millis(2_000));
+    assert_eq!((n, addr), (1, Addr(2)), "held down: no migration back");
+    // By hand: still held down (the first migration was less than 2 s ago); once the hold-down is
+    // over, back to the first path.
+    assert!(p.now < Time(2_000_000_000), "{:?}", p.now);
+    assert!(!p.eps[0].migrate(p.now));
+    assert_eq!(p.eps[0].local_addr(), Addr(2));
+    p.set_fault(|_| Fate::Deliver);
+    p.run_until(p.now + Dur::from_millis(2_000));
+    assert!(p.eps[0].migrate(p.now));
+    assert_eq!(p.eps[0].local_addr(), Addr(1));
+    // And now the second path is held down.
+    assert!(!p.eps[0].migrate(p.now));
+}
+
 #[test]
 fn migrated_connection_keeps_its_streams_and_finishes_them() {
     let mut p = pair(cfg(), 10_000, 5);
