@@ -408,7 +408,6 @@ impl DcquicEngine {
         ) else {
             return false;
         };
-        self.left_at.resize(self.local_addrs.len(), None);
         self.left_at[self.addr_idx] = Some(now);
         self.addr_idx = next;
         self.tuple.src = self.local_addrs[self.addr_idx];

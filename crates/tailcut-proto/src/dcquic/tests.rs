@@ -229,20 +229,30 @@ fn dctcp_reduces_by_half_its_marked_fraction() {
     }
 }
 
-#[test]
-fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
-    let mc = MigrationConfig {
+/// The migration rule with small windows (W = 5, w = 2) and the paper's alpha = 2.
+fn small_windows() -> MigrationConfig {
+    MigrationConfig {
         long_window: 5,
         short_window: 2,
         alpha: 2.0,
         ..MigrationConfig::default()
-    };
-    let rec = |i: u64, ns: u64| StreamRecord {
+    }
+}
+
+/// Stream `i`, one byte that took `ns`.
+fn one_byte(i: u64, ns: u64) -> StreamRecord {
+    StreamRecord {
         id: i,
         start: Time(0),
         end: Time(ns),
         total_bytes: 1,
-    };
+    }
+}
+
+#[test]
+fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
+    let mc = small_windows();
+    let rec = one_byte;
     // Fewer than W + w records never fire, however slow.
     let mut m = Monitor::new(&mc);
     for i in 0..6 {
@@ -301,11 +311,8 @@ fn migration_rule_fires_exactly_past_alpha_after_w_plus_w_streams() {
 #[test]
 fn migration_rule_with_min_stall_needs_the_short_window_that_slow_in_time() {
     let mc = MigrationConfig {
-        long_window: 5,
-        short_window: 2,
-        alpha: 2.0,
         min_stall: Dur(1_000),
-        ..MigrationConfig::default()
+        ..small_windows()
     };
     // 10 B streams at 1 ns/B (10 ns each): 100x slower is 1,000 ns a stream.
     let rec = |i: u64, ns: u64| StreamRecord {
@@ -354,22 +361,12 @@ fn migration_rule_with_min_stall_needs_the_short_window_that_slow_in_time() {
 /// again; 0 is the paper's rule.
 #[test]
 fn migration_rule_with_min_history_waits_for_that_many_records_on_the_path() {
-    let paper = MigrationConfig {
-        long_window: 5,
-        short_window: 2,
-        alpha: 2.0,
-        ..MigrationConfig::default()
-    };
+    let paper = small_windows();
     let guarded = MigrationConfig {
         min_history: 8,
         ..paper.clone()
     };
-    let rec = |i: u64, ns: u64| StreamRecord {
-        id: i,
-        start: Time(0),
-        end: Time(ns),
-        total_bytes: 1,
-    };
+    let rec = one_byte;
     // 5 fast then slow records: the paper's rule fires at the 7th (W + w) to the 9th (then the slow
     // records fill the long window), the guarded one not before the 8th.
     let mut a = Monitor::new(&paper);
