@@ -73,9 +73,30 @@ pub fn parse(bytes: &[u8], addr_of: impl Fn(u32) -> Option<Addr>) -> Result<Pack
         route: Route::Ecmp,
         trimmed: false,
         header: Header::Datagram {
-            payload_len: (l4.len() - header_len) as u32,
+            payload_len: match proto {
+                Proto::Udp => cuttable_bytes(&l4[header_len..]),
+                Proto::Tcp => (l4.len() - header_len) as u32,
+            },
         },
     })
+}
+
+/// The bytes of a UDP payload that a trimming port would cut, which is what the port model calls
+/// the payload (a packet without any is admitted whole as a header, never counted as a cut). For a
+/// `tailcut-net` TCP-in-UDP segment that is the segment's data, so a pure ACK or PACK is a header
+/// as in the simulator; a control datagram is all header. Anything else (CloudBurst's symbols,
+/// QUIC, plain UDP) is payload after the UDP header, as a switch that does not parse it sees it.
+fn cuttable_bytes(udp_payload: &[u8]) -> u32 {
+    if preamble::Preamble::parse_control(udp_payload).is_some() {
+        return 0;
+    }
+    let segment = preamble::Preamble::parse(udp_payload)
+        .filter(|(p, _)| preamble::carries_tcp_udp(p.scheme))
+        .and_then(|(_, rest)| tcp_udp::parse(rest).ok());
+    match segment {
+        Some(seg) => seg.payload.len() as u32,
+        None => udp_payload.len() as u32,
+    }
 }
 
 /// The ECN field of a TOS byte (RFC 3168 Sec. 5): 10 = ECT(0), 01 = ECT(1), 11 = CE.

@@ -198,8 +198,14 @@ params = {{ loss_detection = "dupthresh" }}
     let forwarded = s.fabric.rejects.cut_forwarded;
     assert!(
         forwarded <= trimmed && trimmed - forwarded <= s.fabric.in_flight,
-        "{forwarded} cut headers forwarded of {trimmed}, {} in flight",
-        s.fabric.in_flight
+        "{forwarded} cut headers forwarded of {trimmed}, {} in flight; rejects {:?}; ports {:?}",
+        s.fabric.in_flight,
+        s.fabric.rejects,
+        s.fabric
+            .ports
+            .iter()
+            .map(|p| (&p.node, &p.peer, p.counters, p.tun_write_drops))
+            .collect::<Vec<_>>()
     );
     assert_eq!(
         s.fabric.rejects.cut_delivered, 0,

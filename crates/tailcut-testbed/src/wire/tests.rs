@@ -90,13 +90,47 @@ fn a_cut_encapsulated_segment_keeps_its_headers_and_says_it_was_cut() {
     assert!(seg.trimmed);
     assert_eq!(seg.header.payload_len, 1000, "the receiver learns what was cut");
     let rec = parse(&p, table).unwrap();
-    assert_eq!(rec.payload_len(), 40);
+    assert_eq!(rec.payload_len(), 0, "a cut segment has nothing left to cut");
     // Anything else is left alone: CloudBurst's datagrams, plain UDP, a segment already cut.
     for mut other in [encapsulated(preamble::SCHEME_CLOUDBURST, 1000), udp(0, 100)] {
         let before = other.clone();
         assert!(!cut_encapsulated(&mut other));
         assert_eq!(other, before);
     }
+}
+
+/// A port cuts what the receiver can do without: a segment's data. A pure ACK (or PACK) and a
+/// control datagram are headers, admitted whole like the simulator's ACKs, never counted as cuts; a
+/// datagram the fabric does not parse is payload after its UDP header.
+#[test]
+fn only_a_segments_data_is_payload_to_a_trimming_port() {
+    assert_eq!(
+        parse(&encapsulated(preamble::SCHEME_TCP, 1000), table)
+            .unwrap()
+            .payload_len(),
+        1000
+    );
+    assert_eq!(
+        parse(&encapsulated(preamble::SCHEME_MPTCP, 0), table)
+            .unwrap()
+            .payload_len(),
+        0
+    );
+    let mut close = Vec::new();
+    preamble::Preamble {
+        scheme: preamble::SCHEME_TCP,
+        path: 0,
+        association: 7,
+    }
+    .write_control(preamble::Control::Close, &mut close);
+    let mut p = udp(0, close.len());
+    p[28..].copy_from_slice(&close);
+    assert_eq!(parse(&p, table).unwrap().payload_len(), 0);
+    let symbols = encapsulated(preamble::SCHEME_CLOUDBURST, 1000);
+    assert_eq!(
+        parse(&symbols, table).unwrap().payload_len() as usize,
+        symbols.len() - 28
+    );
 }
 
 #[test]
