@@ -20,9 +20,11 @@ network needs it can meet (``dctcp``, ``tlp``, ``tcp_ir``, ``proactive``; ``cp``
 aioquic, is a peer; see ``docs/dcquic.md``); it refuses the others with the reason
 (``docs/net.md`` lists the few defaults that describe the socket instead). Runtime options (keyword
 arguments, the same on both ends): ``seed``; ``trims`` (the network's switches cut payloads);
-``call_timeout_ms``, ``max_message_bytes`` (stream schemes); the server's ``max_associations`` and
-``association_idle_timeout_ms`` (60 s); ``spin_us`` (busy-poll the sockets that long before each
-sleep). DCQUIC's: ``cert`` and ``key`` (a server's PEM
+``call_timeout_ms``, ``max_message_bytes`` (stream schemes); the server's ``max_associations``,
+``association_idle_timeout_ms`` (60 s) and ``address_validation`` (``"under_load"``, the default: a
+full server checks that a new client receives at its address before it lets it replace another;
+``"always"``: every new client is checked, one round trip); ``spin_us`` (busy-poll the sockets
+that long before each sleep). DCQUIC's: ``cert`` and ``key`` (a server's PEM
 files; without them the server makes a throwaway CA, its :attr:`Server.ca_pem`), ``ca`` (a PEM file) or
 ``ca_pem`` (PEM text: the roots a client trusts), ``server_name`` (default ``localhost``), ``alpn``
 (default ``tailcut-rpc``), ``task_bytes`` (the MPS rule's task size), ``path_mtu`` (default 9000),

@@ -114,6 +114,8 @@ def test_a_failing_handler_is_counted_and_the_server_goes_on() -> None:
         ({"loss": 1.0}, "net.loss"),
         ({"loss_path": 0}, "net.loss_path"),
         ({"loss": 0.01, "loss_path": -1}, "net.loss_path"),
+        ({"address_validation": "never"}, "net.address_validation"),
+        ({"address_validation": 1}, "net.address_validation"),
     ],
 )
 def test_bad_options_raise_config_error_naming_the_option(options: dict, path: str) -> None:

@@ -348,6 +348,7 @@ impl<S: ClientScheme> ClientLoop<S> {
     fn run(&mut self) -> io::Result<()> {
         let now = self.d.clock.now();
         self.last_heard = now;
+        self.d.new_association(<S::E as Codec>::PREAMBLE);
         self.scheme.begin(now);
         self.drain(now);
         loop {
@@ -415,9 +416,22 @@ impl<S: ClientScheme> ClientLoop<S> {
         let server = self.remotes[k];
         let clock = self.d.clock;
         let mut heard = false;
+        let mut cookie = None;
         for _ in 0..RX_BUDGET {
             let n = self.d.rx.recv(&self.d.socks[k], |dg| {
                 stats.datagrams_in += 1;
+                if dg.from == server && <S::E as Codec>::PREAMBLE {
+                    // The server checks this client's address before it opens the association.
+                    if let Some((p, Control::Cookie(token))) = Preamble::parse_control(dg.bytes) {
+                        if p.association == association && p.scheme == <S::E as Codec>::SCHEME {
+                            stats.address_checks += 1;
+                            cookie = Some(token);
+                        } else {
+                            stats.foreign_datagrams += 1;
+                        }
+                        return;
+                    }
+                }
                 let ours = (dg.from == server)
                     .then(|| S::decode(dg.bytes, dg.ecn, k, association))
                     .flatten();
@@ -434,6 +448,10 @@ impl<S: ClientScheme> ClientLoop<S> {
         }
         if heard {
             self.last_heard = self.d.clock.now();
+            self.d.heard();
+        } else if let Some(token) = cookie {
+            self.d
+                .echo_first(k, <S::E as Codec>::SCHEME, self.association, token);
         }
         Ok(())
     }
@@ -477,6 +495,7 @@ impl<S: ClientScheme> ClientLoop<S> {
         };
         self.say_closed();
         self.scheme.reopen(&self.cfg, id);
+        self.d.new_association(<S::E as Codec>::PREAMBLE);
         self.calls.clear();
         self.association = id;
         self.last_heard = now;

@@ -69,8 +69,13 @@ pub struct NetConfig {
     /// A stream scheme's call without a response by then fails (the stream still delivers it later,
     /// and the response is then dropped as stale).
     pub stream_call_timeout: Dur,
-    /// Most client associations a server keeps; beyond it the least recently active is dropped.
+    /// Most client associations a server keeps. A new one beyond it replaces the least recently
+    /// active, preferring one whose client never showed it receives at its address, and only once
+    /// the new client has shown it does ([`AddressValidation`]).
     pub max_associations: usize,
+    /// When a server checks that an opening datagram's source receives at its address before it
+    /// allocates anything for it.
+    pub address_validation: AddressValidation,
     /// A server drops an association that sent nothing for this long (a client that closes says so
     /// and is dropped at once); a stream-scheme client idle for half of it opens a new association
     /// before its next call rather than write into one the server may have dropped.
@@ -102,6 +107,7 @@ impl Default for NetConfig {
             path_mtu: 9000,
             stream_call_timeout: Dur::from_millis(10_000),
             max_associations: 64,
+            address_validation: AddressValidation::UnderLoad,
             association_idle_timeout: Dur::from_millis(60_000),
             // Small on purpose: a slow receiver should drop surplus coded packets (the code is
             // rateless) rather than queue milliseconds of them in front of the next STOP.
@@ -109,6 +115,29 @@ impl Default for NetConfig {
             seed: 1,
             spin: Dur::ZERO,
             send_loss: None,
+        }
+    }
+}
+
+/// When a server checks an opener's address (a cookie it must echo; QUIC's Retry for DCQUIC), as
+/// RFC 9000 Sec. 8.1 lets a QUIC server choose: the check costs a new client one round trip, and
+/// without it a forged source could make the server replace a real client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AddressValidation {
+    /// Once `max_associations` are held (the default): a new association then needs a checked
+    /// address, and only that may replace another.
+    #[default]
+    UnderLoad,
+    /// Before every new association.
+    Always,
+}
+
+impl AddressValidation {
+    pub fn parse(s: &str) -> Option<AddressValidation> {
+        match s {
+            "under_load" => Some(AddressValidation::UnderLoad),
+            "always" => Some(AddressValidation::Always),
+            _ => None,
         }
     }
 }

@@ -16,14 +16,18 @@
 //! The runtime builds what is random or reads the clock and hands it to the engines: their TLS
 //! configs ([`crate::quic_crypto`]) and each engine's keys ([`crate::quic_keys`]).
 
+use crate::address_check::AddressCheck;
 use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
 use crate::config::NetConfig;
-use crate::server_scheme::{Request, Routed, ServerScheme};
+use crate::server_scheme::{AddressProof, Request, Routed, ServerScheme};
 use crate::stats::{ClientStats, DcquicStats, ServerStats};
 use crate::{quic_crypto, quic_keys};
+use quinn_proto::crypto::HandshakeTokenKey;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use tailcut_proto::dcquic::retry::{retry_cid_tag, Gate, RetryGate, RETRY_TAG_BYTES};
 use tailcut_proto::dcquic::route::{route, Route};
 use tailcut_proto::dcquic::{real::cid_key, DcquicCounters, DcquicEngine, Shared};
 use tailcut_proto::{Addr, AppEvent, Ecn, Engine, FiveTuple, Header, MsgId, Outgoing, Packet, Proto, Time};
@@ -245,15 +249,32 @@ pub struct ServerSide {
     /// Client-chosen destination IDs of first flights, to the association they opened.
     initials: HashMap<Vec<u8>, u64>,
     next_key: u32,
+    /// Seals every engine's tokens and the gate's.
+    token_key: Arc<dyn HandshakeTokenKey>,
+    /// QUIC's Retry, while the server validates addresses.
+    gate: RetryGate,
+    /// Tags the real source address a Retry's connection ID carries.
+    tags: AddressCheck,
 }
 
 impl ServerSide {
-    pub fn new(shared: Arc<Shared>) -> ServerSide {
-        ServerSide {
+    pub fn new(shared: Arc<Shared>) -> Result<ServerSide, String> {
+        let token_key = quic_keys::token_key()?;
+        let gate = RetryGate::new(shared.clone(), quic_keys::server(0, token_key.clone())?)
+            .map_err(|e| e.to_string())?;
+        Ok(ServerSide {
             shared,
             initials: HashMap::new(),
             next_key: 1,
-        }
+            token_key,
+            gate,
+            tags: AddressCheck::new()?,
+        })
+    }
+
+    /// The tag of `from` a Retry's connection ID carries.
+    fn tag(&self, now: Time, from: SocketAddr) -> [u8; RETRY_TAG_BYTES] {
+        self.tags.token(now, from, <DcquicEngine as Codec>::SCHEME, 0)
     }
 }
 
@@ -295,6 +316,40 @@ impl ServerScheme for ServerSide {
         }
     }
 
+    /// QUIC's Retry (RFC 9000 Sec. 8.1): an Initial without a token gets one, bound to its source by
+    /// the Retry's connection ID ([`tailcut_proto::dcquic::retry`]); one that brings a valid token
+    /// to an ID tagged with its own source address may open.
+    fn check_address(
+        &mut self,
+        _id: u64,
+        bytes: &[u8],
+        from: SocketAddr,
+        now: Time,
+        reply: &mut Vec<u8>,
+    ) -> AddressProof {
+        let Route::Long { dcid, .. } = route(bytes) else {
+            return AddressProof::Refused;
+        };
+        let tagged = retry_cid_tag(dcid)
+            .is_some_and(|t| self.tags.valid(now, from, <DcquicEngine as Codec>::SCHEME, 0, t));
+        // What the engine of a new association would see: its first path.
+        let pkt = DcquicEngine::decode(bytes, Ecn::NotEct, 0).map(|(p, _)| p);
+        let gate = match pkt {
+            Some(pkt) => self.gate.check(now, &pkt, bytes, self.tag(now, from), reply),
+            None => Gate::Refused,
+        };
+        let proof = match gate {
+            Gate::Validated if tagged => AddressProof::Shown,
+            Gate::Validated | Gate::Refused => AddressProof::Refused,
+            Gate::Replied => AddressProof::Challenged,
+        };
+        if proof != AddressProof::Shown {
+            // `route` noted the Initial's ID for the association it would have opened.
+            self.initials.remove(dcid);
+        }
+        proof
+    }
+
     fn open(&mut self, id: u64, now: Time) -> Option<(DcquicEngine, ())> {
         let tuple = FiveTuple {
             src: SERVER_ADDR,
@@ -303,7 +358,7 @@ impl ServerScheme for ServerSide {
             dst_port: 1,
             proto: Proto::Udp,
         };
-        let keys = quic_keys::server(id as u32).ok()?;
+        let keys = quic_keys::server(id as u32, self.token_key.clone()).ok()?;
         let e = DcquicEngine::real_server(self.shared.clone(), tuple, keys, now).ok()?;
         Some((e, ()))
     }

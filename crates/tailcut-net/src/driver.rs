@@ -4,7 +4,7 @@
 use crate::clock::Clock;
 use crate::codec::Codec;
 use crate::config::{NetConfig, SendLoss};
-use crate::frame::Preamble;
+use crate::frame::{Control, Preamble, Token, PREAMBLE_BYTES};
 use crate::io::{PathSocket, RxBufs, TxLanes, RX_SLOTS};
 use rand::Rng as _;
 use rand::SeedableRng;
@@ -50,6 +50,15 @@ pub struct Driver {
     payload: Vec<u8>,
     datagram: Vec<u8>,
     pub dropped_by_hook: u64,
+    /// A client whose server checks its address: the token each lane's datagrams echo until the
+    /// server answers (`address_check.rs`). A token is bound to the source address it was made
+    /// for, so each socket of a multipath client has its own.
+    pub echo: Vec<Option<Token>>,
+    /// A client keeps its association's first datagram until the server answers, to repeat it with
+    /// the token as soon as a cookie comes: (lane, socket, destination, the engine's bytes). One
+    /// datagram per association, the opener (a SYN, a coded packet).
+    pub keep_first: bool,
+    pub first: Option<(usize, usize, SocketAddr, Vec<u8>)>,
     /// Where the datagrams of one receive call are in the slab, for loops that must handle them
     /// after the call (reused).
     pub batch: Vec<(SocketAddr, Ecn, usize, usize)>,
@@ -79,6 +88,9 @@ impl Driver {
             payload: Vec::with_capacity(max),
             datagram: Vec::with_capacity(max),
             dropped_by_hook: 0,
+            echo: vec![None; cfg.paths()],
+            keep_first: false,
+            first: None,
             batch: Vec::with_capacity(RX_SLOTS * 64),
         })
     }
@@ -175,15 +187,22 @@ impl Driver {
             }
             self.datagram.clear();
             if E::PREAMBLE {
-                Preamble {
+                let p = Preamble {
                     scheme: E::SCHEME,
                     path: lane as u8,
                     association,
+                };
+                match self.echo.get(lane).copied().flatten() {
+                    Some(token) => p.write_control(Control::Echo { token, bytes: &[] }, &mut self.datagram),
+                    None => p.write(&mut self.datagram),
                 }
-                .write(&mut self.datagram);
             }
+            let head = self.datagram.len();
             if !E::encode(&pkt, &self.payload, &mut self.datagram) {
                 continue;
+            }
+            if self.keep_first && self.first.is_none() {
+                self.first = Some((lane, sock, to, self.datagram[head..].to_vec()));
             }
             // Data is sent with the engine's ECN codepoint (DCTCP's ECT(0)), one `IP_TOS` per batch.
             let ecn = pkt.ecn;
@@ -203,6 +222,45 @@ impl Driver {
     /// the send hook.
     pub fn send_raw(&mut self, sock: usize, to: SocketAddr, bytes: &[u8]) {
         self.lanes.push(&self.socks, 0, sock, to, Ecn::NotEct, bytes);
+    }
+
+    /// The server's `token` came to socket `k`: every later datagram of that lane echoes it until
+    /// [`Driver::heard`], and the association's first datagram, if it left there, goes again at once.
+    pub fn echo_first(&mut self, k: usize, scheme: u8, association: u64, token: Token) {
+        if let Some(e) = self.echo.get_mut(k) {
+            *e = Some(token);
+        }
+        let Some((lane, sock, to, bytes)) = &self.first else {
+            return;
+        };
+        if *sock != k {
+            return;
+        }
+        self.datagram.clear();
+        Preamble {
+            scheme,
+            path: *lane as u8,
+            association,
+        }
+        .write_control(Control::Echo { token, bytes }, &mut self.datagram);
+        debug_assert!(self.datagram.len() > PREAMBLE_BYTES);
+        self.lanes
+            .push(&self.socks, *lane, *sock, *to, Ecn::NotEct, &self.datagram);
+    }
+
+    /// The server answered: the association is open there, datagrams go plain, and a client keeps
+    /// nothing more of them.
+    pub fn heard(&mut self) {
+        self.echo.fill(None);
+        self.keep_first = false;
+        self.first = None;
+    }
+
+    /// A new association: keep its first datagram (schemes with the preamble, where the runtime's
+    /// cookie applies), echo nothing yet.
+    pub fn new_association(&mut self, keep_first: bool) {
+        self.heard();
+        self.keep_first = keep_first;
     }
 
     /// The reorder hook's held datagram goes out now, behind what was sent since.

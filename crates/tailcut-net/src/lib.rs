@@ -26,6 +26,7 @@
 //! # }
 //! ```
 
+pub mod address_check;
 pub mod call_window;
 pub mod cli;
 pub mod client;

@@ -3,6 +3,7 @@
 //! ([`tailcut_proto::dcquic::real::ClientKeys`], [`ServerKeys`]). One set per engine, so no two
 //! connections share a key or an RNG stream.
 
+use quinn_proto::crypto::HandshakeTokenKey;
 use quinn_proto::{
     ConnectionId, ConnectionIdGenerator, HashedConnectionIdGenerator, RandomConnectionIdGenerator,
     StdSystemTime,
@@ -47,14 +48,22 @@ pub fn client() -> Result<ClientKeys, String> {
     })
 }
 
+/// The key a server's Retry and validation tokens are sealed with: one per server, shared by its
+/// engines and its Retry gate, so a token the gate made opens an engine.
+pub fn token_key() -> Result<Arc<dyn HandshakeTokenKey>, String> {
+    let token: [u8; SECRET_BYTES] = random(&SystemRandom::new())?;
+    Ok(Arc::new(
+        ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token),
+    ))
+}
+
 /// A server engine's keys; its connection IDs begin with `route_key`, which the runtime routes by.
-pub fn server(route_key: u32) -> Result<ServerKeys, String> {
+pub fn server(route_key: u32, token_key: Arc<dyn HandshakeTokenKey>) -> Result<ServerKeys, String> {
     let rng = SystemRandom::new();
     let cids = Arc::new(move || -> Box<dyn ConnectionIdGenerator> { Box::new(RoutedCids::new(route_key)) });
-    let token: [u8; SECRET_BYTES] = random(&rng)?;
     Ok(ServerKeys {
         endpoint: endpoint(&rng, cids)?,
-        token_key: Arc::new(ring::hkdf::Salt::new(ring::hkdf::HKDF_SHA256, &[]).extract(&token)),
+        token_key,
         // Tokens expire by the wall clock (quinn's default).
         clock: Arc::new(StdSystemTime),
     })

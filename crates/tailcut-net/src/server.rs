@@ -5,20 +5,27 @@
 //! The handler runs on the runtime thread (`request bytes -> response bytes` into a reused buffer), so
 //! a slow handler delays every association; hand work to other threads inside it if that matters.
 //!
-//! Memory is bounded under any peer input: at most `max_associations` engines (the least recently
-//! active is dropped for a new one, and only a datagram that opens a connection of the scheme creates
-//! one: a coded CloudBurst packet, a TCP SYN), each engine's state is capped by its configuration
-//! (CloudBurst's tables and 256 wire ids; TCP's receive window, and messages up to
-//! `stream_max_message_bytes`, a peer announcing more is dropped), and every other per-association
-//! array has a fixed size.
+//! Memory is bounded under any peer input: at most `max_associations` engines (only a datagram that
+//! opens a connection of the scheme creates one: a coded CloudBurst packet, a TCP SYN, a QUIC
+//! Initial), each engine's state is capped by its configuration (CloudBurst's tables and 256 wire
+//! ids; TCP's receive window, and messages up to `stream_max_message_bytes`, a peer announcing more
+//! is dropped), and every other per-association array has a fixed size.
+//!
+//! No forged datagram pushes a client out. Once the server is full (or always, with
+//! `address_validation = always`), an opening datagram allocates nothing until its source shows it
+//! receives at its address: it gets a stateless cookie to echo (`address_check.rs`; DCQUIC: QUIC's
+//! Retry). Only a checked opener may replace an association, and it replaces the least recently
+//! active of those whose client never showed it receives (no handshake completed, no response
+//! acknowledged) before any that did.
 
+use crate::address_check::AddressCheck;
 use crate::codec::Codec;
-use crate::config::{Family, NetConfig};
+use crate::config::{AddressValidation, Family, NetConfig};
 use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
-use crate::frame::{Control, Preamble, MAX_PATHS};
+use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES, TOKEN_BYTES};
 use crate::io::PathSocket;
 use crate::runtime_thread::RuntimeThread;
-use crate::server_scheme::{Request, ServerScheme};
+use crate::server_scheme::{AddressProof, Request, Routed, ServerScheme};
 pub use crate::stats::ServerStats;
 use crate::timers::Timers;
 use crate::{cloudburst, dcquic, tcp};
@@ -108,7 +115,7 @@ impl Server {
                 let epoch = driver.clock.instant_epoch();
                 let engines = dcquic::shared(&cfg, epoch, cfg.path_max_payload())
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-                let scheme = dcquic::ServerSide::new(engines);
+                let scheme = dcquic::ServerSide::new(engines).map_err(io::Error::other)?;
                 spawn(driver, scheme, cfg, handler, observer, shared, wake)?
             }
         };
@@ -142,8 +149,11 @@ fn spawn<S: ServerScheme>(
     shared: Arc<Mutex<ServerStats>>,
     wake: UnixDatagram,
 ) -> io::Result<RuntimeThread> {
+    let check = AddressCheck::new().map_err(io::Error::other)?;
     RuntimeThread::spawn("tailcut-net-server", wake, move || {
         ServerLoop {
+            check,
+            reply: Vec::new(),
             d,
             scheme,
             cfg,
@@ -208,10 +218,16 @@ struct Association<S: ServerScheme> {
     /// Where each path's datagrams come from: replies on path `i` go there.
     remotes: [Option<SocketAddr>; MAX_PATHS],
     last_active: Time,
+    /// Its client showed it receives at its address: an echoed cookie or Retry token, a completed
+    /// handshake or an acknowledged response. Associations without it are replaced first.
+    proven: bool,
 }
 
 struct ServerLoop<S: ServerScheme> {
     d: Driver,
+    check: AddressCheck,
+    /// A challenge being sent (reused).
+    reply: Vec<u8>,
     scheme: S,
     cfg: NetConfig,
     handler: Handler,
@@ -303,30 +319,49 @@ impl<S: ServerScheme> ServerLoop<S> {
         let control = <S::E as Codec>::PREAMBLE
             .then(|| Preamble::parse_control(self.d.rx.bytes(at, len)))
             .flatten();
-        if let Some((p, Control::Close)) = control {
-            // Only from an address the association has heard from: a close forged from elsewhere
-            // (which must also guess the 64-bit id) frees nothing.
-            let known = self
-                .assocs
-                .get(&p.association)
-                .is_some_and(|a| p.scheme == <S::E as Codec>::SCHEME && a.remotes.contains(&Some(from)));
-            if known {
-                self.drop_association(p.association);
-                self.closed.insert(p.association);
-                self.stats.associations_closed += 1;
-            } else {
-                self.stats.foreign_datagrams += 1;
+        let (r, proven) = match control {
+            None => {
+                let assocs = &self.assocs;
+                let routed = self
+                    .scheme
+                    .route(self.d.rx.bytes(at, len), &|id| assocs.contains_key(&id));
+                let Some(r) = routed else {
+                    self.stats.foreign_datagrams += 1;
+                    return;
+                };
+                (r, false)
             }
-            return;
-        }
-        let assocs = &self.assocs;
-        let routed = self
-            .scheme
-            .route(self.d.rx.bytes(at, len), &|id| assocs.contains_key(&id));
-        let Some(r) = routed else {
-            self.stats.foreign_datagrams += 1;
-            return;
+            Some((p, Control::Close)) => {
+                self.on_close(p, from);
+                return;
+            }
+            Some((p, Control::Echo { token, bytes })) if p.scheme == <S::E as Codec>::SCHEME => {
+                // A bad token proves nothing, and costs nothing either: the datagram is taken as
+                // if it came plain, so a cookie forged to a client (which would then echo it)
+                // cannot cut it off.
+                let valid = self.check.valid(now, from, p.scheme, p.association, &token);
+                self.stats.bad_tokens += u64::from(!valid);
+                let live = self.assocs.contains_key(&p.association);
+                let opens = !live && self.scheme.opens(bytes);
+                if !live && !opens {
+                    self.stats.foreign_datagrams += 1;
+                    return;
+                }
+                let r = Routed {
+                    id: p.association,
+                    path: Some(p.path),
+                    skip: PREAMBLE_BYTES + TOKEN_BYTES,
+                    opens,
+                };
+                (r, valid)
+            }
+            // A cookie is the server's to send, and an echo must name this server's scheme.
+            Some(_) => {
+                self.stats.foreign_datagrams += 1;
+                return;
+            }
         };
+        let (pat, plen) = (at + r.skip, len - r.skip);
         if r.opens {
             // A client never uses an id again after closing it (it reopens under a new random id),
             // so whatever of it arrives late is the old association's and must not open a new one.
@@ -334,7 +369,29 @@ impl<S: ServerScheme> ServerLoop<S> {
                 self.stats.after_close += 1;
                 return;
             }
-            self.open(now, r.id);
+            let full = self.assocs.len() >= self.cfg.max_associations;
+            let mut proven = proven;
+            if !proven && (full || self.cfg.address_validation == AddressValidation::Always) {
+                self.reply.clear();
+                let bytes = self.d.rx.bytes(pat, plen);
+                match self.scheme.check_address(r.id, bytes, from, now, &mut self.reply) {
+                    AddressProof::Shown => proven = true,
+                    AddressProof::Challenged => {
+                        self.d.send_raw(0, from, &self.reply);
+                        self.stats.address_checks += 1;
+                        return;
+                    }
+                    AddressProof::Refused => return,
+                    AddressProof::Runtime => {
+                        self.send_cookie(now, from, r.id, r.path.unwrap_or(0));
+                        return;
+                    }
+                }
+            }
+            if proven {
+                self.stats.addresses_validated += 1;
+            }
+            self.open(now, r.id, proven);
         }
         let Some(a) = self.assocs.get_mut(&r.id) else {
             return;
@@ -343,7 +400,6 @@ impl<S: ServerScheme> ServerLoop<S> {
             Some(p) => usize::from(p),
             None => slot_of(&mut a.remotes, from),
         };
-        let (pat, plen) = (at + r.skip, len - r.skip);
         let Some((pkt, payload)) = S::E::decode(self.d.rx.bytes(pat, plen), ecn, path as u8) else {
             self.stats.foreign_datagrams += 1;
             return;
@@ -354,14 +410,47 @@ impl<S: ServerScheme> ServerLoop<S> {
         self.drain(now, r.id);
     }
 
-    fn open(&mut self, now: Time, id: u64) {
+    /// A client's close frees its association, if it comes from an address the association has heard
+    /// from: a close forged from elsewhere (which must also guess the 64-bit id) frees nothing.
+    fn on_close(&mut self, p: Preamble, from: SocketAddr) {
+        let known = self
+            .assocs
+            .get(&p.association)
+            .is_some_and(|a| p.scheme == <S::E as Codec>::SCHEME && a.remotes.contains(&Some(from)));
+        if known {
+            self.drop_association(p.association);
+            self.closed.insert(p.association);
+            self.stats.associations_closed += 1;
+        } else {
+            self.stats.foreign_datagrams += 1;
+        }
+    }
+
+    /// Answers an opener that must show its address with the runtime's cookie, on its path.
+    fn send_cookie(&mut self, now: Time, from: SocketAddr, id: u64, path: u8) {
+        let scheme = <S::E as Codec>::SCHEME;
+        let token = self.check.token(now, from, scheme, id);
+        self.reply.clear();
+        Preamble {
+            scheme,
+            path,
+            association: id,
+        }
+        .write_control(Control::Cookie(token), &mut self.reply);
+        self.d.send_raw(0, from, &self.reply);
+        self.stats.address_checks += 1;
+    }
+
+    /// Opens association `id` (`proven`: its client showed its address), replacing another if the
+    /// server is full: the least recently active of those never proven, else of all.
+    fn open(&mut self, now: Time, id: u64, proven: bool) {
         if self.assocs.len() >= self.cfg.max_associations {
-            let oldest = self
+            let victim = self
                 .assocs
                 .iter()
-                .min_by_key(|(k, a)| (a.last_active, **k))
+                .min_by_key(|(k, a)| (a.proven, a.last_active, **k))
                 .map(|(k, _)| *k);
-            if let Some(k) = oldest {
+            if let Some(k) = victim {
                 self.drop_association(k);
                 self.stats.associations_evicted += 1;
             }
@@ -377,6 +466,7 @@ impl<S: ServerScheme> ServerLoop<S> {
                 state,
                 remotes: [None; MAX_PATHS],
                 last_active: now,
+                proven,
             },
         );
         self.stats.associations_opened += 1;
@@ -486,6 +576,8 @@ impl<S: ServerScheme> ServerLoop<S> {
                         }
                     }
                     AppEvent::MessageAcked { msg, stats } => {
+                        // The client had the response: it receives at its address.
+                        a.proven = true;
                         self.stats.responses_acked += 1;
                         self.scheme.acked(&mut a.state, msg);
                         Self::observe(&mut self.observer, &mut self.tags, id, msg, stats);
@@ -499,7 +591,8 @@ impl<S: ServerScheme> ServerLoop<S> {
                         Self::observe(&mut self.observer, &mut self.tags, id, msg, stats);
                         a.engine.release_memory();
                     }
-                    AppEvent::Connected => {}
+                    // A handshake the client completed answered the server's first reply.
+                    AppEvent::Connected => a.proven = true,
                 }
             }
             if !answered {

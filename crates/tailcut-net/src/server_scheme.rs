@@ -5,6 +5,7 @@
 use crate::codec::Codec;
 use crate::frame::{Preamble, PREAMBLE_BYTES};
 use crate::stats::ServerStats;
+use std::net::SocketAddr;
 use tailcut_proto::{MsgId, Time};
 
 /// Where a datagram goes.
@@ -16,6 +17,21 @@ pub struct Routed {
     pub skip: usize,
     /// It opens association `id`, which does not exist yet.
     pub opens: bool,
+}
+
+/// What a scheme makes of an opening datagram whose source must show that it receives at its
+/// address before the server allocates anything (`NetConfig::address_validation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddressProof {
+    /// It carries the scheme's own proof (a valid QUIC Retry token): it may open.
+    Shown,
+    /// It does not: the reply the scheme wrote (a QUIC Retry) goes back to its source, and nothing
+    /// opens.
+    Challenged,
+    /// Nothing opens and nothing is sent.
+    Refused,
+    /// The scheme has no check of its own: the runtime's cookie applies (`address_check.rs`).
+    Runtime,
 }
 
 /// What a received message is to the server.
@@ -56,6 +72,19 @@ pub trait ServerScheme: Send + 'static {
             skip: PREAMBLE_BYTES,
             opens,
         })
+    }
+    /// The opening datagram `bytes` (the engine's bytes) of association `id` from `from` must show
+    /// its source's address; a challenge goes into `reply`. By default the runtime's cookie does it.
+    /// A scheme that refuses forgets what [`ServerScheme::route`] noted for `id`.
+    fn check_address(
+        &mut self,
+        _id: u64,
+        _bytes: &[u8],
+        _from: SocketAddr,
+        _now: Time,
+        _reply: &mut Vec<u8>,
+    ) -> AddressProof {
+        AddressProof::Runtime
     }
     /// The engine and state of a new association `id`.
     fn open(&mut self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;

@@ -26,6 +26,9 @@ pub struct ClientStats {
     /// A stream peer broke the framing (announced a message over the limit); the association's later
     /// calls time out.
     pub protocol_errors: u64,
+    /// Cookies the server sent this client's association before opening it (it was full, or checks
+    /// every client): each one costs a round trip.
+    pub address_checks: u64,
     /// Associations opened anew after `association_idle_timeout / 2` without a datagram from the
     /// server (stream schemes).
     pub reopened: u64,
@@ -50,6 +53,15 @@ pub struct ServerStats {
     pub associations: u64,
     pub associations_opened: u64,
     pub associations_evicted: u64,
+    /// Opening datagrams answered with an address check (a cookie, or DCQUIC's Retry) instead of an
+    /// association: the server was full (or checks every opener), and their source had shown nothing.
+    pub address_checks: u64,
+    /// Associations opened by a source that showed it receives at its address (a valid echoed
+    /// cookie or Retry token).
+    pub addresses_validated: u64,
+    /// Echoes whose token this server did not make for that source and association (forged, or
+    /// older than two periods): taken as plain datagrams, which prove nothing.
+    pub bad_tokens: u64,
     /// Associations whose client said it closed (a control datagram from one of its addresses).
     pub associations_closed: u64,
     /// Datagrams of an association its client closed that arrived after the close (a multipath

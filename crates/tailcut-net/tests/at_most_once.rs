@@ -5,10 +5,11 @@
 
 mod common;
 
-use common::{eventually, expected, loaded_machine_config_with, one_packet_request, settled, LOOPBACK};
+use common::{
+    eventually, expected, loaded_machine_config_with, one_packet_request, settled, RawPeer, LOOPBACK,
+};
 use proptest::prelude::*;
 use serde_json::json;
-use std::net::UdpSocket;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tailcut_net::{Client, NetConfig, SendLoss, Server};
@@ -122,10 +123,11 @@ proptest! {
 
 /// Re-sends `datagram` (pausing past the server's decoder timeout each time) until the server
 /// counts a duplicate request, within a bound: on a loaded machine its engine may still remember
-/// the message on the first tries.
-fn resend_until_duplicate(s: &Server, from: &UdpSocket, datagram: &[u8], duplicates: u64) {
+/// the message on the first tries. A full server first answers with a cookie, which the next send
+/// echoes.
+fn resend_until_duplicate(s: &Server, from: &mut RawPeer, datagram: &[u8], duplicates: u64) {
     for _ in 0..200 {
-        from.send_to(datagram, s.local_addr()).unwrap();
+        from.send(datagram, s.local_addr());
         std::thread::sleep(std::time::Duration::from_millis(10));
         if s.stats().duplicate_requests > duplicates {
             return;
@@ -139,29 +141,31 @@ fn cloudburst_request_decoded_again_or_reopened_is_not_handled_again() {
     cfg.max_associations = 1;
     let (s, handled) = counting_server(cfg.clone(), 0);
     assert_eq!(cfg.engine_config().codec, Codec::Lt);
-    let peer = UdpSocket::bind(LOOPBACK).unwrap();
+    let mut peer = RawPeer::bind();
     let a = one_packet_request(&cfg, 77, 1 << 8 | 5, b"first");
-    peer.send_to(&a, s.local_addr()).unwrap();
+    peer.send(&a, s.local_addr());
     let st = settled(&s, |st| st.requests == 1);
     assert_eq!(st.requests, 1, "{st:?}");
     // The engine forgot the message (1 ms): the same datagram decodes again, the handler does not run.
-    resend_until_duplicate(&s, &peer, &a, 0);
+    resend_until_duplicate(&s, &mut peer, &a, 0);
     let st = s.stats();
     assert!(st.duplicate_requests >= 1, "{st:?}");
     assert_eq!((st.requests, handled.load(Ordering::SeqCst)), (1, 1), "{st:?}");
     // A new call on the same wire id is a new request.
     let b = one_packet_request(&cfg, 77, 2 << 8 | 5, b"second");
-    peer.send_to(&b, s.local_addr()).unwrap();
+    peer.send(&b, s.local_addr());
     let st = settled(&s, |st| st.requests == 2);
     assert_eq!(st.requests, 2, "{st:?}");
-    // Another client takes the only association slot; association 77's old request reopens it
-    // and is refused: the server remembered how far its calls had got.
+    // Another client takes the only association slot (the full server checks its address first);
+    // association 77's old request reopens it and is refused: the server remembered how far its
+    // calls had got.
     let other = one_packet_request(&cfg, 78, 1 << 8 | 9, b"other");
-    peer.send_to(&other, s.local_addr()).unwrap();
+    peer.open(&other, &s, st.associations_opened);
     let st = settled(&s, |st| st.requests == 3 && st.associations_evicted >= 1);
     assert_eq!((st.requests, st.associations_evicted), (3, 1), "{st:?}");
+    assert!(st.address_checks >= 1 && st.addresses_validated >= 1, "{st:?}");
     let dups = st.duplicate_requests;
-    resend_until_duplicate(&s, &peer, &a, dups);
+    resend_until_duplicate(&s, &mut peer, &a, dups);
     let st = s.stats();
     assert!(st.duplicate_requests > dups, "{st:?}");
     assert!(st.associations_evicted >= 2, "{st:?}");

@@ -11,6 +11,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tailcut_net::config::AddressValidation;
 use tailcut_net::tls::{certs_in_pem, TlsConfig};
 use tailcut_net::{CallError, Client, NetConfig, Network, PathAddrs, SendLoss, Server};
 use tailcut_proto::Dur;
@@ -100,6 +101,11 @@ fn config(py: Python<'_>, options_json: &str) -> PyResult<NetConfig> {
             "association_idle_timeout_ms" => cfg.association_idle_timeout = Dur::from_millis(uint()?),
             "max_message_bytes" => cfg.stream_max_message_bytes = uint()?,
             "max_associations" => cfg.max_associations = uint()? as usize,
+            "address_validation" => {
+                let t = text(key, v)?;
+                cfg.address_validation = AddressValidation::parse(&t)
+                    .ok_or_else(|| bad(key, format!("must be \"under_load\" or \"always\", got \"{t}\"")))?
+            }
             "cert" => cert = Some(PathBuf::from(text(key, v)?)),
             "key" => key_file = Some(PathBuf::from(text(key, v)?)),
             "ca" => ca = Some(PathBuf::from(text(key, v)?)),
@@ -396,6 +402,9 @@ impl NetServer {
             "associations": st.associations,
             "associations_opened": st.associations_opened,
             "associations_evicted": st.associations_evicted,
+            "address_checks": st.address_checks,
+            "addresses_validated": st.addresses_validated,
+            "bad_tokens": st.bad_tokens,
             "protocol_errors": st.protocol_errors,
             "associations_finished": st.associations_finished,
             "max_datagram": st.tx.max_datagram,

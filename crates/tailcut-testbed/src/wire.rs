@@ -84,11 +84,15 @@ pub fn parse(bytes: &[u8], addr_of: impl Fn(u32) -> Option<Addr>) -> Result<Pack
 /// The bytes of a UDP payload that a trimming port would cut, which is what the port model calls
 /// the payload (a packet without any is admitted whole as a header, never counted as a cut). For a
 /// `tailcut-net` TCP-in-UDP segment that is the segment's data, so a pure ACK or PACK is a header
-/// as in the simulator; a control datagram is all header. Anything else (CloudBurst's symbols,
-/// QUIC, plain UDP) is payload after the UDP header, as a switch that does not parse it sees it.
+/// as in the simulator; a control datagram is all header, but for an echo, which carries an
+/// engine's datagram (only while a loaded server checks addresses) and is payload as unparsed
+/// bytes are. Anything else (CloudBurst's symbols, QUIC, plain UDP) is payload after the UDP
+/// header, as a switch that does not parse it sees it.
 fn cuttable_bytes(udp_payload: &[u8]) -> u32 {
-    if preamble::Preamble::parse_control(udp_payload).is_some() {
-        return 0;
+    match preamble::Preamble::parse_control(udp_payload) {
+        Some((_, preamble::Control::Echo { .. })) => return udp_payload.len() as u32,
+        Some(_) => return 0,
+        None => {}
     }
     let segment = preamble::Preamble::parse(udp_payload)
         .filter(|(p, _)| preamble::carries_tcp_udp(p.scheme))

@@ -2,7 +2,9 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use tailcut_net::frame::{Preamble, SCHEME_CLOUDBURST};
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use tailcut_net::frame::{Control, Preamble, Token, SCHEME_CLOUDBURST};
 use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, ClientStats, NetConfig, SendLoss, Server, ServerStats};
 use tailcut_proto::cloudburst::{Block, CbHeader, Kind};
@@ -155,4 +157,71 @@ pub fn taken(s: &Server, sent: u64) {
         std::thread::sleep(std::time::Duration::from_micros(200));
     }
     panic!("the server took {} of {sent} datagrams", s.stats().datagrams_in);
+}
+
+/// A raw UDP peer that passes a loaded server's address check as a client does: it keeps the
+/// cookies the server sends it and echoes them on its later datagrams of that association.
+pub struct RawPeer {
+    pub sock: UdpSocket,
+    tokens: HashMap<u64, Token>,
+}
+
+impl RawPeer {
+    pub fn bind() -> RawPeer {
+        let sock = UdpSocket::bind(LOOPBACK).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        RawPeer {
+            sock,
+            tokens: HashMap::new(),
+        }
+    }
+
+    /// Sends the engine datagram `datagram` (its preamble first), wrapped in an echo if the server
+    /// gave its association a cookie.
+    pub fn send(&mut self, datagram: &[u8], to: SocketAddr) {
+        self.absorb();
+        let (p, rest) = Preamble::parse(datagram).expect("an engine datagram");
+        let mut d = Vec::new();
+        match self.tokens.get(&p.association) {
+            Some(&token) => p.write_control(Control::Echo { token, bytes: rest }, &mut d),
+            None => d.extend_from_slice(datagram),
+        }
+        self.sock.send_to(&d, to).unwrap();
+    }
+
+    /// Reads every datagram waiting, keeping the cookies' tokens.
+    pub fn absorb(&mut self) {
+        let mut b = vec![0u8; 65_536];
+        while let Ok((n, _)) = self.sock.recv_from(&mut b) {
+            if let Some((p, Control::Cookie(t))) = Preamble::parse_control(&b[..n]) {
+                self.tokens.insert(p.association, t);
+            }
+        }
+    }
+
+    /// Sends `datagram` until the server has opened more than `opened` associations (a loaded
+    /// server first answers with a cookie, which the next send echoes). Each send waits until the
+    /// server took it, so none is left over to arrive after the association opened.
+    pub fn open(&mut self, datagram: &[u8], s: &Server, opened: u64) {
+        let association = Preamble::parse(datagram)
+            .expect("an engine datagram")
+            .0
+            .association;
+        for _ in 0..50 {
+            let taken = s.stats().datagrams_in;
+            self.send(datagram, s.local_addr());
+            let st = eventually(|| s.stats(), |st| st.datagrams_in > taken);
+            if st.associations_opened > opened {
+                return;
+            }
+            for _ in 0..100 {
+                self.absorb();
+                if self.tokens.contains_key(&association) {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+        }
+        panic!("the server never opened the association: {:?}", s.stats());
+    }
 }

@@ -36,6 +36,7 @@ pub mod real;
 pub mod real_testkit;
 #[cfg(test)]
 mod real_tests;
+pub mod retry;
 pub mod route;
 mod shared;
 mod simrand;

@@ -12,8 +12,18 @@
 //! | version (1) | scheme | path | control (0) | association id (u64, big endian) |
 //! ```
 //!
-//! A datagram whose control byte is not 0 is a control datagram: the preamble alone, no engine
-//! bytes ([`Control`]).
+//! A datagram whose control byte is not 0 is a control datagram ([`Control`]): a close (the
+//! preamble alone), or the stateless address check a loaded server makes before it allocates an
+//! association, as QUIC's Retry does (RFC 9000 Sec. 8.1) and SYN cookies do for TCP: the server
+//! answers an opening datagram with a cookie (a MAC of the source address and the association), and
+//! the client repeats its datagrams wrapped in an echo of it until the server answers. A forged
+//! source never sees the cookie, so it can open nothing while the server checks.
+//!
+//! ```text
+//! close:  | version | scheme | path | 1 | association id |
+//! cookie: | version | scheme | path | 2 | association id | token (16) |
+//! echo:   | version | scheme | path | 3 | association id | token (16) | engine bytes |
+//! ```
 
 /// Preamble bytes.
 pub const PREAMBLE_BYTES: usize = 12;
@@ -39,29 +49,62 @@ pub struct Preamble {
     pub association: u64,
 }
 
+/// Bytes of an address-check token.
+pub const TOKEN_BYTES: usize = 16;
+pub type Token = [u8; TOKEN_BYTES];
+
 /// What a control datagram says about its association.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Control {
+pub enum Control<'a> {
     /// The client is gone: the server may free the association now rather than when it idles out.
-    Close = 1,
+    Close,
+    /// Server to client: echo this token to open the association (the server holds nothing meanwhile).
+    Cookie(Token),
+    /// Client to server: the cookie's token, and the engine bytes of the datagram this one carries.
+    Echo { token: Token, bytes: &'a [u8] },
+}
+
+impl Control<'_> {
+    fn byte(&self) -> u8 {
+        match self {
+            Control::Close => 1,
+            Control::Cookie(_) => 2,
+            Control::Echo { .. } => 3,
+        }
+    }
 }
 
 impl Preamble {
-    /// A control datagram: this preamble with `control` in its control byte, and nothing after it.
-    pub fn write_control(&self, control: Control, out: &mut Vec<u8>) {
-        out.extend_from_slice(&[VERSION, self.scheme, self.path, control as u8]);
+    /// A control datagram: this preamble with `control`'s byte, then its body (the token, and an
+    /// echo's engine bytes).
+    pub fn write_control(&self, control: Control<'_>, out: &mut Vec<u8>) {
+        out.extend_from_slice(&[VERSION, self.scheme, self.path, control.byte()]);
         out.extend_from_slice(&self.association.to_be_bytes());
+        match control {
+            Control::Close => {}
+            Control::Cookie(token) => out.extend_from_slice(&token),
+            Control::Echo { token, bytes } => {
+                out.extend_from_slice(&token);
+                out.extend_from_slice(bytes);
+            }
+        }
     }
 
     /// A control datagram's preamble and what it says; `None` for anything else (an engine
-    /// datagram, a control datagram with bytes after the preamble or an unknown control).
-    pub fn parse_control(bytes: &[u8]) -> Option<(Preamble, Control)> {
-        let head: &[u8; PREAMBLE_BYTES] = bytes.try_into().ok()?;
+    /// datagram, an unknown control, a close with bytes after the preamble, a cookie of another
+    /// length or an echo without its token).
+    pub fn parse_control(bytes: &[u8]) -> Option<(Preamble, Control<'_>)> {
+        let (head, body) = bytes.split_first_chunk::<PREAMBLE_BYTES>()?;
         if head[0] != VERSION || usize::from(head[2]) >= MAX_PATHS {
             return None;
         }
         let control = match head[3] {
-            1 => Control::Close,
+            1 if body.is_empty() => Control::Close,
+            2 => Control::Cookie(*<&Token>::try_from(body).ok()?),
+            3 => {
+                let (token, bytes) = body.split_first_chunk::<TOKEN_BYTES>()?;
+                Control::Echo { token: *token, bytes }
+            }
             _ => return None,
         };
         let mut id = [0u8; 8];
@@ -128,6 +171,32 @@ mod tests {
         assert_eq!(Preamble::parse(&c), None);
         c.push(0);
         assert_eq!(Preamble::parse_control(&c), None);
+        // A cookie is exactly its token; an echo is its token and any engine bytes.
+        let token = [9u8; TOKEN_BYTES];
+        let mut k = Vec::new();
+        p.write_control(Control::Cookie(token), &mut k);
+        assert_eq!(k.len(), PREAMBLE_BYTES + TOKEN_BYTES);
+        assert_eq!(Preamble::parse_control(&k), Some((p, Control::Cookie(token))));
+        assert_eq!(Preamble::parse_control(&k[..k.len() - 1]), None);
+        k.push(0);
+        assert_eq!(Preamble::parse_control(&k), None);
+        let mut e = Vec::new();
+        p.write_control(Control::Echo { token, bytes: b"syn" }, &mut e);
+        assert_eq!(
+            Preamble::parse_control(&e),
+            Some((
+                p,
+                Control::Echo {
+                    token,
+                    bytes: &b"syn"[..]
+                }
+            ))
+        );
+        assert_eq!(Preamble::parse(&e), None);
+        assert_eq!(
+            Preamble::parse_control(&e[..PREAMBLE_BYTES + TOKEN_BYTES - 1]),
+            None
+        );
         let mut unknown = Vec::new();
         p.write(&mut unknown);
         unknown[3] = 7;

@@ -1,0 +1,242 @@
+//! No forged datagram pushes a real client out (issue #42): a server of 16 associations is flooded
+//! with forged openers (TCP SYNs, MPTCP first segments, one-packet CloudBurst requests, real QUIC
+//! Initials) from spoofed loopback addresses (sockets on random 127/8 addresses that never read)
+//! while real clients call it. Once the forgeries fill the server, every further opener is answered
+//! with a cookie (DCQUIC: a Retry) and allocates nothing; a real client that arrives then shows its
+//! address and replaces a forged association, never a real one. Counts only, never timings.
+
+mod common;
+
+use common::{
+    answer, eventually, expected, loaded_machine_config, one_packet_request, settled, taken, LOOPBACK,
+};
+use rand::{Rng as _, SeedableRng};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tailcut_net::config::AddressValidation;
+use tailcut_net::frame::{Preamble, SCHEME_MPTCP, SCHEME_TCP};
+use tailcut_net::{Client, NetConfig, Server};
+use tailcut_proto::dcquic::DcquicEngine;
+use tailcut_proto::rng::Rng;
+use tailcut_proto::wire::tcp_udp;
+use tailcut_proto::{Addr, Engine, FiveTuple, Proto, Seq, TcpExt, TcpFlags, TcpHeader, Time};
+
+const SCHEMES: [&str; 5] = ["tcp", "mptcp", "fuso", "cloudburst", "dcquic"];
+const MAX_ASSOCIATIONS: usize = 16;
+/// Real clients calling all along, and their calls each.
+const CLIENTS: usize = 4;
+const CALLS: u64 = 60;
+
+fn config_of(scheme: &str) -> NetConfig {
+    NetConfig {
+        max_associations: MAX_ASSOCIATIONS,
+        ..loaded_machine_config(scheme)
+    }
+}
+
+/// `n` distinct forged openers of `scheme`, each as its client's first datagram would open an
+/// association (a random association id; DCQUIC: the Initial of a fresh client engine).
+fn forged_openers(scheme: &str, cfg: &NetConfig, n: usize, rng: &mut Rng) -> Vec<Vec<u8>> {
+    if scheme == "dcquic" {
+        let shared =
+            tailcut_net::dcquic::shared(cfg, tailcut_net::clock::Clock::start().instant_epoch(), 1452)
+                .unwrap();
+        let tuple = FiveTuple {
+            src: Addr(1),
+            dst: Addr(2),
+            src_port: 1,
+            dst_port: 1,
+            proto: Proto::Udp,
+        };
+        return (0..n)
+            .map(|_| {
+                let keys = tailcut_net::quic_keys::client().unwrap();
+                let mut c =
+                    DcquicEngine::real_client(shared.clone(), tuple, vec![Addr(1)], 0, keys, Time::ZERO)
+                        .unwrap();
+                let mut b = Vec::new();
+                c.poll_transmit(Time::ZERO, &mut b).unwrap();
+                b
+            })
+            .collect();
+    }
+    (0..n)
+        .map(|_| {
+            let association = rng.random();
+            if scheme == "cloudburst" {
+                return one_packet_request(cfg, association, 1 << 8 | 1, b"forged");
+            }
+            let mptcp = scheme != "tcp";
+            let mut d = Vec::new();
+            Preamble {
+                scheme: if mptcp { SCHEME_MPTCP } else { SCHEME_TCP },
+                path: 0,
+                association,
+            }
+            .write(&mut d);
+            let h = TcpHeader {
+                seq: Seq(rng.random()),
+                flags: TcpFlags::SYN,
+                window: 65_535,
+                ext: if mptcp {
+                    TcpExt::Dss { dsn: 0, data_ack: 0 }
+                } else {
+                    TcpExt::None
+                },
+                ..TcpHeader::default()
+            };
+            tcp_udp::build(&h, false, &[], &mut d).unwrap();
+            d
+        })
+        .collect()
+}
+
+/// Sockets on random loopback addresses: the flood's spoofed sources, which never read what the
+/// server sends them (as a forged source cannot).
+fn spoofed_sources(rng: &mut Rng, n: usize) -> Vec<UdpSocket> {
+    (0..n)
+        .map(|_| {
+            let ip = Ipv4Addr::new(
+                127,
+                rng.random_range(1..255),
+                rng.random(),
+                rng.random_range(1..255),
+            );
+            UdpSocket::bind(SocketAddr::new(ip.into(), 0)).unwrap()
+        })
+        .collect()
+}
+
+/// What one scheme's flood left: every real call's outcome, the server's counters.
+fn flood(scheme: &str) {
+    let cfg = config_of(scheme);
+    let s = Server::bind(LOOPBACK.parse().unwrap(), cfg.clone(), answer).unwrap();
+    let to = s.local_addr();
+    let mut rng = Rng::seed_from_u64(42);
+    // The real clients connect (and call once) before the flood.
+    let clients: Vec<Arc<Client>> = (0..CLIENTS)
+        .map(|_| Arc::new(Client::connect(to, cfg.clone()).unwrap()))
+        .collect();
+    for c in &clients {
+        assert_eq!(c.call(b"hello").unwrap().bytes, expected(b"hello"), "{scheme:?}");
+    }
+    let ok = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let callers: Vec<_> = clients
+        .iter()
+        .enumerate()
+        .map(|(k, c)| {
+            let (c, ok, failed) = (c.clone(), ok.clone(), failed.clone());
+            std::thread::spawn(move || {
+                for i in 0..CALLS {
+                    let req: Vec<u8> = (0..100 + 37 * i).map(|b| (b as usize * 7 + k) as u8).collect();
+                    match c.call(&req) {
+                        Ok(r) if r.bytes == expected(&req) => ok.fetch_add(1, Ordering::SeqCst),
+                        other => {
+                            eprintln!("client {k} call {i}: {:?}", other.map(|r| r.bytes.len()));
+                            failed.fetch_add(1, Ordering::SeqCst)
+                        }
+                    };
+                }
+            })
+        })
+        .collect();
+    // The flood: 1,000 forged openers (10,000 for the cheaper preamble schemes would prove no more:
+    // the server is full after 12), from 64 spoofed sources, each batch taken by the server before
+    // the next so that none is lost to a full socket buffer.
+    let forged = forged_openers(scheme, &cfg, 1_000, &mut rng);
+    let sources = spoofed_sources(&mut rng, 64);
+    let mut sent = s.stats().datagrams_in;
+    for (i, d) in forged.iter().enumerate() {
+        if sources[i % sources.len()].send_to(d, to).is_ok() {
+            sent += 1;
+        }
+        if i % 32 == 31 {
+            taken(&s, sent);
+        }
+    }
+    taken(&s, sent);
+    let full = s.stats();
+    assert_eq!(
+        full.associations as usize, MAX_ASSOCIATIONS,
+        "{scheme:?}: forgeries fill the server: {full:?}"
+    );
+    // A real client arriving now shows its address (one round trip) and replaces a forgery.
+    let late = Client::connect(to, cfg.clone()).unwrap();
+    for i in 0..20u32 {
+        let r = i.to_be_bytes();
+        assert_eq!(
+            late.call(&r).unwrap().bytes,
+            expected(&r),
+            "{scheme:?} late call {i}"
+        );
+    }
+    for t in callers {
+        t.join().unwrap();
+    }
+    let (ok, failed) = (ok.load(Ordering::SeqCst), failed.load(Ordering::SeqCst));
+    let st = s.stats();
+    // The issue's bar is 99% of the real calls; nothing here should cost any of them.
+    assert!(
+        ok * 100 >= (ok + failed) * 99,
+        "{scheme:?}: {ok} calls answered, {failed} not; {st:?}"
+    );
+    assert_eq!(failed, 0, "{scheme:?}: {st:?}");
+    assert!(st.associations as usize <= MAX_ASSOCIATIONS, "{scheme:?}: {st:?}");
+    // Forgeries past the full server were answered with a check, never an association (how many
+    // reached the server is not exact: the real calls' datagrams share its socket buffer).
+    assert!(st.address_checks > 0, "{scheme:?}: {st:?}");
+    assert!(
+        st.addresses_validated >= 1,
+        "{scheme:?}: the late client showed its address: {st:?}"
+    );
+    assert!(
+        st.associations_evicted <= st.addresses_validated,
+        "{scheme:?}: only a checked client replaces another: {st:?}"
+    );
+    if scheme != "dcquic" {
+        assert!(late.stats().address_checks >= 1, "{scheme:?}: {:?}", late.stats());
+    }
+    // The real clients were never pushed out: their next calls need no new association.
+    for c in &clients {
+        assert_eq!(c.call(b"after").unwrap().bytes, expected(b"after"), "{scheme:?}");
+        assert_eq!(c.stats().reopened, 0, "{scheme:?}");
+    }
+}
+
+#[test]
+fn forged_openers_never_push_a_real_client_out() {
+    for scheme in SCHEMES {
+        flood(scheme);
+    }
+}
+
+/// With `address_validation = "always"` every client shows its address before its association
+/// opens (a cookie, or DCQUIC's Retry), and its calls are carried byte-exact as without.
+#[test]
+fn every_scheme_opens_through_an_address_check_when_asked_to() {
+    for scheme in SCHEMES {
+        let cfg = NetConfig {
+            address_validation: AddressValidation::Always,
+            ..config_of(scheme)
+        };
+        let s = Server::bind(LOOPBACK.parse().unwrap(), cfg.clone(), answer).unwrap();
+        let c = Client::connect(s.local_addr(), cfg.clone()).unwrap();
+        for len in [0usize, 1, 1_500, 100_000] {
+            let req: Vec<u8> = (0..len).map(|b| (b * 13) as u8).collect();
+            let max = cfg.max_message_bytes() as usize;
+            let req = &req[..len.min(max)];
+            assert_eq!(c.call(req).unwrap().bytes, expected(req), "{scheme:?} {len} B");
+        }
+        let st = settled(&s, |st| st.addresses_validated >= 1);
+        assert_eq!(st.associations_opened, 1, "{scheme:?}: {st:?}");
+        assert_eq!(st.addresses_validated, 1, "{scheme:?}: {st:?}");
+        assert!(st.address_checks >= 1, "{scheme:?}: {st:?}");
+        assert_eq!(st.bad_tokens, 0, "{scheme:?}: {st:?}");
+        if scheme != "dcquic" {
+            let cs = eventually(|| c.stats(), |cs| cs.address_checks >= 1);
+            assert!(cs.address_checks >= 1, "{scheme:?}: {cs:?}");
+        }
+    }
+}
