@@ -265,6 +265,15 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
     let mut engine_ns = Vec::with_capacity(count);
     let mut waited_ns = Vec::with_capacity(count);
     let fresh = present(args, "--fresh");
+    // The process's CPU time from the first measured call to the end: both ends run here (the
+    // kernel's loopback work is charged to the thread that sends), so this is CPU per call of the
+    // whole exchange. 0 until the warm-up is over.
+    let mut cpu_from = 0u64;
+    let mut mark = |i: usize| {
+        if i == warmup {
+            cpu_from = tailcut_sys::clock::process_cpu_ns();
+        }
+    };
     match scheme.as_str() {
         _ if dcquic && fresh => {
             let mut cfg = resolved.clone().ok_or("no scheme")?;
@@ -285,6 +294,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                 .ok_or("no server")?;
             let mut handshake_ns = Vec::with_capacity(count);
             for i in 0..warmup + count {
+                mark(i);
                 // Set-up included: the client (its runtime thread and sockets) and the handshake.
                 let t0 = monotonic_ns();
                 let c = Client::connect(to, cfg.clone()).map_err(|e| e.to_string())?;
@@ -329,6 +339,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             let mut handshake_ns = Vec::with_capacity(count);
             let mut conn = None;
             for i in 0..warmup + count {
+                mark(i);
                 let t0 = monotonic_ns();
                 if fresh || conn.is_none() {
                     conn = Some(
@@ -384,6 +395,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                 // Calls issued by the runtime thread itself: no hop to and from this thread.
                 let run = |n| c.closed_loop(&req, n).map_err(|e| e.to_string());
                 run(warmup)?;
+                mark(warmup);
                 let rep = run(count)?;
                 if rep.not_echoed > 0 {
                     return Err(format!("{} echoes differ from the request", rep.not_echoed).into());
@@ -394,6 +406,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                 }
             } else {
                 for i in 0..warmup + count {
+                    mark(i);
                     let t0 = monotonic_ns();
                     let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
                     let t1 = monotonic_ns();
@@ -439,6 +452,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             s.set_nodelay(true).map_err(|e| e.to_string())?;
             let mut buf = vec![0u8; size];
             for i in 0..warmup + count {
+                mark(i);
                 let t0 = monotonic_ns();
                 framed_call(&mut s, &req, &mut buf).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
@@ -457,6 +471,13 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             );
         }
         other => return Err(ConfigError::new("--scheme", format!("unknown '{other}'")).into()),
+    }
+    let cpu_ns = tailcut_sys::clock::process_cpu_ns().saturating_sub(cpu_from);
+    if cpu_from > 0 && count > 0 {
+        println!(
+            "cpu per call (both ends, user + system)     us: {:.1}",
+            cpu_ns as f64 / count as f64 / 1e3
+        );
     }
     print_dist("call (application thread)", &mut lat_ns);
     if !engine_ns.is_empty() {

@@ -13,6 +13,19 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time of the whole process (every thread, user and system) in nanoseconds: what a benchmark
+/// charges to the calls it made (`CLOCK_PROCESS_CPUTIME_ID`).
+pub fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_PROCESS_CPUTIME_ID always exists on Linux.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    debug_assert_eq!(ret, 0);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Timer slack of the calling thread: how late the kernel may fire its sleeps to batch wake-ups
 /// (50 us by default, which would be lateness on every hop).
 pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {

@@ -425,7 +425,19 @@ impl CloudBurstEndpoint {
         self.decoders.retain(|_, d| d.last + t > now);
         self.counters.decoders_expired += (before - self.decoders.len()) as u64;
         self.done.retain(|_, d| d.last + t > now);
-        self.counters.assemblies_expired += self.assemblies.expire(now, t) as u64;
+        self.counters.assemblies_expired += self.assemblies.expire(now, self.assembly_timeout()) as u64;
+    }
+
+    /// How long an assembly is kept without a packet of its message: `decoder_timeout`, but never
+    /// less than twice t. Its blocks were STOPped as they decoded, so a sender that is still at the
+    /// message (a descheduled sender, or one whose packets were all lost for a while, which gives the
+    /// message up only t, plus its window's share, after its last STOP) will not send them again:
+    /// dropping the assembly before then would leave the message acknowledged but never delivered,
+    /// as a `decoder_timeout` of 5 ms did to calls on sockets (t = 20 ms there).
+    fn assembly_timeout(&self) -> Dur {
+        self.cfg
+            .decoder_timeout
+            .max(Dur(self.cfg.transmission_timeout.0.saturating_mul(2)))
     }
 
     /// A block's STOP; the message is acknowledged once every block is STOPped.
@@ -724,7 +736,7 @@ impl Engine for CloudBurstEndpoint {
             .values()
             .map(|d| d.last + t)
             .chain(self.done.values().map(|d| d.last + t))
-            .chain(self.assemblies.next_expiry(t));
+            .chain(self.assemblies.next_expiry(self.assembly_timeout()));
         send.chain(recv).min()
     }
 

@@ -756,6 +756,51 @@ fn a_block_that_gets_no_stop_fails_the_whole_message() {
     assert_eq!(h.eps[1].counters().assemblies_expired, 1);
 }
 
+/// A block's packets are all lost for longer than `decoder_timeout` (as when the sender is
+/// descheduled between blocks): the receiver keeps the assembly of the blocks it already STOPped,
+/// for as long as the sender may still be at the message (2 t), and the message is delivered.
+/// Dropping it at `decoder_timeout` left the message acknowledged at the sender but undelivered.
+#[test]
+fn an_assembly_outlives_a_silence_longer_than_the_decoder_timeout() {
+    let cfg = CloudBurstConfig {
+        block_window: 1,
+        decoder_timeout: Dur::from_micros(100),
+        ..CloudBurstConfig::default()
+    };
+    let mut h = harness(cfg);
+    h.eps[0].send_message(Time::ZERO, 4, 3 * 64 * 1456);
+    let mut lost = 0;
+    let log = run(&mut h, Time(100_000_000), move |from_a, hd| {
+        let drop = from_a && hd.block.index == 1 && hd.kind != Kind::Stop && lost < 400;
+        lost += u32::from(drop);
+        drop
+    });
+    // The receiver heard nothing of the message for longer than its decoder timeout.
+    let of_block = |b: u16| {
+        log.sent
+            .iter()
+            .filter(move |s| s.1 && s.2.block.index == b)
+            .map(|s| s.0)
+    };
+    let silence = of_block(1)
+        .nth(400)
+        .unwrap()
+        .saturating_sub(of_block(0).last().unwrap());
+    assert!(silence > Dur::from_micros(100), "{silence:?}");
+    assert!(
+        log.b_events
+            .iter()
+            .any(|e| matches!(e.1, AppEvent::MessageReceived { msg: 4 })),
+        "{:?}",
+        log.b_events
+    );
+    assert_eq!(h.eps[1].counters().assemblies_expired, 0);
+    assert!(log
+        .a_events
+        .iter()
+        .any(|e| matches!(e.1, AppEvent::MessageAcked { msg: 4, .. })));
+}
+
 #[test]
 fn a_block_slower_than_t_does_not_fail_a_message_that_keeps_making_progress() {
     // Issue #44: under contention a block shares the message's rate with the rest of the window,
