@@ -449,9 +449,12 @@ impl<S: ClientScheme> ClientLoop<S> {
         if heard {
             self.last_heard = self.d.clock.now();
             self.d.heard();
-        } else if let Some(token) = cookie {
+        }
+        // After `heard`: a server may send part of a response and then hold the rest back for the
+        // cookie (its amplification limit), both in one batch.
+        if let Some(token) = cookie {
             self.d
-                .echo_first(k, <S::E as Codec>::SCHEME, self.association, token);
+                .echo_first(k, server, <S::E as Codec>::SCHEME, self.association, token);
         }
         Ok(())
     }

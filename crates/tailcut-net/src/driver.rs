@@ -4,7 +4,7 @@
 use crate::clock::Clock;
 use crate::codec::Codec;
 use crate::config::{NetConfig, SendLoss};
-use crate::frame::{Control, Preamble, Token, PREAMBLE_BYTES};
+use crate::frame::{Control, Preamble, Token};
 use crate::io::{PathSocket, RxBufs, TxLanes, RX_SLOTS};
 use rand::Rng as _;
 use rand::SeedableRng;
@@ -22,6 +22,9 @@ pub const WAKE_TOKEN: u64 = TIMER_TOKEN - 1;
 pub const STOP_BYTE: u8 = 0;
 /// `recvmmsg` calls per socket per wake-up, so timers are not starved by a flood.
 pub const RX_BUDGET: usize = 64;
+
+/// A datagram built but not sent: (socket, destination, ECN, bytes).
+pub type HeldDatagram = (usize, SocketAddr, Ecn, Vec<u8>);
 
 /// What the send hook does with one datagram.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -150,8 +153,28 @@ impl Driver {
         association: u64,
         dest: impl Fn(usize) -> Option<(usize, SocketAddr)>,
     ) {
+        self.drain_transmits_within(now, engine, association, None, &mut None, dest);
+    }
+
+    /// [`Driver::drain_transmits`] within `budget` bytes, if given: the first datagram that does not
+    /// fit is put in `over` (socket, destination, ECN, bytes) instead of being sent, and the drain
+    /// stops there (the engine keeps the rest). Returns the bytes sent, and whether the budget
+    /// stopped the drain.
+    pub fn drain_transmits_within<E: Codec>(
+        &mut self,
+        now: Time,
+        engine: &mut E,
+        association: u64,
+        budget: Option<u64>,
+        over: &mut Option<HeldDatagram>,
+        dest: impl Fn(usize) -> Option<(usize, SocketAddr)>,
+    ) -> (u64, bool) {
         let lanes = self.lanes_len();
+        let mut sent = 0u64;
         loop {
+            if budget.is_some_and(|b| sent >= b) || over.is_some() {
+                return (sent, budget.is_some());
+            }
             self.payload.clear();
             let Some(pkt) = engine.poll_transmit(now, &mut self.payload) else {
                 break;
@@ -206,16 +229,28 @@ impl Driver {
             }
             // Data is sent with the engine's ECN codepoint (DCTCP's ECT(0)), one `IP_TOS` per batch.
             let ecn = pkt.ecn;
+            if budget.is_some_and(|b| sent + self.datagram.len() as u64 > b) {
+                *over = Some((sock, to, ecn, self.datagram.clone()));
+                return (sent, true);
+            }
             if fate == Fate::Hold && self.held.is_none() {
                 self.held = Some((lane, sock, to, ecn, self.datagram.clone()));
+                sent += self.datagram.len() as u64;
                 continue;
             }
             self.lanes.push(&self.socks, lane, sock, to, ecn, &self.datagram);
+            sent += self.datagram.len() as u64;
             if fate == Fate::Twice {
                 self.lanes.push(&self.socks, lane, sock, to, ecn, &self.datagram);
             }
             self.release_held();
         }
+        (sent, false)
+    }
+
+    /// Sends a datagram [`Driver::drain_transmits_within`] held back.
+    pub fn send_held(&mut self, (sock, to, ecn, bytes): &HeldDatagram) {
+        self.lanes.push(&self.socks, 0, *sock, *to, *ecn, bytes);
     }
 
     /// Queues a datagram the runtime itself sends (a control datagram) on socket `sock`; it bypasses
@@ -224,28 +259,27 @@ impl Driver {
         self.lanes.push(&self.socks, 0, sock, to, Ecn::NotEct, bytes);
     }
 
-    /// The server's `token` came to socket `k`: every later datagram of that lane echoes it until
-    /// [`Driver::heard`], and the association's first datagram, if it left there, goes again at once.
-    pub fn echo_first(&mut self, k: usize, scheme: u8, association: u64, token: Token) {
+    /// The server's `token` came to socket `k` (from `server`): every later datagram of that lane
+    /// echoes it until [`Driver::heard`], and one echo goes at once: of the association's first
+    /// datagram if it left there (the server opens nothing until then), else with no engine bytes
+    /// (an open association whose server holds back what it sends until the address is shown).
+    pub fn echo_first(&mut self, k: usize, server: SocketAddr, scheme: u8, association: u64, token: Token) {
         if let Some(e) = self.echo.get_mut(k) {
             *e = Some(token);
         }
-        let Some((lane, sock, to, bytes)) = &self.first else {
-            return;
+        let (lane, to, bytes): (usize, SocketAddr, &[u8]) = match &self.first {
+            Some((lane, sock, to, bytes)) if *sock == k => (*lane, *to, bytes),
+            _ => (k, server, &[]),
         };
-        if *sock != k {
-            return;
-        }
         self.datagram.clear();
         Preamble {
             scheme,
-            path: *lane as u8,
+            path: lane as u8,
             association,
         }
         .write_control(Control::Echo { token, bytes }, &mut self.datagram);
-        debug_assert!(self.datagram.len() > PREAMBLE_BYTES);
         self.lanes
-            .push(&self.socks, *lane, *sock, *to, Ecn::NotEct, &self.datagram);
+            .push(&self.socks, lane, k, to, Ecn::NotEct, &self.datagram);
     }
 
     /// The server answered: the association is open there, datagrams go plain, and a client keeps

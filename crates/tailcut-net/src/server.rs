@@ -21,7 +21,7 @@
 use crate::address_check::AddressCheck;
 use crate::codec::Codec;
 use crate::config::{AddressValidation, Family, NetConfig};
-use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
+use crate::driver::{Driver, HeldDatagram, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES, TOKEN_BYTES};
 use crate::io::PathSocket;
 use crate::runtime_thread::RuntimeThread;
@@ -221,7 +221,23 @@ struct Association<S: ServerScheme> {
     /// Its client showed it receives at its address: an echoed cookie or Retry token, a completed
     /// handshake or an acknowledged response. Associations without it are replaced first.
     proven: bool,
+    /// Bytes received from and sent to the client while it is not `proven`: the server sends at most
+    /// [`AMPLIFICATION`] times what it received until then.
+    unproven_in: u64,
+    unproven_out: u64,
+    /// A cookie went out since the client's last datagram (one per datagram at most).
+    cookie_sent: bool,
+    /// The datagram the limit stopped at, sent once the client shows its address.
+    held_back: Option<HeldDatagram>,
 }
+
+/// How many times the bytes it received a server sends to an address its client has not shown,
+/// QUIC's anti-amplification limit (RFC 9000 Sec. 8.1): without it a forged one-packet CloudBurst
+/// request from a victim's address made the server spray the response at the victim until its
+/// transmission timeout (366 datagrams per forged request with a 1 s t, `cpu_per_forged_opener`).
+/// A real client reaching the limit gets a cookie and shows its address with an echo (one round
+/// trip, only for a response over three times its request before the client showed anything).
+pub const AMPLIFICATION: u64 = 3;
 
 struct ServerLoop<S: ServerScheme> {
     d: Driver,
@@ -396,6 +412,14 @@ impl<S: ServerScheme> ServerLoop<S> {
         let Some(a) = self.assocs.get_mut(&r.id) else {
             return;
         };
+        // A valid echo on an open association shows the address: what was held back goes now.
+        a.proven |= proven;
+        if plen == 0 {
+            // An echo with no engine bytes: the client answering a cookie with nothing to send.
+            a.last_active = now;
+            self.drain(now, r.id);
+            return;
+        }
         let path = match r.path {
             Some(p) => usize::from(p),
             None => slot_of(&mut a.remotes, from),
@@ -406,6 +430,10 @@ impl<S: ServerScheme> ServerLoop<S> {
         };
         a.remotes[path] = Some(from);
         a.last_active = now;
+        if !a.proven {
+            a.unproven_in += len as u64;
+            a.cookie_sent = false;
+        }
         a.engine.handle_packet(now, &pkt, payload);
         self.drain(now, r.id);
     }
@@ -467,6 +495,10 @@ impl<S: ServerScheme> ServerLoop<S> {
                 remotes: [None; MAX_PATHS],
                 last_active: now,
                 proven,
+                unproven_in: 0,
+                unproven_out: 0,
+                cookie_sent: false,
+                held_back: None,
             },
         );
         self.stats.associations_opened += 1;
@@ -538,16 +570,33 @@ impl<S: ServerScheme> ServerLoop<S> {
             self.timers.set(id, None);
             return;
         };
+        let mut held = false;
+        if a.proven {
+            if let Some(d) = a.held_back.take() {
+                self.d.send_held(&d);
+            }
+        }
         loop {
             let remotes = a.remotes;
-            self.d.drain_transmits(now, &mut a.engine, id, |p| {
-                let to = remotes
-                    .get(p)
-                    .copied()
-                    .flatten()
-                    .or_else(|| remotes.iter().flatten().next().copied());
-                to.map(|to| (0, to))
-            });
+            // Only the schemes with the preamble have the cookie that lifts the limit; DCQUIC's
+            // connections keep QUIC's own (quinn's).
+            let limit = (<S::E as Codec>::PREAMBLE && !a.proven)
+                .then(|| (AMPLIFICATION * a.unproven_in).saturating_sub(a.unproven_out));
+            let over = &mut a.held_back;
+            let (sent, stopped) = self
+                .d
+                .drain_transmits_within(now, &mut a.engine, id, limit, over, |p| {
+                    let to = remotes
+                        .get(p)
+                        .copied()
+                        .flatten()
+                        .or_else(|| remotes.iter().flatten().next().copied());
+                    to.map(|to| (0, to))
+                });
+            if !a.proven {
+                a.unproven_out += sent;
+            }
+            held |= stopped;
             let mut answered = false;
             while let Some(ev) = a.engine.poll_event() {
                 match ev {
@@ -601,6 +650,25 @@ impl<S: ServerScheme> ServerLoop<S> {
         }
         if self.scheme.finished(&a.engine, &mut self.stats) {
             self.drop_association(id);
+            return;
+        }
+        if held && !a.proven {
+            // Nothing more goes until the client shows its address (or sends more): no timer, or
+            // an engine that wants to send now would spin the loop.
+            self.timers.set(id, None);
+            self.stats.amplification_limited += 1;
+            let to = (!a.cookie_sent)
+                .then(|| {
+                    a.remotes
+                        .iter()
+                        .enumerate()
+                        .find_map(|(i, r)| r.map(|r| (r, i as u8)))
+                })
+                .flatten();
+            a.cookie_sent = true;
+            if let Some((to, path)) = to {
+                self.send_cookie(now, to, id, path);
+            }
             return;
         }
         self.timers.set(id, a.engine.poll_timeout());

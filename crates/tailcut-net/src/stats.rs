@@ -59,6 +59,9 @@ pub struct ServerStats {
     /// Associations opened by a source that showed it receives at its address (a valid echoed
     /// cookie or Retry token).
     pub addresses_validated: u64,
+    /// Times an association's sending stopped at the amplification limit (three times what its
+    /// client had sent before showing its address); a cookie then went to the client.
+    pub amplification_limited: u64,
     /// Echoes whose token this server did not make for that source and association (forged, or
     /// older than two periods): taken as plain datagrams, which prove nothing.
     pub bad_tokens: u64,

@@ -241,6 +241,88 @@ fn every_scheme_opens_through_an_address_check_when_asked_to() {
     }
 }
 
+/// A forged one-packet CloudBurst request (a forged SYN for TCP) from a victim's address: the server
+/// sends the victim at most three times the bytes it received, and one cookie (QUIC's
+/// anti-amplification limit), instead of spraying the response until its transmission timeout.
+#[test]
+fn a_forged_opener_gets_at_most_three_times_its_bytes_back() {
+    for scheme in ["cloudburst", "tcp"] {
+        let cfg = config_of(scheme);
+        // A response much larger than the request, as an amplifier would pick.
+        let s = Server::bind(
+            LOOPBACK.parse().unwrap(),
+            cfg.clone(),
+            |_: &[u8], out: &mut Vec<u8>| out.resize(100_000, 7),
+        )
+        .unwrap();
+        let mut rng = Rng::seed_from_u64(5);
+        let forged = forged_openers(scheme, &cfg, 1, &mut rng).remove(0);
+        let victim = spoofed_sources(&mut rng, 1).remove(0);
+        victim.send_to(&forged, s.local_addr()).unwrap();
+        // Everything the server sends the victim within 3 s (t is 1 s here, TCP's SYN-ACK
+        // retransmissions start at 1 s).
+        victim
+            .set_read_timeout(Some(std::time::Duration::from_millis(3_000)))
+            .unwrap();
+        let mut got = 0;
+        let mut buf = vec![0u8; 65_536];
+        while let Ok((n, _)) = victim.recv_from(&mut buf) {
+            got += n;
+        }
+        let cookie = tailcut_net::frame::PREAMBLE_BYTES + tailcut_net::frame::TOKEN_BYTES;
+        let limit = tailcut_net::server::AMPLIFICATION as usize * forged.len() + cookie;
+        assert!(
+            got <= limit,
+            "{scheme:?}: {got} bytes back for {} ({limit} allowed): {:?}",
+            forged.len(),
+            s.stats()
+        );
+        if scheme == "cloudburst" {
+            assert!(s.stats().amplification_limited >= 1, "{:?}", s.stats());
+        }
+    }
+}
+
+/// A real client whose first response is over three times its request shows its address (answering
+/// the cookie the limit sends it) and gets every byte, and its later responses go unlimited; TCP's
+/// handshake shows the address before any response.
+#[test]
+fn a_large_first_response_costs_one_address_check() {
+    for scheme in ["cloudburst", "tcp", "fuso"] {
+        let cfg = config_of(scheme);
+        let s = Server::bind(
+            LOOPBACK.parse().unwrap(),
+            cfg.clone(),
+            |req: &[u8], out: &mut Vec<u8>| out.extend((0..300_000u32).map(|i| (i as u8) ^ req[0])),
+        )
+        .unwrap();
+        let c = Client::connect(s.local_addr(), cfg.clone()).unwrap();
+        let mut limited = Vec::new();
+        for k in 0..3u8 {
+            let r = c.call(&[k; 100]).unwrap();
+            let ok = r.bytes.len() == 300_000 && r.bytes.iter().enumerate().all(|(i, b)| *b == (i as u8) ^ k);
+            assert!(ok, "{scheme:?} call {k}");
+            limited.push(s.stats().amplification_limited);
+        }
+        let (cs, st) = (c.stats(), s.stats());
+        if scheme == "cloudburst" {
+            // The first response stopped at the limit until the client's echo (a cookie went back
+            // for each request datagram that came meanwhile); the later ones never did.
+            assert!(
+                cs.address_checks >= 1 && limited[0] >= 1,
+                "{scheme:?}: {cs:?} {st:?}"
+            );
+            assert_eq!(limited[2], limited[0], "{scheme:?}: {st:?}");
+        } else {
+            assert_eq!(
+                (cs.address_checks, st.amplification_limited),
+                (0, 0),
+                "{scheme:?}: {cs:?} {st:?}"
+            );
+        }
+    }
+}
+
 /// Benchmark, not a test (`cargo test --release -p tailcut-net --test forged_openers -- --ignored
 /// --nocapture`): the process's CPU per datagram (the sender's share included, the same in every
 /// column) for 2,000 garbage datagrams, 2,000 forged openers into a server with room for all of

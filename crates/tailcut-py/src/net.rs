@@ -405,6 +405,7 @@ impl NetServer {
             "address_checks": st.address_checks,
             "addresses_validated": st.addresses_validated,
             "bad_tokens": st.bad_tokens,
+            "amplification_limited": st.amplification_limited,
             "protocol_errors": st.protocol_errors,
             "associations_finished": st.associations_finished,
             "max_datagram": st.tx.max_datagram,

@@ -785,7 +785,7 @@ fn an_assembly_outlives_a_silence_longer_than_the_decoder_timeout() {
     let silence = of_block(1)
         .nth(400)
         .unwrap()
-        .saturating_sub(of_block(0).last().unwrap());
+        .saturating_sub(of_block(0).next_back().unwrap());
     assert!(silence > Dur::from_micros(100), "{silence:?}");
     assert!(
         log.b_events
