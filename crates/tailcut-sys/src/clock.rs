@@ -1,29 +1,29 @@
-//! The monotonic clock in nanoseconds. It is the clock `timerfd` deadlines are given in, which is why
-//! the emulator reads it rather than `std::time::Instant` (whose value cannot be handed to the kernel).
+//! The kernel's clocks in nanoseconds. The monotonic one is the clock `timerfd` deadlines are given in,
+//! which is why the emulator reads it rather than `std::time::Instant` (whose value cannot be handed to
+//! the kernel); the process's CPU clock is what benchmarks charge calls with.
 
-/// `CLOCK_MONOTONIC` in nanoseconds.
-pub fn monotonic_ns() -> u64 {
+/// Clock `id` in nanoseconds (inlined: the emulator reads the monotonic clock once per event).
+#[inline]
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists on Linux.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    // SAFETY: `ts` is a valid, writable timespec; the callers' clocks always exist on Linux.
+    let ret = unsafe { libc::clock_gettime(id, &mut ts) };
     debug_assert_eq!(ret, 0);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time of the whole process (every thread, user and system) in nanoseconds: what a benchmark
 /// charges to the calls it made (`CLOCK_PROCESS_CPUTIME_ID`).
 pub fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_PROCESS_CPUTIME_ID always exists on Linux.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    debug_assert_eq!(ret, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
 /// Timer slack of the calling thread: how late the kernel may fire its sleeps to batch wake-ups
@@ -36,14 +36,7 @@ pub fn set_timer_slack_ns(ns: u64) -> std::io::Result<()> {
 
 /// `CLOCK_REALTIME` in nanoseconds since the Unix epoch (what capture files are stamped with).
 pub fn realtime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_REALTIME always exists on Linux.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    debug_assert_eq!(ret, 0);
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_REALTIME)
 }
 
 /// Sleeps until `at_ns` on `CLOCK_MONOTONIC` (returns at once if it has passed). An absolute deadline
