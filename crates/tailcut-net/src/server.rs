@@ -414,8 +414,8 @@ impl<S: ServerScheme> ServerLoop<S> {
         };
         // A valid echo on an open association shows the address: what was held back goes now.
         a.proven |= proven;
-        if plen == 0 {
-            // An echo with no engine bytes: the client answering a cookie with nothing to send.
+        if plen == 0 && proven {
+            // A valid echo with no engine bytes: the client answering a cookie with nothing to send.
             a.last_active = now;
             self.drain(now, r.id);
             return;
@@ -571,9 +571,15 @@ impl<S: ServerScheme> ServerLoop<S> {
             return;
         };
         let mut held = false;
-        if a.proven {
+        // The datagram the limit stopped at goes first, once the address is shown or the client's
+        // later datagrams made room for it.
+        let len = a.held_back.as_ref().map_or(0, |d| d.3.len() as u64);
+        if len > 0 && (a.proven || a.unproven_out + len <= AMPLIFICATION * a.unproven_in) {
             if let Some(d) = a.held_back.take() {
                 self.d.send_held(&d);
+                if !a.proven {
+                    a.unproven_out += len;
+                }
             }
         }
         loop {
