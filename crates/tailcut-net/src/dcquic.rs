@@ -27,7 +27,7 @@ use quinn_proto::crypto::HandshakeTokenKey;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tailcut_proto::dcquic::retry::{retry_cid_tag, Gate, RetryGate, RETRY_TAG_BYTES};
+use tailcut_proto::dcquic::retry::{retry_cid_tag, Gate, RetryGate};
 use tailcut_proto::dcquic::route::{route, Route};
 use tailcut_proto::dcquic::{real::cid_key, DcquicCounters, DcquicEngine, Shared};
 use tailcut_proto::{Addr, AppEvent, Ecn, Engine, FiveTuple, Header, MsgId, Outgoing, Packet, Proto, Time};
@@ -99,6 +99,26 @@ pub fn shared(
     Shared::real(cfg.dcquic_config(), epoch, mode)
         .map(Arc::new)
         .map_err(|e| format!("dcquic: {e}"))
+}
+
+/// The first datagram (its Initial) of a fresh client engine of `shared`: what a real client opens
+/// a connection with, fresh keys and connection IDs each time. Tests and benchmarks forge openers
+/// with it.
+pub fn client_initial(shared: &Arc<Shared>) -> Result<Vec<u8>, String> {
+    let tuple = FiveTuple {
+        src: Addr(1),
+        dst: Addr(2),
+        src_port: 1,
+        dst_port: 1,
+        proto: Proto::Udp,
+    };
+    let keys = quic_keys::client()?;
+    let mut c = DcquicEngine::real_client(shared.clone(), tuple, vec![Addr(1)], 0, keys, Time::ZERO)
+        .map_err(|e| format!("dcquic: {e}"))?;
+    let mut b = Vec::new();
+    c.poll_transmit(Time::ZERO, &mut b)
+        .ok_or_else(|| "dcquic: a fresh client sent nothing".to_string())?;
+    Ok(b)
 }
 
 pub struct ClientSide {
@@ -271,11 +291,6 @@ impl ServerSide {
             tags: AddressCheck::new()?,
         })
     }
-
-    /// The tag of `from` a Retry's connection ID carries.
-    fn tag(&self, now: Time, from: SocketAddr) -> [u8; RETRY_TAG_BYTES] {
-        self.tags.token(now, from, <DcquicEngine as Codec>::SCHEME, 0)
-    }
 }
 
 impl ServerScheme for ServerSide {
@@ -330,16 +345,25 @@ impl ServerScheme for ServerSide {
         let Route::Long { dcid, .. } = route(bytes) else {
             return AddressProof::Refused;
         };
-        let tagged = retry_cid_tag(dcid)
-            .is_some_and(|t| self.tags.valid(now, from, <DcquicEngine as Codec>::SCHEME, 0, t));
         // What the engine of a new association would see: its first path.
         let pkt = DcquicEngine::decode(bytes, Ecn::NotEct, 0).map(|(p, _)| p);
         let gate = match pkt {
-            Some(pkt) => self.gate.check(now, &pkt, bytes, self.tag(now, from), reply),
+            Some(pkt) => {
+                // The tag of `from` a Retry's connection ID carries.
+                let tags = &self.tags;
+                let tag = || tags.token(now, from, <DcquicEngine as Codec>::SCHEME, 0);
+                self.gate.check(now, &pkt, bytes, tag, reply)
+            }
             None => Gate::Refused,
         };
+        // The Retry's tag (in the connection ID the client echoes) says the token came to `from`;
+        // checked only for a token quinn validated.
+        let tagged = || {
+            retry_cid_tag(dcid)
+                .is_some_and(|t| self.tags.valid(now, from, <DcquicEngine as Codec>::SCHEME, 0, t))
+        };
         let proof = match gate {
-            Gate::Validated if tagged => AddressProof::Shown,
+            Gate::Validated if tagged() => AddressProof::Shown,
             Gate::Validated | Gate::Refused => AddressProof::Refused,
             Gate::Replied => AddressProof::Challenged,
         };

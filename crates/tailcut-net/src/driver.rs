@@ -1,6 +1,7 @@
 //! What the client and server loops share: the poller, the clock, the sockets and send lanes, the
 //! wake-up channel from application threads, the send-loss test hook, and the engine drain.
 
+use crate::client_echo::ClientEcho;
 use crate::clock::Clock;
 use crate::codec::Codec;
 use crate::config::{NetConfig, SendLoss};
@@ -53,15 +54,8 @@ pub struct Driver {
     payload: Vec<u8>,
     datagram: Vec<u8>,
     pub dropped_by_hook: u64,
-    /// A client whose server checks its address: the token each lane's datagrams echo until the
-    /// server answers (`address_check.rs`). A token is bound to the source address it was made
-    /// for, so each socket of a multipath client has its own.
-    pub echo: Vec<Option<Token>>,
-    /// A client keeps its association's first datagram until the server answers, to repeat it with
-    /// the token as soon as a cookie comes: (lane, socket, destination, the engine's bytes). One
-    /// datagram per association, the opener (a SYN, a coded packet).
-    pub keep_first: bool,
-    pub first: Option<(usize, usize, SocketAddr, Vec<u8>)>,
+    /// A client whose server checks its address: what it echoes (empty on a server).
+    echo: ClientEcho,
     /// Where the datagrams of one receive call are in the slab, for loops that must handle them
     /// after the call (reused).
     pub batch: Vec<(SocketAddr, Ecn, usize, usize)>,
@@ -91,9 +85,7 @@ impl Driver {
             payload: Vec::with_capacity(max),
             datagram: Vec::with_capacity(max),
             dropped_by_hook: 0,
-            echo: vec![None; cfg.paths()],
-            keep_first: false,
-            first: None,
+            echo: ClientEcho::new(cfg.paths()),
             batch: Vec::with_capacity(RX_SLOTS * 64),
         })
     }
@@ -215,7 +207,7 @@ impl Driver {
                     path: lane as u8,
                     association,
                 };
-                match self.echo.get(lane).copied().flatten() {
+                match self.echo.token(lane) {
                     Some(token) => p.write_control(Control::Echo { token, bytes: &[] }, &mut self.datagram),
                     None => p.write(&mut self.datagram),
                 }
@@ -224,9 +216,7 @@ impl Driver {
             if !E::encode(&pkt, &self.payload, &mut self.datagram) {
                 continue;
             }
-            if self.keep_first && self.first.is_none() {
-                self.first = Some((lane, sock, to, self.datagram[head..].to_vec()));
-            }
+            self.echo.sent(lane, sock, to, &self.datagram[head..]);
             // Data is sent with the engine's ECN codepoint (DCTCP's ECT(0)), one `IP_TOS` per batch.
             let ecn = pkt.ecn;
             if budget.is_some_and(|b| sent + self.datagram.len() as u64 > b) {
@@ -264,13 +254,8 @@ impl Driver {
     /// datagram if it left there (the server opens nothing until then), else with no engine bytes
     /// (an open association whose server holds back what it sends until the address is shown).
     pub fn echo_first(&mut self, k: usize, server: SocketAddr, scheme: u8, association: u64, token: Token) {
-        if let Some(e) = self.echo.get_mut(k) {
-            *e = Some(token);
-        }
-        let (lane, to, bytes): (usize, SocketAddr, &[u8]) = match &self.first {
-            Some((lane, sock, to, bytes)) if *sock == k => (*lane, *to, bytes),
-            _ => (k, server, &[]),
-        };
+        self.echo.set(k, token);
+        let (lane, to, bytes) = self.echo.first_on(k).unwrap_or((k, server, &[]));
         self.datagram.clear();
         Preamble {
             scheme,
@@ -285,16 +270,13 @@ impl Driver {
     /// The server answered: the association is open there, datagrams go plain, and a client keeps
     /// nothing more of them.
     pub fn heard(&mut self) {
-        self.echo.fill(None);
-        self.keep_first = false;
-        self.first = None;
+        self.echo.heard();
     }
 
     /// A new association: keep its first datagram (schemes with the preamble, where the runtime's
     /// cookie applies), echo nothing yet.
     pub fn new_association(&mut self, keep_first: bool) {
-        self.heard();
-        self.keep_first = keep_first;
+        self.echo.new_association(keep_first);
     }
 
     /// The reorder hook's held datagram goes out now, behind what was sent since.

@@ -30,6 +30,7 @@ pub mod address_check;
 pub mod call_window;
 pub mod cli;
 pub mod client;
+mod client_echo;
 pub mod client_scheme;
 pub mod clock;
 mod cloudburst;

@@ -111,8 +111,6 @@ mod tests {
     use crate::config::NetConfig;
     use crate::tls::TlsConfig;
     use tailcut_proto::dcquic::real::cid_key;
-    use tailcut_proto::dcquic::DcquicEngine;
-    use tailcut_proto::{Addr, Engine, FiveTuple, Proto, Time};
 
     /// Two clients built alike by the runtime send different first datagrams: their randomness is the
     /// operating system's (a simulated pair with one seed sends identical ones, the engine's tests).
@@ -124,21 +122,7 @@ mod tests {
             ..NetConfig::default()
         };
         let shared = crate::dcquic::shared(&cfg, Clock::start().instant_epoch(), 1452).unwrap();
-        let tuple = FiveTuple {
-            src: Addr(1),
-            dst: Addr(2),
-            src_port: 1,
-            dst_port: 1,
-            proto: Proto::Udp,
-        };
-        let first = || {
-            let keys = client().unwrap();
-            let mut c =
-                DcquicEngine::real_client(shared.clone(), tuple, vec![Addr(1)], 0, keys, Time::ZERO).unwrap();
-            let mut b = Vec::new();
-            c.poll_transmit(Time::ZERO, &mut b).unwrap();
-            b
-        };
+        let first = || crate::dcquic::client_initial(&shared).unwrap();
         let (a, b) = (first(), first());
         assert_eq!(a.len(), b.len());
         assert_ne!(a, b);

@@ -25,7 +25,7 @@ use crate::driver::{Driver, HeldDatagram, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES, TOKEN_BYTES};
 use crate::io::PathSocket;
 use crate::runtime_thread::RuntimeThread;
-use crate::server_scheme::{AddressProof, Request, Routed, ServerScheme};
+use crate::server_scheme::{route_by_preamble, AddressProof, Request, ServerScheme};
 pub use crate::stats::ServerStats;
 use crate::timers::Timers;
 use crate::{cloudburst, dcquic, tcp};
@@ -231,6 +231,21 @@ struct Association<S: ServerScheme> {
     held_back: Option<HeldDatagram>,
 }
 
+impl<S: ServerScheme> Association<S> {
+    /// What the anti-amplification limit still lets the server send to a client that has not shown
+    /// its address; None once it has.
+    fn budget(&self) -> Option<u64> {
+        (!self.proven).then(|| (AMPLIFICATION * self.unproven_in).saturating_sub(self.unproven_out))
+    }
+
+    /// `n` bytes went to the client: they count against the limit until it shows its address.
+    fn sent(&mut self, n: u64) {
+        if !self.proven {
+            self.unproven_out += n;
+        }
+    }
+}
+
 /// How many times the bytes it received a server sends to an address its client has not shown,
 /// QUIC's anti-amplification limit (RFC 9000 Sec. 8.1): without it a forged one-packet CloudBurst
 /// request from a victim's address made the server spray the response at the victim until its
@@ -357,17 +372,12 @@ impl<S: ServerScheme> ServerLoop<S> {
                 // cannot cut it off.
                 let valid = self.check.valid(now, from, p.scheme, p.association, &token);
                 self.stats.bad_tokens += u64::from(!valid);
-                let live = self.assocs.contains_key(&p.association);
-                let opens = !live && self.scheme.opens(bytes);
-                if !live && !opens {
+                let assocs = &self.assocs;
+                let live = |id| assocs.contains_key(&id);
+                let header = PREAMBLE_BYTES + TOKEN_BYTES;
+                let Some(r) = route_by_preamble(&self.scheme, &p, bytes, header, &live) else {
                     self.stats.foreign_datagrams += 1;
                     return;
-                }
-                let r = Routed {
-                    id: p.association,
-                    path: Some(p.path),
-                    skip: PREAMBLE_BYTES + TOKEN_BYTES,
-                    opens,
                 };
                 (r, valid)
             }
@@ -574,20 +584,17 @@ impl<S: ServerScheme> ServerLoop<S> {
         // The datagram the limit stopped at goes first, once the address is shown or the client's
         // later datagrams made room for it.
         let len = a.held_back.as_ref().map_or(0, |d| d.3.len() as u64);
-        if len > 0 && (a.proven || a.unproven_out + len <= AMPLIFICATION * a.unproven_in) {
+        if len > 0 && a.budget().is_none_or(|b| len <= b) {
             if let Some(d) = a.held_back.take() {
                 self.d.send_held(&d);
-                if !a.proven {
-                    a.unproven_out += len;
-                }
+                a.sent(len);
             }
         }
         loop {
             let remotes = a.remotes;
             // Only the schemes with the preamble have the cookie that lifts the limit; DCQUIC's
             // connections keep QUIC's own (quinn's).
-            let limit = (<S::E as Codec>::PREAMBLE && !a.proven)
-                .then(|| (AMPLIFICATION * a.unproven_in).saturating_sub(a.unproven_out));
+            let limit = a.budget().filter(|_| <S::E as Codec>::PREAMBLE);
             let over = &mut a.held_back;
             let (sent, stopped) = self
                 .d
@@ -599,9 +606,7 @@ impl<S: ServerScheme> ServerLoop<S> {
                         .or_else(|| remotes.iter().flatten().next().copied());
                     to.map(|to| (0, to))
                 });
-            if !a.proven {
-                a.unproven_out += sent;
-            }
+            a.sent(sent);
             held |= stopped;
             let mut answered = false;
             while let Some(ev) = a.engine.poll_event() {

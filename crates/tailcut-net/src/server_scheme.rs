@@ -62,16 +62,7 @@ pub trait ServerScheme: Send + 'static {
     /// [`ServerScheme::opens`] one may open it.
     fn route(&mut self, bytes: &[u8], live: &dyn Fn(u64) -> bool) -> Option<Routed> {
         let (p, rest) = Preamble::parse(bytes).filter(|(p, _)| p.scheme == <Self::E as Codec>::SCHEME)?;
-        let opens = !live(p.association) && self.opens(rest);
-        if !opens && !live(p.association) {
-            return None;
-        }
-        Some(Routed {
-            id: p.association,
-            path: Some(p.path),
-            skip: PREAMBLE_BYTES,
-            opens,
-        })
+        route_by_preamble(self, &p, rest, PREAMBLE_BYTES, live)
     }
     /// The opening datagram `bytes` (the engine's bytes) of association `id` from `from` must show
     /// its source's address; a challenge goes into `reply`. By default the runtime's cookie does it.
@@ -113,4 +104,25 @@ pub trait ServerScheme: Send + 'static {
     fn publish<'a>(&self, engines: impl Iterator<Item = &'a Self::E>, stats: &mut ServerStats)
     where
         Self::E: 'a;
+}
+
+/// Where a datagram goes by its preamble `p` (already checked to name this scheme), followed by
+/// `header` bytes in all before the engine's bytes `rest`: to a live association, or to a new one if
+/// [`ServerScheme::opens`] says `rest` may open it; nowhere otherwise. Plain datagrams and echoes
+/// (whose token comes between the preamble and the engine's bytes) route alike.
+pub(crate) fn route_by_preamble<S: ServerScheme + ?Sized>(
+    scheme: &S,
+    p: &Preamble,
+    rest: &[u8],
+    header: usize,
+    live: &dyn Fn(u64) -> bool,
+) -> Option<Routed> {
+    let live = live(p.association);
+    let opens = !live && scheme.opens(rest);
+    (live || opens).then_some(Routed {
+        id: p.association,
+        path: Some(p.path),
+        skip: header,
+        opens,
+    })
 }

@@ -17,10 +17,9 @@ use std::sync::Arc;
 use tailcut_net::config::AddressValidation;
 use tailcut_net::frame::{Preamble, SCHEME_MPTCP, SCHEME_TCP};
 use tailcut_net::{Client, NetConfig, Server};
-use tailcut_proto::dcquic::DcquicEngine;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::wire::tcp_udp;
-use tailcut_proto::{Addr, Engine, FiveTuple, Proto, Seq, TcpExt, TcpFlags, TcpHeader, Time};
+use tailcut_proto::{Seq, TcpExt, TcpFlags, TcpHeader};
 
 const SCHEMES: [&str; 5] = ["tcp", "mptcp", "fuso", "cloudburst", "dcquic"];
 const MAX_ASSOCIATIONS: usize = 16;
@@ -42,23 +41,8 @@ fn forged_openers(scheme: &str, cfg: &NetConfig, n: usize, rng: &mut Rng) -> Vec
         let shared =
             tailcut_net::dcquic::shared(cfg, tailcut_net::clock::Clock::start().instant_epoch(), 1452)
                 .unwrap();
-        let tuple = FiveTuple {
-            src: Addr(1),
-            dst: Addr(2),
-            src_port: 1,
-            dst_port: 1,
-            proto: Proto::Udp,
-        };
         return (0..n)
-            .map(|_| {
-                let keys = tailcut_net::quic_keys::client().unwrap();
-                let mut c =
-                    DcquicEngine::real_client(shared.clone(), tuple, vec![Addr(1)], 0, keys, Time::ZERO)
-                        .unwrap();
-                let mut b = Vec::new();
-                c.poll_transmit(Time::ZERO, &mut b).unwrap();
-                b
-            })
+            .map(|_| tailcut_net::dcquic::client_initial(&shared).unwrap())
             .collect();
     }
     (0..n)

@@ -110,14 +110,15 @@ impl RetryGate {
     }
 
     /// Looks at the opening datagram `bytes`, which an engine would see as `pkt` (its engine
-    /// addresses); a Retry carries `tag` (of the real source address) in its connection ID. The
+    /// addresses); a Retry carries `tag()` (of the real source address) in its connection ID,
+    /// computed only when a Retry goes out (an HMAC the validated Initial does not need). The
     /// reply, if any, is written to `reply`.
     pub fn check(
         &mut self,
         now: Time,
         pkt: &Packet,
         bytes: &[u8],
-        tag: [u8; RETRY_TAG_BYTES],
+        tag: impl FnOnce() -> [u8; RETRY_TAG_BYTES],
         reply: &mut Vec<u8>,
     ) -> Gate {
         let remote = sock(pkt.tuple.src, pkt.tuple.src_port);
@@ -136,7 +137,7 @@ impl RetryGate {
                     self.endpoint.ignore(incoming);
                     return Gate::Validated;
                 }
-                *self.tag.lock().unwrap_or_else(|e| e.into_inner()) = tag;
+                *self.tag.lock().unwrap_or_else(|e| e.into_inner()) = tag();
                 reply.clear();
                 match self.endpoint.retry(incoming, reply) {
                     Ok(t) => {
