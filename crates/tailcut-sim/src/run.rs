@@ -6,6 +6,7 @@ use crate::fault;
 use crate::limits;
 use crate::metrics::{FlowRecord, PortRecord, RunInfo};
 use crate::net::Network;
+use crate::partition::{Counter, PartitionMap};
 use crate::scheme;
 use crate::sim::{ComponentRun, ConnMode, Sim};
 use crate::topo;
@@ -289,7 +290,8 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
         runs: Vec::new(),
     };
     for k in 0..prep.schemes.len() {
-        let (mut sim, wall) = run_scheme::<false>(prep, k, None, &mut |f| progress((k as f64 + f) / n))?;
+        let (mut sim, wall) =
+            run_scheme::<false>(prep, k, None, None, &mut |f| progress((k as f64 + f) / n))?;
         add_tables(&mut tables, &mut sim, prep, k, wall);
     }
     progress(1.0);
@@ -304,7 +306,7 @@ pub fn run_traced(
     trace: (&[u64], usize),
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Tables, Trace), RunError> {
-    let (mut sim, wall) = run_scheme::<true>(prep, k, Some(trace), progress)?;
+    let (mut sim, wall) = run_scheme::<true>(prep, k, Some(trace), None, progress)?;
     let mut tables = Tables {
         flows: Vec::new(),
         ports: Vec::new(),
@@ -316,12 +318,36 @@ pub fn run_traced(
     Ok((tables, trace))
 }
 
+/// Runs scheme `k` alone, counting which partition of each of `maps` owns every event and in which
+/// lookahead window it falls (issue #41, `crate::partition`). The run is the uncounted one: same
+/// flows, seeds and results.
+pub fn run_counted(
+    prep: &Prepared,
+    k: usize,
+    maps: Vec<PartitionMap>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(Tables, Counter), RunError> {
+    let net = Network::unrouted(&prep.schemes[k].topology, prep.exp.seed);
+    let counter = Counter::new(&net, maps, &prep.schemes[k].faults);
+    let (mut sim, wall) = run_scheme::<true>(prep, k, None, Some(counter), progress)?;
+    let mut tables = Tables {
+        flows: Vec::new(),
+        ports: Vec::new(),
+        runs: Vec::new(),
+    };
+    add_tables(&mut tables, &mut sim, prep, k, wall);
+    let counter = sim.take_partition_count().expect("a counted run keeps its count");
+    progress(1.0);
+    Ok((tables, counter))
+}
+
 /// One scheme's simulation, run to its end and checked (`progress` gets this run's own fraction), and
 /// its wall time.
 fn run_scheme<'p, const TRACED: bool>(
     prep: &'p Prepared,
     k: usize,
     trace: Option<(&[u64], usize)>,
+    count: Option<Counter>,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Sim<'p, TRACED>, f64), RunError> {
     let SchemeRun {
@@ -345,6 +371,9 @@ fn run_scheme<'p, const TRACED: bool>(
     install_shims(&mut sim, shim.as_ref(), prep.exp.seed);
     if let Some((flows, max_events)) = trace {
         sim.start_trace(flows, max_events);
+    }
+    if let Some(c) = count {
+        sim.count_partitions(c);
     }
     let wall = WallClock::start();
     sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction()))

@@ -109,6 +109,13 @@ impl AppDelay {
             deferred: FxMap::default(),
         }
     }
+
+    /// The engine whose application `Event::AppWake(i)` wakes (the partition count's owner).
+    pub(super) fn wake_engine(&self, i: u32) -> EngineId {
+        match self.pending[i as usize] {
+            Wake::Read { e, .. } | Wake::Write { e } => e,
+        }
+    }
 }
 
 pub(super) struct FlowState {

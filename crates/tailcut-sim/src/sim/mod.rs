@@ -9,6 +9,7 @@
 mod app;
 mod demux;
 mod host;
+mod partition;
 mod ports;
 mod records;
 mod trace;
@@ -98,8 +99,9 @@ struct Conn {
     b: EngineId,
 }
 
-/// `TRACED` compiles a traced run's hooks in (`run::run_traced`); an untraced `Sim` has none, so
-/// tracing costs the simulation nothing (an `Option` test per hop cost ~3% of its instructions).
+/// `TRACED` compiles a traced run's hooks in (`run::run_traced`, and the partition count of
+/// `run::run_counted`); an untraced `Sim` has none, so tracing costs the simulation nothing (an
+/// `Option` test per hop cost ~3% of its instructions).
 pub struct Sim<'a, const TRACED: bool = false> {
     now: Time,
     max_time: Time,
@@ -143,6 +145,8 @@ pub struct Sim<'a, const TRACED: bool = false> {
     stop: StopReason,
     /// The record of a traced run (`tailcut trace`); always `None` when `TRACED` is false.
     trace: Option<Box<crate::trace::Tracer>>,
+    /// The partition count of issue #41 (`crate::partition`); always `None` when `TRACED` is false.
+    partitions: Option<Box<crate::partition::Counter>>,
 }
 
 impl<'a> Sim<'a> {
@@ -211,6 +215,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             },
             stop: StopReason::NoEvents,
             trace: None,
+            partitions: None,
         };
         for (i, f) in flows.iter().enumerate() {
             sim.events.push(f.start, Event::FlowStart(i as u32));
@@ -315,6 +320,9 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
                 }
             };
             self.now = t;
+            if TRACED && self.partitions.is_some() {
+                self.count_event(t, ev);
+            }
             // Only an event that reaches a host or an engine can finish a flow: the others (most of
             // them, a port's transmission and a packet's arrival at a switch) skip the test (7
             // instructions per packet-hop on benchmark (a)).
