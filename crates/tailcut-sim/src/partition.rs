@@ -18,9 +18,9 @@
 //! partitions could move between workers at every barrier for free. Neither counts the barriers
 //! themselves or the exchange of packets (`barrier_cost` adds a fixed cost per barrier).
 //!
-//! The counting rides on the instrumented instance of the simulator (`Sim<_, true>`, the one a traced
-//! run uses), so the ordinary run has no trace of it; `tailcut-partition` runs it
-//! (docs/performance.md, "Parallel speed-up bound (issue #41)").
+//! The counting is a second instance of the event loop (`Sim::run_counted`, a const generic), so the
+//! ordinary loop and the `Sim` have no trace of it; `tailcut-partition` runs it (docs/performance.md,
+//! "Parallel speed-up bound (issue #41)").
 
 use crate::event::NodeId;
 use crate::fault::FaultAction;

@@ -291,7 +291,7 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
     };
     for k in 0..prep.schemes.len() {
         let (mut sim, wall) =
-            run_scheme::<false>(prep, k, None, None, &mut |f| progress((k as f64 + f) / n))?;
+            run_scheme::<false, false>(prep, k, None, None, &mut |f| progress((k as f64 + f) / n))?;
         add_tables(&mut tables, &mut sim, prep, k, wall);
     }
     progress(1.0);
@@ -306,7 +306,7 @@ pub fn run_traced(
     trace: (&[u64], usize),
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Tables, Trace), RunError> {
-    let (mut sim, wall) = run_scheme::<true>(prep, k, Some(trace), None, progress)?;
+    let (mut sim, wall) = run_scheme::<true, false>(prep, k, Some(trace), None, progress)?;
     let mut tables = Tables {
         flows: Vec::new(),
         ports: Vec::new(),
@@ -328,26 +328,25 @@ pub fn run_counted(
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Tables, Counter), RunError> {
     let net = Network::unrouted(&prep.schemes[k].topology, prep.exp.seed);
-    let counter = Counter::new(&net, maps, &prep.schemes[k].faults);
-    let (mut sim, wall) = run_scheme::<true>(prep, k, None, Some(counter), progress)?;
+    let mut counter = Counter::new(&net, maps, &prep.schemes[k].faults);
+    let (mut sim, wall) = run_scheme::<false, true>(prep, k, None, Some(&mut counter), progress)?;
     let mut tables = Tables {
         flows: Vec::new(),
         ports: Vec::new(),
         runs: Vec::new(),
     };
     add_tables(&mut tables, &mut sim, prep, k, wall);
-    let counter = sim.take_partition_count().expect("a counted run keeps its count");
     progress(1.0);
     Ok((tables, counter))
 }
 
 /// One scheme's simulation, run to its end and checked (`progress` gets this run's own fraction), and
-/// its wall time.
-fn run_scheme<'p, const TRACED: bool>(
+/// its wall time. `COUNTED` runs the event loop that counts into `count` ([`Sim::run_counted`]).
+fn run_scheme<'p, const TRACED: bool, const COUNTED: bool>(
     prep: &'p Prepared,
     k: usize,
     trace: Option<(&[u64], usize)>,
-    count: Option<Counter>,
+    count: Option<&mut Counter>,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Sim<'p, TRACED>, f64), RunError> {
     let SchemeRun {
@@ -372,12 +371,12 @@ fn run_scheme<'p, const TRACED: bool>(
     if let Some((flows, max_events)) = trace {
         sim.start_trace(flows, max_events);
     }
-    if let Some(c) = count {
-        sim.count_partitions(c);
-    }
     let wall = WallClock::start();
-    sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction()))
-        .map_err(|_| RunError::Cancelled)?;
+    let ran = match count {
+        Some(c) if COUNTED => sim.run_counted(c, &mut |s: &Sim<TRACED>| progress(s.progress_fraction())),
+        _ => sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction())),
+    };
+    ran.map_err(|_| RunError::Cancelled)?;
     let c = sim.conservation();
     if !c.ok {
         return Err(RunError::Simulation(format!(

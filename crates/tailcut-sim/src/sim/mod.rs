@@ -20,6 +20,7 @@ use crate::fault::{self, FaultAction};
 use crate::hash::FxMap;
 use crate::metrics::{Conservation, PathInfo};
 use crate::net::Network;
+use crate::partition::Counter;
 use crate::transport::Transport;
 use crate::workload::FlowSpec;
 use app::FlowState;
@@ -99,9 +100,8 @@ struct Conn {
     b: EngineId,
 }
 
-/// `TRACED` compiles a traced run's hooks in (`run::run_traced`, and the partition count of
-/// `run::run_counted`); an untraced `Sim` has none, so tracing costs the simulation nothing (an
-/// `Option` test per hop cost ~3% of its instructions).
+/// `TRACED` compiles a traced run's hooks in (`run::run_traced`); an untraced `Sim` has none, so
+/// tracing costs the simulation nothing (an `Option` test per hop cost ~3% of its instructions).
 pub struct Sim<'a, const TRACED: bool = false> {
     now: Time,
     max_time: Time,
@@ -145,8 +145,6 @@ pub struct Sim<'a, const TRACED: bool = false> {
     stop: StopReason,
     /// The record of a traced run (`tailcut trace`); always `None` when `TRACED` is false.
     trace: Option<Box<crate::trace::Tracer>>,
-    /// The partition count of issue #41 (`crate::partition`); always `None` when `TRACED` is false.
-    partitions: Option<Box<crate::partition::Counter>>,
 }
 
 impl<'a> Sim<'a> {
@@ -215,7 +213,6 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             },
             stop: StopReason::NoEvents,
             trace: None,
-            partitions: None,
         };
         for (i, f) in flows.iter().enumerate() {
             sim.events.push(f.start, Event::FlowStart(i as u32));
@@ -306,6 +303,27 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
     /// Runs until every flow has finished or `max_time`. `progress(fraction)` is offered the chance to
     /// report every few thousand events; it returns false to cancel.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Self) -> bool) -> Result<(), String> {
+        self.run_loop::<false>(None, progress)
+    }
+
+    /// [`Sim::run`], counting every event (before it is processed) under the counter's partition
+    /// maps (issue #41, `crate::partition`). The run is the uncounted one.
+    pub fn run_counted(
+        &mut self,
+        counter: &mut Counter,
+        progress: &mut dyn FnMut(&Self) -> bool,
+    ) -> Result<(), String> {
+        self.run_loop::<true>(Some(counter), progress)
+    }
+
+    /// The event loop. `COUNTED` compiles the partition count in: [`Sim::run`]'s loop has no trace
+    /// of it, and the `Sim` no field for it.
+    #[inline(always)]
+    fn run_loop<const COUNTED: bool>(
+        &mut self,
+        mut counter: Option<&mut Counter>,
+        progress: &mut dyn FnMut(&Self) -> bool,
+    ) -> Result<(), String> {
         self.stop = StopReason::NoEvents;
         loop {
             // Events up to the watchdog's next look come off the list without a peek; past it, `look`
@@ -320,8 +338,10 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
                 }
             };
             self.now = t;
-            if TRACED && self.partitions.is_some() {
-                self.count_event(t, ev);
+            if COUNTED {
+                if let Some(c) = counter.as_deref_mut() {
+                    self.count_event(c, t, ev);
+                }
             }
             // Only an event that reaches a host or an engine can finish a flow: the others (most of
             // them, a port's transmission and a packet's arrival at a switch) skip the test (7

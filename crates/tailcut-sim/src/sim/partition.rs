@@ -1,6 +1,6 @@
 //! The partition count of issue #41 (`crate::partition`): which node owns each event. Only the
-//! instrumented `Sim<_, true>` calls it, once per event before the event is processed, and it reads
-//! nothing it could change.
+//! counted event loop ([`Sim::run_counted`]) calls it, once per event before the event is
+//! processed, and it reads nothing it could change.
 
 use super::Sim;
 use crate::event::{Event, NodeId};
@@ -8,17 +8,6 @@ use crate::partition::Counter;
 use tailcut_proto::Time;
 
 impl<const TRACED: bool> Sim<'_, TRACED> {
-    /// Counts every event of the run under the counter's partition maps; call before [`Sim::run`].
-    /// Only a `Sim<_, true>` counts.
-    pub(crate) fn count_partitions(&mut self, counter: Counter) {
-        self.partitions = Some(Box::new(counter));
-    }
-
-    /// The count of a counted run (after [`Sim::run`]).
-    pub fn take_partition_count(&mut self) -> Option<Counter> {
-        self.partitions.take().map(|c| *c)
-    }
-
     /// The node that processes `ev` (`None`: a fault, which every partition applies), and for a
     /// packet's arrival the node that sent it.
     fn owner(&self, ev: Event) -> (Option<NodeId>, Option<NodeId>) {
@@ -52,12 +41,8 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
     }
 
     /// Counts one event (before it is processed).
-    #[cold]
-    #[inline(never)]
-    pub(super) fn count_event(&mut self, t: Time, ev: Event) {
+    pub(super) fn count_event(&self, counter: &mut Counter, t: Time, ev: Event) {
         let (owner, from) = self.owner(ev);
-        if let Some(c) = self.partitions.as_deref_mut() {
-            c.count(t, owner, from);
-        }
+        counter.count(t, owner, from);
     }
 }
