@@ -354,6 +354,7 @@ impl<S: ClientScheme> ClientLoop<S> {
         loop {
             let deadline = self.next_deadline();
             self.d.wait(deadline)?;
+            self.scheme.host_delay(self.d.late);
             let now = self.d.clock.now();
             for i in 0..self.d.ready.len() {
                 match self.d.ready[i] {
@@ -739,6 +740,7 @@ impl<S: ClientScheme> ClientLoop<S> {
 
     fn publish(&mut self) {
         self.stats.dropped_by_hook = self.d.dropped_by_hook;
+        self.stats.host_delay_ns = self.d.late.0;
         self.stats.tx = self.d.lanes.counters;
         self.scheme.publish(&mut self.stats);
         *self.shared.lock().unwrap_or_else(|e| e.into_inner()) = self.stats;

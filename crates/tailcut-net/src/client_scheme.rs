@@ -6,7 +6,7 @@ use crate::codec::Codec;
 use crate::config::NetConfig;
 use crate::frame::Preamble;
 use crate::stats::ClientStats;
-use tailcut_proto::{AppEvent, Ecn, MessageStats, Packet, Time};
+use tailcut_proto::{AppEvent, Dur, Ecn, MessageStats, Packet, Time};
 
 /// What an engine event means to the calls.
 pub enum CallEvent {
@@ -63,6 +63,9 @@ pub trait ClientScheme: Send + 'static {
     fn reopen(&mut self, _cfg: &NetConfig, _association: u64) {}
     /// The runtime thread starts: what the engine sends first leaves now.
     fn begin(&mut self, _now: Time) {}
+    /// The host's own delay so far ([`crate::driver::Driver`]'s lateness past its deadlines), for
+    /// an engine that tells it from the network's (DCQUIC's `migration.exclude_host_delay`).
+    fn host_delay(&mut self, _total: Dur) {}
     /// Why the engine's connection ended, if it did: its calls can no longer be answered (DCQUIC; a
     /// stream or CloudBurst association never ends by itself).
     fn failure(&self) -> Option<String> {

@@ -30,7 +30,9 @@ use std::sync::Arc;
 use tailcut_proto::dcquic::retry::{retry_cid_tag, Gate, RetryGate};
 use tailcut_proto::dcquic::route::{route, Route};
 use tailcut_proto::dcquic::{real::cid_key, DcquicCounters, DcquicEngine, Shared};
-use tailcut_proto::{Addr, AppEvent, Ecn, Engine, FiveTuple, Header, MsgId, Outgoing, Packet, Proto, Time};
+use tailcut_proto::{
+    Addr, AppEvent, Dur, Ecn, Engine, FiveTuple, Header, MsgId, Outgoing, Packet, Proto, Time,
+};
 
 /// The server's address inside the engines.
 pub const SERVER_ADDR: Addr = Addr(0x00FF_0000);
@@ -184,6 +186,10 @@ impl ClientScheme for ClientSide {
 
     fn engine(&mut self) -> &mut DcquicEngine {
         &mut self.engine
+    }
+
+    fn host_delay(&mut self, total: Dur) {
+        self.engine.note_host_delay(total);
     }
 
     fn engine_ref(&self) -> &DcquicEngine {

@@ -54,6 +54,9 @@ pub struct Driver {
     payload: Vec<u8>,
     datagram: Vec<u8>,
     pub dropped_by_hook: u64,
+    /// How late the thread woke past the deadlines it waited for, summed: the host's own delay (the
+    /// thread descheduled, or busy past a deadline), not the network's.
+    pub late: Dur,
     /// A client whose server checks its address: what it echoes (empty on a server).
     echo: ClientEcho,
     /// Where the datagrams of one receive call are in the slab, for loops that must handle them
@@ -85,6 +88,7 @@ impl Driver {
             payload: Vec::with_capacity(max),
             datagram: Vec::with_capacity(max),
             dropped_by_hook: 0,
+            late: Dur::ZERO,
             echo: ClientEcho::new(cfg.paths()),
             batch: Vec::with_capacity(RX_SLOTS * 64),
         })
@@ -95,6 +99,14 @@ impl Driver {
     /// datagram arriving meanwhile is taken without the wake-up's latency, at the price of a busy
     /// core.
     pub fn wait(&mut self, deadline: Option<Time>) -> io::Result<()> {
+        self.wait_for(deadline)?;
+        if let Some(d) = deadline {
+            self.late = self.late + self.clock.now().saturating_sub(d);
+        }
+        Ok(())
+    }
+
+    fn wait_for(&mut self, deadline: Option<Time>) -> io::Result<()> {
         if self.spin > Dur::ZERO {
             let until = self.clock.now() + self.spin;
             loop {
@@ -293,5 +305,28 @@ impl Driver {
     pub fn flush(&mut self) {
         self.release_held();
         self.lanes.flush(&self.socks);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A thread busy past its deadline counts the overrun as the host's delay; a wait that an fd ends
+    /// before its deadline counts none.
+    #[test]
+    fn lateness_past_a_deadline_is_the_hosts_delay() {
+        let (wake, other) = UnixDatagram::pair().unwrap();
+        let mut d = Driver::new(Vec::new(), wake, &NetConfig::default()).unwrap();
+        let deadline = d.clock.now() + Dur::from_millis(1);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        d.wait(Some(deadline)).unwrap();
+        assert!(d.late >= Dur::from_millis(29), "{:?}", d.late);
+        let before = d.late;
+        other.send(&[1]).unwrap();
+        let far = d.clock.now() + Dur::from_millis(10_000);
+        d.wait(Some(far)).unwrap();
+        assert!(d.ready.contains(&WAKE_TOKEN));
+        assert_eq!(d.late, before);
     }
 }

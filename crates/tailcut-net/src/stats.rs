@@ -19,6 +19,9 @@ pub struct ClientStats {
     /// Datagrams that are not this association's (other preamble, scheme or id).
     pub foreign_datagrams: u64,
     pub dropped_by_hook: u64,
+    /// How late the client's thread woke past its deadlines, summed, ns: the host's own delay (the
+    /// thread descheduled or busy), which the network did not cause.
+    pub host_delay_ns: u64,
     pub tx: TxCounters,
     /// CloudBurst's engine tables (zero for other schemes).
     pub tables: TableSizes,

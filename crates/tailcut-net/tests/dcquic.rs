@@ -105,8 +105,13 @@ fn a_black_holed_path_is_left_by_proactive_migration_without_losing_a_call() {
     // again and a call timed out (docs/dcquic.md). A mean of 300 ms over the last 10 calls (a call
     // stalled 3 s) is a dead path, not a stalled thread, and comes well before quinn's 30 s idle
     // timeout whatever the machine's load, since the floor does not grow with the mean.
+    // With `exclude_host_delay` too: the guard must not hide a path that drops everything (the
+    // client's timers fire on time there, so the calls' time is the path's).
     c = c
-        .scheme_json("dcquic", json!({"migration": {"min_stall": "300ms"}}))
+        .scheme_json(
+            "dcquic",
+            json!({"migration": {"min_stall": "300ms", "exclude_host_delay": true}}),
+        )
         .unwrap();
     c.stream_call_timeout = Dur::from_millis(120_000);
     // Calls of 10 KB one at a time are 2 data datagrams and an ACK each way: the hole opens after

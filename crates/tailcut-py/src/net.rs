@@ -274,6 +274,7 @@ impl NetClient {
             "protocol_errors": s.protocol_errors,
             "max_datagram": s.tx.max_datagram,
             "dropped_by_hook": s.dropped_by_hook,
+            "host_delay_ns": s.host_delay_ns,
             "dcquic_handshakes": s.dcquic.map(|q| q.handshakes),
             "dcquic_handshake_ns": s.dcquic.map(|q| q.handshake_ns),
             "dcquic_migrations": s.dcquic.map(|q| q.migrations),

@@ -64,6 +64,10 @@ const DOCS: &[Doc] = &[
         "not in the paper: streams finished on the current path before the rule may fire (0 = the paper's rule, W + w samples with in-flight streams counted)",
     ),
     (
+        "migration.exclude_host_delay",
+        "not in the paper: streams count without the client host's own delay while they were open (on sockets: its thread's lateness past its timer deadlines), so a slow host is not taken for a slow path (false = the paper's rule; the simulator's hosts have none)",
+    ),
+    (
         "zero_rtt",
         "0-RTT resumption: a client host keeps session tickets per server (deterministic store) and sends its requests with the first flight of later connections",
     ),

@@ -10,7 +10,7 @@ mod stream_io;
 use crate::engine::{AppEvent, Engine, MessageStats, MsgId, Outgoing};
 use crate::packet::{Addr, Ecn, FiveTuple, Header, Packet, Proto};
 use crate::rng::Rng;
-use crate::time::Time;
+use crate::time::{Dur, Time};
 use crate::ConfigError;
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Endpoint, EndpointConfig,
@@ -80,6 +80,8 @@ pub struct DcquicEngine {
     /// Messages the application framed on the peer's streams, by peer stream index: [bidi, uni].
     expect: [Vec<(MsgId, u64)>; 2],
     monitor: Monitor,
+    /// The client host's own delay so far, as its driver reports it (`note_host_delay`).
+    host_delay: Dur,
     counters: DcquicCounters,
     scratch: Vec<u8>,
     /// Streams whose data was complete before the application framed their message.
@@ -355,6 +357,7 @@ impl DcquicEngine {
             requests_out: BTreeMap::new(),
             expect: [Vec::new(), Vec::new()],
             monitor,
+            host_delay: Dur::ZERO,
             counters,
             scratch: Vec::new(),
             framed_late: Vec::new(),
@@ -372,6 +375,24 @@ impl DcquicEngine {
         };
         e.process(now);
         e
+    }
+
+    /// The driver's measure of the client host's own delay so far (cumulative, never decreasing):
+    /// time the host was not running the client while it should have (on real sockets, how late
+    /// its thread woke past its timer deadlines). With `migration.exclude_host_delay` the migration
+    /// rule counts each stream's time without the part of it that falls while the stream was open.
+    pub fn note_host_delay(&mut self, total: Dur) {
+        self.host_delay = self.host_delay.max(total);
+    }
+
+    /// The host's delay so far the migration rule excludes (`exclude_host_delay`; else 0): a
+    /// stream's share is this total at its end less this total at its open.
+    pub(super) fn excluded_host_delay(&self) -> Dur {
+        if self.shared.cfg.migration.exclude_host_delay {
+            self.host_delay
+        } else {
+            Dur::ZERO
+        }
     }
 
     pub fn counters(&self) -> DcquicCounters {
@@ -556,6 +577,7 @@ impl DcquicEngine {
     /// when that already exceeds the recent mean (a lower bound says nothing when it is below it).
     fn check_migration(&mut self, now: Time) {
         let base = self.monitor.recent_mean();
+        let excluded = self.excluded_host_delay();
         let mean_bytes = self.monitor.mean_bytes().max(1);
         let mut in_flight: Vec<(StreamId, (f64, u64))> = self
             .requests_out
@@ -563,7 +585,8 @@ impl DcquicEngine {
             .filter_map(|id| self.streams.get(id).map(|s| (*id, s)))
             .map(|(id, s)| {
                 let bytes = s.recv.msg.map_or(mean_bytes, |(_, l)| l.max(1));
-                (id, (now.saturating_sub(s.opened).0 as f64 / bytes as f64, bytes))
+                let start = s.opened + Dur(excluded.0.saturating_sub(s.host_delay_at_open.0));
+                (id, (now.saturating_sub(start).0 as f64 / bytes as f64, bytes))
             })
             .filter(|&(_, (v, _))| v > base)
             .collect();

@@ -41,6 +41,13 @@ pub struct MigrationConfig {
     /// included. More history makes the long window's mean a steadier baseline right after a
     /// migration, when a few streams slowed by the path change itself would otherwise make it.
     pub min_history: u32,
+    /// Not in the paper: each stream's time counts without the client host's own delay during it
+    /// (what its driver reports, [`crate::dcquic::DcquicEngine::note_host_delay`]: on real sockets,
+    /// how late the client's thread woke past its timer deadlines, a thread descheduled or busy).
+    /// A slow host then no longer looks like a slow path, while a path that delays or drops
+    /// datagrams still does: the client's timers keep firing on time, the responses do not come.
+    /// false = the paper's rule. The simulator's hosts have no such delay (it is 0 there).
+    pub exclude_host_delay: bool,
 }
 
 impl Default for MigrationConfig {
@@ -54,6 +61,7 @@ impl Default for MigrationConfig {
             min_stall: crate::Dur(0),
             hold_down: crate::Dur(0),
             min_history: 0,
+            exclude_host_delay: false,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! and a message waiting for a stream.
 
 use crate::engine::{MessageStats, MsgId};
-use crate::time::Time;
+use crate::time::{Dur, Time};
 use quinn_proto::Dir;
 
 /// A message waiting for a stream: its id, length, stream kind and (real sockets) its bytes.
@@ -56,6 +56,8 @@ pub(super) struct RecvSide {
 #[derive(Debug)]
 pub(super) struct StreamState {
     pub(super) opened: Time,
+    /// The client host's delay so far when the stream opened (`migration.exclude_host_delay`).
+    pub(super) host_delay_at_open: Dur,
     pub(super) send: Option<SendSide>,
     pub(super) recv: RecvSide,
     /// Opened by us as a request: its FIN-bearing response ends a stream record.

@@ -518,6 +518,58 @@ fn hold_down_keeps_the_client_off_the_path_it_just_left() {
     assert!(!p.eps[0].migrate(p.now));
 }
 
+/// `exclude_host_delay`: the client's host is slow (every datagram of both ends 10 ms late), and its
+/// driver reports that much of its own delay while each call is open. The paper's rule takes the slow
+/// host for a slow path and migrates; with the guard the client stays. A delay the driver does not
+/// report (the network's) still moves it.
+#[test]
+fn excluded_host_delay_is_not_taken_for_a_slow_path() {
+    fn run(exclude: bool, reported: bool) -> (u64, Addr) {
+        let mut c = cfg();
+        c.migration.long_window = 10;
+        c.migration.short_window = 3;
+        c.migration.exclude_host_delay = exclude;
+        let mut p = pair(c, 10_000, 8);
+        let base = sequential(&mut p, 0, 20, 10_000, Time(100_000_000));
+        assert!(base.iter().all(|x| x.is_some()));
+        let late = Dur::from_micros(9_990);
+        p.set_fault(move |_| Fate::Delay(late));
+        let mut host = Dur::ZERO;
+        for k in 0..10u64 {
+            let id = (100 + k) << 1;
+            rpc(&mut p, id, 100, 10_000);
+            // The stream opens with the request; the host's delay then accrues while it is open: the
+            // request's and the response's 10 ms each (what a descheduled thread's timers show).
+            p.run_until(p.now + Dur::from_micros(1));
+            if reported {
+                host = host + late + late;
+                p.eps[0].note_host_delay(host);
+            }
+            let limit = p.now + Dur::from_millis(200);
+            while p.received(0, id | 1).is_none() && p.now < limit {
+                p.run_until(p.now + Dur::from_millis(1));
+            }
+            assert!(p.received(0, id | 1).is_some(), "call {k}");
+        }
+        (p.eps[0].counters().migrations, p.eps[0].local_addr())
+    }
+    assert_eq!(
+        run(false, true),
+        (1, Addr(2)),
+        "the paper's rule: the slow host looks like a slow path"
+    );
+    assert_eq!(
+        run(true, true),
+        (0, Addr(1)),
+        "the host's own delay excluded: no migration"
+    );
+    assert_eq!(
+        run(true, false),
+        (1, Addr(2)),
+        "a delay the host did not report still counts"
+    );
+}
+
 #[test]
 fn migrated_connection_keeps_its_streams_and_finishes_them() {
     let mut p = pair(cfg(), 10_000, 5);

@@ -19,6 +19,7 @@ impl DcquicEngine {
                 id,
                 StreamState {
                     opened: now,
+                    host_delay_at_open: self.excluded_host_delay(),
                     send: Some(SendSide {
                         msg,
                         len,
@@ -172,6 +173,7 @@ impl DcquicEngine {
 
     /// Reports a stream's message (complete, or rebuilt from its tail parity) and ends its record.
     pub(super) fn deliver(&mut self, now: Time, id: StreamId) {
+        let excluded = self.excluded_host_delay();
         let Some(s) = self.streams.get_mut(&id) else {
             return;
         };
@@ -189,13 +191,14 @@ impl DcquicEngine {
         if s.rpc {
             let rec = StreamRecord {
                 id: id.index(),
-                start: s.opened,
+                // Without the host's own delay, when asked to (`exclude_host_delay`).
+                start: (s.opened + Dur(excluded.0.saturating_sub(s.host_delay_at_open.0))).min(now),
                 end: now,
                 // Rebuilt from the parity, the message is complete before all its bytes arrived.
                 total_bytes: s.recv.got.max(len),
             };
             self.counters.streams_completed += 1;
-            self.counters.stream_ns += rec.end.saturating_sub(rec.start).0;
+            self.counters.stream_ns += now.saturating_sub(s.opened).0;
             if let Some(req) = s.send.as_ref().map(|x| x.msg) {
                 self.requests_out.remove(&req);
             }
@@ -242,6 +245,7 @@ impl DcquicEngine {
                 id,
                 StreamState {
                     opened: now,
+                    host_delay_at_open: self.excluded_host_delay(),
                     send: None,
                     recv: RecvSide {
                         msg,
