@@ -3,7 +3,9 @@
 # (tailcut-partition; docs/performance.md, "Parallel speed-up bound (issue #41)").
 #
 #   scripts/partition-bound.sh identity [FILE.toml...]   counted runs give the recorded digests
-#                                                         (tests/identity/digests.txt; default: a few files)
+#                                                         (tests/identity/digests.txt; default: six files;
+#                                                         `$(cut -d' ' -f1 tests/identity/digests.txt | sort -u)`
+#                                                         for all of them)
 #   scripts/partition-bound.sh table [OUT_DIR]            the docs' table: benchmarks (c), (d) and the
 #                                                         k = 32 web-search file, one after the other
 #                                                         (~2 h on the 2-core VM; perf profile)
@@ -20,13 +22,14 @@ maps=pod,pod+core,leaf,4
 case "${1:-}" in
 identity)
     shift
-    cargo build --release -q -p tailcut-sim --bin tailcut-flowdigest
+    cargo build --release -q -p tailcut-sim --bin tailcut-partition
     if [ $# -gt 0 ]; then files=("$@"); else
         files=(experiments/bench/fat_tree_permutation.toml experiments/cp/outcast.toml
             experiments/cloudburst/leafspine_core_failed.toml experiments/tracks/case1_20.toml
             experiments/dcquic/migration.toml experiments/baselines/replicated_dctcp.toml)
     fi
-    got=$(printf '%s\n' "${files[@]}" | xargs -P "${JOBS:-2}" -n 1 "$tgt/release/tailcut-flowdigest" --partitions "$maps" | sort) || {
+    got=$(printf '%s\n' "${files[@]}" |
+        xargs -P "${JOBS:-2}" -n 1 "$tgt/release/tailcut-partition" --digest --quiet --partitions "$maps" | sort) || {
         echo "FAIL: a file did not run"
         exit 1
     }

@@ -15,7 +15,6 @@ mod hash;
 pub mod limits;
 pub mod metrics;
 pub mod net;
-pub mod partition;
 pub mod paths;
 pub mod run;
 /// The scheme layer (`tailcut-scheme`), which every driver shares.

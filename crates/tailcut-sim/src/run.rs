@@ -6,9 +6,8 @@ use crate::fault;
 use crate::limits;
 use crate::metrics::{FlowRecord, PortRecord, RunInfo};
 use crate::net::Network;
-use crate::partition::{Counter, PartitionMap};
 use crate::scheme;
-use crate::sim::{ComponentRun, ConnMode, Sim};
+use crate::sim::{ComponentRun, ConnMode, EventCount, NoCount, Sim};
 use crate::topo;
 use crate::trace::Trace;
 use crate::transport::Transport;
@@ -290,8 +289,7 @@ pub fn run_prepared(prep: &Prepared, progress: &mut dyn FnMut(f64) -> bool) -> R
         runs: Vec::new(),
     };
     for k in 0..prep.schemes.len() {
-        let (mut sim, wall) =
-            run_scheme::<false, false>(prep, k, None, None, &mut |f| progress((k as f64 + f) / n))?;
+        let (mut sim, wall) = run_scheme::<false>(prep, k, None, &mut |f| progress((k as f64 + f) / n))?;
         add_tables(&mut tables, &mut sim, prep, k, wall);
     }
     progress(1.0);
@@ -306,7 +304,7 @@ pub fn run_traced(
     trace: (&[u64], usize),
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Tables, Trace), RunError> {
-    let (mut sim, wall) = run_scheme::<true, false>(prep, k, Some(trace), None, progress)?;
+    let (mut sim, wall) = run_scheme::<true>(prep, k, Some(trace), progress)?;
     let mut tables = Tables {
         flows: Vec::new(),
         ports: Vec::new(),
@@ -318,18 +316,15 @@ pub fn run_traced(
     Ok((tables, trace))
 }
 
-/// Runs scheme `k` alone, counting which partition of each of `maps` owns every event and in which
-/// lookahead window it falls (issue #41, `crate::partition`). The run is the uncounted one: same
-/// flows, seeds and results.
-pub fn run_counted(
+/// Runs scheme `k` alone, telling `counter` which node owns every event (`tailcut-partition`, issue
+/// #41). The run is the uncounted one: same flows, seeds and results.
+pub fn run_counted<C: EventCount>(
     prep: &Prepared,
     k: usize,
-    maps: Vec<PartitionMap>,
+    counter: &mut C,
     progress: &mut dyn FnMut(f64) -> bool,
-) -> Result<(Tables, Counter), RunError> {
-    let net = Network::unrouted(&prep.schemes[k].topology, prep.exp.seed);
-    let mut counter = Counter::new(&net, maps, &prep.schemes[k].faults);
-    let (mut sim, wall) = run_scheme::<false, true>(prep, k, None, Some(&mut counter), progress)?;
+) -> Result<Tables, RunError> {
+    let (mut sim, wall) = run_scheme_with::<false, true, C>(prep, k, None, counter, progress)?;
     let mut tables = Tables {
         flows: Vec::new(),
         ports: Vec::new(),
@@ -337,16 +332,26 @@ pub fn run_counted(
     };
     add_tables(&mut tables, &mut sim, prep, k, wall);
     progress(1.0);
-    Ok((tables, counter))
+    Ok(tables)
 }
 
 /// One scheme's simulation, run to its end and checked (`progress` gets this run's own fraction), and
-/// its wall time. `COUNTED` runs the event loop that counts into `count` ([`Sim::run_counted`]).
-fn run_scheme<'p, const TRACED: bool, const COUNTED: bool>(
+/// its wall time.
+fn run_scheme<'p, const TRACED: bool>(
     prep: &'p Prepared,
     k: usize,
     trace: Option<(&[u64], usize)>,
-    count: Option<&mut Counter>,
+    progress: &mut dyn FnMut(f64) -> bool,
+) -> Result<(Sim<'p, TRACED>, f64), RunError> {
+    run_scheme_with::<TRACED, false, NoCount>(prep, k, trace, &mut NoCount, progress)
+}
+
+/// [`run_scheme`], with the counted event loop when `COUNTED` ([`Sim::run_counted`]).
+fn run_scheme_with<'p, const TRACED: bool, const COUNTED: bool, C: EventCount>(
+    prep: &'p Prepared,
+    k: usize,
+    trace: Option<(&[u64], usize)>,
+    counter: &mut C,
     progress: &mut dyn FnMut(f64) -> bool,
 ) -> Result<(Sim<'p, TRACED>, f64), RunError> {
     let SchemeRun {
@@ -372,9 +377,10 @@ fn run_scheme<'p, const TRACED: bool, const COUNTED: bool>(
         sim.start_trace(flows, max_events);
     }
     let wall = WallClock::start();
-    let ran = match count {
-        Some(c) if COUNTED => sim.run_counted(c, &mut |s: &Sim<TRACED>| progress(s.progress_fraction())),
-        _ => sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction())),
+    let ran = if COUNTED {
+        sim.run_counted(counter, &mut |s: &Sim<TRACED>| progress(s.progress_fraction()))
+    } else {
+        sim.run(&mut |s: &Sim<TRACED>| progress(s.progress_fraction()))
     };
     ran.map_err(|_| RunError::Cancelled)?;
     let c = sim.conservation();

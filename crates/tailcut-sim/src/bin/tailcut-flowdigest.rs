@@ -7,18 +7,12 @@
 //! (all fields, full precision). Two builds that print the same lines produced the same tables. With
 //! `--dump DIR` it also writes the records as text (`DIR/<file stem>.txt`), so a difference can be
 //! located with `diff`. `scripts/identity.sh` runs it over the checked-in experiment files.
-//!
-//! With `--partitions LIST` (as `tailcut-partition` takes it) every scheme runs counted, as
-//! `tailcut-partition` runs it (`run::run_counted`, issue #41): its digests must be the recorded ones
-//! (`scripts/partition-bound.sh identity`).
 
 use std::fmt::Write as _;
 use std::io::Write;
 use std::process::ExitCode;
 use tailcut_sim::api;
-use tailcut_sim::net::Network;
-use tailcut_sim::partition::{MapKind, PartitionMap};
-use tailcut_sim::run::{self, run, RunError, Tables};
+use tailcut_sim::run::run;
 
 /// FNV-1a, 64 bit: stable across Rust versions and platforms, unlike the standard hasher.
 struct Fnv(u64);
@@ -35,49 +29,9 @@ impl Fnv {
     }
 }
 
-/// Every scheme run counted under the maps `kinds` (a map a topology cannot have is left out).
-fn run_all_counted(exp: &tailcut_sim::Experiment, kinds: &[MapKind]) -> Result<Tables, RunError> {
-    let prep = run::prepare(exp)?;
-    let mut tables = Tables {
-        flows: Vec::new(),
-        ports: Vec::new(),
-        runs: Vec::new(),
-    };
-    for (k, s) in prep.schemes.iter().enumerate() {
-        let net = Network::unrouted(&s.topology, prep.exp.seed);
-        let maps: Vec<PartitionMap> = kinds
-            .iter()
-            .filter_map(|kind| PartitionMap::build(kind, &exp.topology, &net).ok())
-            .collect();
-        let (t, _) = run::run_counted(&prep, k, maps, &mut |_| true)?;
-        tables.flows.extend(t.flows);
-        tables.ports.extend(t.ports);
-        tables.runs.extend(t.runs);
-    }
-    Ok(tables)
-}
-
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut dump: Option<String> = None;
-    let mut partitions: Option<Vec<MapKind>> = None;
-    if args.first().map(String::as_str) == Some("--partitions") {
-        let parsed = args
-            .get(1)
-            .map(|v| v.split(',').map(str::parse).collect::<Result<Vec<_>, _>>());
-        match parsed {
-            Some(Ok(kinds)) => partitions = Some(kinds),
-            Some(Err(e)) => {
-                eprintln!("--partitions: {e}");
-                return ExitCode::from(2);
-            }
-            None => {
-                eprintln!("usage: tailcut-flowdigest [--partitions LIST] [--dump DIR] EXPERIMENT.toml...");
-                return ExitCode::from(2);
-            }
-        }
-        args.drain(..2);
-    }
     if args.first().map(String::as_str) == Some("--dump") {
         if args.len() < 2 {
             eprintln!("usage: tailcut-flowdigest [--dump DIR] EXPERIMENT.toml...");
@@ -99,11 +53,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let result = match &partitions {
-            None => run(&exp, &mut |_| true),
-            Some(kinds) => run_all_counted(&exp, kinds),
-        };
-        let tables = match result {
+        let tables = match run(&exp, &mut |_| true) {
             Ok(t) => t,
             Err(e) => {
                 eprintln!("{path}: {e}");

@@ -111,6 +111,7 @@ impl AppDelay {
     }
 
     /// The engine whose application `Event::AppWake(i)` wakes (the partition count's owner).
+    #[inline]
     pub(super) fn wake_engine(&self, i: u32) -> EngineId {
         match self.pending[i as usize] {
             Wake::Read { e, .. } | Wake::Write { e } => e,

@@ -20,11 +20,12 @@ use crate::fault::{self, FaultAction};
 use crate::hash::FxMap;
 use crate::metrics::{Conservation, PathInfo};
 use crate::net::Network;
-use crate::partition::Counter;
 use crate::transport::Transport;
 use crate::workload::FlowSpec;
 use app::FlowState;
 use demux::Demux;
+pub use partition::EventCount;
+pub(crate) use partition::NoCount;
 use tailcut_proto::rng::{self, Stream};
 use tailcut_proto::{AppEvent, Dur, Engine, Shim, Time};
 
@@ -303,25 +304,25 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
     /// Runs until every flow has finished or `max_time`. `progress(fraction)` is offered the chance to
     /// report every few thousand events; it returns false to cancel.
     pub fn run(&mut self, progress: &mut dyn FnMut(&Self) -> bool) -> Result<(), String> {
-        self.run_loop::<false>(None, progress)
+        self.run_loop::<false, NoCount>(&mut NoCount, progress)
     }
 
-    /// [`Sim::run`], counting every event (before it is processed) under the counter's partition
-    /// maps (issue #41, `crate::partition`). The run is the uncounted one.
-    pub fn run_counted(
+    /// [`Sim::run`], telling `counter` of every event before it is processed: which node owns it
+    /// (`tailcut-partition`, issue #41). The run is the uncounted one.
+    pub fn run_counted<C: EventCount>(
         &mut self,
-        counter: &mut Counter,
+        counter: &mut C,
         progress: &mut dyn FnMut(&Self) -> bool,
     ) -> Result<(), String> {
-        self.run_loop::<true>(Some(counter), progress)
+        self.run_loop::<true, C>(counter, progress)
     }
 
-    /// The event loop. `COUNTED` compiles the partition count in: [`Sim::run`]'s loop has no trace
-    /// of it, and the `Sim` no field for it.
+    /// The event loop. `COUNTED` compiles the count in: [`Sim::run`]'s loop has no trace of it, the
+    /// `Sim` no field for it, and a binary that never counts no code for it.
     #[inline(always)]
-    fn run_loop<const COUNTED: bool>(
+    fn run_loop<const COUNTED: bool, C: EventCount>(
         &mut self,
-        mut counter: Option<&mut Counter>,
+        counter: &mut C,
         progress: &mut dyn FnMut(&Self) -> bool,
     ) -> Result<(), String> {
         self.stop = StopReason::NoEvents;
@@ -339,9 +340,7 @@ impl<'a, const TRACED: bool> Sim<'a, TRACED> {
             };
             self.now = t;
             if COUNTED {
-                if let Some(c) = counter.as_deref_mut() {
-                    self.count_event(c, t, ev);
-                }
+                self.count_event(counter, t, ev);
             }
             // Only an event that reaches a host or an engine can finish a flow: the others (most of
             // them, a port's transmission and a packet's arrival at a switch) skip the test (7

@@ -1,15 +1,29 @@
-//! The partition count of issue #41 (`crate::partition`): which node owns each event. Only the
-//! counted event loop ([`Sim::run_counted`]) calls it, once per event before the event is
-//! processed, and it reads nothing it could change.
+//! The per-event hook of issue #41's partition count (`tailcut-partition`): which node owns each
+//! event. Only the counted event loop ([`Sim::run_counted`]) calls it, once per event before the
+//! event is processed, and it reads nothing it could change. Everything here is generic, so a
+//! binary that never counts (the benchmark, the Python extension) compiles none of it.
 
 use super::Sim;
 use crate::event::{Event, NodeId};
-use crate::partition::Counter;
 use tailcut_proto::Time;
 
+/// What the counted event loop tells about every event.
+pub trait EventCount {
+    /// An event at `t`, processed at node `owner` (`None`: a fault, which changes the whole network);
+    /// for a packet's arrival at `owner`, `from` is the node at the link's other end.
+    fn event(&mut self, t: Time, owner: Option<NodeId>, from: Option<NodeId>);
+}
+
+/// The ordinary loop's counter: it never hears of an event.
+pub(crate) struct NoCount;
+
+impl EventCount for NoCount {
+    fn event(&mut self, _: Time, _: Option<NodeId>, _: Option<NodeId>) {}
+}
+
 impl<const TRACED: bool> Sim<'_, TRACED> {
-    /// The node that processes `ev` (`None`: a fault, which every partition applies), and for a
-    /// packet's arrival the node that sent it.
+    /// The node that processes `ev` (`None`: a fault), and for a packet's arrival the node that sent
+    /// it.
     fn owner(&self, ev: Event) -> (Option<NodeId>, Option<NodeId>) {
         let host_node = |h: u32| Some(self.net.hosts[h as usize]);
         let engine_node = |e: u32| host_node(self.engines[e as usize].host);
@@ -22,7 +36,7 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
             Event::EngineTimer(e) | Event::HostQueueWake(e) => (engine_node(e), None),
             Event::ShimTimer(h) => (host_node(h), None),
             // The host whose application acts first: the data receiver's request, or the sender's
-            // message (the other end's engine is made at the same time, a parallel engine would make
+            // message (the other end's engine is made at the same time; a parallel engine would make
             // it in its own partition).
             Event::FlowStart(f) => {
                 let spec = &self.flows[f as usize];
@@ -40,9 +54,9 @@ impl<const TRACED: bool> Sim<'_, TRACED> {
         }
     }
 
-    /// Counts one event (before it is processed).
-    pub(super) fn count_event(&self, counter: &mut Counter, t: Time, ev: Event) {
+    /// Tells `counter` of one event (before it is processed).
+    pub(super) fn count_event<C: EventCount>(&self, counter: &mut C, t: Time, ev: Event) {
         let (owner, from) = self.owner(ev);
-        counter.count(t, owner, from);
+        counter.event(t, owner, from);
     }
 }

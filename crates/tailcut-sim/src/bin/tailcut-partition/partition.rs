@@ -18,16 +18,17 @@
 //! partitions could move between workers at every barrier for free. Neither counts the barriers
 //! themselves or the exchange of packets (`barrier_cost` adds a fixed cost per barrier).
 //!
-//! The counting is a second instance of the event loop (`Sim::run_counted`, a const generic), so the
-//! ordinary loop and the `Sim` have no trace of it; `tailcut-partition` runs it (docs/performance.md,
-//! "Parallel speed-up bound (issue #41)").
+//! The counting is the simulator's counted event loop (`Sim::run_counted`, generic over the counter
+//! and instantiated only in this binary), so the ordinary loop, the `Sim` and every other binary have
+//! no trace of it (docs/performance.md, "Parallel speed-up bound (issue #41)").
 
-use crate::event::NodeId;
-use crate::fault::FaultAction;
-use crate::net::Network;
-use crate::topo::{NodeKind, TopologyConfig};
 use std::collections::VecDeque;
 use tailcut_proto::{Dur, Time};
+use tailcut_sim::event::NodeId;
+use tailcut_sim::fault::FaultAction;
+use tailcut_sim::net::Network;
+use tailcut_sim::sim::EventCount;
+use tailcut_sim::topo::{NodeKind, TopologyConfig};
 
 /// How to cut the network.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -146,6 +147,7 @@ impl PartitionMap {
     }
 
     /// The nodes of each partition.
+    #[cfg(test)]
     pub fn members(&self) -> Vec<Vec<NodeId>> {
         let mut m = vec![Vec::new(); self.parts as usize];
         for (n, &p) in self.of_node.iter().enumerate() {
@@ -429,47 +431,14 @@ impl Counter {
         }
     }
 
-    /// One event at `t`, processed at `owner` (`None`: by every partition, a fault); `from` is the
-    /// sending node of a packet arriving at `owner`.
-    pub(crate) fn count(&mut self, t: Time, owner: Option<NodeId>, from: Option<NodeId>) {
-        self.events += 1;
-        match owner {
-            Some(n) => self.per_node[n as usize] += 1,
-            None => self.global += 1,
-        }
-        self.arrivals += u64::from(from.is_some());
-        for m in &mut self.maps {
-            let w = t.0 / m.window_ns;
-            let parts = m.map.parts as usize;
-            if m.windows.last() != Some(&w) {
-                m.windows.push(w);
-                m.rows.resize(m.rows.len() + parts, 0);
-                m.global.push(0);
-            }
-            let base = m.rows.len() - parts;
-            match owner {
-                Some(n) => {
-                    let p = m.map.of_node[n as usize];
-                    m.rows[base + p as usize] += 1;
-                    if let Some(f) = from {
-                        m.cut_packets += u64::from(m.map.of_node[f as usize] != p);
-                    }
-                }
-                None => {
-                    if let Some(g) = m.global.last_mut() {
-                        *g += 1;
-                    }
-                }
-            }
-        }
-    }
-
     /// Events counted.
+    #[cfg(test)]
     pub fn events(&self) -> u64 {
         self.events
     }
 
     /// Events per node (faults not included).
+    #[cfg(test)]
     pub fn per_node(&self) -> &[u64] {
         &self.per_node
     }
@@ -546,6 +515,43 @@ impl Counter {
                 }
             })
             .collect()
+    }
+}
+
+impl EventCount for Counter {
+    /// One event at `t`, processed at `owner` (`None`: by every partition, a fault); `from` is the
+    /// sending node of a packet arriving at `owner`.
+    fn event(&mut self, t: Time, owner: Option<NodeId>, from: Option<NodeId>) {
+        self.events += 1;
+        match owner {
+            Some(n) => self.per_node[n as usize] += 1,
+            None => self.global += 1,
+        }
+        self.arrivals += u64::from(from.is_some());
+        for m in &mut self.maps {
+            let w = t.0 / m.window_ns;
+            let parts = m.map.parts as usize;
+            if m.windows.last() != Some(&w) {
+                m.windows.push(w);
+                m.rows.resize(m.rows.len() + parts, 0);
+                m.global.push(0);
+            }
+            let base = m.rows.len() - parts;
+            match owner {
+                Some(n) => {
+                    let p = m.map.of_node[n as usize];
+                    m.rows[base + p as usize] += 1;
+                    if let Some(f) = from {
+                        m.cut_packets += u64::from(m.map.of_node[f as usize] != p);
+                    }
+                }
+                None => {
+                    if let Some(g) = m.global.last_mut() {
+                        *g += 1;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -654,6 +660,3 @@ fn imbalance(totals: &[u64], assign: &[u32], workers: u32) -> f64 {
         1.0
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,6 +1,9 @@
-use super::*;
-use crate::run;
-use crate::topo::{self, SwitchQueues};
+use crate::partition::*;
+use tailcut_proto::Dur;
+use tailcut_sim::fault::FaultAction;
+use tailcut_sim::net::Network;
+use tailcut_sim::run;
+use tailcut_sim::topo::{self, SwitchQueues, TopologyConfig};
 
 fn network(topology: &str) -> (TopologyConfig, Network) {
     let cfg: TopologyConfig = toml::from_str(topology).unwrap();
@@ -163,7 +166,7 @@ at = "1ms"
 
 #[test]
 fn counting_sees_every_event_and_changes_no_result() {
-    let exp = crate::api::parse_toml(SMALL).unwrap();
+    let exp = tailcut_sim::api::parse_toml(SMALL).unwrap();
     let prep = run::prepare(&exp).unwrap();
     let plain = run::run_prepared(&prep, &mut |_| true).unwrap();
     let net = Network::unrouted(&prep.schemes[0].topology, prep.exp.seed);
@@ -171,7 +174,8 @@ fn counting_sees_every_event_and_changes_no_result() {
         .iter()
         .map(|k| PartitionMap::build(k, &exp.topology, &net).unwrap())
         .collect();
-    let (counted, counter) = run::run_counted(&prep, 0, maps, &mut |_| true).unwrap();
+    let mut counter = Counter::new(&net, maps, &prep.schemes[0].faults);
+    let counted = run::run_counted(&prep, 0, &mut counter, &mut |_| true).unwrap();
     assert_eq!(format!("{:?}", plain.flows), format!("{:?}", counted.flows));
     assert_eq!(format!("{:?}", plain.ports), format!("{:?}", counted.ports));
     let events = plain.runs[0].events;
