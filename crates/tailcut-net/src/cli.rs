@@ -8,6 +8,7 @@ use crate::{Client, Family, NetConfig, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use tailcut_proto::flags::{present, value as flag, values};
 use tailcut_proto::units::{format_bytes, parse_bytes};
 use tailcut_proto::{ConfigError, Dur};
@@ -265,6 +266,18 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
     let mut engine_ns = Vec::with_capacity(count);
     let mut waited_ns = Vec::with_capacity(count);
     let fresh = present(args, "--fresh");
+    if let Some(rate) = flag::<f64>(args, "--poisson")? {
+        if fresh || inline || think_us > 0 {
+            return Err(
+                ConfigError::new("--poisson", "takes neither --fresh, --inline nor --think-us").into(),
+            );
+        }
+        let workers: usize = flag(args, "--workers")?.unwrap_or(16);
+        let seed: u64 = flag(args, "--seed")?.unwrap_or(1);
+        return bench_poisson(
+            &scheme, resolved, &req, rate, warmup, count, workers, seed, server,
+        );
+    }
     // The process's CPU time from the first measured call to the end: both ends run here (the
     // kernel's loopback work is charged to the thread that sends), so this is CPU per call of the
     // whole exchange. 0 until the warm-up is over.
@@ -484,6 +497,119 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
         print_dist("engine (request sent -> response decoded)", &mut engine_ns);
         print_dist("wait for a free message id", &mut waited_ns);
     }
+    Ok(())
+}
+
+/// `tailcut-net bench --poisson RATE`: an open loop (`open_loop.rs`) of echo calls of `req` at
+/// `rate` per second over `workers` threads: kernel TCP with one connection per worker, or a runtime
+/// scheme with one client its workers share (its calls go out concurrently on one association).
+#[allow(clippy::too_many_arguments)]
+fn bench_poisson(
+    scheme: &str,
+    resolved: Option<NetConfig>,
+    req: &[u8],
+    rate: f64,
+    warmup: usize,
+    count: usize,
+    workers: usize,
+    seed: u64,
+    server: Option<SocketAddr>,
+) -> Result<(), CliError> {
+    // The process's CPU clock when the first measured call starts (workers take arrivals in order).
+    let cpu_from = AtomicU64::new(0);
+    let mark = |i: usize| {
+        if i == warmup {
+            cpu_from.store(tailcut_sys::clock::process_cpu_ns(), Relaxed);
+        }
+    };
+    let report = match (scheme, resolved) {
+        ("kernel-tcp", _) => {
+            let to = match server {
+                Some(a) => a,
+                None => {
+                    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+                    let a = l.local_addr().map_err(|e| e.to_string())?;
+                    std::thread::spawn(move || {
+                        for s in l.incoming().flatten() {
+                            std::thread::spawn(move || echo_framed(s));
+                        }
+                    });
+                    a
+                }
+            };
+            let mut conns = Vec::with_capacity(workers);
+            for _ in 0..workers {
+                let s = TcpStream::connect(to).map_err(|e| e.to_string())?;
+                s.set_nodelay(true).map_err(|e| e.to_string())?;
+                conns.push((s, vec![0u8; req.len()]));
+            }
+            let r = crate::open_loop::run(rate, warmup, count, seed, conns, &|(s, back), i| {
+                mark(i);
+                framed_call(s, req, back).map_err(|e| e.to_string())?;
+                if back != req {
+                    return Err("the echo differs from the request".into());
+                }
+                Ok(())
+            })?;
+            println!(
+                "kernel TCP (loopback, TCP_NODELAY) {count} x {}, Poisson {rate}/s over {workers} connections",
+                format_bytes(req.len() as u64)
+            );
+            r
+        }
+        (_, Some(mut cfg)) => {
+            if server.is_none() {
+                ensure_identity(&mut cfg, &[])?;
+            }
+            let local = match server {
+                Some(_) => None,
+                None => Some(
+                    Server::bind(([127, 0, 0, 1], 0).into(), cfg.clone(), echo).map_err(|e| e.to_string())?,
+                ),
+            };
+            let to = server
+                .or(local.as_ref().map(Server::local_addr))
+                .ok_or("no server")?;
+            let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
+            let r = crate::open_loop::run(rate, warmup, count, seed, vec![(); workers], &|_, i| {
+                mark(i);
+                let r = c.call(req).map_err(|e| e.to_string())?;
+                if r.bytes != req {
+                    return Err("the echo differs from the request".into());
+                }
+                Ok(())
+            })?;
+            let st = c.stats();
+            println!(
+                "{scheme} {count} x {}, Poisson {rate}/s over {workers} threads, {} paths: {} timed out",
+                format_bytes(req.len() as u64),
+                c.local_addrs().len(),
+                st.calls_timed_out
+            );
+            r
+        }
+        _ => {
+            return Err(ConfigError::new(
+                "--poisson",
+                format!("runs kernel-tcp and the runtime's schemes, not '{scheme}'"),
+            )
+            .into())
+        }
+    };
+    let cpu_ns = tailcut_sys::clock::process_cpu_ns().saturating_sub(cpu_from.into_inner());
+    if count > 0 {
+        println!(
+            "cpu per call (both ends, user + system)     us: {:.1}",
+            cpu_ns as f64 / count as f64 / 1e3
+        );
+        println!(
+            "offered {rate:.0}/s, achieved {:.0}/s, {} of {count} calls started over 1 ms late",
+            count as f64 / (report.span_ns.max(1) as f64 / 1e9),
+            report.behind
+        );
+    }
+    let mut lat = report.latency_ns;
+    print_dist("call (arrival -> response)", &mut lat);
     Ok(())
 }
 

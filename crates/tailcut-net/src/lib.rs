@@ -41,6 +41,7 @@ mod driver;
 pub mod frame;
 pub mod io;
 pub mod kernel_tls;
+pub mod open_loop;
 pub mod quic_crypto;
 pub mod quic_keys;
 mod runtime_thread;
