@@ -1,13 +1,17 @@
 //! RPC latency of every tailcut-net scheme beside kernel TCP through the testbed (`docs/net.md`,
 //! "Through the testbed"): two hosts on a leaf-spine fabric with four spines (four equal-cost paths),
 //! without loss and with 1% loss on one of the four paths, closed-loop echo calls, latency seen by
-//! the calling thread. Needs root (namespaces, TUN). A benchmark, not a test.
+//! the calling thread. Each row runs RUNS times, each run on a testbed of its own, and gives the
+//! median [min-max] over the runs of each figure; the last line of each path gives the fabric's
+//! lateness p99 (how late it forwarded: none of these runs keeps the testbed's timing on a 2-core
+//! machine). Needs root (namespaces, TUN). A benchmark, not a test.
 //!
-//!   cargo run --release -p tailcut-testbed --example net_bench -- [CALLS]
+//!   cargo run --release -p tailcut-testbed --example net_bench -- [CALLS] [RUNS]
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::thread;
 use tailcut_net::cli::{echo_framed, framed_call};
+use tailcut_net::tls::TlsConfig;
 use tailcut_net::{Client, NetConfig, Server};
 use tailcut_proto::stats::sample_percentile;
 use tailcut_proto::units::Rate;
@@ -61,14 +65,26 @@ fn testbed(lossy: bool) -> Testbed {
 }
 
 /// The scheme as an experiment entry would give it: 4 paths (CloudBurst LINK_CAP at the fabric's
-/// 1 Gbit/s), 4 sub-flows.
+/// 1 Gbit/s), 4 sub-flows; DCQUIC with a throwaway certificate, one path.
 fn config(scheme: &str) -> NetConfig {
-    let params = match scheme {
-        "cloudburst" => serde_json::json!({"paths": 4, "nic_rate": "1Gbps"}),
-        "mptcp" | "fuso" => serde_json::json!({"subflows": 4}),
-        _ => serde_json::json!({}),
+    let (name, params) = match scheme {
+        "cloudburst" => ("cloudburst", serde_json::json!({"paths": 4, "nic_rate": "1Gbps"})),
+        "raptorq" => (
+            "cloudburst",
+            serde_json::json!({"paths": 4, "nic_rate": "1Gbps", "codec": "raptorq"}),
+        ),
+        "mptcp" | "fuso" => (scheme, serde_json::json!({"subflows": 4})),
+        _ => (scheme, serde_json::json!({})),
     };
-    NetConfig::default().scheme_json(scheme, params).unwrap()
+    let mut cfg = NetConfig::default().scheme_json(name, params).unwrap();
+    if name == "dcquic" {
+        let (tls, _) = TlsConfig::generate(&[cfg.tls.server_name.clone()]).expect("certificate");
+        cfg.tls = TlsConfig {
+            alpn: std::mem::take(&mut cfg.tls.alpn),
+            ..tls
+        };
+    }
+    cfg
 }
 
 /// p50 / p99 / p99.9 in microseconds.
@@ -163,40 +179,78 @@ fn runtime(tb: &Testbed, scheme: &str, size: usize, calls: usize) -> Vec<u64> {
     lat
 }
 
+/// The stacks of a row: (label, runtime scheme or None for kernel TCP).
+const STACKS: [(&str, Option<&str>); 7] = [
+    ("kernel TCP, 8 connections", None),
+    ("tcp over UDP, 8 clients", Some("tcp")),
+    ("mptcp, 4 sub-flows", Some("mptcp")),
+    ("fuso, 4 sub-flows", Some("fuso")),
+    ("cloudburst, 4 paths", Some("cloudburst")),
+    ("cloudburst RaptorQ, 4 paths", Some("raptorq")),
+    ("dcquic", Some("dcquic")),
+];
+
+/// One figure's median [min-max] over the runs.
+fn spread(mut v: Vec<f64>) -> String {
+    v.sort_by(f64::total_cmp);
+    let m = if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    };
+    format!("{m:.1} [{:.1}-{:.1}]", v[0], v[v.len() - 1])
+}
+
 fn main() {
-    let calls: usize = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(500);
+    let arg = |i: usize, default: usize| {
+        std::env::args()
+            .nth(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(default)
+    };
+    let (calls, runs) = (arg(1, 500), arg(2, 5).max(1));
     println!("| Path | Size | Stack | p50 us | p99 us | p99.9 us |");
     println!("|---|---|---|---|---|---|");
     for lossy in [false, true] {
-        let tb = testbed(lossy);
         let path = if lossy {
             "1% loss on 1 of 4 paths"
         } else {
             "no loss"
         };
-        for size in SIZES {
-            let mut rows: Vec<(&str, Vec<u64>)> =
-                vec![("kernel TCP, 8 connections", kernel_tcp(&tb, size, calls))];
-            for (name, s) in [
-                ("tcp over UDP, 8 clients", "tcp"),
-                ("mptcp, 4 sub-flows", "mptcp"),
-                ("fuso, 4 sub-flows", "fuso"),
-                ("cloudburst, 4 paths", "cloudburst"),
-            ] {
-                if s == "cloudburst" && size > 92_000 {
-                    continue; // one block of 64 x 1448 B (docs/net.md)
+        // [size][stack] -> per run (p50, p99, p99.9).
+        let mut got = vec![vec![Vec::new(); STACKS.len()]; SIZES.len()];
+        let mut late = Vec::new();
+        for _ in 0..runs {
+            let tb = testbed(lossy);
+            for (k, &size) in SIZES.iter().enumerate() {
+                for (j, (_, scheme)) in STACKS.iter().enumerate() {
+                    let lat = match scheme {
+                        None => kernel_tcp(&tb, size, calls),
+                        Some(s) => runtime(&tb, s, size, calls),
+                    };
+                    got[k][j].push(quantiles(lat));
                 }
-                rows.push((name, runtime(&tb, s, size, calls)));
             }
-            for (name, lat) in rows {
-                let (a, b, c) = quantiles(lat);
-                println!("| {path} | {size} B | {name} | {a:.1} | {b:.1} | {c:.1} |");
+            let report = tb.stop().expect("stop");
+            let p99 = report.ports.iter().map(|p| p.lateness.p99_ns).max().unwrap_or(0);
+            late.push(p99 as f64 / 1e3);
+            eprintln!("{path}: fabric dropped {}", report.total_dropped());
+        }
+        for (k, size) in SIZES.iter().enumerate() {
+            for (j, (name, _)) in STACKS.iter().enumerate() {
+                let q = &got[k][j];
+                let col = |f: fn(&(f64, f64, f64)) -> f64| spread(q.iter().map(f).collect());
+                println!(
+                    "| {path} | {size} B | {name} | {} | {} | {} |",
+                    col(|x| x.0),
+                    col(|x| x.1),
+                    col(|x| x.2)
+                );
             }
         }
-        let report = tb.stop().expect("stop");
-        eprintln!("{path}: fabric dropped {}", report.total_dropped());
+        println!(
+            "| {path} | | fabric lateness p99, us (worst port) | {} | | |",
+            spread(late)
+        );
     }
 }
