@@ -21,10 +21,12 @@ trap 'rm -rf "$tmp"' EXIT
 
 # One figure's median [min-max] over the runs, from a column of numbers.
 stat() {
-    sort -g | awk '{ v[NR] = $1 } END {
+    # "inf" is a call that never completed (an open loop's timeouts); it sorts last.
+    sort -g | awk 'function f(x) { return (x ~ /inf/) ? "inf" : sprintf("%.1f", x) }
+        { v[NR] = $1 } END {
         if (NR == 0) { print "-"; exit }
-        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "%.1f [%.1f-%.1f]", m, v[1], v[NR] }'
+        m = (NR % 2) ? v[(NR + 1) / 2] : ((v[NR / 2 + 1] ~ /inf/) ? "inf" : (v[NR / 2] + v[NR / 2 + 1]) / 2)
+        printf "%s [%s-%s]", f(m), f(v[1]), f(v[NR]) }'
 }
 
 row() { # size label args...

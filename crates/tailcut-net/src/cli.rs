@@ -571,17 +571,29 @@ fn bench_poisson(
                 .or(local.as_ref().map(Server::local_addr))
                 .ok_or("no server")?;
             let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
-            let r = crate::open_loop::run(rate, warmup, count, seed, vec![(); workers], &|_, i| {
+            // A call that times out is counted (at infinite latency), not the end of the run: an
+            // open loop under load is where they happen.
+            let timed_out = std::sync::Mutex::new(Vec::new());
+            let mut r = crate::open_loop::run(rate, warmup, count, seed, vec![(); workers], &|_, i| {
                 mark(i);
-                let r = c.call(req).map_err(|e| e.to_string())?;
-                if r.bytes != req {
-                    return Err("the echo differs from the request".into());
+                match c.call(req) {
+                    Ok(r) if r.bytes != req => Err("the echo differs from the request".into()),
+                    Ok(_) => Ok(()),
+                    Err(crate::CallError::Timeout) => {
+                        timed_out.lock().map_err(|e| e.to_string())?.push(i);
+                        Ok(())
+                    }
+                    Err(e) => Err(e.to_string()),
                 }
-                Ok(())
             })?;
+            for i in timed_out.into_inner().map_err(|e| e.to_string())? {
+                if let Some(l) = i.checked_sub(warmup).and_then(|k| r.latency_ns.get_mut(k)) {
+                    *l = u64::MAX;
+                }
+            }
             let st = c.stats();
             println!(
-                "{scheme} {count} x {}, Poisson {rate}/s over {workers} threads, {} paths: {} timed out",
+                "{scheme} {count} x {}, Poisson {rate}/s over {workers} threads, {} paths: {} timed out (infinite latency)",
                 format_bytes(req.len() as u64),
                 c.local_addrs().len(),
                 st.calls_timed_out
@@ -645,20 +657,27 @@ pub fn framed_call(s: &mut TcpStream, req: &[u8], back: &mut [u8]) -> std::io::R
     s.read_exact(back)
 }
 
+/// Prints a latency distribution; `u64::MAX` is a call that never completed (infinite latency).
 fn print_dist(what: &str, ns: &mut [u64]) {
     if ns.is_empty() {
         return;
     }
     ns.sort_unstable();
-    let q =
-        |per_mille| tailcut_proto::stats::sample_percentile(ns, per_mille).unwrap_or_default() as f64 / 1e3;
-    let mean = ns.iter().sum::<u64>() as f64 / ns.len() as f64 / 1e3;
+    let us = |v: u64| {
+        if v == u64::MAX {
+            f64::INFINITY
+        } else {
+            v as f64 / 1e3
+        }
+    };
+    let q = |per_mille| us(tailcut_proto::stats::sample_percentile(ns, per_mille).unwrap_or_default());
+    let mean = ns.iter().map(|&v| us(v)).sum::<f64>() / ns.len() as f64;
     println!(
         "{what:<44} us: p50 {:8.1}  p99 {:8.1}  p99.9 {:8.1}  max {:8.1}  mean {:8.1}",
         q(500),
         q(990),
         q(999),
-        ns[ns.len() - 1] as f64 / 1e3,
+        us(ns[ns.len() - 1]),
         mean
     );
 }
