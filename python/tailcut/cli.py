@@ -84,6 +84,10 @@ overrides (--set, and --grid values):
 
 
 EXECUTOR_HELP = "where the runs go: local processes (--jobs of them) or a Ray cluster (default local)"
+RAY_ADDRESS_HELP = (
+    "HOST:PORT of a running Ray cluster's head (ray start --head --port PORT), run from one of its nodes; "
+    "the points' files are sent to the workers (docs/python.md). Default: start a local Ray"
+)
 
 
 def _add_out_args(p: argparse.ArgumentParser, default: str, resumes: bool) -> None:
@@ -149,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=AT_LEAST_ONE, default=1, help="parallel points on the local executor (default 1)"
     )
     p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
-    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--ray-address", help=RAY_ADDRESS_HELP)
     _add_out_args(p, "results/<experiment name>-sweep", resumes=True)
     _add_limit_args(p, "every point")
 
@@ -171,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=AT_LEAST_ONE, default=1, help="parallel cells on the local executor (default 1)"
     )
     p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
-    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--ray-address", help=RAY_ADDRESS_HELP)
     p.add_argument("--schemes", help="only these schemes (comma-separated names from the suite)")
     p.add_argument("--scenarios", help="only scenarios matching this glob over topology/workload/failure")
     p.add_argument(
@@ -238,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=AT_LEAST_ONE, default=1, help="parallel runs on the local executor (default 1)"
     )
     p.add_argument("--executor", choices=["local", "ray"], default="local", help=EXECUTOR_HELP)
-    p.add_argument("--ray-address", help="Ray cluster address (default: start a local Ray)")
+    p.add_argument("--ray-address", help=RAY_ADDRESS_HELP)
     p.add_argument("--out", type=Path, default=Path("results/reproduce"), help="default: results/reproduce")
     p.add_argument("--list", action="store_true", help="list the entries and seconds per seed, run nothing")
 

@@ -36,7 +36,7 @@ else:  # pragma: no cover - exercised only on 3.10
     import tomli as tomllib
 
 from tailcut import _core
-from tailcut.paths import anchor_experiment
+from tailcut.paths import anchor_experiment, delocalized, localized
 
 ConfigSource = Mapping[str, Any] | str | Path
 
@@ -263,7 +263,8 @@ def resolve(config: Mapping[str, Any], limits: Mapping[str, Any] | None = None) 
     ``max_memory`` (bytes; default this machine's available memory), ``max_events`` and ``force``.
     """
     check_limits(limits)
-    return json.loads(_core.validate(to_json(config), **(limits or {})))
+    resolved = json.loads(_core.validate(to_json(localized(dict(config))), **(limits or {})))
+    return delocalized(resolved)
 
 
 _SIZE_UNITS = {

@@ -19,8 +19,11 @@ The path fields (the Rust loader ``tailcut_sim::api::load_toml`` anchors the sam
 
 from __future__ import annotations
 
+import contextvars
+import copy
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -117,11 +120,56 @@ def anchor_suite(suite: dict[str, Any], folder: Path) -> dict[str, Any]:
     return map_suite_paths(suite, lambda value, builtins: _anchor(value, folder, builtins))
 
 
+# Path field values whose files are read from elsewhere: a Ray worker's copies of the files a sweep's
+# machine shipped to it (tailcut.sweep), by the value as written. Empty everywhere else.
+_ALIASES: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+    "tailcut_path_aliases", default=None
+)
+
+
+@contextmanager
+def aliased(aliases: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, a path field whose value is a key of ``aliases`` is read from the file the
+    alias names (:func:`localized`, :func:`file_digest`), while configs and outputs keep the value as
+    written (:func:`delocalized`): a run on a Ray worker reads the copies of the files the sweep's machine
+    sent and writes the folder that machine would have written."""
+    token = _ALIASES.set(dict(aliases))
+    try:
+        yield
+    finally:
+        _ALIASES.reset(token)
+
+
+def localized(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with every aliased path field replaced by its alias (a copy; ``config`` itself when no
+    alias is set): what the core is handed."""
+    aliases = _ALIASES.get() or {}
+    if not aliases:
+        return config
+    return map_experiment_paths(
+        copy.deepcopy(config), lambda value, _: aliases.get(value, value) if isinstance(value, str) else value
+    )
+
+
+def delocalized(config: dict[str, Any]) -> dict[str, Any]:
+    """The reverse of :func:`localized` (in place; returned): a resolved config as the core returns it,
+    with each alias back to the value as written."""
+    aliases = _ALIASES.get() or {}
+    if not aliases:
+        return config
+    back = {alias: value for value, alias in aliases.items()}
+    return map_experiment_paths(
+        config, lambda value, _: back.get(value, value) if isinstance(value, str) else value
+    )
+
+
 def file_digest(value: Any, builtins: frozenset[str]) -> Any:
     """A path field's value as what it names: ``sha256:...`` of a readable file's bytes, so a result's
-    identity follows the file's content, not where the checkout lives; anything else unchanged."""
+    identity follows the file's content, not where the checkout lives; anything else unchanged. An aliased
+    value (:func:`aliased`) is read from its alias."""
     if not isinstance(value, str) or value in builtins or not value:
         return value
+    value = (_ALIASES.get() or {}).get(value, value)
     try:
         # Only a regular file: opening a FIFO would block forever (the core refuses it, naming the field).
         if not Path(value).is_file():

@@ -18,6 +18,7 @@ from tailcut.config import (
     resolve,
     to_json,
 )
+from tailcut.paths import delocalized, localized
 from tailcut.results import Result
 
 ProgressCallback = Callable[[float], "bool | None"]
@@ -69,8 +70,10 @@ def run(
     # The core prepares the experiment once: it validates it (a bad field raises before anything runs or
     # is written), runs it, and returns it resolved as it ran (every default filled in, the seed used),
     # which config.toml records so that it repeats this exact run.
-    document = json.loads(_core.run(to_json(raw), seed, progress, **(limits or {})))
-    return Result.from_core(document, document["resolved_config"])
+    # On a Ray worker the files the config names are local copies (tailcut.paths.aliased); the result
+    # keeps the paths as written.
+    document = json.loads(_core.run(to_json(localized(raw)), seed, progress, **(limits or {})))
+    return Result.from_core(document, delocalized(document["resolved_config"]))
 
 
 def run_to_dir(

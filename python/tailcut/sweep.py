@@ -13,10 +13,15 @@ none), so ``seeds=1`` reproduces the plain run. ``seed`` may instead be a grid k
 
 Interrupting (Ctrl-C) cancels the queued points at once and stops the running ones; pool workers also die
 with the sweep's process if it is killed, and Ray tasks are cancelled.
+
+On Ray (a local one, or a running cluster at ``ray_address``) a point may run on another machine, which
+has none of this one's files: the files its config names are sent with it and its folder comes back to
+be written here (:func:`run_tasks`); ``sweep.json`` records the node each point ran on.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -28,7 +33,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from tailcut import _core, interrupt
@@ -41,7 +46,15 @@ from tailcut.config import (
     parse_value,
     resolve,
 )
-from tailcut.outdir import claim, combined_files, config_hash, released, write_error
+from tailcut.outdir import (
+    atomic_dir,
+    claim,
+    combined_files,
+    config_hash,
+    released,
+    write_error,
+    write_text_atomic,
+)
 from tailcut.progress import SweepProgress, point_weight
 from tailcut.seeds import seed_range
 from tailcut.summary import summarize
@@ -66,11 +79,18 @@ class Point:
 
 @dataclass
 class PointOutcome:
-    """What happened to one point: ``error`` is None on success; ``skipped`` when results already existed."""
+    """What happened to one point: ``error`` is None on success; ``skipped`` when results already existed.
+    ``node`` says where a point ran on Ray (the worker's own Ray node id, IP address and host name);
+    None on the local executor."""
 
     slug: str
     error: str | None = None
     skipped: bool = False
+    node: dict[str, str] | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The outcome as ``sweep.json`` lists it (``node`` only when known)."""
+        return {k: v for k, v in self.__dict__.items() if k != "node" or v is not None}
 
 
 @dataclass
@@ -240,6 +260,11 @@ def run_tasks(
     raises for a failed point but returns its outcome. ``tailcut compare`` runs its cells through here too.
     ``on_progress(slug, fraction)`` hears a running point's progress (:mod:`tailcut.progress`) on the local
     executor; on Ray only finished points are seen.
+
+    On Ray (``ray_address`` names a running cluster, else a local Ray is started) a task may run on
+    another machine: the files its config names (and its point's ``params``, if it has them, as
+    overrides) are read here and sent with it, and the files it writes under ``points_dir`` come back and
+    are written here (:func:`_ray_point`); every node needs the same tailcut installed.
     """
     outcomes: dict[Any, PointOutcome] = {}
 
@@ -249,26 +274,7 @@ def run_tasks(
         interrupt.check()  # a Ctrl-C dropped during the point stops the sweep before the next
 
     if executor == "ray":
-        import ray
-
-        if not ray.is_initialized():
-            # Without an address Ray starts on this machine; --jobs then caps its CPUs (1 means all of them).
-            # A remote cluster needs tailcut installed on its workers.
-            ray.init(address=ray_address, num_cpus=None if ray_address or jobs <= 1 else jobs)
-        remote = ray.remote(runner)
-        pending = {remote.remote(config, p, str(points_dir), *extra_args): p for config, p in tasks}
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                point = pending.pop(ready[0])
-                try:
-                    finish(point, ray.get(ready[0]))
-                except Exception as exc:  # the worker process died
-                    finish(point, _crashed(point, points_dir, exc))
-        except BaseException:
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            raise
+        _run_ray(tasks, points_dir, jobs, ray_address, runner, extra_args, finish)
     elif executor != "local":
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     elif jobs <= 1:
@@ -284,6 +290,196 @@ def run_tasks(
     else:
         _run_pool(tasks, points_dir, jobs, runner, extra_args, finish, on_progress)
     return [outcomes[p] for _, p in tasks]
+
+
+def _ray_init(ray: Any, address: str | None, jobs: int) -> None:
+    """Start a local Ray (no ``address``; ``jobs`` > 1 caps its CPUs) or connect to a running cluster."""
+    if address is None:
+        ray.init(num_cpus=None if jobs <= 1 else jobs)
+        return
+    if os.environ.get("RAY_AUTH_MODE") is None:
+        # Ray (2.60 here) turns its token authentication on for `ray start --head` when a token exists
+        # on that machine (~/.ray/auth_token, which any local ray.init() creates, $RAY_AUTH_TOKEN or
+        # $RAY_AUTH_TOKEN_PATH), and ray.init() does the same for a cluster it finds by itself, but not
+        # for one named by its address: it then connects without the token, is refused, and reports
+        # only "Failed to connect to Ray cluster at <address>" (127.0.0.1 or localhost written as this
+        # machine's address). Do what Ray does for a cluster it finds (a cluster without
+        # authentication accepts a driver that sends a token).
+        try:
+            from ray._private.authentication.authentication_token_setup import (
+                maybe_enable_token_auth_if_token_available,
+            )
+        except ImportError:  # a Ray without token authentication
+            pass
+        else:
+            with contextlib.suppress(TypeError):  # another Ray's signature: leave it to Ray
+                maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+    try:
+        ray.init(address=address)
+    except ConnectionError as exc:
+        raise ConnectionError(
+            f"{exc}. --ray-address {address}: a Ray head started with `ray start --head` must listen there "
+            "and this machine must be a node of its cluster (`ray start --address=...`); with Ray's token "
+            "authentication its token must be here too ($RAY_AUTH_TOKEN or ~/.ray/auth_token)"
+        ) from None
+
+
+def _input_files(config: dict[str, Any], point: Any) -> dict[str, bytes]:
+    """The files a task reads, by the path field's value as written (a point's ``params``, if it has
+    them, are overrides of its config, as :func:`run_point` applies them): read here, where the sweep
+    runs, and sent to the Ray worker that runs the task, which may be on another machine."""
+    from tailcut.paths import map_experiment_paths
+
+    params = dict(getattr(point, "params", ()) or ())
+    found: dict[str, bytes] = {}
+
+    def read(value: Any, builtins: frozenset[str]) -> Any:
+        # Only regular files: a FIFO would block here (the core refuses it on the worker, naming the field).
+        if isinstance(value, str) and value and value not in builtins and Path(value).is_file():
+            found[value] = Path(value).read_bytes()
+        return value
+
+    map_experiment_paths(apply_overrides(config, params), read)
+    return found
+
+
+def _ray_point(
+    runner: Callable[..., PointOutcome],
+    build: tuple[str, str | None],
+    blobs: dict[str, bytes],
+    names: dict[str, str],
+    config: dict[str, Any],
+    point: Any,
+    *extra_args: Any,
+) -> tuple[PointOutcome, dict[str, str], dict[str, bytes]]:
+    """A Ray task: run ``runner`` on this worker, which may be another machine, with nothing of the
+    sweep's filesystem. The files the config reads arrive as ``blobs`` (sha256 -> bytes) named by
+    ``names`` (path as written -> sha256) and are written to a private folder
+    (:func:`tailcut.paths.aliased`); the point runs into a private ``points`` folder whose files come back
+    (path under ``points`` -> bytes) for the sweep's machine to write. Also returns where it ran (Ray's
+    node id of this worker, its IP address and host name, as this worker sees them)."""
+    import socket
+
+    import ray
+
+    from tailcut.paths import aliased
+    from tailcut.provenance import commit, version
+
+    node = {
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "ip": ray.util.get_node_ip_address(),
+        "hostname": socket.gethostname(),
+    }
+    if (version(), commit()) != tuple(build):
+        error = (
+            f"the Ray worker at {node['ip']} ({node['hostname']}) runs tailcut {version()} (commit "
+            f"{commit()}), the sweep tailcut {build[0]} (commit {build[1]}): install the same tailcut wheel "
+            "on every node of the cluster"
+        )
+        return PointOutcome(point.slug, error=error, node=node), node, {}
+    with tempfile.TemporaryDirectory(prefix="tailcut-ray-") as tmp:
+        aliases = {}
+        for value, digest in names.items():
+            local = Path(tmp, "inputs", digest, Path(value).name or "file")
+            if not local.exists():
+                local.parent.mkdir(parents=True, exist_ok=True)
+                local.write_bytes(blobs[digest])
+            aliases[value] = str(local)
+        points_dir = Path(tmp, "points")
+        points_dir.mkdir()
+        with aliased(aliases):
+            outcome = runner(config, point, str(points_dir), *extra_args)
+        files = {
+            path.relative_to(points_dir).as_posix(): path.read_bytes()
+            for path in sorted(points_dir.rglob("*"))
+            if path.is_file()
+        }
+    outcome.node = node
+    return outcome, node, files
+
+
+def _write_returned(points_dir: Path, slug: str, files: dict[str, bytes]) -> None:
+    """Write the files a Ray task returned: the point's folder replaced whole (as a run's), anything
+    beside it (a reproduction's ``seed=N.json``) file by file, each atomically."""
+    folder = PurePosixPath(slug)
+    inside: dict[PurePosixPath, bytes] = {}
+    beside: dict[PurePosixPath, bytes] = {}
+    for name, data in files.items():
+        rel = PurePosixPath(name)
+        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+            raise ValueError(f"a Ray worker returned a file outside the sweep's points: {name!r}")
+        if rel.parts[: len(folder.parts)] == folder.parts and len(rel.parts) > len(folder.parts):
+            inside[rel.relative_to(folder)] = data
+        else:
+            beside[rel] = data
+    if inside:
+        target = points_dir / slug
+        claim(target, "run", overwrite=True)  # points/ is the sweep's own; a user's file there is not
+        with released(target), atomic_dir(target) as tmp:
+            for rel, data in inside.items():
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / rel).write_bytes(data)
+    for rel, data in beside.items():  # JSON text (a reproduction's record of the run)
+        write_text_atomic(points_dir / rel, data.decode())
+
+
+def _run_ray(
+    tasks: Sequence[tuple[dict[str, Any], Any]],
+    points_dir: Path,
+    jobs: int,
+    ray_address: str | None,
+    runner: Callable[..., PointOutcome],
+    extra_args: tuple[Any, ...],
+    finish: Callable[[Any, PointOutcome], None],
+) -> None:
+    """Ray: every task runs through :func:`_ray_point`, which needs nothing of this machine's files (a
+    worker on another node has none of them): the files each config reads are sent along and each point's
+    files come back to be written here. Points are spread over the cluster's nodes."""
+    import hashlib
+
+    import ray
+
+    from tailcut.provenance import commit, version
+
+    if not ray.is_initialized():
+        _ray_init(ray, ray_address, jobs)
+    blobs: dict[str, bytes] = {}
+    names = []
+    for config, point in tasks:
+        named = {}
+        for value, data in _input_files(config, point).items():
+            digest = hashlib.sha256(data).hexdigest()
+            blobs[digest] = data
+            named[value] = digest
+        names.append(named)
+    blobs_ref = ray.put(blobs)  # once for all tasks; Ray hands each task the dict
+    remote = ray.remote(_ray_point).options(scheduling_strategy="SPREAD")
+    build = (version(), commit())
+    pending = {
+        remote.remote(runner, build, blobs_ref, named, config, p, *extra_args): p
+        for (config, p), named in zip(tasks, names, strict=True)
+    }
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            point = pending.pop(ready[0])
+            try:
+                outcome, node, files = ray.get(ready[0])
+            except Exception as exc:  # the worker process died, or could not import tailcut
+                finish(point, _crashed(point, points_dir, exc))
+                continue
+            try:
+                _write_returned(points_dir, point.slug, files)
+            except (OSError, ValueError) as exc:  # OutputError and UnicodeDecodeError are ValueErrors
+                error = f"its results could not be written here: {exc}"
+                outcome = PointOutcome(point.slug, error=error, node=node)
+            if outcome.error is not None and not files:  # refused before it ran: say so where it would be
+                outcome.error = write_error(points_dir / point.slug, outcome.error)
+            finish(point, outcome)
+    except BaseException:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        raise
 
 
 def _run_pool(
@@ -501,7 +697,7 @@ def _sweep_into(
     with combined_files(out) as tmp:
         write_parquet(flows, tmp / "flows.parquet", stamp)
         write_parquet(summary, tmp / "summary.parquet", stamp)
-        meta = {**stamp, "name": name, "grid": grid, "points": [o.__dict__ for o in ordered]}
+        meta = {**stamp, "name": name, "grid": grid, "points": [o.record() for o in ordered]}
         (tmp / "sweep.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
         if report:
             from tailcut.provenance import provenance

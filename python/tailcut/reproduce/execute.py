@@ -9,6 +9,7 @@ file's ``seed``, as ``tailcut sweep --seeds`` numbers them, so ``--seeds 1`` is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -82,8 +83,10 @@ def run_task(config: dict[str, Any], task: Task, runs_dir: str) -> Any:
     out = Path(runs_dir) / task.slug
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        # A pool worker inherits the caller's folder, a Ray worker does not.
-        os.chdir(task.root)
+        # A pool worker inherits the caller's folder, a Ray worker does not; one on another machine may
+        # have no such folder, and needs none: the config's paths are absolute and its files were sent.
+        with contextlib.suppress(OSError):
+            os.chdir(task.root)
         started = time.perf_counter()  # wall time feeds --list only, never a result
         result = run_to_dir(config, out, seed=task.seed, overwrite=True)
         from tailcut.provenance import provenance
