@@ -390,20 +390,8 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             print_dist("TCP connect + TLS handshake", &mut handshake_ns);
         }
         _ if baseline.is_none() => {
-            let mut cfg = resolved.clone().ok_or("no scheme")?;
-            if server.is_none() {
-                ensure_identity(&mut cfg, &[])?;
-            }
-            let local = match server {
-                Some(_) => None,
-                None => Some(
-                    Server::bind(([127, 0, 0, 1], 0).into(), cfg.clone(), echo).map_err(|e| e.to_string())?,
-                ),
-            };
-            let to = server
-                .or(local.as_ref().map(Server::local_addr))
-                .ok_or("no server")?;
-            let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
+            let cfg = resolved.clone().ok_or("no scheme")?;
+            let (c, _local) = echo_client(cfg, server)?;
             if inline {
                 // Calls issued by the runtime thread itself: no hop to and from this thread.
                 let run = |n| c.closed_loop(&req, n).map_err(|e| e.to_string());
@@ -500,6 +488,23 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
     Ok(())
 }
 
+/// A client of `cfg`'s scheme to `server`, or without one to an echo server started here on
+/// loopback with a throwaway identity (returned: it serves as long as it is kept).
+fn echo_client(mut cfg: NetConfig, server: Option<SocketAddr>) -> Result<(Client, Option<Server>), CliError> {
+    if server.is_none() {
+        ensure_identity(&mut cfg, &[])?;
+    }
+    let local = match server {
+        Some(_) => None,
+        None => Some(Server::bind(([127, 0, 0, 1], 0).into(), cfg.clone(), echo).map_err(|e| e.to_string())?),
+    };
+    let to = server
+        .or(local.as_ref().map(Server::local_addr))
+        .ok_or("no server")?;
+    let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
+    Ok((c, local))
+}
+
 /// `tailcut-net bench --poisson RATE`: an open loop (`open_loop.rs`) of echo calls of `req` at
 /// `rate` per second over `workers` threads: kernel TCP with one connection per worker, or a runtime
 /// scheme with one client its workers share (its calls go out concurrently on one association).
@@ -557,20 +562,8 @@ fn bench_poisson(
             );
             r
         }
-        (_, Some(mut cfg)) => {
-            if server.is_none() {
-                ensure_identity(&mut cfg, &[])?;
-            }
-            let local = match server {
-                Some(_) => None,
-                None => Some(
-                    Server::bind(([127, 0, 0, 1], 0).into(), cfg.clone(), echo).map_err(|e| e.to_string())?,
-                ),
-            };
-            let to = server
-                .or(local.as_ref().map(Server::local_addr))
-                .ok_or("no server")?;
-            let c = Client::connect(to, cfg).map_err(|e| e.to_string())?;
+        (_, Some(cfg)) => {
+            let (c, _local) = echo_client(cfg, server)?;
             // A call that times out is counted (at infinite latency), not the end of the run: an
             // open loop under load is where they happen.
             let timed_out = std::sync::Mutex::new(Vec::new());
