@@ -6,9 +6,9 @@
 #                                                         (tests/identity/digests.txt; default: six files;
 #                                                         `$(cut -d' ' -f1 tests/identity/digests.txt | sort -u)`
 #                                                         for all of them)
-#   scripts/partition-bound.sh table [OUT_DIR]            the docs' table: benchmarks (c), (d) and the
-#                                                         k = 32 web-search file, one after the other
-#                                                         (~2 h on the 2-core VM; perf profile)
+#   scripts/partition-bound.sh table [OUT_DIR]            the docs' table: benchmarks (c), (d), (d) at
+#                                                         20 ms and the k = 32 web-search file, one after
+#                                                         the other (~25 min on the 2-core VM; perf profile)
 #   scripts/partition-bound.sh callgrind                 instructions per packet-hop of benchmark (a), as
 #                                                         scripts/callgrind.sh, from $CARGO_TARGET_DIR
 #
@@ -51,13 +51,18 @@ table)
     mkdir -p "$out"
     cargo build --profile perf -q -p tailcut-sim --bin tailcut-partition
     bin=$tgt/perf/tailcut-partition
-    "$bin" --markdown --partitions pod,pod+core,64,128 experiments/bench/fat_tree16_permutation.toml \
+    "$bin" --markdown --partitions pod,pod+core,32,64,128 experiments/bench/fat_tree16_permutation.toml \
         >"$out/c.txt" 2>"$out/c.err"
-    "$bin" --markdown --partitions pod,pod+core,64,128 experiments/bench/fat_tree16_websearch.toml \
+    "$bin" --markdown --partitions pod,pod+core,32,64,128 experiments/bench/fat_tree16_websearch.toml \
         >"$out/d.txt" 2>"$out/d.err"
+    # (d) cut to its first 20 ms, the k = 32 file's length.
+    sed 's/^max_time = .*/max_time = "20ms"/; s/^until = .*/until = "20ms"/' \
+        experiments/bench/fat_tree16_websearch.toml >"$out/d20.toml"
+    "$bin" --markdown --partitions pod,pod+core,32,64,128 "$out/d20.toml" >"$out/d20.txt" 2>"$out/d20.err"
+    # At k = 32, 32 parts are the pods.
     "$bin" --markdown --partitions pod,pod+core,64,128 experiments/bench/fat_tree32_websearch.toml \
         >"$out/k32.txt" 2>"$out/k32.err"
-    cat "$out"/c.txt "$out"/d.txt "$out"/k32.txt
+    cat "$out"/c.txt "$out"/d.txt "$out"/d20.txt "$out"/k32.txt
     ;;
 callgrind)
     command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 2; }
