@@ -4,7 +4,9 @@
 //! the calling thread. Each row runs RUNS times, each run on a testbed of its own, and gives the
 //! median [min-max] over the runs of each figure; the last line of each path gives the fabric's
 //! lateness p99 (how late it forwarded: none of these runs keeps the testbed's timing on a 2-core
-//! machine). Needs root (namespaces, TUN). A benchmark, not a test.
+//! machine). Needs root (namespaces, TUN). A benchmark, not a test. `NB_ONLY=SCHEME` runs one
+//! runtime scheme alone (`cloudburst`, `raptorq`, `tcp`, ...; the other rows print zeros); each
+//! testbed's ports (largest queue, packets sent, TUN write drops) go to stderr.
 //!
 //!   cargo run --release -p tailcut-testbed --example net_bench -- [CALLS] [RUNS]
 
@@ -224,6 +226,10 @@ fn main() {
             let tb = testbed(lossy);
             for (k, &size) in SIZES.iter().enumerate() {
                 for (j, (_, scheme)) in STACKS.iter().enumerate() {
+                    if std::env::var("NB_ONLY").is_ok_and(|o| Some(o.as_str()) != *scheme) {
+                        got[k][j].push((0.0, 0.0, 0.0));
+                        continue;
+                    }
                     let lat = match scheme {
                         None => kernel_tcp(&tb, size, calls),
                         Some(s) => runtime(&tb, s, size, calls),
@@ -232,6 +238,17 @@ fn main() {
                 }
             }
             let report = tb.stop().expect("stop");
+            for p in &report.ports {
+                eprintln!(
+                    "port {} {}->{}: max occupancy {} B, tx {} pkts, tun write drops {}",
+                    p.port,
+                    p.node,
+                    p.peer,
+                    p.counters.max_occupancy_bytes,
+                    p.counters.tx_packets,
+                    p.tun_write_drops
+                );
+            }
             let p99 = report.ports.iter().map(|p| p.lateness.p99_ns).max().unwrap_or(0);
             late.push(p99 as f64 / 1e3);
             eprintln!("{path}: fabric dropped {}", report.total_dropped());
