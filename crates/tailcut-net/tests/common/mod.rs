@@ -83,7 +83,12 @@ pub fn one_packet_request(cfg: &NetConfig, association: u64, call: u64, body: &[
 /// responses that prove the work was done. The bound (60 s) is only reached by a failing test: on a
 /// loaded machine a runtime thread can be descheduled for seconds.
 pub fn eventually<T>(read: impl Fn() -> T, ok: impl Fn(&T) -> bool) -> T {
-    for _ in 0..6_000 {
+    eventually_within(60_000, read, ok)
+}
+
+/// [`eventually`] with a bound of `ms` milliseconds, for a test that goes on when it is reached.
+pub fn eventually_within<T>(ms: u64, read: impl Fn() -> T, ok: impl Fn(&T) -> bool) -> T {
+    for _ in 0..ms.div_ceil(10) {
         let st = read();
         if ok(&st) {
             return st;
