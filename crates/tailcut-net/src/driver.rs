@@ -57,6 +57,9 @@ pub struct Driver {
     /// How late the thread woke past the deadlines it waited for, summed: the host's own delay (the
     /// thread descheduled, or busy past a deadline), not the network's.
     pub late: Dur,
+    /// Until when [`Driver::late`] has counted: waits on one past deadline count each stretch of
+    /// lateness once.
+    late_until: Time,
     /// A client whose server checks its address: what it echoes (empty on a server).
     echo: ClientEcho,
     /// Where the datagrams of one receive call are in the slab, for loops that must handle them
@@ -89,6 +92,7 @@ impl Driver {
             datagram: Vec::with_capacity(max),
             dropped_by_hook: 0,
             late: Dur::ZERO,
+            late_until: Time::ZERO,
             echo: ClientEcho::new(cfg.paths()),
             batch: Vec::with_capacity(RX_SLOTS * 64),
         })
@@ -101,7 +105,11 @@ impl Driver {
     pub fn wait(&mut self, deadline: Option<Time>) -> io::Result<()> {
         self.wait_for(deadline)?;
         if let Some(d) = deadline {
-            self.late = self.late + self.clock.now().saturating_sub(d);
+            let (now, from) = (self.clock.now(), d.max(self.late_until));
+            if now > from {
+                self.late = self.late + (now - from);
+                self.late_until = now;
+            }
         }
         Ok(())
     }
@@ -328,5 +336,24 @@ mod tests {
         d.wait(Some(far)).unwrap();
         assert!(d.ready.contains(&WAKE_TOKEN));
         assert_eq!(d.late, before);
+    }
+
+    /// Two waits on one deadline already past count the lateness once: the second adds only the
+    /// time since the first.
+    #[test]
+    fn a_past_deadline_waited_on_twice_is_counted_once() {
+        let (wake, other) = UnixDatagram::pair().unwrap();
+        let mut d = Driver::new(Vec::new(), wake, &NetConfig::default()).unwrap();
+        let deadline = d.clock.now() + Dur::from_millis(1);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        d.wait(Some(deadline)).unwrap();
+        let (first, t1) = (d.late, d.clock.now());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        other.send(&[1]).unwrap();
+        d.wait(Some(deadline)).unwrap();
+        let t2 = d.clock.now();
+        assert!(first >= Dur::from_millis(19), "{first:?}");
+        // At most the stretch between the two waits is new (the double count would add >= 25 ms).
+        assert!(d.late - first <= t2 - t1, "{:?} then {:?}", first, d.late);
     }
 }
