@@ -585,7 +585,7 @@ impl DcquicEngine {
             .filter_map(|id| self.streams.get(id).map(|s| (*id, s)))
             .map(|(id, s)| {
                 let bytes = s.recv.msg.map_or(mean_bytes, |(_, l)| l.max(1));
-                let start = s.opened + Dur(excluded.0.saturating_sub(s.host_delay_at_open.0));
+                let start = s.counted_from(excluded);
                 (id, (now.saturating_sub(start).0 as f64 / bytes as f64, bytes))
             })
             .filter(|&(_, (v, _))| v > base)

@@ -63,3 +63,12 @@ pub(super) struct StreamState {
     /// Opened by us as a request: its FIN-bearing response ends a stream record.
     pub(super) rpc: bool,
 }
+
+impl StreamState {
+    /// When the stream's time counts from, `excluded` the host's delay to leave out so far
+    /// (`migration.exclude_host_delay`; zero otherwise): its opening, shifted by the host's delay
+    /// while it was open.
+    pub(super) fn counted_from(&self, excluded: Dur) -> Time {
+        self.opened + Dur(excluded.0.saturating_sub(self.host_delay_at_open.0))
+    }
+}

@@ -192,7 +192,7 @@ impl DcquicEngine {
             let rec = StreamRecord {
                 id: id.index(),
                 // Without the host's own delay, when asked to (`exclude_host_delay`).
-                start: (s.opened + Dur(excluded.0.saturating_sub(s.host_delay_at_open.0))).min(now),
+                start: s.counted_from(excluded).min(now),
                 end: now,
                 // Rebuilt from the parity, the message is complete before all its bytes arrived.
                 total_bytes: s.recv.got.max(len),
