@@ -6,7 +6,8 @@
 //! lateness p99 (how late it forwarded: none of these runs keeps the testbed's timing on a 2-core
 //! machine). Needs root (namespaces, TUN). A benchmark, not a test. `NB_ONLY=SCHEME` runs one
 //! runtime scheme alone (`cloudburst`, `raptorq`, `tcp`, ...; the other rows print zeros); each
-//! testbed's ports (largest queue, packets sent, TUN write drops) go to stderr.
+//! testbed's ports (largest queue, packets sent, TUN write drops) go to stderr. A call that timed
+//! out counts as infinite latency (`inf`).
 //!
 //!   cargo run --release -p tailcut-testbed --example net_bench -- [CALLS] [RUNS]
 
@@ -89,10 +90,14 @@ fn config(scheme: &str) -> NetConfig {
     cfg
 }
 
-/// p50 / p99 / p99.9 in microseconds.
+/// p50 / p99 / p99.9 in microseconds; `u64::MAX` is a call that never completed (infinite).
 fn quantiles(mut ns: Vec<u64>) -> (f64, f64, f64) {
     ns.sort_unstable();
-    let q = |per_mille| sample_percentile(&ns, per_mille).map_or(f64::NAN, |v| v as f64 / 1e3);
+    let us = |v: u64| match v {
+        u64::MAX => f64::INFINITY,
+        v => v as f64 / 1e3,
+    };
+    let q = |per_mille| sample_percentile(&ns, per_mille).map_or(f64::NAN, us);
     (q(500), q(990), q(999))
 }
 
@@ -168,11 +173,18 @@ fn runtime(tb: &Testbed, scheme: &str, size: usize, calls: usize) -> Vec<u64> {
             let mut lat = Vec::with_capacity(calls);
             for i in 0..calls {
                 let t = monotonic_ns();
+                // A call that timed out never completed: infinite latency, as `tailcut-net bench`
+                // counts it, not the time it took to give up.
                 match cs[i % clients].call(&req) {
-                    Ok(r) => assert_eq!(r.bytes, req),
-                    Err(e) => eprintln!("{scheme:?} {size} B call {i}: {e}"),
+                    Ok(r) => {
+                        assert_eq!(r.bytes, req);
+                        lat.push(monotonic_ns() - t);
+                    }
+                    Err(e) => {
+                        eprintln!("{scheme:?} {size} B call {i}: {e}");
+                        lat.push(u64::MAX);
+                    }
                 }
-                lat.push(monotonic_ns() - t);
             }
             lat
         })
