@@ -130,7 +130,7 @@ pub struct Client {
 impl Client {
     /// Binds one UDP socket per path (ephemeral ports on the address family's loopback or
     /// unspecified address, or on [`NetConfig::path_addrs`]) and starts the runtime thread.
-    pub fn connect(server: SocketAddr, cfg: NetConfig) -> io::Result<Client> {
+    pub fn connect(server: SocketAddr, mut cfg: NetConfig) -> io::Result<Client> {
         cfg.validate()
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let ip: IpAddr = match server.ip() {
@@ -139,10 +139,20 @@ impl Client {
             IpAddr::V6(a) if a.is_loopback() => Ipv6Addr::LOCALHOST.into(),
             IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
         };
-        let via = |i: usize| match cfg.path_addrs.len() {
-            0 => (ip, server),
-            n => (cfg.path_addrs[i % n].local, cfg.path_addrs[i % n].remote),
-        };
+        let routes: Vec<(IpAddr, SocketAddr)> = (0..cfg.paths())
+            .map(|i| match cfg.path_addrs.len() {
+                0 => (ip, server),
+                n => (cfg.path_addrs[i % n].local, cfg.path_addrs[i % n].remote),
+            })
+            .collect();
+        let via = |i: usize| routes[i];
+        // The TCP family sizes its MSS from the path MTU, the smaller of the configured one and what
+        // the kernel knows of each path (Linux advertises its route's MTU less 40 bytes).
+        if cfg.mss_from_path && matches!(cfg.family(), Family::Tcp | Family::Mptcp) {
+            if let Some(m) = probe_path_mtu(&routes).filter(|&m| m >= 576) {
+                cfg.path_mtu = cfg.path_mtu.min(m);
+            }
+        }
         let remotes: Vec<SocketAddr> = (0..cfg.paths()).map(|i| via(i).1).collect();
         let socks = (0..cfg.paths())
             .map(|i| {

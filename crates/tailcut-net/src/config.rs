@@ -32,6 +32,11 @@ pub struct SendLoss {
 /// Largest TCP-in-UDP header: 28 fixed bytes, four SACK blocks, the 16-byte DSS.
 const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 
+/// What a path's MTU holds besides a TCP segment's payload: IPv4 and UDP (28), the preamble (12), the
+/// largest TCP-in-UDP header (76) and 12 bytes to spare; the socket default `header_bytes` (128), so
+/// a 1,500-byte path keeps the 1,372-byte MSS the runtime always used there.
+pub const SEGMENT_OVERHEAD: u32 = 128;
+
 /// Where one client path goes: the local address its socket binds (which picks the interface, so the
 /// host's routes choose the NIC) and the server address it sends to (on a multi-homed server, the
 /// address on that NIC's network).
@@ -64,8 +69,12 @@ pub struct NetConfig {
     pub dcquic_task_bytes: u64,
     /// Largest IP packet the network carries (DCQUIC's MPS is capped at it less 28 bytes of IPv4 and
     /// UDP headers). A client also asks the kernel for the path's MTU (`IP_MTU`) and takes the
-    /// smaller.
+    /// smaller. The TCP family's MSS is sized from it too ([`NetConfig::tcp_config`]).
     pub path_mtu: u32,
+    /// The TCP family's MSS is the largest segment a `path_mtu` packet holds, as Linux advertises its
+    /// route's MTU less 40 bytes; [`NetConfig::scheme`] clears it when the entry sets `mss_bytes`,
+    /// which then wins.
+    pub mss_from_path: bool,
     /// A stream scheme's call without a response by then fails (the stream still delivers it later,
     /// and the response is then dropped as stale).
     pub stream_call_timeout: Dur,
@@ -105,6 +114,7 @@ impl Default for NetConfig {
             dcquic_task_bytes: 0,
             // Jumbo frames, as DCQUIC's MPS rule assumes (loopback, veth and TUN carry them).
             path_mtu: 9000,
+            mss_from_path: true,
             stream_call_timeout: Dur::from_millis(10_000),
             max_associations: 64,
             address_validation: AddressValidation::UnderLoad,
@@ -153,6 +163,7 @@ impl NetConfig {
     /// `self.network` is refused with the reason.
     pub fn scheme(mut self, transport: &str, params: &Map<String, Value>) -> Result<NetConfig, ConfigError> {
         self.scheme = resolve_for(transport, params, Driver::Sockets(self.network))?;
+        self.mss_from_path = !params.contains_key("mss_bytes");
         Ok(self)
     }
 
@@ -188,13 +199,26 @@ impl NetConfig {
 
     /// The TCP engine configuration the runtime actually uses (each sub-flow's for MPTCP): the
     /// server learns the client's initial sequence number from its SYN, so there is always a
-    /// handshake, and real bytes.
+    /// handshake, and real bytes; the MSS from the path MTU unless the entry set `mss_bytes`.
     pub fn tcp_config(&self) -> TcpConfig {
+        let base = self.scheme.engine.tcp().cloned().unwrap_or_default();
         TcpConfig {
             handshake: true,
             carry_bytes: true,
-            ..self.scheme.engine.tcp().cloned().unwrap_or_default()
+            mss_bytes: if self.mss_from_path {
+                self.path_mss()
+            } else {
+                base.mss_bytes
+            },
+            ..base
         }
+    }
+
+    /// The TCP segment payload a `path_mtu` packet holds: the MTU less [`SEGMENT_OVERHEAD`]. The
+    /// runtime's CPU goes mostly per segment, not per byte (`docs/net.md`, "Loopback benchmark"), so
+    /// segments are as large as the path allows.
+    pub fn path_mss(&self) -> u32 {
+        self.path_mtu.saturating_sub(SEGMENT_OVERHEAD)
     }
 
     /// The multipath configuration (FUSO's recovery is on for `fuso` only).
@@ -333,6 +357,30 @@ impl NetConfig {
     /// The runtime's own limits of the stream schemes (the engines' parameters are the scheme
     /// layer's to check).
     fn validate_stream(&self) -> Result<(), ConfigError> {
+        let family = self.family();
+        if self.mss_from_path && matches!(family, Family::Tcp | Family::Mptcp) {
+            // IPv4's minimum MTU; the largest UDP payload is 65,507 bytes.
+            if !(576..=65_535).contains(&self.path_mtu) {
+                return Err(ConfigError::new(
+                    "path_mtu",
+                    format!(
+                        "must be in 576..=65535 (the TCP family's MSS is sized from it), got {}",
+                        self.path_mtu
+                    ),
+                ));
+            }
+            let window = self.tcp_config().rcv_window_bytes;
+            if window < self.path_mss() {
+                return Err(ConfigError::new(
+                    "params.rcv_window_bytes",
+                    format!(
+                        "must hold one segment of the path's MSS ({} bytes for path_mtu {}; or set mss_bytes), got {window}",
+                        self.path_mss(),
+                        self.path_mtu
+                    ),
+                ));
+            }
+        }
         if self.family() != Family::Dcquic && self.max_datagram_bytes() > MAX_DATAGRAM_BYTES {
             return Err(ConfigError::new(
                 "params.mss_bytes",

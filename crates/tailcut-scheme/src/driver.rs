@@ -93,7 +93,7 @@ pub const SOCKET_DEFAULTS: &[SocketDefault] = &[
         Family::Tcp,
         "mss_bytes",
         "1372",
-        "a 1,500-byte packet less IPv4 (20), UDP (8), the runtime's preamble (12) and the largest TCP-in-UDP header (76)",
+        "a 1,500-byte packet less IPv4 (20), UDP (8), the runtime's preamble (12), the largest TCP-in-UDP header (76) and 12 spare; the runtime replaces it with its path MTU less the same 128 bytes unless the entry sets mss_bytes",
     ),
     (
         Family::Tcp,
