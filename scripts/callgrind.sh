@@ -13,7 +13,7 @@ cargo build --release -q -p tailcut-sim --bin tailcut-bench
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 sed "s/^max_time = .*/max_time = \"$max_time\"/" "$src" >"$tmp/bench.toml"
-valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" target/release/tailcut-bench "$tmp/bench.toml" \
+valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.out" "${CARGO_TARGET_DIR:-target}"/release/tailcut-bench "$tmp/bench.toml" \
     >"$tmp/bench.txt" 2>"$tmp/valgrind.txt"
 ir=$(grep -m1 '^summary:' "$tmp/cg.out" | awk '{print $2}')
 hops=$(grep -m1 -oE 'hops +[0-9]+' "$tmp/bench.txt" | awk '{print $2}')

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 count=${1:-2000}
 fresh=${2:-300}
 cargo build --release -q -p tailcut-net
-bin=target/release/tailcut-net
+bin=${CARGO_TARGET_DIR:-target}/release/tailcut-net
 row() { # size label args...
     local size=$1 label=$2
     shift 2

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 db=tests/identity/digests.txt
-bin=target/release/tailcut-flowdigest
+bin=${CARGO_TARGET_DIR:-target}/release/tailcut-flowdigest
 build() { cargo build --release -q -p tailcut-sim --bin tailcut-flowdigest; }
 
 case "${1:-}" in

@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 # Peak heap bytes of one run of experiment file $1.
 peak() {
-    valgrind --tool=massif --massif-out-file="$tmp/massif.out" target/release/tailcut-bench "$1" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
+    valgrind --tool=massif --massif-out-file="$tmp/massif.out" "${CARGO_TARGET_DIR:-target}"/release/tailcut-bench "$1" >"$tmp/out.txt" 2>"$tmp/err.txt" ||
         { cat "$tmp/err.txt" >&2; exit 1; }
     awk -F= '/^mem_heap_B=/ { h = $2 } /^mem_heap_extra_B=/ { if (h + $2 > m) m = h + $2 } END { print m }' "$tmp/massif.out"
 }

@@ -18,7 +18,7 @@ cargo build --release -q -p tailcut-sim --bin tailcut-bench
 out=target/profile
 mkdir -p "$out"
 sed "s/^max_time = .*/max_time = \"$max_time\"/" "$src" >"$out/bench.toml"
-valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" target/release/tailcut-bench "$out/bench.toml" \
+valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" "${CARGO_TARGET_DIR:-target}"/release/tailcut-bench "$out/bench.toml" \
     >"$out/bench.txt" 2>"$out/valgrind.txt"
 hops=$(grep -m1 -oE 'hops +[0-9]+' "$out/bench.txt" | awk '{print $2}')
 callgrind_annotate --threshold=100 --auto=no "$out/cg.out" 2>/dev/null | python3 scripts/profile_layers.py "$hops"
