@@ -35,6 +35,17 @@ pub trait Codec: Engine {
     /// packet has no encoding (it is then not sent).
     fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool;
 
+    /// Most bytes [`Codec::encode_head`] puts before the payload. Not 0: the engine appends its
+    /// payload to a buffer that already holds this much room (and the preamble's), and the header
+    /// is written into the room in front of it, so the payload is not copied again.
+    const HEAD_ROOM: usize = 0;
+
+    /// Appends the bytes of `pkt` that go before its `carried` payload bytes (at most
+    /// [`Codec::HEAD_ROOM`]); false if the packet has no encoding. Only called when `HEAD_ROOM > 0`.
+    fn encode_head(_pkt: &Packet, _carried: usize, _out: &mut Vec<u8>) -> bool {
+        false
+    }
+
     /// The packet and the engine's bytes of a datagram that arrived on `path` with `ecn`; `None` if
     /// malformed.
     fn decode(bytes: &[u8], ecn: Ecn, path: u8) -> Option<(Packet, &[u8])>;
@@ -59,10 +70,15 @@ impl Codec for CloudBurstEndpoint {
 }
 
 impl Codec for TcpEndpoint {
+    const HEAD_ROOM: usize = tcp_udp::MAX_HEADER_BYTES;
     const SCHEME: u8 = SCHEME_TCP;
 
     fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
         encode_tcp(pkt, payload, out)
+    }
+
+    fn encode_head(pkt: &Packet, carried: usize, out: &mut Vec<u8>) -> bool {
+        encode_tcp_head(pkt, carried, out)
     }
 
     fn decode(bytes: &[u8], ecn: Ecn, _path: u8) -> Option<(Packet, &[u8])> {
@@ -71,6 +87,7 @@ impl Codec for TcpEndpoint {
 }
 
 impl Codec for MptcpEndpoint {
+    const HEAD_ROOM: usize = tcp_udp::MAX_HEADER_BYTES;
     const SCHEME: u8 = SCHEME_MPTCP;
 
     fn path_of(pkt: &Packet) -> usize {
@@ -79,6 +96,10 @@ impl Codec for MptcpEndpoint {
 
     fn encode(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
         encode_tcp(pkt, payload, out)
+    }
+
+    fn encode_head(pkt: &Packet, carried: usize, out: &mut Vec<u8>) -> bool {
+        encode_tcp_head(pkt, carried, out)
     }
 
     /// The sub-flow is the path: its ports are the path's number.
@@ -96,6 +117,11 @@ impl Codec for MptcpEndpoint {
 fn encode_tcp(pkt: &Packet, payload: &[u8], out: &mut Vec<u8>) -> bool {
     pkt.tcp()
         .is_some_and(|h| tcp_udp::build(h, pkt.trimmed, payload, out).is_ok())
+}
+
+fn encode_tcp_head(pkt: &Packet, carried: usize, out: &mut Vec<u8>) -> bool {
+    pkt.tcp()
+        .is_some_and(|h| tcp_udp::build_header(h, pkt.trimmed, carried, out).is_ok())
 }
 
 fn decode_tcp(bytes: &[u8], ecn: Ecn, tuple: FiveTuple) -> Option<(Packet, &[u8])> {

@@ -5,7 +5,7 @@ use crate::client_echo::ClientEcho;
 use crate::clock::Clock;
 use crate::codec::Codec;
 use crate::config::{NetConfig, SendLoss};
-use crate::frame::{Control, Preamble, Token};
+use crate::frame::{Control, Preamble, Token, PREAMBLE_BYTES, TOKEN_BYTES};
 use crate::io::{PathSocket, RxBufs, TxLanes, RX_SLOTS};
 use rand::Rng as _;
 use rand::SeedableRng;
@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
 use tailcut_proto::rng::Rng;
+use tailcut_proto::wire::tcp_udp;
 use tailcut_proto::{Dur, Ecn, Time};
 use tailcut_sys::poll::{Poller, TIMER_TOKEN};
 
@@ -26,6 +27,10 @@ pub const RX_BUDGET: usize = 64;
 
 /// A datagram built but not sent: (socket, destination, ECN, bytes).
 pub type HeldDatagram = (usize, SocketAddr, Ecn, Vec<u8>);
+
+/// Room before an in-place payload: the longest preamble (an echo's, with its token) and the
+/// longest TCP-in-UDP header.
+const HEAD_ROOM_MAX: usize = PREAMBLE_BYTES + TOKEN_BYTES + tcp_udp::MAX_HEADER_BYTES;
 
 /// What the send hook does with one datagram.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -50,9 +55,12 @@ pub struct Driver {
     faults: Option<(SendLoss, Rng)>,
     /// A datagram the reorder hook holds back: (path, socket, destination, ECN, bytes).
     held: Option<(usize, usize, SocketAddr, Ecn, Vec<u8>)>,
-    /// The engine's payload of the datagram being built, then the datagram itself.
+    /// The engine's payload of the datagram being built, then the datagram itself (for a codec with
+    /// head room, the payload is written into `datagram` behind the room, and `head` holds the
+    /// preamble and header until they are put in front of it).
     payload: Vec<u8>,
     datagram: Vec<u8>,
+    head: Vec<u8>,
     pub dropped_by_hook: u64,
     /// How late the thread woke past the deadlines it waited for, summed: the host's own delay (the
     /// thread descheduled, or busy past a deadline), not the network's.
@@ -89,7 +97,8 @@ impl Driver {
             faults: cfg.send_loss.map(|l| (l, Rng::seed_from_u64(l.seed))),
             held: None,
             payload: Vec::with_capacity(max),
-            datagram: Vec::with_capacity(max),
+            datagram: Vec::with_capacity(max + HEAD_ROOM_MAX),
+            head: Vec::with_capacity(HEAD_ROOM_MAX),
             dropped_by_hook: 0,
             late: Dur::ZERO,
             late_until: Time::ZERO,
@@ -187,8 +196,23 @@ impl Driver {
             if budget.is_some_and(|b| sent >= b) || over.is_some() {
                 return (sent, budget.is_some());
             }
+            // With head room the engine appends its payload behind room for the longest preamble
+            // (an echo's, with its token) and the codec's header, so the payload is written once,
+            // where the datagram is built, and the header is then put in front of it.
+            let room = if E::HEAD_ROOM > 0 {
+                PREAMBLE_BYTES + TOKEN_BYTES + E::HEAD_ROOM
+            } else {
+                0
+            };
             self.payload.clear();
-            let Some(pkt) = engine.poll_transmit(now, &mut self.payload) else {
+            self.datagram.clear();
+            self.datagram.resize(room, 0);
+            let out = if room > 0 {
+                &mut self.datagram
+            } else {
+                &mut self.payload
+            };
+            let Some(pkt) = engine.poll_transmit(now, out) else {
                 break;
             };
             let path = E::path_of(&pkt);
@@ -220,7 +244,14 @@ impl Driver {
                 self.dropped_by_hook += 1;
                 continue;
             }
-            self.datagram.clear();
+            // The preamble and the engine's bytes go to `head`, or (with room) the preamble and the
+            // header do, in front of the payload already in `datagram`.
+            let head_out = if room > 0 {
+                &mut self.head
+            } else {
+                &mut self.datagram
+            };
+            head_out.clear();
             if E::PREAMBLE {
                 let p = Preamble {
                     scheme: E::SCHEME,
@@ -228,30 +259,42 @@ impl Driver {
                     association,
                 };
                 match self.echo.token(lane) {
-                    Some(token) => p.write_control(Control::Echo { token, bytes: &[] }, &mut self.datagram),
-                    None => p.write(&mut self.datagram),
+                    Some(token) => p.write_control(Control::Echo { token, bytes: &[] }, head_out),
+                    None => p.write(head_out),
                 }
             }
-            let head = self.datagram.len();
-            if !E::encode(&pkt, &self.payload, &mut self.datagram) {
-                continue;
-            }
-            self.echo.sent(lane, sock, to, &self.datagram[head..]);
+            let preamble = head_out.len();
+            let start = if room > 0 {
+                if !E::encode_head(&pkt, self.datagram.len() - room, &mut self.head) || self.head.len() > room
+                {
+                    continue;
+                }
+                let start = room - self.head.len();
+                self.datagram[start..room].copy_from_slice(&self.head);
+                start
+            } else {
+                if !E::encode(&pkt, &self.payload, &mut self.datagram) {
+                    continue;
+                }
+                0
+            };
+            let datagram = &self.datagram[start..];
+            self.echo.sent(lane, sock, to, &datagram[preamble..]);
             // Data is sent with the engine's ECN codepoint (DCTCP's ECT(0)), one `IP_TOS` per batch.
             let ecn = pkt.ecn;
-            if budget.is_some_and(|b| sent + self.datagram.len() as u64 > b) {
-                *over = Some((sock, to, ecn, self.datagram.clone()));
+            if budget.is_some_and(|b| sent + datagram.len() as u64 > b) {
+                *over = Some((sock, to, ecn, datagram.to_vec()));
                 return (sent, true);
             }
             if fate == Fate::Hold && self.held.is_none() {
-                self.held = Some((lane, sock, to, ecn, self.datagram.clone()));
-                sent += self.datagram.len() as u64;
+                self.held = Some((lane, sock, to, ecn, datagram.to_vec()));
+                sent += datagram.len() as u64;
                 continue;
             }
-            self.lanes.push(&self.socks, lane, sock, to, ecn, &self.datagram);
-            sent += self.datagram.len() as u64;
+            self.lanes.push(&self.socks, lane, sock, to, ecn, datagram);
+            sent += datagram.len() as u64;
             if fate == Fate::Twice {
-                self.lanes.push(&self.socks, lane, sock, to, ecn, &self.datagram);
+                self.lanes.push(&self.socks, lane, sock, to, ecn, datagram);
             }
             self.release_held();
         }

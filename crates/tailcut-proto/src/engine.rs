@@ -154,8 +154,9 @@ pub trait Engine {
     /// A deadline previously returned by [`Engine::poll_timeout`] has been reached.
     fn handle_timeout(&mut self, now: Time);
 
-    /// The next packet to send, if any. Engines that produce real bytes append them to `payload` (which
-    /// the driver hands in empty).
+    /// The next packet to send, if any. Engines that produce real bytes append them to `payload`,
+    /// leaving what it holds: the socket runtime hands the TCP family a buffer that starts with room
+    /// for the datagram's headers, so the payload is written once, in place (others get it empty).
     fn poll_transmit(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet>;
 
     /// The earliest time at which the engine wants [`Engine::handle_timeout`] called.

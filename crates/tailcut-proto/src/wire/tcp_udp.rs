@@ -133,10 +133,25 @@ fn ext_kind(ext: &TcpExt) -> u8 {
 /// Appends the datagram for a segment to `buf` (reusing its capacity). `payload` must be the segment's
 /// `payload_len` bytes, or empty when `trimmed`.
 pub fn build(header: &TcpHeader, trimmed: bool, payload: &[u8], buf: &mut Vec<u8>) -> Result<(), WireError> {
+    build_header(header, trimmed, payload.len(), buf)?;
+    buf.extend_from_slice(payload);
+    Ok(())
+}
+
+/// [`build`] without the payload: appends the bytes that go before a payload of `carried` bytes,
+/// which the caller places right after them (a sender that writes the payload in place, then the
+/// header in front of it, copies the payload once). Fails as [`build`] does when `carried` disagrees
+/// with the header.
+pub fn build_header(
+    header: &TcpHeader,
+    trimmed: bool,
+    carried: usize,
+    buf: &mut Vec<u8>,
+) -> Result<(), WireError> {
     let want = if trimmed { 0 } else { header.payload_len as usize };
-    if payload.len() != want {
+    if carried != want {
         return Err(WireError::PayloadLength {
-            carried: payload.len(),
+            carried,
             payload_len: header.payload_len,
             trimmed,
         });
@@ -144,7 +159,7 @@ pub fn build(header: &TcpHeader, trimmed: bool, payload: &[u8], buf: &mut Vec<u8
     let kind = ext_kind(&header.ext);
     let len = header_len(header);
     let bits = u8::from(trimmed) | (kind << EXT_SHIFT) | ((header.sack.len() as u8) << SACK_SHIFT);
-    buf.reserve(len + payload.len());
+    buf.reserve(len + carried);
     buf.extend_from_slice(&[VERSION, (len / 4) as u8, header.flags.0, bits]);
     for v in [
         header.seq.0,
@@ -177,7 +192,6 @@ pub fn build(header: &TcpHeader, trimmed: bool, payload: &[u8], buf: &mut Vec<u8
         }
         TcpExt::CodedAck { end } => buf.extend_from_slice(&end.0.to_be_bytes()),
     }
-    buf.extend_from_slice(payload);
     Ok(())
 }
 

@@ -177,3 +177,23 @@ fn check_arbitrary(bytes: &[u8]) -> Result<(), TestCaseError> {
     }
     Ok(())
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A sender that writes the payload in place and the header in front of it (`build_header`, as
+    /// the socket runtime does) sends exactly the bytes of `build`; a length that disagrees with the
+    /// header is refused as `build` refuses it.
+    #[test]
+    fn build_header_then_payload_is_build(h in header(), trimmed: bool, fill: u8) {
+        let payload = if trimmed { Vec::new() } else { vec![fill; h.payload_len as usize] };
+        let mut whole = Vec::new();
+        build(&h, trimmed, &payload, &mut whole).unwrap();
+        let mut parts = vec![0xee];
+        build_header(&h, trimmed, payload.len(), &mut parts).unwrap();
+        prop_assert_eq!(parts.len(), 1 + header_len(&h));
+        parts.extend_from_slice(&payload);
+        prop_assert_eq!(&parts[1..], &whole[..]);
+        prop_assert!(build_header(&h, trimmed, payload.len() + 1, &mut Vec::new()).is_err());
+    }
+}
