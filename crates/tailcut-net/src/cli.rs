@@ -391,7 +391,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
         }
         _ if baseline.is_none() => {
             let cfg = resolved.clone().ok_or("no scheme")?;
-            let (c, _local) = echo_client(cfg, server)?;
+            let (c, local) = echo_client(cfg, server)?;
             if inline {
                 // Calls issued by the runtime thread itself: no hop to and from this thread.
                 let run = |n| c.closed_loop(&req, n).map_err(|e| e.to_string());
@@ -439,6 +439,7 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                 st.dropped_by_hook,
                 st.calls_timed_out
             );
+            print_cloudburst(&st, local.as_ref());
         }
         "kernel-tcp" => {
             let (to, _server) = match server {
@@ -563,7 +564,7 @@ fn bench_poisson(
             r
         }
         (_, Some(cfg)) => {
-            let (c, _local) = echo_client(cfg, server)?;
+            let (c, local) = echo_client(cfg, server)?;
             // A call that times out is counted (at infinite latency), not the end of the run: an
             // open loop under load is where they happen.
             let timed_out = std::sync::Mutex::new(Vec::new());
@@ -591,6 +592,7 @@ fn bench_poisson(
                 c.local_addrs().len(),
                 st.calls_timed_out
             );
+            print_cloudburst(&st, local.as_ref());
             r
         }
         _ => {
@@ -616,6 +618,28 @@ fn bench_poisson(
     let mut lat = report.latency_ns;
     print_dist("call (arrival -> response)", &mut lat);
     Ok(())
+}
+
+/// CloudBurst's packets against what decoding needed, both ends (the server's if it runs here).
+fn print_cloudburst(st: &crate::ClientStats, local: Option<&Server>) {
+    let Some(sv) = local
+        .map(Server::stats)
+        .filter(|_| st.cloudburst.coded_packets_sent > 0)
+    else {
+        return;
+    };
+    let (c, s) = (st.cloudburst, sv.cloudburst);
+    println!(
+        "cloudburst packets: client {} coded + {} STOPs, server {} coded + {} STOPs; blocks decoded: server {}, client {}; coded per source packet: requests {:.2}, responses {:.2}",
+        c.coded_packets_sent,
+        c.stops_sent,
+        s.coded_packets_sent,
+        s.stops_sent,
+        s.blocks_decoded,
+        c.blocks_decoded,
+        c.coding_rate(),
+        s.coding_rate()
+    );
 }
 
 /// Echo server for the kernel-TCP baseline: serves the first connection `l` accepts.

@@ -24,7 +24,7 @@ use crate::server_scheme::{Request, ServerScheme};
 use crate::stats::ClientStats;
 use crate::stats::ServerStats;
 use std::collections::{BTreeMap, VecDeque};
-use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Kind, TableSizes};
+use tailcut_proto::cloudburst::{CbHeader, CloudBurstConfig, CloudBurstEndpoint, Counters, Kind, TableSizes};
 use tailcut_proto::rng::{stream, Stream};
 use tailcut_proto::{AppEvent, Dur, Engine, FiveTuple, MessageStats, MsgId, Outgoing, Time};
 
@@ -136,6 +136,7 @@ impl ClientScheme for ClientSide {
 
     fn publish(&self, stats: &mut ClientStats) {
         stats.tables = self.engine.table_sizes();
+        stats.cloudburst = *self.engine.counters();
         stats.engine_malformed = self.engine.counters().malformed;
     }
 }
@@ -244,7 +245,15 @@ impl ServerScheme for ServerSide {
     fn publish<'a>(&self, engines: impl Iterator<Item = &'a CloudBurstEndpoint>, stats: &mut ServerStats) {
         let mut t = TableSizes::default();
         let mut malformed = 0;
+        let mut cb = Counters::default();
         for e in engines {
+            let c = e.counters();
+            cb.coded_packets_sent += c.coded_packets_sent;
+            cb.stops_sent += c.stops_sent;
+            cb.blocks_decoded += c.blocks_decoded;
+            cb.messages_decoded += c.messages_decoded;
+            cb.acked_coded_packets += c.acked_coded_packets;
+            cb.acked_source_packets += c.acked_source_packets;
             let s = e.table_sizes();
             t.sending += s.sending;
             t.decoders += s.decoders;
@@ -255,6 +264,7 @@ impl ServerScheme for ServerSide {
             malformed += e.counters().malformed;
         }
         stats.tables = t;
+        stats.cloudburst = cb;
         stats.engine_malformed = malformed;
     }
 }

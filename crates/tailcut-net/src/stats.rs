@@ -3,7 +3,7 @@
 //! [`crate::server_scheme`]). Here, below the loops and the schemes, so that neither imports the other.
 
 use crate::io::TxCounters;
-use tailcut_proto::cloudburst::TableSizes;
+use tailcut_proto::cloudburst::{Counters, TableSizes};
 
 /// Client-side totals.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -25,6 +25,9 @@ pub struct ClientStats {
     pub tx: TxCounters,
     /// CloudBurst's engine tables (zero for other schemes).
     pub tables: TableSizes,
+    /// CloudBurst's engine counters: coded packets and STOPs sent, blocks decoded (zero for other
+    /// schemes).
+    pub cloudburst: Counters,
     pub engine_malformed: u64,
     /// A stream peer broke the framing (announced a message over the limit); the association's later
     /// calls time out.
@@ -79,6 +82,9 @@ pub struct ServerStats {
     pub associations_finished: u64,
     /// Entries summed over every association's engine tables (CloudBurst).
     pub tables: TableSizes,
+    /// CloudBurst's packet counters (coded packets and STOPs sent, blocks decoded, acknowledged
+    /// messages' coded and source packets) summed over the live associations.
+    pub cloudburst: Counters,
     pub engine_malformed: u64,
     /// Associations dropped because the peer broke the scheme's framing (a stream message over the
     /// limit) or stopped reading its responses (more than twice the largest message unacknowledged).

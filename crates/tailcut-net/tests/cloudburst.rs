@@ -311,3 +311,20 @@ fn closed_loop_on_the_runtime_thread_echoes_every_call() {
     // A plain call still works after the loop.
     assert_eq!(c.call(&req).unwrap().bytes, req);
 }
+
+/// With `stop_repeat_gap` longer than the test, a receiver answers a decoded block's surplus packets
+/// (a one-packet request's round carries four) without another STOP, and drops them undecoded:
+/// each end sent at most one STOP per block it decoded, however far behind its thread fell. With
+/// the paper's rule (a STOP per further packet) the server alone would send three per small call.
+#[test]
+fn surplus_packets_of_a_decoded_block_get_no_second_stop_within_the_gap() {
+    let cfg = config_with(json!({"stop_repeat_gap": "100s"}));
+    let max = one_block(&cfg);
+    let (ss, cs, _) = calls_through(&cfg, |_| None, 200, |i| request(23, i, max));
+    let (c, s) = (cs.cloudburst, ss.cloudburst);
+    assert!(s.blocks_decoded >= 200 && c.blocks_decoded >= 200, "{c:?}\n{s:?}");
+    assert!(s.stops_sent <= s.blocks_decoded, "{s:?}");
+    assert!(c.stops_sent <= c.blocks_decoded, "{c:?}");
+    // The coded packets outnumber the blocks: there were surplus packets to answer.
+    assert!(c.coded_packets_sent > 2 * s.blocks_decoded, "{c:?}\n{s:?}");
+}

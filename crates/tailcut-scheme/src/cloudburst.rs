@@ -67,6 +67,14 @@ const ENDPOINT_DOCS: &[Doc] = &[
         "max_held_bytes",
         "receiver with carry_bytes: bytes of partly received and untaken messages held at most; the oldest are dropped beyond it",
     ),
+    (
+        "pacing_quantum",
+        "rounds may leave up to this late, the rounds due by then together, at the same average rate (deployment: one timer wake-up per quantum on sockets, not per round); 0: Algorithm 1's schedule exactly",
+    ),
+    (
+        "stop_repeat_gap",
+        "a finished block's STOP is repeated for a further packet at most once per this (deployment: a receiver behind on a backlog of surplus packets); 0: a STOP for every further packet",
+    ),
 ];
 
 const QUEUE_DOCS: &[Doc] = &[

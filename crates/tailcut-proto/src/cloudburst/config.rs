@@ -76,6 +76,18 @@ pub struct CloudBurstConfig {
     /// messages not yet taken. Beyond it the oldest are dropped (counted), so a peer cannot make
     /// the receiver hold more.
     pub max_held_bytes: u64,
+    /// Rounds may leave up to this late, together: the endpoint waits for a round until this less
+    /// one round gap past its time, then sends every round due by then, each due a gap after the
+    /// previous one's scheduled time (not after now), so a message's rate stays r x LINK_CAP and
+    /// no round goes early (deployment, not the paper: on sockets each round otherwise costs a
+    /// timer wake-up, `docs/net.md`). A round later than this restarts the schedule from now.
+    /// 0: Algorithm 1's schedule exactly.
+    pub pacing_quantum: Dur,
+    /// A finished block's STOP is repeated for a further packet only if its last STOP went at
+    /// least this long ago (deployment, not the paper: a receiver that fell behind finds a
+    /// backlog of the block's surplus packets, and one STOP per packet doubled the datagrams it
+    /// had to cope with, `docs/net.md`). 0: a STOP for every further packet.
+    pub stop_repeat_gap: Dur,
 }
 
 impl Default for CloudBurstConfig {
@@ -97,6 +109,8 @@ impl Default for CloudBurstConfig {
             multi_block: true,
             block_window: 8,
             max_held_bytes: 64 << 20,
+            pacing_quantum: Dur::ZERO,
+            stop_repeat_gap: Dur::ZERO,
         }
     }
 }

@@ -34,7 +34,7 @@ use rand::Rng as _;
 use std::collections::{BTreeMap, VecDeque};
 
 /// Totals over the endpoint's life.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
     pub messages_acked: u64,
     pub messages_failed: u64,
@@ -152,6 +152,8 @@ struct Done {
     message_bytes: u32,
     last_block: u16,
     last: Time,
+    /// When its latest STOP was queued (`stop_repeat_gap`).
+    stopped: Time,
 }
 
 /// Receiver tables are keyed by wire id and block index.
@@ -343,6 +345,7 @@ impl CloudBurstEndpoint {
     /// round-robin over messages so concurrent messages interleave.
     fn next_coded(&mut self, now: Time, payload: &mut Vec<u8>) -> Option<Packet> {
         let n = self.out.len();
+        let quantum = self.cfg.pacing_quantum;
         for j in 0..n {
             let i = (self.cursor + j) % n;
             let gap = self.round_gap;
@@ -352,9 +355,15 @@ impl CloudBurstEndpoint {
                 continue;
             }
             if m.round_left == 0 && m.next_round <= now {
-                // Line 5: rounds start NUM_PATHS x PKT_SIZE / (r x LINK_CAP) apart.
+                // Line 5: rounds start NUM_PATHS x PKT_SIZE / (r x LINK_CAP) apart. A round at most
+                // `pacing_quantum` late keeps the schedule (the rounds due meanwhile follow it at
+                // once); a later one restarts it from now, so a stalled sender does not catch up.
                 m.round_left = paths;
-                m.next_round = now + gap;
+                m.next_round = if now.saturating_sub(m.next_round) <= quantum {
+                    m.next_round + gap
+                } else {
+                    now + gap
+                };
                 m.next_path = m.round_path;
                 m.round_path = (m.round_path + 1) % paths;
             }
@@ -503,9 +512,13 @@ impl CloudBurstEndpoint {
         self.assemblies.touch(now, h);
         if let Some(d) = self.done.get_mut(&key) {
             if d.packets == h.packets && d.message_bytes == h.message_bytes && d.last_block == h.block.last {
-                // The STOP was lost (or is in flight): STOP again for every further packet.
+                // The STOP was lost (or is in flight): STOP again for every further packet, or
+                // once per `stop_repeat_gap`. The packet itself is dropped without decoding.
                 d.last = now;
-                self.queue_stop(h);
+                if now.saturating_sub(d.stopped) >= self.cfg.stop_repeat_gap {
+                    d.stopped = now;
+                    self.queue_stop(h);
+                }
                 return;
             }
         }
@@ -579,6 +592,7 @@ impl CloudBurstEndpoint {
                 message_bytes: h.message_bytes,
                 last_block: h.block.last,
                 last: now,
+                stopped: now,
             },
         );
     }
@@ -724,11 +738,15 @@ impl Engine for CloudBurstEndpoint {
 
     fn poll_timeout(&self) -> Option<Time> {
         let t = self.cfg.decoder_timeout;
+        // With `pacing_quantum`, a round is waited for until the quantum less a gap past its time,
+        // and the rounds due by then leave together: one wake-up per quantum, not per round, and
+        // never a round before its time (a round sent early would be waste once STOP is in flight).
+        let lag = Dur(self.cfg.pacing_quantum.0.saturating_sub(self.round_gap.0));
         let send = self.out.iter().map(|m| {
             if m.round_left > 0 {
                 Time::ZERO
             } else {
-                m.next_round.min(m.deadline())
+                (m.next_round + lag).min(m.deadline())
             }
         });
         let recv = self

@@ -915,3 +915,117 @@ fn a_window_of_blocks_slower_than_t_is_not_failed() {
         log.a_events
     );
 }
+
+/// Drives one sender alone (its receiver hears nothing) from `at` until `until`, waking at each
+/// `poll_timeout` as a runtime would: the time of every coded packet sent, and the wake-ups.
+fn paced(a: &mut CloudBurstEndpoint, mut at: Time, until: Time) -> (Vec<Time>, u32) {
+    let (mut sent, mut wakes) = (Vec::new(), 0);
+    let mut payload = Vec::new();
+    while at <= until {
+        wakes += 1;
+        a.handle_timeout(at);
+        payload.clear();
+        while a.poll_transmit(at, &mut payload).is_some() {
+            sent.push(at);
+            payload.clear();
+        }
+        at = a.poll_timeout().expect("still sending");
+    }
+    (sent, wakes)
+}
+
+#[test]
+fn a_pacing_quantum_sends_due_rounds_together_and_never_ahead_of_algorithm_1() {
+    let base = CloudBurstConfig {
+        rate_share: 0.5,
+        ..CloudBurstConfig::paper()
+    };
+    let gap = base.round_gap();
+    let until = Time(2_000_000);
+    let (mut exact, _) = pair(base.clone());
+    exact.send_message(Time::ZERO, 1, 90_000);
+    let (paper, paper_wakes) = paced(&mut exact, Time::ZERO, until);
+    let quantum = Dur::from_micros(250);
+    let (mut a, _) = pair(CloudBurstConfig {
+        pacing_quantum: quantum,
+        ..base
+    });
+    a.send_message(Time::ZERO, 1, 90_000);
+    let (sent, wakes) = paced(&mut a, Time::ZERO, until);
+    // Packet i belongs to round i / 4, due at (i / 4) x gap: never sent before, at most the
+    // quantum after.
+    for (i, t) in sent.iter().enumerate() {
+        let due = (i as u64 / 4) * gap.0;
+        assert!(
+            t.0 >= due && t.0 <= due + quantum.0,
+            "packet {i} at {t:?}, due {due}"
+        );
+    }
+    // The rate is Algorithm 1's: every round due a quantum before the end went, none early.
+    let rounds = sent.len() as u64 / 4;
+    assert!(rounds >= (until.0 - quantum.0) / gap.0, "{rounds} rounds");
+    assert!(sent.len() <= paper.len());
+    // Two rounds per wake-up (250 us less a 96 us gap leaves 154 us of lateness: 2 rounds due).
+    assert!(
+        wakes * 2 <= paper_wakes + 2,
+        "{wakes} wake-ups against {paper_wakes}"
+    );
+}
+
+#[test]
+fn a_pacing_quantum_does_not_let_a_stalled_sender_catch_up() {
+    let cfg = CloudBurstConfig {
+        pacing_quantum: Dur::from_micros(50),
+        ..CloudBurstConfig::paper()
+    };
+    let (mut a, _) = pair(cfg);
+    a.send_message(Time::ZERO, 1, 90_000);
+    let mut p = Vec::new();
+    let first = std::iter::from_fn(|| a.poll_transmit(Time::ZERO, &mut p)).count();
+    // Descheduled for 5 ms (hundreds of rounds at 1 Gbit/s): one round goes, not the backlog.
+    let stalled = Time(5_000_000);
+    let after = std::iter::from_fn(|| a.poll_transmit(stalled, &mut p)).count();
+    assert_eq!((first, after), (4, 4));
+}
+
+/// A receiver given a decoded block's surplus packets at once: the STOPs it answers with, and its
+/// counters.
+fn stops_for_surplus(gap: Dur) -> (usize, usize, Counters) {
+    let cfg = CloudBurstConfig {
+        stop_repeat_gap: gap,
+        ..CloudBurstConfig::paper()
+    };
+    let (mut a, mut b) = pair(cfg);
+    a.send_message(Time::ZERO, 1, 100);
+    b.expect_message(1, 100);
+    let mut p = Vec::new();
+    let mut round = Vec::new();
+    while let Some(pkt) = a.poll_transmit(Time::ZERO, &mut p) {
+        round.push((pkt, std::mem::take(&mut p)));
+    }
+    assert_eq!(round.len(), 4, "one round of a one-packet message");
+    let stops = |b: &mut CloudBurstEndpoint, at: Time| {
+        std::iter::from_fn(|| b.poll_transmit(at, &mut Vec::new())).count()
+    };
+    // A backlog: the whole round arrives within one microsecond.
+    for (i, (pkt, payload)) in round.iter().enumerate() {
+        b.handle_packet(Time(10_000 + i as u64 * 100), pkt, payload);
+    }
+    let backlog = stops(&mut b, Time(11_000));
+    // A straggler after the gap (a lost STOP must still be repeated).
+    b.handle_packet(Time(10_000) + gap + Dur(1), &round[0].0, &round[0].1);
+    let later = stops(&mut b, Time(10_000) + gap + Dur(1));
+    (backlog, later, *b.counters())
+}
+
+#[test]
+fn a_stop_repeat_gap_answers_a_backlog_of_surplus_packets_with_one_stop() {
+    let (backlog, later, c) = stops_for_surplus(Dur::from_millis(1));
+    assert_eq!((backlog, later), (1, 1));
+    // The surplus packets were dropped, not decoded again.
+    assert_eq!((c.blocks_decoded, c.messages_decoded, c.stops_sent), (1, 1, 2));
+    // The paper's default: a STOP for every further packet.
+    let (backlog, later, c) = stops_for_surplus(Dur::ZERO);
+    assert_eq!((backlog, later), (4, 1));
+    assert_eq!((c.blocks_decoded, c.messages_decoded), (1, 1));
+}
