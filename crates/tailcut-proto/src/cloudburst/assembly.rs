@@ -82,7 +82,12 @@ impl Assemblies {
             }
             let mut parts = a.parts;
             parts.sort_unstable_by_key(|p| p.0);
-            return Assembled::Complete(Some(parts.into_iter().flat_map(|p| p.1).collect()));
+            // One copy per block: collecting a byte iterator was ~10% of a 100 KB call's CPU.
+            let mut out = Vec::with_capacity(a.bytes as usize);
+            for (_, p) in &parts {
+                out.extend_from_slice(p);
+            }
+            return Assembled::Complete(Some(out));
         }
         let mut dropped = 0;
         while self.held > limit {
