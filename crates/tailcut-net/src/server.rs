@@ -417,7 +417,7 @@ impl<S: ServerScheme> ServerLoop<S> {
             if proven {
                 self.stats.addresses_validated += 1;
             }
-            self.open(now, r.id, proven);
+            self.open(now, r.id, proven, from);
         }
         let Some(a) = self.assocs.get_mut(&r.id) else {
             return;
@@ -481,7 +481,7 @@ impl<S: ServerScheme> ServerLoop<S> {
 
     /// Opens association `id` (`proven`: its client showed its address), replacing another if the
     /// server is full: the least recently active of those never proven, else of all.
-    fn open(&mut self, now: Time, id: u64, proven: bool) {
+    fn open(&mut self, now: Time, id: u64, proven: bool, from: SocketAddr) {
         if self.assocs.len() >= self.cfg.max_associations {
             let victim = self
                 .assocs
@@ -494,7 +494,7 @@ impl<S: ServerScheme> ServerLoop<S> {
             }
         }
         // The configuration was validated at bind time.
-        let Some((engine, state)) = self.scheme.open(id, now) else {
+        let Some((engine, state)) = self.scheme.open_from(id, now, from) else {
             return;
         };
         self.assocs.insert(

@@ -79,6 +79,11 @@ pub trait ServerScheme: Send + 'static {
     }
     /// The engine and state of a new association `id`.
     fn open(&mut self, id: u64, now: Time) -> Option<(Self::E, Self::State)>;
+    /// [`ServerScheme::open`] for an association opened from `from` (the TCP family sizes its
+    /// segments for the route to it).
+    fn open_from(&mut self, id: u64, now: Time, _from: SocketAddr) -> Option<(Self::E, Self::State)> {
+        self.open(id, now)
+    }
     /// The server is shutting down: tell the peer of this association (DCQUIC's CONNECTION_CLOSE).
     fn close(&self, _e: &mut Self::E, _now: Time) {}
     /// Association `id` is gone (evicted, broken, finished, closed or expired); `state` was its

@@ -11,10 +11,12 @@
 
 use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
-use crate::config::NetConfig;
+use crate::config::{NetConfig, SEGMENT_OVERHEAD};
 use crate::server_scheme::{Request, ServerScheme};
 use crate::stats::ServerStats;
 use crate::stream::StreamFraming;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
 use tailcut_proto::mptcp::{MptcpConfig, MptcpEndpoint};
 use tailcut_proto::rng::{derive_seed, mix64, stream, Stream};
 use tailcut_proto::tcp::{Role, TcpConfig, TcpEndpoint};
@@ -30,6 +32,8 @@ pub trait StreamEngine: Codec + Send + Sized + 'static {
     fn server(c: &Self::Config, seed: u64, association: u64) -> Self;
     /// May this datagram (its bytes after the preamble) open an association?
     fn opens(bytes: &[u8]) -> bool;
+    /// `c` with segments of at most `mss` bytes.
+    fn with_mss(c: &Self::Config, mss: u32) -> Self::Config;
 }
 
 impl StreamEngine for TcpEndpoint {
@@ -55,6 +59,13 @@ impl StreamEngine for TcpEndpoint {
             let f = s.header.flags;
             f.contains(TcpFlags::SYN) && !f.contains(TcpFlags::ACK)
         })
+    }
+
+    fn with_mss(c: &TcpConfig, mss: u32) -> TcpConfig {
+        TcpConfig {
+            mss_bytes: c.mss_bytes.min(mss),
+            ..c.clone()
+        }
     }
 }
 
@@ -85,6 +96,10 @@ impl StreamEngine for MptcpEndpoint {
 
     fn opens(bytes: &[u8]) -> bool {
         tcp_udp::parse(bytes).is_ok_and(|s| matches!(s.header.ext, TcpExt::Dss { .. }))
+    }
+
+    fn with_mss(c: &Self::Config, mss: u32) -> Self::Config {
+        (TcpEndpoint::with_mss(&c.0, mss), c.1.clone())
     }
 }
 
@@ -152,6 +167,8 @@ pub struct ServerSide<E: StreamEngine> {
     engine_cfg: E::Config,
     seed: u64,
     max_message: u64,
+    /// `path_mtu` when the segment size comes from it (no `mss_bytes` in the entry).
+    path_mtu: Option<u32>,
 }
 
 impl<E: StreamEngine> ServerSide<E> {
@@ -160,8 +177,21 @@ impl<E: StreamEngine> ServerSide<E> {
             engine_cfg: E::config(cfg),
             seed: cfg.seed,
             max_message: cfg.max_message_bytes(),
+            path_mtu: cfg.mss_from_path.then_some(cfg.path_mtu),
         }
     }
+}
+
+/// The kernel's MTU of the route to `to` (`IP_MTU` of a socket connected to it), if it says.
+fn route_mtu(to: SocketAddr) -> Option<u32> {
+    let any: IpAddr = if to.is_ipv4() {
+        Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        Ipv6Addr::UNSPECIFIED.into()
+    };
+    let s = UdpSocket::bind(SocketAddr::new(any, 0)).ok()?;
+    s.connect(to).ok()?;
+    tailcut_sys::pmtu::path_mtu(s.as_fd(), to.is_ipv6()).ok()
 }
 
 impl<E: StreamEngine> ServerScheme for ServerSide<E> {
@@ -174,6 +204,25 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
 
     fn open(&mut self, id: u64, _now: Time) -> Option<(E, StreamFraming)> {
         let mut e = E::server(&self.engine_cfg, self.seed, id);
+        let framing = StreamFraming::new(&mut e, self.max_message);
+        Some((e, framing))
+    }
+
+    /// The engine's SYN carries no MSS option, so the server sizes its segments for the route to
+    /// the client, as Linux sizes the MSS it advertises: the smaller of `path_mtu` and the kernel's
+    /// MTU of that route, less the same 128 bytes (the client does the same for its paths).
+    fn open_from(&mut self, id: u64, now: Time, from: SocketAddr) -> Option<(E, StreamFraming)> {
+        let Some(mtu) = self.path_mtu.and_then(|m| Some(m.min(route_mtu(from)?))) else {
+            return self.open(id, now);
+        };
+        if mtu < 576 {
+            return self.open(id, now);
+        }
+        let mut e = E::server(
+            &E::with_mss(&self.engine_cfg, mtu - SEGMENT_OVERHEAD),
+            self.seed,
+            id,
+        );
         let framing = StreamFraming::new(&mut e, self.max_message);
         Some((e, framing))
     }
