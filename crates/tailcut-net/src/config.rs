@@ -459,4 +459,14 @@ impl NetConfig {
             Family::Tcp | Family::Mptcp | Family::Dcquic => self.stream_call_timeout,
         }
     }
+
+    /// How long a server may keep sending a response whose client is gone without a word (its
+    /// last acknowledgement and its close both lost) before the response is final, given up: a
+    /// CloudBurst response is sent until its STOP or `transmission_timeout` (plus its window's
+    /// share) after its last one, within [`Self::call_timeout`]. `None` for the stream families,
+    /// whose server holds such a response until the association's idle timeout, not a bound worth
+    /// waiting for.
+    pub fn response_given_up_within(&self) -> Option<Dur> {
+        (self.family() == Family::CloudBurst).then(|| self.call_timeout())
+    }
 }

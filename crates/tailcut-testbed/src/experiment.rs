@@ -651,9 +651,9 @@ impl RuntimeCounters {
     }
 }
 
-/// How long a run waits, once every flow is accounted for, for the counters of responses whose
-/// acknowledgement has yet to reach their server (a round trip or a retransmission after the
-/// client got the reply).
+/// How long a run waits at least, once every flow is accounted for, for the counters of responses
+/// whose acknowledgement has yet to reach their server (a round trip or a retransmission after the
+/// client got the reply); [`RuntimePlan::responses_settle`] gives each scheme's wait.
 const RESPONSES_SETTLE: Duration = Duration::from_secs(1);
 
 /// How scheme `s` runs on the runtime agents: its entry, the fabric's trimming, the hosts' MTU, and
@@ -1041,7 +1041,10 @@ fn run_scheme(
     let mut accounted = vec![false; n];
     let mut got_ports = 0;
     // Then the responses of the answered request/response flows report their counters, when their
-    // acknowledgement reached the server: waited for at most RESPONSES_SETTLE after the rest.
+    // acknowledgement reached the server: waited for at most `settle` after the rest.
+    let settle = runtime
+        .as_ref()
+        .map_or(RESPONSES_SETTLE, |p| p.responses_settle(RESPONSES_SETTLE));
     let reply_of: Vec<bool> = flows.iter().map(|f| f.request_bytes > 0).collect();
     let responses_missing = |finish: &[Option<u64>], got: &[Option<RuntimeCounters>]| {
         !kernel && (0..n).any(|i| reply_of[i] && finish[i].is_some() && got[i].is_none())
@@ -1055,7 +1058,7 @@ fn run_scheme(
             break;
         }
         if done >= n && got_retrans >= wanted_retrans && got_ports >= n {
-            let until = *settle_until.get_or_insert(now + RESPONSES_SETTLE.as_nanos() as u64);
+            let until = *settle_until.get_or_insert(now + settle.as_nanos() as u64);
             if now >= until || !responses_missing(&finish, &response_counters) {
                 break;
             }

@@ -100,6 +100,22 @@ impl RuntimePlan {
         p
     }
 
+    /// How long the orchestrator waits, once every flow is accounted for, for the counters of the
+    /// responses whose servers have yet to make them final: `least` (a round trip or a
+    /// retransmission after the client got its reply), or for CloudBurst until a response whose
+    /// STOP and close were both lost is given up (a datagram a full TUN queue dropped, which no
+    /// fabric counter sees), so its counters come.
+    pub fn responses_settle(&self, least: std::time::Duration) -> std::time::Duration {
+        let within = self
+            .config(0, &[], 0)
+            .ok()
+            .and_then(|c| c.response_given_up_within())
+            .map_or(std::time::Duration::ZERO, |d| {
+                std::time::Duration::from_nanos(d.0) + least / 10
+            });
+        least.max(within)
+    }
+
     /// The runtime's configuration for one end; `seed` is the engine seed, `paths` a client's
     /// (local address, server address) per path on a multi-NIC host (empty: the routes choose).
     pub fn config(
@@ -332,4 +348,43 @@ fn client_for(plan: &RuntimePlan, f: &PlannedFlow, shared: &Shared) -> Result<Ar
     let client = open()?;
     conns.insert(c, client.clone());
     Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn plan(transport: &str, params: serde_json::Value) -> RuntimePlan {
+        RuntimePlan {
+            transport: transport.into(),
+            params: params.as_object().cloned().unwrap_or_default(),
+            nic_rate_from_host: false,
+            trims: false,
+            mtu: 1500,
+            seed: 1,
+            host: 0,
+            max_associations: 64,
+            call_timeout_ns: 1_000_000_000,
+            per_nic_paths: false,
+            tls: None,
+        }
+    }
+
+    #[test]
+    fn a_cloudburst_run_waits_until_a_response_without_its_stop_is_given_up() {
+        let least = Duration::from_secs(1);
+        let cb = plan(
+            "cloudburst",
+            serde_json::json!({ "transmission_timeout": "1s", "decoder_timeout": "100ms" }),
+        );
+        // Given up within 2 t + decoder_timeout (`NetConfig::call_timeout`), then a margin.
+        assert_eq!(cb.responses_settle(least), Duration::from_millis(2_200));
+        // The socket defaults (t = 20 ms) give up well within the least wait.
+        assert_eq!(
+            plan("cloudburst", serde_json::json!({})).responses_settle(least),
+            least
+        );
+        assert_eq!(plan("tcp", serde_json::json!({})).responses_settle(least), least);
+    }
 }
