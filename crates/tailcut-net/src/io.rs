@@ -5,6 +5,7 @@
 use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSocketState};
 use std::io::{self, IoSliceMut};
 use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsFd;
 use tailcut_proto::Ecn;
 
 /// Largest UDP payload of one GSO send or GRO receive.
@@ -27,6 +28,9 @@ impl PathSocket {
         let socket = UdpSocket::bind(addr)?;
         socket.set_nonblocking(true)?;
         let state = UdpSocketState::new((&socket).into())?;
+        // quinn-udp 0.6 turns receive timestamps on, which crowd the ECN byte out of a GRO batch's
+        // control messages (`tailcut_sys::timestamps`).
+        tailcut_sys::timestamps::disable_rx_timestamps(socket.as_fd())?;
         // Unprivileged processes get the sysctl cap instead; that is fine.
         let _ = state.set_send_buffer_size((&socket).into(), buffer_bytes);
         let _ = state.set_recv_buffer_size((&socket).into(), buffer_bytes);
