@@ -20,7 +20,6 @@ use crate::{cloudburst, dcquic, tcp};
 use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -149,9 +148,7 @@ impl Client {
         // The TCP family sizes its MSS from the path MTU, the smaller of the configured one and what
         // the kernel knows of each path (Linux advertises its route's MTU less 40 bytes).
         if cfg.mss_from_path && matches!(cfg.family(), Family::Tcp | Family::Mptcp) {
-            if let Some(m) = probe_path_mtu(&routes).filter(|&m| m >= 576) {
-                cfg.path_mtu = cfg.path_mtu.min(m);
-            }
+            cfg.path_mtu = cfg.effective_path_mtu(probe_path_mtu(&routes));
         }
         let remotes: Vec<SocketAddr> = (0..cfg.paths()).map(|i| via(i).1).collect();
         let socks = (0..cfg.paths())
@@ -276,16 +273,12 @@ fn new_association() -> io::Result<u64> {
     Ok(u64::from_be_bytes(b))
 }
 
-/// The smallest MTU the kernel knows on the paths (each a local address and the server's), from a
-/// throwaway socket connected along each (`IP_MTU`); `None` if it cannot say.
+/// The smallest MTU the kernel knows on the paths (each a local address and the server's);
+/// `None` if it cannot say for one of them.
 fn probe_path_mtu(paths: &[(IpAddr, SocketAddr)]) -> Option<u32> {
     paths
         .iter()
-        .map(|&(local, remote)| {
-            let s = std::net::UdpSocket::bind(SocketAddr::new(local, 0)).ok()?;
-            s.connect(remote).ok()?;
-            tailcut_sys::pmtu::path_mtu(s.as_fd(), remote.is_ipv6()).ok()
-        })
+        .map(|&(local, remote)| tailcut_sys::pmtu::route_mtu(Some(local), remote).ok())
         .collect::<Option<Vec<u32>>>()?
         .into_iter()
         .min()

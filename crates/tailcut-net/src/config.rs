@@ -37,6 +37,9 @@ const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 /// a 1,500-byte path keeps the 1,372-byte MSS the runtime always used there.
 pub const SEGMENT_OVERHEAD: u32 = 128;
 
+/// The smallest path MTU the TCP family sizes its segments by: IPv4's minimum MTU.
+pub const MIN_PATH_MTU: u32 = 576;
+
 /// Where one client path goes: the local address its socket binds (which picks the interface, so the
 /// host's routes choose the NIC) and the server address it sends to (on a multi-homed server, the
 /// address on that NIC's network).
@@ -221,6 +224,17 @@ impl NetConfig {
         self.path_mtu.saturating_sub(SEGMENT_OVERHEAD)
     }
 
+    /// The path MTU to size an association's segments by, given what the kernel knows of its route
+    /// (`IP_MTU`; `None` if it cannot say): the smaller of the two, as Linux sizes the MSS it
+    /// advertises by its route's MTU. A kernel MTU below [`MIN_PATH_MTU`] could not size a segment
+    /// (`validate` refuses such a `path_mtu`), so `path_mtu` holds then.
+    pub fn effective_path_mtu(&self, kernel: Option<u32>) -> u32 {
+        match kernel {
+            Some(k) if k >= MIN_PATH_MTU => self.path_mtu.min(k),
+            _ => self.path_mtu,
+        }
+    }
+
     /// The multipath configuration (FUSO's recovery is on for `fuso` only).
     pub fn mptcp_config(&self) -> MptcpConfig {
         match &self.scheme.engine {
@@ -359,12 +373,12 @@ impl NetConfig {
     fn validate_stream(&self) -> Result<(), ConfigError> {
         let family = self.family();
         if self.mss_from_path && matches!(family, Family::Tcp | Family::Mptcp) {
-            // IPv4's minimum MTU; the largest UDP payload is 65,507 bytes.
-            if !(576..=65_535).contains(&self.path_mtu) {
+            // The largest UDP payload is 65,507 bytes.
+            if !(MIN_PATH_MTU..=65_535).contains(&self.path_mtu) {
                 return Err(ConfigError::new(
                     "path_mtu",
                     format!(
-                        "must be in 576..=65535 (the TCP family's MSS is sized from it), got {}",
+                        "must be in {MIN_PATH_MTU}..=65535 (the TCP family's MSS is sized from it), got {}",
                         self.path_mtu
                     ),
                 ));

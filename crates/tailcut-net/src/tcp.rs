@@ -15,8 +15,7 @@ use crate::config::{NetConfig, SEGMENT_OVERHEAD};
 use crate::server_scheme::{Request, ServerScheme};
 use crate::stats::ServerStats;
 use crate::stream::StreamFraming;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsFd;
+use std::net::SocketAddr;
 use tailcut_proto::mptcp::{MptcpConfig, MptcpEndpoint};
 use tailcut_proto::rng::{derive_seed, mix64, stream, Stream};
 use tailcut_proto::tcp::{Role, TcpConfig, TcpEndpoint};
@@ -167,8 +166,9 @@ pub struct ServerSide<E: StreamEngine> {
     engine_cfg: E::Config,
     seed: u64,
     max_message: u64,
-    /// `path_mtu` when the segment size comes from it (no `mss_bytes` in the entry).
-    path_mtu: Option<u32>,
+    /// The configuration when the segment size comes from the path MTU (no `mss_bytes` in the
+    /// entry): its rule then sizes each association's segments for the route to its client.
+    sized_by_route: Option<NetConfig>,
 }
 
 impl<E: StreamEngine> ServerSide<E> {
@@ -177,21 +177,9 @@ impl<E: StreamEngine> ServerSide<E> {
             engine_cfg: E::config(cfg),
             seed: cfg.seed,
             max_message: cfg.max_message_bytes(),
-            path_mtu: cfg.mss_from_path.then_some(cfg.path_mtu),
+            sized_by_route: cfg.mss_from_path.then(|| cfg.clone()),
         }
     }
-}
-
-/// The kernel's MTU of the route to `to` (`IP_MTU` of a socket connected to it), if it says.
-fn route_mtu(to: SocketAddr) -> Option<u32> {
-    let any: IpAddr = if to.is_ipv4() {
-        Ipv4Addr::UNSPECIFIED.into()
-    } else {
-        Ipv6Addr::UNSPECIFIED.into()
-    };
-    let s = UdpSocket::bind(SocketAddr::new(any, 0)).ok()?;
-    s.connect(to).ok()?;
-    tailcut_sys::pmtu::path_mtu(s.as_fd(), to.is_ipv6()).ok()
 }
 
 impl<E: StreamEngine> ServerScheme for ServerSide<E> {
@@ -209,15 +197,13 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
     }
 
     /// The engine's SYN carries no MSS option, so the server sizes its segments for the route to
-    /// the client, as Linux sizes the MSS it advertises: the smaller of `path_mtu` and the kernel's
-    /// MTU of that route, less the same 128 bytes (the client does the same for its paths).
+    /// the client, as Linux sizes the MSS it advertises: [`NetConfig::effective_path_mtu`] of the
+    /// kernel's MTU of that route, less the same 128 bytes (the client does the same for its paths).
     fn open_from(&mut self, id: u64, now: Time, from: SocketAddr) -> Option<(E, StreamFraming)> {
-        let Some(mtu) = self.path_mtu.and_then(|m| Some(m.min(route_mtu(from)?))) else {
+        let Some(cfg) = &self.sized_by_route else {
             return self.open(id, now);
         };
-        if mtu < 576 {
-            return self.open(id, now);
-        }
+        let mtu = cfg.effective_path_mtu(tailcut_sys::pmtu::route_mtu(None, from).ok());
         let mut e = E::server(
             &E::with_mss(&self.engine_cfg, mtu - SEGMENT_OVERHEAD),
             self.seed,
