@@ -11,6 +11,7 @@ use tailcut_proto::dcquic::DcquicConfig;
 use tailcut_proto::mptcp::MptcpConfig;
 use tailcut_proto::tcp::TcpConfig;
 use tailcut_proto::{ConfigError, Dur};
+use tailcut_scheme::driver::{Family as DefaultFamily, SOCKET_DEFAULTS};
 use tailcut_scheme::{resolve_for, Driver, EngineSpec, Network, SchemeSpec};
 
 /// A test hook: the runtime drops `rate` of its outgoing datagrams before they reach the socket,
@@ -32,10 +33,19 @@ pub struct SendLoss {
 /// Largest TCP-in-UDP header: 28 fixed bytes, four SACK blocks, the 16-byte DSS.
 const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 
-/// What a path's MTU holds besides a TCP segment's payload: IPv4 and UDP (28), the preamble (12), the
-/// largest TCP-in-UDP header (76) and 12 bytes to spare; the socket default `header_bytes` (128), so
-/// a 1,500-byte path keeps the 1,372-byte MSS the runtime always used there.
-pub const SEGMENT_OVERHEAD: u32 = 128;
+/// What a path's MTU holds besides a TCP segment's payload: the TCP family's socket default
+/// `header_bytes` (128 in `tailcut_scheme::driver::SOCKET_DEFAULTS`: IPv4 and UDP (28), the preamble
+/// (12), the largest TCP-in-UDP header (76) and 12 bytes to spare), so a 1,500-byte path keeps the
+/// 1,372-byte MSS the runtime always used there. The default, not the entry's own `header_bytes`:
+/// that one only sets the bytes the engine counts per segment, while a datagram's real headers stay
+/// the same, and a smaller value must not make segments outgrow the path.
+fn segment_overhead() -> u32 {
+    SOCKET_DEFAULTS
+        .iter()
+        .find(|&&(family, key, ..)| family == DefaultFamily::Tcp && key == "header_bytes")
+        .and_then(|&(_, _, value, _)| value.parse().ok())
+        .expect("the TCP family's socket defaults give header_bytes as a number")
+}
 
 /// The smallest path MTU the TCP family sizes its segments by: IPv4's minimum MTU.
 pub const MIN_PATH_MTU: u32 = 576;
@@ -217,11 +227,17 @@ impl NetConfig {
         }
     }
 
-    /// The TCP segment payload a `path_mtu` packet holds: the MTU less [`SEGMENT_OVERHEAD`]. The
-    /// runtime's CPU goes mostly per segment, not per byte (`docs/net.md`, "Loopback benchmark"), so
-    /// segments are as large as the path allows.
+    /// The TCP segment payload a `path_mtu` packet holds ([`NetConfig::mss_within`]). The runtime's
+    /// CPU goes mostly per segment, not per byte (`docs/net.md`, "Loopback benchmark"), so segments
+    /// are as large as the path allows.
     pub fn path_mss(&self) -> u32 {
-        self.path_mtu.saturating_sub(SEGMENT_OVERHEAD)
+        Self::mss_within(self.path_mtu)
+    }
+
+    /// The TCP segment payload a packet of `mtu` bytes holds: `mtu` less the TCP family's socket
+    /// default `header_bytes` (see `segment_overhead`).
+    pub fn mss_within(mtu: u32) -> u32 {
+        mtu.saturating_sub(segment_overhead())
     }
 
     /// The path MTU to size an association's segments by, given what the kernel knows of its route

@@ -11,7 +11,7 @@
 
 use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
-use crate::config::{NetConfig, SEGMENT_OVERHEAD};
+use crate::config::NetConfig;
 use crate::server_scheme::{Request, ServerScheme};
 use crate::stats::ServerStats;
 use crate::stream::StreamFraming;
@@ -198,14 +198,15 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
 
     /// The engine's SYN carries no MSS option, so the server sizes its segments for the route to
     /// the client, as Linux sizes the MSS it advertises: [`NetConfig::effective_path_mtu`] of the
-    /// kernel's MTU of that route, less the same 128 bytes (the client does the same for its paths).
+    /// kernel's MTU of that route, less the same overhead as `path_mtu` ([`NetConfig::mss_within`];
+    /// the client does the same for its paths).
     fn open_from(&mut self, id: u64, now: Time, from: SocketAddr) -> Option<(E, StreamFraming)> {
         let Some(cfg) = &self.sized_by_route else {
             return self.open(id, now);
         };
         let mtu = cfg.effective_path_mtu(tailcut_sys::pmtu::route_mtu(None, from).ok());
         let mut e = E::server(
-            &E::with_mss(&self.engine_cfg, mtu - SEGMENT_OVERHEAD),
+            &E::with_mss(&self.engine_cfg, NetConfig::mss_within(mtu)),
             self.seed,
             id,
         );

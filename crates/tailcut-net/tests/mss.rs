@@ -46,6 +46,14 @@ fn the_mss_follows_the_path_mtu_and_an_explicit_mss_bytes_wins() {
     assert_eq!(config("tcp", json!({}), 9000).tcp_config().mss_bytes, 8872);
     assert_eq!(config("tcp", json!({}), 1500).tcp_config().mss_bytes, 1372);
     assert_eq!(config("fuso", json!({}), 1500).tcp_config().mss_bytes, 1372);
+    // An entry's own header_bytes changes what the engine counts per segment, not the datagram's
+    // real headers: the segments still fit the path.
+    assert_eq!(
+        config("tcp", json!({"header_bytes": 40}), 9000)
+            .tcp_config()
+            .mss_bytes,
+        8872
+    );
     let explicit = config("tcp", json!({"mss_bytes": 1372}), 9000);
     assert_eq!(explicit.tcp_config().mss_bytes, 1372);
     assert_eq!(explicit.max_datagram_bytes(), 1372 + 76 + 12);
