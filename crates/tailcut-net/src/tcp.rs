@@ -180,6 +180,14 @@ impl<E: StreamEngine> ServerSide<E> {
             sized_by_route: cfg.mss_from_path.then(|| cfg.clone()),
         }
     }
+
+    /// The engine and stream framing of a new association `id` whose engine runs `c` (what `open`
+    /// and `open_from` differ in).
+    fn open_with(&self, c: &E::Config, id: u64) -> (E, StreamFraming) {
+        let mut e = E::server(c, self.seed, id);
+        let framing = StreamFraming::new(&mut e, self.max_message);
+        (e, framing)
+    }
 }
 
 impl<E: StreamEngine> ServerScheme for ServerSide<E> {
@@ -191,9 +199,7 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
     }
 
     fn open(&mut self, id: u64, _now: Time) -> Option<(E, StreamFraming)> {
-        let mut e = E::server(&self.engine_cfg, self.seed, id);
-        let framing = StreamFraming::new(&mut e, self.max_message);
-        Some((e, framing))
+        Some(self.open_with(&self.engine_cfg, id))
     }
 
     /// The engine's SYN carries no MSS option, so the server sizes its segments for the route to
@@ -205,13 +211,8 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
             return self.open(id, now);
         };
         let mtu = cfg.effective_path_mtu(tailcut_sys::pmtu::route_mtu(None, from).ok());
-        let mut e = E::server(
-            &E::with_mss(&self.engine_cfg, NetConfig::mss_within(mtu)),
-            self.seed,
-            id,
-        );
-        let framing = StreamFraming::new(&mut e, self.max_message);
-        Some((e, framing))
+        let c = E::with_mss(&self.engine_cfg, NetConfig::mss_within(mtu));
+        Some(self.open_with(&c, id))
     }
 
     /// A peer that sends requests but does not read (acknowledge) the responses would make them pile
