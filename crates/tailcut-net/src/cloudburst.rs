@@ -244,27 +244,13 @@ impl ServerScheme for ServerSide {
     }
     fn publish<'a>(&self, engines: impl Iterator<Item = &'a CloudBurstEndpoint>, stats: &mut ServerStats) {
         let mut t = TableSizes::default();
-        let mut malformed = 0;
         let mut cb = Counters::default();
         for e in engines {
-            let c = e.counters();
-            cb.coded_packets_sent += c.coded_packets_sent;
-            cb.stops_sent += c.stops_sent;
-            cb.blocks_decoded += c.blocks_decoded;
-            cb.messages_decoded += c.messages_decoded;
-            cb.acked_coded_packets += c.acked_coded_packets;
-            cb.acked_source_packets += c.acked_source_packets;
-            let s = e.table_sizes();
-            t.sending += s.sending;
-            t.decoders += s.decoders;
-            t.finished += s.finished;
-            t.expected += s.expected;
-            t.untaken += s.untaken;
-            t.stops_queued += s.stops_queued;
-            malformed += e.counters().malformed;
+            cb.merge(e.counters());
+            t += e.table_sizes();
         }
         stats.tables = t;
         stats.cloudburst = cb;
-        stats.engine_malformed = malformed;
+        stats.engine_malformed = cb.malformed;
     }
 }

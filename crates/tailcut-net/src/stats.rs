@@ -82,8 +82,8 @@ pub struct ServerStats {
     pub associations_finished: u64,
     /// Entries summed over every association's engine tables (CloudBurst).
     pub tables: TableSizes,
-    /// CloudBurst's packet counters (coded packets and STOPs sent, blocks decoded, acknowledged
-    /// messages' coded and source packets) summed over the live associations.
+    /// CloudBurst's engine counters (coded packets and STOPs sent, blocks decoded, acknowledged
+    /// messages' coded and source packets, ...) over the live associations (`Counters::merge`).
     pub cloudburst: Counters,
     pub engine_malformed: u64,
     /// Associations dropped because the peer broke the scheme's framing (a stream message over the

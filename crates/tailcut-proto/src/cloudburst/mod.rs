@@ -32,6 +32,7 @@ use assembly::{Assembled, Assemblies};
 use code::{symbol_len, InCode, Name, OutCode, Outcome};
 use rand::Rng as _;
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::AddAssign;
 
 /// Totals over the endpoint's life.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,6 +69,46 @@ impl Counters {
     pub fn coding_rate(&self) -> f64 {
         self.acked_coded_packets as f64 / self.acked_source_packets.max(1) as f64
     }
+
+    /// Takes `other`'s totals in, as if one endpoint had counted both: every count and the decode
+    /// time summed, the longest decode time the longer. `other` is taken apart field by field so
+    /// that a new field does not compile until it is merged here too.
+    pub fn merge(&mut self, other: &Counters) {
+        let Counters {
+            messages_acked,
+            messages_failed,
+            acked_coded_packets,
+            acked_source_packets,
+            coded_packets_sent,
+            stops_sent,
+            messages_decoded,
+            decode_time_total,
+            decode_time_max,
+            decoders_expired,
+            decoders_evicted,
+            malformed,
+            corrupt_decodes,
+            blocks_decoded,
+            assemblies_expired,
+            held_dropped,
+        } = *other;
+        self.messages_acked += messages_acked;
+        self.messages_failed += messages_failed;
+        self.acked_coded_packets += acked_coded_packets;
+        self.acked_source_packets += acked_source_packets;
+        self.coded_packets_sent += coded_packets_sent;
+        self.stops_sent += stops_sent;
+        self.messages_decoded += messages_decoded;
+        self.decode_time_total = self.decode_time_total + decode_time_total;
+        self.decode_time_max = self.decode_time_max.max(decode_time_max);
+        self.decoders_expired += decoders_expired;
+        self.decoders_evicted += decoders_evicted;
+        self.malformed += malformed;
+        self.corrupt_decodes += corrupt_decodes;
+        self.blocks_decoded += blocks_decoded;
+        self.assemblies_expired += assemblies_expired;
+        self.held_dropped += held_dropped;
+    }
 }
 
 /// Entry counts of an endpoint's tables (see [`CloudBurstEndpoint::table_sizes`]).
@@ -81,6 +122,29 @@ pub struct TableSizes {
     pub stops_queued: usize,
     /// Multi-block messages partly received.
     pub assemblies: usize,
+}
+
+/// Several endpoints' tables as one: each count summed. `other` is taken apart field by field so
+/// that a new field does not compile until it is summed here too.
+impl AddAssign for TableSizes {
+    fn add_assign(&mut self, other: TableSizes) {
+        let TableSizes {
+            sending,
+            decoders,
+            finished,
+            expected,
+            untaken,
+            stops_queued,
+            assemblies,
+        } = other;
+        self.sending += sending;
+        self.decoders += decoders;
+        self.finished += finished;
+        self.expected += expected;
+        self.untaken += untaken;
+        self.stops_queued += stops_queued;
+        self.assemblies += assemblies;
+    }
 }
 
 /// A block being coded: the paper's message.

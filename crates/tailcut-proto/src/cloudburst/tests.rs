@@ -1029,3 +1029,51 @@ fn a_stop_repeat_gap_answers_a_backlog_of_surplus_packets_with_one_stop() {
     assert_eq!((backlog, later), (4, 1));
     assert_eq!((c.blocks_decoded, c.messages_decoded), (1, 1));
 }
+
+#[test]
+fn counters_and_tables_of_two_endpoints_merge_as_one() {
+    let mut c = Counters {
+        messages_acked: 1,
+        coded_packets_sent: 10,
+        decode_time_total: Dur(5),
+        decode_time_max: Dur(4),
+        malformed: 2,
+        ..Counters::default()
+    };
+    c.merge(&Counters {
+        messages_acked: 2,
+        coded_packets_sent: 3,
+        decode_time_total: Dur(7),
+        decode_time_max: Dur(3),
+        held_dropped: 1,
+        ..Counters::default()
+    });
+    // Counts and the total decode time add up; the longest decode stays the longest.
+    let want = Counters {
+        messages_acked: 3,
+        coded_packets_sent: 13,
+        decode_time_total: Dur(12),
+        decode_time_max: Dur(4),
+        malformed: 2,
+        held_dropped: 1,
+        ..Counters::default()
+    };
+    assert_eq!(c, want);
+    let mut t = TableSizes {
+        sending: 1,
+        assemblies: 2,
+        ..TableSizes::default()
+    };
+    t += TableSizes {
+        sending: 3,
+        untaken: 1,
+        ..TableSizes::default()
+    };
+    let want = TableSizes {
+        sending: 4,
+        untaken: 1,
+        assemblies: 2,
+        ..TableSizes::default()
+    };
+    assert_eq!(t, want);
+}
