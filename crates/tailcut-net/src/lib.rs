@@ -44,6 +44,7 @@ pub mod kernel_tls;
 pub mod open_loop;
 pub mod quic_crypto;
 pub mod quic_keys;
+mod route_mtus;
 mod runtime_thread;
 pub mod server;
 pub mod server_scheme;

@@ -9,7 +9,8 @@
 //! opens a connection of the scheme creates one: a coded CloudBurst packet, a TCP SYN, a QUIC
 //! Initial), each engine's state is capped by its configuration (CloudBurst's tables and 256 wire
 //! ids; TCP's receive window, and messages up to `stream_max_message_bytes`, a peer announcing more
-//! is dropped), and every other per-association array has a fixed size.
+//! is dropped), every other per-association array has a fixed size, and the TCP family remembers
+//! the route MTU of a bounded number of client addresses (`route_mtus.rs`).
 //!
 //! No forged datagram pushes a client out. Once the server is full (or always, with
 //! `address_validation = always`), an opening datagram allocates nothing until its source shows it

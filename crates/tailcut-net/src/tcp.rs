@@ -12,6 +12,7 @@
 use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
 use crate::config::NetConfig;
+use crate::route_mtus::RouteMtus;
 use crate::server_scheme::{Request, ServerScheme};
 use crate::stats::ServerStats;
 use crate::stream::StreamFraming;
@@ -169,6 +170,8 @@ pub struct ServerSide<E: StreamEngine> {
     /// The configuration when the segment size comes from the path MTU (no `mss_bytes` in the
     /// entry): its rule then sizes each association's segments for the route to its client.
     sized_by_route: Option<NetConfig>,
+    /// The kernel's MTU of each client's route, probed once per address.
+    route_mtus: RouteMtus,
 }
 
 impl<E: StreamEngine> ServerSide<E> {
@@ -178,6 +181,7 @@ impl<E: StreamEngine> ServerSide<E> {
             seed: cfg.seed,
             max_message: cfg.max_message_bytes(),
             sized_by_route: cfg.mss_from_path.then(|| cfg.clone()),
+            route_mtus: RouteMtus::default(),
         }
     }
 
@@ -210,7 +214,7 @@ impl<E: StreamEngine> ServerScheme for ServerSide<E> {
         let Some(cfg) = &self.sized_by_route else {
             return self.open(id, now);
         };
-        let mtu = cfg.effective_path_mtu(tailcut_sys::pmtu::route_mtu(None, from).ok());
+        let mtu = cfg.effective_path_mtu(self.route_mtus.get(from));
         let c = E::with_mss(&self.engine_cfg, NetConfig::mss_within(mtu));
         Some(self.open_with(&c, id))
     }
