@@ -87,10 +87,13 @@ if on poisson; then
     row 10KB "cloudburst, Poisson 2000/s" --scheme cloudburst --poisson 2000
     row 10KB "dcquic, Poisson 2000/s" --scheme dcquic --poisson 2000
 fi
-# A fresh connection for every call: set-up included.
+# A fresh connection for every call: set-up included. The kernel's opens a new socket with the TLS
+# configuration it has; DCQUIC's a new connection on its client's runtime thread and sockets
+# (`Client::reconnect`), and "fresh client" a new client too (thread, sockets, configuration).
 if on fresh; then
     row 10KB "kernel TCP + TLS 1.3, fresh" --scheme kernel-tls --fresh
     row 10KB "dcquic, fresh" --scheme dcquic --fresh
+    row 10KB "dcquic, fresh client" --scheme dcquic --fresh-client
 fi
 # With loss (the runtime's seeded send hook on each side; kernel TCP with loss needs the testbed).
 if on loss; then

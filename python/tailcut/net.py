@@ -145,6 +145,12 @@ class Client:
         )
         return response, dict(zip(keys, numbers, strict=True))
 
+    def reconnect(self) -> None:
+        """Ends the connection and opens a new one for the next call, on the same runtime thread
+        and sockets (DCQUIC: a new QUIC connection and handshake; the others: a new association).
+        Raises ``RuntimeError`` while calls are outstanding."""
+        self._client.reconnect()
+
     def stats(self) -> dict[str, Any]:
         """Counters; DCQUIC's ``dcquic_*`` (handshakes, migrations, MPS, path) are None for other
         schemes."""

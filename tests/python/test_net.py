@@ -52,6 +52,22 @@ def test_echo_calls_arrive_byte_exact(scheme: str) -> None:
         assert reply == b"x" and seconds > 0
 
 
+@pytest.mark.parametrize("scheme", ["tcp", "cloudburst", "dcquic"])
+def test_reconnect_opens_a_new_association_for_the_next_call(scheme: str) -> None:
+    opts = _options(scheme) if scheme != "dcquic" else {}
+    with net.Server(scheme=scheme, **opts) as s:
+        trust = {"ca_pem": s.ca_pem} if scheme == "dcquic" else {}
+        c = net.Client(s.address, scheme=scheme, **opts, **trust)
+        for i in range(3):
+            if i:
+                c.reconnect()
+            assert c.call(bytes([i]) * 2_000) == bytes([i]) * 2_000
+        assert _eventually(lambda: s.stats()["associations_opened"] == 3)
+        if scheme == "dcquic":
+            assert c.stats()["dcquic_handshakes"] == 3
+        c.close()
+
+
 def test_a_python_handler_answers_from_several_calling_threads() -> None:
     # Calls release the GIL: the handler, which needs it on the server's thread, still runs.
     with (

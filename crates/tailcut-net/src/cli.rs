@@ -265,7 +265,14 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
     let mut lat_ns = Vec::with_capacity(count);
     let mut engine_ns = Vec::with_capacity(count);
     let mut waited_ns = Vec::with_capacity(count);
-    let fresh = present(args, "--fresh");
+    let fresh_client = present(args, "--fresh-client");
+    let fresh = present(args, "--fresh") || fresh_client;
+    if fresh && !(dcquic || scheme == "kernel-tls") {
+        return Err(ConfigError::new("--fresh", "is for dcquic and kernel-tls").into());
+    }
+    if fresh_client && !dcquic {
+        return Err(ConfigError::new("--fresh-client", "is for dcquic").into());
+    }
     if let Some(rate) = flag::<f64>(args, "--poisson")? {
         if fresh || inline || think_us > 0 {
             return Err(
@@ -306,11 +313,21 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                 .or(local.as_ref().map(Server::local_addr))
                 .ok_or("no server")?;
             let mut handshake_ns = Vec::with_capacity(count);
+            // --fresh: one client, a new connection (and handshake) per call on its runtime thread
+            // and sockets, as the kernel baseline opens a new socket with the TLS configuration it
+            // has. --fresh-client: a new client per call, its thread, sockets and configuration too.
+            let mut kept = None;
             for i in 0..warmup + count {
                 mark(i);
-                // Set-up included: the client (its runtime thread and sockets) and the handshake.
                 let t0 = monotonic_ns();
-                let c = Client::connect(to, cfg.clone()).map_err(|e| e.to_string())?;
+                let c = match &kept {
+                    Some(c) if !fresh_client => {
+                        Client::reconnect(c).map_err(|e| format!("call {i}: {e}"))?;
+                        c
+                    }
+                    _ => kept.insert(Client::connect(to, cfg.clone()).map_err(|e| e.to_string())?),
+                };
+                let before = c.stats().dcquic.map_or(0, |q| q.handshake_ns);
                 let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
                 if r.bytes != req {
@@ -320,16 +337,20 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                     lat_ns.push(t1 - t0);
                     engine_ns.push(r.stats.latency.0);
                     if let Some(q) = c.stats().dcquic {
-                        handshake_ns.push(q.handshake_ns);
+                        handshake_ns.push(q.handshake_ns.saturating_sub(before));
                     }
                 }
-                drop(c);
+                if fresh_client {
+                    kept = None;
+                }
                 std::thread::sleep(think);
             }
-            println!(
-                "dcquic {count} x {}, a new connection per call",
-                format_bytes(size as u64)
-            );
+            let how = if fresh_client {
+                "a new client (runtime thread, sockets, TLS configuration) and connection per call"
+            } else {
+                "a new connection per call on one client"
+            };
+            println!("dcquic {count} x {}, {how}", format_bytes(size as u64));
             print_dist("handshake (first Initial -> connected)", &mut handshake_ns);
         }
         "kernel-tls" => {

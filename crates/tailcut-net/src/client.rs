@@ -62,6 +62,10 @@ pub enum CallError {
     Connection {
         reason: String,
     },
+    /// [`Client::reconnect`] while calls were outstanding: the connection they are on stays.
+    InFlight {
+        calls: usize,
+    },
 }
 
 impl std::fmt::Display for CallError {
@@ -73,6 +77,12 @@ impl std::fmt::Display for CallError {
             CallError::Timeout => write!(f, "no response before the call timeout"),
             CallError::Closed => write!(f, "the client's runtime thread has stopped"),
             CallError::Connection { reason } => write!(f, "the connection ended: {reason}"),
+            CallError::InFlight { calls } => {
+                write!(
+                    f,
+                    "{calls} calls are outstanding; reconnect once they are answered"
+                )
+            }
         }
     }
 }
@@ -91,6 +101,9 @@ enum Command {
         data: Vec<u8>,
         count: usize,
         reply: LoopTx,
+    },
+    Reconnect {
+        reply: SyncSender<Result<(), CallError>>,
     },
     Shutdown,
 }
@@ -212,6 +225,21 @@ impl Client {
     /// Sends `request` and waits for the response.
     pub fn call(&self, request: &[u8]) -> Result<Reply, CallError> {
         self.ask(request, |data, reply| Command::Call { data, reply })
+    }
+
+    /// Ends this client's connection (DCQUIC's CONNECTION_CLOSE, the runtime's close for the others)
+    /// and opens a new one for the next call, on the same runtime thread and sockets: a new QUIC
+    /// connection with its handshake, a new TCP-family association with its SYN, a new CloudBurst
+    /// association. What a process that keeps its endpoint does to open a fresh connection, as a
+    /// kernel TCP client opens a new socket with the TLS configuration it already has. Refused
+    /// while calls are outstanding.
+    pub fn reconnect(&self) -> Result<(), CallError> {
+        let (reply, rx) = mpsc::sync_channel(1);
+        self.commands
+            .send(Command::Reconnect { reply })
+            .map_err(|_| CallError::Closed)?;
+        self.runtime.wake();
+        rx.recv().map_err(|_| CallError::Closed)?
     }
 
     /// Hands `request` to the runtime thread in the command `make` builds around it and a reply
@@ -407,6 +435,17 @@ impl<S: ClientScheme> ClientLoop<S> {
                         reply,
                     });
                 }
+                Ok(Command::Reconnect { reply }) => {
+                    let calls =
+                        self.waiting.len() + self.calls.values().filter(|p| p.reply.is_some()).count();
+                    let r = match calls {
+                        0 => self.renew(now).map_err(|e| CallError::Connection {
+                            reason: e.to_string(),
+                        }),
+                        calls => Err(CallError::InFlight { calls }),
+                    };
+                    let _ = reply.send(r);
+                }
                 Ok(Command::Shutdown) | Err(TryRecvError::Disconnected) => return false,
                 Err(TryRecvError::Empty) => return true,
             }
@@ -497,16 +536,26 @@ impl<S: ClientScheme> ClientLoop<S> {
         if !S::REOPENS || waiting || now.saturating_sub(self.last_heard) < half {
             return;
         }
-        let Ok(id) = new_association() else {
-            return;
-        };
+        if self.renew(now).is_ok() {
+            self.stats.reopened += 1;
+        }
+    }
+
+    /// Ends the association (the scheme's close, then the runtime's) and starts a new one on a
+    /// fresh id; calls whose requests the old engine still held go with it.
+    fn renew(&mut self, now: Time) -> io::Result<()> {
+        let id = new_association()?;
+        self.scheme.close(now);
+        self.transmit(now);
         self.say_closed();
-        self.scheme.reopen(&self.cfg, id);
+        self.scheme
+            .reopen(&self.cfg, id, now)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         self.d.new_association(<S::E as Codec>::PREAMBLE);
         self.calls.clear();
         self.association = id;
         self.last_heard = now;
-        self.stats.reopened += 1;
+        Ok(())
     }
 
     /// Starts waiting calls while the scheme takes them.
@@ -541,12 +590,7 @@ impl<S: ClientScheme> ClientLoop<S> {
     /// first packets then leave in the same wake-up.
     fn drain(&mut self, now: Time) {
         loop {
-            let remotes = &self.remotes;
-            self.d
-                .drain_transmits(now, self.scheme.engine(), self.association, |p| {
-                    let k = p % remotes.len().max(1);
-                    remotes.get(k).map(|&to| (k, to))
-                });
+            self.transmit(now);
             // A response may be decoded before the STOP or ACK that made its request final, in the
             // same wake-up (they came on different paths): the request's counters are taken from
             // that event, not read from an engine that no longer holds the message.
@@ -578,6 +622,16 @@ impl<S: ClientScheme> ClientLoop<S> {
             }
         }
         self.d.flush();
+    }
+
+    /// What the engine has to send, path `p` on socket `p` (modulo the sockets).
+    fn transmit(&mut self, now: Time) {
+        let remotes = &self.remotes;
+        self.d
+            .drain_transmits(now, self.scheme.engine(), self.association, |p| {
+                let k = p % remotes.len().max(1);
+                remotes.get(k).map(|&to| (k, to))
+            });
     }
 
     fn on_response(&mut self, now: Time, key: u64, bytes: Vec<u8>) {

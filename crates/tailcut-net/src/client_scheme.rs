@@ -58,9 +58,10 @@ pub trait ClientScheme: Send + 'static {
     /// (a stream scheme's data would not reopen it). CloudBurst needs none (any coded packet opens an
     /// association) and DCQUIC reconnects by itself.
     const REOPENS: bool = false;
-    /// A new engine on association `association`, nothing in flight; only called when
-    /// [`ClientScheme::REOPENS`].
-    fn reopen(&mut self, _cfg: &NetConfig, _association: u64) {}
+    /// A new engine (a new connection) on association `association`, nothing in flight, the old
+    /// one closed: after the idle rule of [`ClientScheme::REOPENS`], or on the caller's
+    /// [`crate::Client::reconnect`].
+    fn reopen(&mut self, cfg: &NetConfig, association: u64, now: Time) -> Result<(), String>;
     /// The runtime thread starts: what the engine sends first leaves now.
     fn begin(&mut self, _now: Time) {}
     /// The host's own delay so far ([`crate::driver::Driver`]'s lateness past its deadlines), for

@@ -72,6 +72,16 @@ impl ClientSide {
 impl ClientScheme for ClientSide {
     type E = CloudBurstEndpoint;
 
+    /// A new engine on the new association; call numbers go on from where they were, so a late
+    /// response of the old association can never be taken for a new call (and datagrams of the
+    /// old one no longer reach the engine: their preamble names it).
+    fn reopen(&mut self, cfg: &NetConfig, association: u64, _now: Time) -> Result<(), String> {
+        let generation = self.generation;
+        *self = ClientSide::new(cfg, association)?;
+        self.generation = generation;
+        Ok(())
+    }
+
     fn engine(&mut self) -> &mut CloudBurstEndpoint {
         &mut self.engine
     }

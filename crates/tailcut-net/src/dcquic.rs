@@ -250,6 +250,16 @@ impl ClientScheme for ClientSide {
         self.engine.close(now, 0, "");
     }
 
+    /// A new connection (its handshake starts with the next transmit), the closed one's counters
+    /// kept; message ids go on, as on a connection that ended by itself.
+    fn reopen(&mut self, _cfg: &NetConfig, _association: u64, now: Time) -> Result<(), String> {
+        let e = Self::connect(&self.shared, self.paths, self.task_bytes, now)?;
+        let old = std::mem::replace(&mut self.engine, e);
+        add_closed(&mut self.closed_counters, &old.counters());
+        self.reconnects += 1;
+        Ok(())
+    }
+
     fn publish(&self, stats: &mut ClientStats) {
         let c = self.counters();
         stats.dcquic = Some(DcquicStats {

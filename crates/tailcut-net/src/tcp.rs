@@ -136,9 +136,10 @@ impl<E: StreamEngine> ClientScheme for ClientSide<E> {
     /// late response of the old stream can never be taken for a new call.
     const REOPENS: bool = true;
 
-    fn reopen(&mut self, cfg: &NetConfig, association: u64) {
+    fn reopen(&mut self, cfg: &NetConfig, association: u64, _now: Time) -> Result<(), String> {
         self.engine = E::client(&E::config(cfg), cfg.seed, association);
         self.framing = StreamFraming::new(&mut self.engine, cfg.max_message_bytes());
+        Ok(())
     }
 
     fn start(&mut self, now: Time, data: &[u8]) -> Option<u64> {

@@ -3,7 +3,7 @@
 //! takes the GIL for each request.
 
 use crate::{config_error, ConfigError};
-use pyo3::exceptions::{PyConnectionError, PyOSError, PyTimeoutError};
+use pyo3::exceptions::{PyConnectionError, PyOSError, PyRuntimeError, PyTimeoutError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::{Map, Value};
@@ -209,6 +209,17 @@ pub struct NetClient {
     client: Option<Client>,
 }
 
+/// A call's error as the Python exception its kind maps to.
+fn call_error(e: CallError) -> PyErr {
+    match e {
+        CallError::Timeout => PyTimeoutError::new_err(e.to_string()),
+        CallError::TooLarge { .. } => ConfigError::new_err(e.to_string()),
+        CallError::Closed => PyOSError::new_err(e.to_string()),
+        CallError::Connection { .. } => PyConnectionError::new_err(e.to_string()),
+        CallError::InFlight { .. } => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
 #[pymethods]
 impl NetClient {
     #[new]
@@ -237,12 +248,7 @@ impl NetClient {
             .client
             .as_ref()
             .ok_or_else(|| PyOSError::new_err("the client is closed"))?;
-        let reply = py.allow_threads(|| c.call(request)).map_err(|e| match e {
-            CallError::Timeout => PyTimeoutError::new_err(e.to_string()),
-            CallError::TooLarge { .. } => ConfigError::new_err(e.to_string()),
-            CallError::Closed => PyOSError::new_err(e.to_string()),
-            CallError::Connection { .. } => PyConnectionError::new_err(e.to_string()),
-        })?;
+        let reply = py.allow_threads(|| c.call(request)).map_err(call_error)?;
         let r = reply.stats.request;
         Ok((
             PyBytes::new(py, &reply.bytes),
@@ -283,6 +289,15 @@ impl NetClient {
             "dcquic_path": s.dcquic.map(|q| q.path),
         })
         .to_string()
+    }
+
+    /// Ends the connection and opens a new one for the next call (`Client::reconnect`).
+    fn reconnect(&self, py: Python<'_>) -> PyResult<()> {
+        let c = self
+            .client
+            .as_ref()
+            .ok_or_else(|| PyOSError::new_err("the client is closed"))?;
+        py.allow_threads(|| c.reconnect()).map_err(call_error)
     }
 
     /// Stops the runtime thread.

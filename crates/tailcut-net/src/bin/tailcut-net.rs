@@ -11,13 +11,14 @@ usage:
       writes a throwaway CA (ca.pem) and a certificate for the names (cert.pem, key.pem): tests only
   tailcut-net bench [SCHEME | --scheme kernel-tcp|kernel-tls] [--size 10KB] [--count 2000] [--warmup 200]
                     [--server ADDR] [runtime flags] [--loss RATE [--loss-path P] [--seed 1]]
-                    [--think-us 0] [--inline] [--fresh] [--poisson RATE [--workers 16] [--seed 1]]
+                    [--think-us 0] [--inline] [--fresh | --fresh-client] [--poisson RATE [--workers 16] [--seed 1]]
       closed-loop echo RPCs (one outstanding); without --server an echo server runs in-process on
       127.0.0.1. kernel-tcp and kernel-tls are the kernel's TCP (and rustls' TLS 1.3) on the same
       loopback. --loss drops that share of each side's datagrams before the socket (only path P's
       with --loss-path). --inline issues the calls from the runtime thread itself (no thread hop;
       only the engine latency is printed). --fresh (dcquic, kernel-tls) opens a new connection for
-      every call and counts its set-up. --poisson RATE is an open loop instead: calls arrive as a
+      every call and counts its set-up (dcquic: on one client, `Client::reconnect`); --fresh-client
+      (dcquic) a new client for every call, its runtime thread and sockets too. --poisson RATE is an open loop instead: calls arrive as a
       Poisson process of RATE per second (seeded by --seed) over --workers threads (kernel-tcp: one
       connection each; a runtime scheme: one client they share), each latency from its arrival.
       Prints the latency distribution.
