@@ -201,7 +201,7 @@ impl Client {
                 let mtu = probe_path_mtu(&paths).map_or(cfg.path_mtu, |m| m.min(cfg.path_mtu));
                 let payload = mtu.saturating_sub(28).min(u32::from(u16::MAX)) as u16;
                 let clock = driver.clock;
-                let engines = dcquic::shared(&cfg, clock.instant_epoch(), payload).map_err(invalid)?;
+                let engines = dcquic::client_shared(&cfg, clock.instant_epoch(), payload).map_err(invalid)?;
                 let scheme = dcquic::ClientSide::new(&cfg, engines, clock.now()).map_err(invalid)?;
                 spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }

@@ -96,6 +96,30 @@ pub fn shared(
     path_max_payload: u16,
 ) -> Result<Arc<Shared>, String> {
     let tls = cfg.tls.quic().map_err(|e| format!("tls: {e}"))?;
+    shared_with(cfg, tls, epoch, path_max_payload)
+}
+
+/// [`shared`] for a client: its roots only. A configuration that also holds a server's identity
+/// (one `TlsConfig` for both ends) would otherwise parse the server's key for every client, 170 k
+/// instructions of a fresh connection's set-up.
+pub fn client_shared(
+    cfg: &NetConfig,
+    epoch: std::time::Instant,
+    path_max_payload: u16,
+) -> Result<Arc<Shared>, String> {
+    let tls = quic_crypto::Tls {
+        identity: None,
+        ..cfg.tls.quic().map_err(|e| format!("tls: {e}"))?
+    };
+    shared_with(cfg, tls, epoch, path_max_payload)
+}
+
+fn shared_with(
+    cfg: &NetConfig,
+    tls: quic_crypto::Tls<'_>,
+    epoch: std::time::Instant,
+    path_max_payload: u16,
+) -> Result<Arc<Shared>, String> {
     let mode = quic_crypto::real_mode(tls, path_max_payload, cfg.max_message_bytes())
         .map_err(|e| format!("dcquic: {e}"))?;
     Shared::real(cfg.dcquic_config(), epoch, mode)
