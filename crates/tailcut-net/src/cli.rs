@@ -430,7 +430,14 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                 for i in 0..warmup + count {
                     mark(i);
                     let t0 = monotonic_ns();
-                    let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
+                    let r = c.call(&req).map_err(|e| {
+                        // What each end counted, to tell why the call failed.
+                        eprintln!("client: {:?}", c.stats());
+                        if let Some(s) = &local {
+                            eprintln!("server: {:?}", s.stats());
+                        }
+                        format!("call {i}: {e}")
+                    })?;
                     let t1 = monotonic_ns();
                     if r.bytes != req {
                         return Err(format!("call {i}: the echo differs from the request").into());

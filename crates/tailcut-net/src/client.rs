@@ -337,6 +337,7 @@ fn spawn<S: ClientScheme>(
             closed_loop: None,
             started: 0,
             last_heard: Time::ZERO,
+            late_seen: Dur::ZERO,
             responses: Vec::new(),
             stats: ClientStats::default(),
             shared,
@@ -369,6 +370,8 @@ struct ClientLoop<S: ClientScheme> {
     started: u64,
     /// When a datagram of the association last came from the server.
     last_heard: Time,
+    /// The driver's lateness the engine and the call deadlines were last moved by.
+    late_seen: Dur,
     /// The responses of one drain (reused), applied after the events that made requests final.
     responses: Vec<(u64, Vec<u8>)>,
     stats: ClientStats,
@@ -385,7 +388,7 @@ impl<S: ClientScheme> ClientLoop<S> {
         loop {
             let deadline = self.next_deadline();
             self.d.wait(deadline)?;
-            self.scheme.host_delay(self.d.late);
+            self.note_host_delay();
             let now = self.d.clock.now();
             for i in 0..self.d.ready.len() {
                 match self.d.ready[i] {
@@ -555,7 +558,25 @@ impl<S: ClientScheme> ClientLoop<S> {
         self.calls.clear();
         self.association = id;
         self.last_heard = now;
+        // The delay so far is not the new engine's.
+        self.scheme.host_delay(self.d.late);
         Ok(())
+    }
+
+    /// The thread's own delay (its driver's lateness past its deadlines) goes to the engine, and
+    /// moves every unanswered call's deadline on by what it added: a call times out on what the
+    /// network and the server took, not on time this thread could not run.
+    fn note_host_delay(&mut self) {
+        let late = self.d.late;
+        let extra = late - self.late_seen;
+        if extra == Dur::ZERO {
+            return;
+        }
+        self.late_seen = late;
+        self.scheme.host_delay(late);
+        for p in self.calls.values_mut().filter(|p| p.reply.is_some()) {
+            p.deadline += extra;
+        }
     }
 
     /// Starts waiting calls while the scheme takes them.

@@ -90,6 +90,10 @@ impl ClientScheme for ClientSide {
         &self.engine
     }
 
+    fn host_delay(&mut self, total: Dur) {
+        self.engine.note_host_delay(total);
+    }
+
     /// The call's key is its engine message id: a generation above the 8-bit wire id.
     fn start(&mut self, now: Time, data: &[u8]) -> Option<u64> {
         let &(w, at) = self.free.front()?;
@@ -252,6 +256,10 @@ impl ServerScheme for ServerSide {
         st.frame.extend_from_slice(response);
         e.send_bytes(now, Outgoing::Message, key, &st.frame);
     }
+    fn host_delay(e: &mut CloudBurstEndpoint, total: Dur) {
+        e.note_host_delay(total);
+    }
+
     fn publish<'a>(&self, engines: impl Iterator<Item = &'a CloudBurstEndpoint>, stats: &mut ServerStats) {
         let mut t = TableSizes::default();
         let mut cb = Counters::default();

@@ -157,6 +157,8 @@ pub struct ClientSide {
     /// Connections opened after the first one ended.
     reconnects: u64,
     closed_counters: DcquicCounters,
+    /// The host's delay so far, for a connection opened later (its engine starts from it).
+    host_delay: Dur,
 }
 
 /// Adds the counters of a closed connection to a client's total; the others (rebinds, protocol
@@ -181,6 +183,7 @@ impl ClientSide {
             next: 0,
             reconnects: 0,
             closed_counters: Default::default(),
+            host_delay: Dur::ZERO,
         })
     }
 
@@ -213,6 +216,7 @@ impl ClientScheme for ClientSide {
     }
 
     fn host_delay(&mut self, total: Dur) {
+        self.host_delay = total;
         self.engine.note_host_delay(total);
     }
 
@@ -224,7 +228,9 @@ impl ClientScheme for ClientSide {
     /// replaced by a new one for the next call.
     fn start(&mut self, now: Time, data: &[u8]) -> Option<u64> {
         if self.engine.is_closed() {
-            if let Ok(e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
+            if let Ok(mut e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
+                // The delay so far is not the new connection's streams'.
+                e.note_host_delay(self.host_delay);
                 let old = std::mem::replace(&mut self.engine, e);
                 add_closed(&mut self.closed_counters, &old.counters());
                 self.reconnects += 1;

@@ -162,6 +162,7 @@ fn spawn<S: ServerScheme>(
             observer,
             tags: BTreeMap::new(),
             assocs: BTreeMap::new(),
+            late_seen: Dur::ZERO,
             closed: ClosedIds::default(),
             timers: Timers::default(),
             next_sweep: Time::ZERO,
@@ -255,6 +256,9 @@ impl<S: ServerScheme> Association<S> {
 /// trip, only for a response over three times its request before the client showed anything).
 pub const AMPLIFICATION: u64 = 3;
 
+/// How much the server thread's delay grows before its associations' engines are told.
+const HOST_DELAY_STEP: Dur = Dur::from_millis(1);
+
 struct ServerLoop<S: ServerScheme> {
     d: Driver,
     check: AddressCheck,
@@ -268,6 +272,8 @@ struct ServerLoop<S: ServerScheme> {
     /// response's engine message id).
     tags: BTreeMap<(u64, u64), u64>,
     assocs: BTreeMap<u64, Association<S>>,
+    /// The driver's lateness the engines were last told of (`ServerScheme::host_delay`).
+    late_seen: Dur,
     /// Ids of associations their clients closed, newest last (at most [`CLOSED_REMEMBERED`]).
     closed: ClosedIds,
     timers: Timers,
@@ -295,6 +301,14 @@ impl<S: ServerScheme> ServerLoop<S> {
                 .earliest()
                 .map_or(self.next_sweep, |t| t.min(self.next_sweep));
             self.d.wait(Some(deadline))?;
+            // In steps: every association is told, and a loaded thread is a little late at most
+            // wake-ups; a millisecond is nothing beside the timers that use it (CloudBurst's t).
+            if self.d.late >= self.late_seen + HOST_DELAY_STEP {
+                self.late_seen = self.d.late;
+                for a in self.assocs.values_mut() {
+                    S::host_delay(&mut a.engine, self.late_seen);
+                }
+            }
             for i in 0..self.d.ready.len() {
                 match self.d.ready[i] {
                     WAKE_TOKEN if self.d.drain_wake() => {
@@ -495,9 +509,11 @@ impl<S: ServerScheme> ServerLoop<S> {
             }
         }
         // The configuration was validated at bind time.
-        let Some((engine, state)) = self.scheme.open_from(id, now, from) else {
+        let Some((mut engine, state)) = self.scheme.open_from(id, now, from) else {
             return;
         };
+        // The delay so far is not this association's.
+        S::host_delay(&mut engine, self.d.late);
         self.assocs.insert(
             id,
             Association {

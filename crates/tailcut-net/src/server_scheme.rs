@@ -6,7 +6,7 @@ use crate::codec::Codec;
 use crate::frame::{Preamble, PREAMBLE_BYTES};
 use crate::stats::ServerStats;
 use std::net::SocketAddr;
-use tailcut_proto::{MsgId, Time};
+use tailcut_proto::{Dur, MsgId, Time};
 
 /// Where a datagram goes.
 pub struct Routed {
@@ -103,6 +103,10 @@ pub trait ServerScheme: Send + 'static {
     }
     /// Queue the response to the request `key`.
     fn respond(&self, e: &mut Self::E, st: &mut Self::State, now: Time, key: u64, response: &[u8]);
+    /// The server thread's own delay so far, `total` (its driver's lateness past its timer
+    /// deadlines), for an engine whose timers should not count it (CloudBurst's
+    /// `exclude_host_delay`); told to every association when it grows, and to a new one at once.
+    fn host_delay(_e: &mut Self::E, _total: Dur) {}
     /// The engine acknowledged (or gave up) the response `msg`.
     fn acked(&self, _st: &mut Self::State, _msg: MsgId) {}
     /// Scheme counters over every association's engine into the published stats.

@@ -75,6 +75,10 @@ const ENDPOINT_DOCS: &[Doc] = &[
         "stop_repeat_gap",
         "a finished block's STOP is repeated for a further packet at most once per this (deployment: a receiver behind on a backlog of surplus packets); 0: a STOP for every further packet",
     ),
+    (
+        "exclude_host_delay",
+        "the sender's t counts without its host's own delay, the time its thread woke late past its timers (deployment: a descheduled sender does not fail a message it could not send); false: Algorithm 1's t",
+    ),
 ];
 
 const QUEUE_DOCS: &[Doc] = &[

@@ -88,6 +88,12 @@ pub struct CloudBurstConfig {
     /// backlog of the block's surplus packets, and one STOP per packet doubled the datagrams it
     /// had to cope with, `docs/net.md`). 0: a STOP for every further packet.
     pub stop_repeat_gap: Dur,
+    /// The sender's t counts without its host's own delay, the time its thread was late past its
+    /// timer deadlines ([`super::CloudBurstEndpoint::note_host_delay`]): a sender descheduled for
+    /// longer than t does not fail a message it could not send meanwhile (deployment, not the
+    /// paper: a loaded host's runtime thread was descheduled for 24-208 ms within one 1 MB call,
+    /// `docs/net.md`; the simulator's hosts have no such delay). false: t as Algorithm 1.
+    pub exclude_host_delay: bool,
 }
 
 impl Default for CloudBurstConfig {
@@ -111,6 +117,7 @@ impl Default for CloudBurstConfig {
             max_held_bytes: 64 << 20,
             pacing_quantum: Dur::ZERO,
             stop_repeat_gap: Dur::ZERO,
+            exclude_host_delay: false,
         }
     }
 }

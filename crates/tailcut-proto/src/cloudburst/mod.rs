@@ -243,6 +243,8 @@ pub struct CloudBurstEndpoint {
     /// messages, and within `max_held_bytes` with the assemblies' bytes.
     received: VecDeque<(MsgId, Vec<u8>)>,
     received_bytes: u64,
+    /// The host's delay so far, as the driver reported it (`note_host_delay`).
+    host_delay: Dur,
 }
 
 impl CloudBurstEndpoint {
@@ -269,6 +271,7 @@ impl CloudBurstEndpoint {
             counters: Counters::default(),
             received: VecDeque::new(),
             received_bytes: 0,
+            host_delay: Dur::ZERO,
         })
     }
 
@@ -511,6 +514,20 @@ impl CloudBurstEndpoint {
         self.cfg
             .decoder_timeout
             .max(Dur(self.cfg.transmission_timeout.0.saturating_mul(2)))
+    }
+
+    /// The host's own delay so far, `total` (a driver's lateness past its timer deadlines, which
+    /// only grows). With `exclude_host_delay` the delay added since the last note moves every
+    /// message's t on by as much: time the sender could not run is not time its receiver failed
+    /// to STOP in.
+    pub fn note_host_delay(&mut self, total: Dur) {
+        let extra = total - self.host_delay;
+        self.host_delay = self.host_delay.max(total);
+        if self.cfg.exclude_host_delay && extra > Dur::ZERO {
+            for m in &mut self.out {
+                m.deadline += extra;
+            }
+        }
     }
 
     /// A block's STOP; the message is acknowledged once every block is STOPped.
