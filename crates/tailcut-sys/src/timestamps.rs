@@ -9,14 +9,18 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 
 /// Clears `SO_TIMESTAMPNS` on `sock`.
 pub fn disable_rx_timestamps(sock: BorrowedFd<'_>) -> io::Result<()> {
-    let off: libc::c_int = 0;
+    set_rx_timestamps(sock, false)
+}
+
+fn set_rx_timestamps(sock: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let value = libc::c_int::from(on);
     // SAFETY: the option value is a live `c_int` whose size is passed; the kernel only reads it.
     crate::check(unsafe {
         libc::setsockopt(
             sock.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_TIMESTAMPNS,
-            (&off as *const libc::c_int).cast(),
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     })
@@ -48,18 +52,7 @@ mod tests {
     #[test]
     fn a_socket_with_timestamps_on_has_them_off_after() {
         let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let on: libc::c_int = 1;
-        // SAFETY: as in `disable_rx_timestamps`.
-        let r = unsafe {
-            libc::setsockopt(
-                s.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_TIMESTAMPNS,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(r, 0);
+        set_rx_timestamps(s.as_fd(), true).unwrap();
         assert!(timestamps_on(s.as_fd()));
         disable_rx_timestamps(s.as_fd()).unwrap();
         assert!(!timestamps_on(s.as_fd()));
