@@ -29,6 +29,7 @@ for size in 10KB 100KB; do
     row "$size" "DCQUIC, persistent" --scheme dcquic --count "$count"
     row "$size" "kernel TCP + TLS 1.3, persistent" --scheme kernel-tls --count "$count"
     row "$size" "kernel TCP (no TLS), persistent" --scheme kernel-tcp --count "$count"
-    row "$size" "DCQUIC, fresh connection" --scheme dcquic --fresh --count "$fresh" --warmup 20
+    row "$size" "DCQUIC, fresh connection (on one client)" --scheme dcquic --fresh --count "$fresh" --warmup 20
+    row "$size" "DCQUIC, fresh client" --scheme dcquic --fresh-client --count "$fresh" --warmup 20
     row "$size" "kernel TCP + TLS 1.3, fresh connection" --scheme kernel-tls --fresh --count "$fresh" --warmup 20
 done

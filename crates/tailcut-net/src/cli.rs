@@ -267,11 +267,11 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
     let mut waited_ns = Vec::with_capacity(count);
     let fresh_client = present(args, "--fresh-client");
     let fresh = present(args, "--fresh") || fresh_client;
-    if fresh && !(dcquic || scheme == "kernel-tls") {
-        return Err(ConfigError::new("--fresh", "is for dcquic and kernel-tls").into());
-    }
     if fresh_client && !dcquic {
         return Err(ConfigError::new("--fresh-client", "is for dcquic").into());
+    }
+    if fresh && !(dcquic || scheme == "kernel-tls") {
+        return Err(ConfigError::new("--fresh", "is for dcquic and kernel-tls").into());
     }
     if let Some(rate) = flag::<f64>(args, "--poisson")? {
         if fresh || inline || think_us > 0 {
@@ -316,9 +316,16 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             // --fresh: one client, a new connection (and handshake) per call on its runtime thread
             // and sockets, as the kernel baseline opens a new socket with the TLS configuration it
             // has. --fresh-client: a new client per call, its thread, sockets and configuration too.
-            let mut kept = None;
+            let mut kept: Option<Client> = None;
             for i in 0..warmup + count {
                 mark(i);
+                // Read before the reconnection: its handshake may be over and published before
+                // `reconnect` returns.
+                let before = kept
+                    .as_ref()
+                    .filter(|_| !fresh_client)
+                    .and_then(|c| c.stats().dcquic)
+                    .map_or(0, |q| q.handshake_ns);
                 let t0 = monotonic_ns();
                 let c = match &kept {
                     Some(c) if !fresh_client => {
@@ -327,7 +334,6 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
                     }
                     _ => kept.insert(Client::connect(to, cfg.clone()).map_err(|e| e.to_string())?),
                 };
-                let before = c.stats().dcquic.map_or(0, |q| q.handshake_ns);
                 let r = c.call(&req).map_err(|e| format!("call {i}: {e}"))?;
                 let t1 = monotonic_ns();
                 if r.bytes != req {

@@ -350,6 +350,8 @@ struct Pending {
     started: Time,
     waited: Dur,
     deadline: Time,
+    /// How far the thread's own delay moved `deadline`, at most one call timeout.
+    extended: Dur,
     reply: Option<Waiter>,
     request_final: Option<MessageStats>,
 }
@@ -564,8 +566,9 @@ impl<S: ClientScheme> ClientLoop<S> {
     }
 
     /// The thread's own delay (its driver's lateness past its deadlines) goes to the engine, and
-    /// moves every unanswered call's deadline on by what it added: a call times out on what the
-    /// network and the server took, not on time this thread could not run.
+    /// moves every unanswered call's deadline on by what it added, by at most one call timeout in
+    /// all: a call times out on what the network and the server took, not on time this thread
+    /// could not run, and still within twice its timeout of wall time.
     fn note_host_delay(&mut self) {
         let late = self.d.late;
         let extra = late - self.late_seen;
@@ -574,8 +577,11 @@ impl<S: ClientScheme> ClientLoop<S> {
         }
         self.late_seen = late;
         self.scheme.host_delay(late);
+        let cap = self.cfg.call_timeout();
         for p in self.calls.values_mut().filter(|p| p.reply.is_some()) {
-            p.deadline += extra;
+            let add = extra.min(cap - p.extended);
+            p.extended = p.extended + add;
+            p.deadline += add;
         }
     }
 
@@ -600,6 +606,7 @@ impl<S: ClientScheme> ClientLoop<S> {
                     started: now,
                     waited: now.saturating_sub(queued),
                     deadline: now + self.cfg.call_timeout(),
+                    extended: Dur::ZERO,
                     reply: Some(reply),
                     request_final: None,
                 },

@@ -469,12 +469,16 @@ impl NetConfig {
     /// How long a client keeps a finished call's 8-bit CloudBurst message id unused. The server's
     /// engine remembers a delivered request id for `decoder_timeout` after its last packet (and answers
     /// it with STOP), and may keep sending an old response for up to `transmission_timeout` after its start or its
-    /// latest block's STOP; an id reused
+    /// latest block's STOP (and, with `exclude_host_delay`, for up to t more of the server host's
+    /// own delay: `CloudBurstConfig::host_delay_allowance`); an id reused
     /// sooner could be taken for the old message. Twice the transmission timeout covers a request that
     /// failed while its response was still being sent.
     pub fn id_quarantine(&self) -> Dur {
         let cb = &self.engine_config();
-        cb.transmission_timeout.saturating_mul(2) + cb.decoder_timeout + Dur::from_millis(1)
+        cb.transmission_timeout.saturating_mul(2)
+            + cb.host_delay_allowance()
+            + cb.decoder_timeout
+            + Dur::from_millis(1)
     }
 
     /// A call without a response by then fails. CloudBurst counts it from the call's last progress
@@ -493,10 +497,12 @@ impl NetConfig {
     /// How long a server may keep sending a response whose client is gone without a word (its
     /// last acknowledgement and its close both lost) before the response is final, given up: a
     /// CloudBurst response is sent until its STOP or `transmission_timeout` (plus its window's
-    /// share) after its last one, within [`Self::call_timeout`]. `None` for the stream families,
+    /// share, plus up to t of its host's own delay with `exclude_host_delay`) after its last one,
+    /// within [`Self::call_timeout`] and that allowance. `None` for the stream families,
     /// whose server holds such a response until the association's idle timeout, not a bound worth
     /// waiting for.
     pub fn response_given_up_within(&self) -> Option<Dur> {
-        (self.family() == Family::CloudBurst).then(|| self.call_timeout())
+        (self.family() == Family::CloudBurst)
+            .then(|| self.call_timeout() + self.engine_config().host_delay_allowance())
     }
 }

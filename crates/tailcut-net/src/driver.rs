@@ -113,13 +113,15 @@ impl Driver {
     /// core.
     pub fn wait(&mut self, deadline: Option<Time>) -> io::Result<()> {
         self.wait_for(deadline)?;
+        let now = self.clock.now();
         if let Some(d) = deadline {
-            let (now, from) = (self.clock.now(), d.max(self.late_until));
+            let from = d.max(self.late_until);
             if now > from {
                 self.late = self.late + (now - from);
-                self.late_until = now;
             }
         }
+        // Every wake-up: a deadline already past at an earlier one counts only from there.
+        self.late_until = self.late_until.max(now);
         Ok(())
     }
 

@@ -77,7 +77,7 @@ const ENDPOINT_DOCS: &[Doc] = &[
     ),
     (
         "exclude_host_delay",
-        "the sender's t counts without its host's own delay, the time its thread woke late past its timers (deployment: a descheduled sender does not fail a message it could not send); false: Algorithm 1's t",
+        "the sender's t counts without its host's own delay, the time its thread woke late past its timers, by at most t since the message's start or latest STOP (deployment: a descheduled sender does not fail a message it could not send); false: Algorithm 1's t",
     ),
 ];
 

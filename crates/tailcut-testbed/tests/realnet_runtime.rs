@@ -77,7 +77,8 @@ fn summary<'a>(summaries: &'a [SchemeSummary], scheme: &str) -> &'a SchemeSummar
 /// sender sent its whole payload and no timeout fired; its counters came from the runtime (the
 /// kernel's column stays empty), the kernel's from the kernel. A CloudBurst response whose STOP and
 /// close were both dropped is final only when its server gives it up (after the 1 s transmission
-/// timeout here): the run waits that long for its counters (`RuntimePlan::responses_settle`).
+/// timeout here, and up to 1 s more of the server's own delay): the run waits that long for its
+/// counters (`RuntimePlan::responses_settle`).
 #[test]
 fn every_runtime_scheme_carries_a_file_byte_exact() {
     let Some(_g) = realnet("every_runtime_scheme_carries_a_file_byte_exact") else {

@@ -89,9 +89,10 @@ pub struct CloudBurstConfig {
     /// had to cope with, `docs/net.md`). 0: a STOP for every further packet.
     pub stop_repeat_gap: Dur,
     /// The sender's t counts without its host's own delay, the time its thread was late past its
-    /// timer deadlines ([`super::CloudBurstEndpoint::note_host_delay`]): a sender descheduled for
-    /// longer than t does not fail a message it could not send meanwhile (deployment, not the
-    /// paper: a loaded host's runtime thread was descheduled for 24-208 ms within one 1 MB call,
+    /// timer deadlines ([`super::CloudBurstEndpoint::note_host_delay`]), by at most t since the
+    /// message's start or latest STOP ([`CloudBurstConfig::host_delay_allowance`]): a descheduled
+    /// sender does not fail a message it could not send meanwhile (deployment, not the paper: a
+    /// loaded host's runtime thread was descheduled for 24-208 ms within one 1 MB call,
     /// `docs/net.md`; the simulator's hosts have no such delay). false: t as Algorithm 1.
     pub exclude_host_delay: bool,
 }
@@ -123,6 +124,17 @@ impl Default for CloudBurstConfig {
 }
 
 impl CloudBurstConfig {
+    /// How far the host's own delay may move a message's t since its start or latest STOP: t with
+    /// `exclude_host_delay`, nothing without. So an old message is sent for at most t + this (plus
+    /// its window's share) after its last STOP.
+    pub fn host_delay_allowance(&self) -> Dur {
+        if self.exclude_host_delay {
+            self.transmission_timeout
+        } else {
+            Dur::ZERO
+        }
+    }
+
     /// The paper's configuration: Fig. 4's 12-byte header, so 1460-byte symbols in 1500-byte
     /// packets, and messages of at most one block.
     pub fn paper() -> CloudBurstConfig {

@@ -190,6 +190,9 @@ struct OutMsg {
     progress: Time,
     /// t of Algorithm 1: the message fails if no STOP of any of its blocks came by then ([`arm`]).
     deadline: Time,
+    /// How far the host's own delay moved `deadline` since it was armed (`exclude_host_delay`), at
+    /// most [`CloudBurstConfig::host_delay_allowance`].
+    extended: Dur,
 }
 
 impl OutMsg {
@@ -363,6 +366,7 @@ impl CloudBurstEndpoint {
             stopped_source_packets: 0,
             progress: now,
             deadline: now,
+            extended: Dur::ZERO,
         };
         let window = (self.cfg.block_window as u64).min(blocks) as u32;
         for _ in 0..window {
@@ -519,13 +523,17 @@ impl CloudBurstEndpoint {
     /// The host's own delay so far, `total` (a driver's lateness past its timer deadlines, which
     /// only grows). With `exclude_host_delay` the delay added since the last note moves every
     /// message's t on by as much: time the sender could not run is not time its receiver failed
-    /// to STOP in.
+    /// to STOP in. By at most t since the message's start or latest STOP, so an old message is
+    /// still sent for a bounded time after its last STOP (the peer's id quarantine counts on it).
     pub fn note_host_delay(&mut self, total: Dur) {
         let extra = total - self.host_delay;
         self.host_delay = self.host_delay.max(total);
-        if self.cfg.exclude_host_delay && extra > Dur::ZERO {
+        let cap = self.cfg.host_delay_allowance();
+        if extra > Dur::ZERO {
             for m in &mut self.out {
-                m.deadline += extra;
+                let add = extra.min(cap - m.extended);
+                m.extended = m.extended + add;
+                m.deadline += add;
             }
         }
     }
@@ -885,6 +893,7 @@ fn arm(cfg: &CloudBurstConfig, round_gap: Dur, m: &mut OutMsg, now: Time) {
     let share = Dur(round_gap.0.saturating_mul(others) / u64::from(cfg.paths.max(1)));
     m.progress = now;
     m.deadline = now + cfg.transmission_timeout + share;
+    m.extended = Dur::ZERO;
 }
 
 /// Starts the message's next block; `data` is the whole message's bytes when carried.
