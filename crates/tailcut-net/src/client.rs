@@ -197,8 +197,7 @@ impl Client {
                 spawn(driver, scheme, association, remotes, cfg, rx, shared, wake)?
             }
             Family::Dcquic => {
-                let paths: Vec<(IpAddr, SocketAddr)> = (0..cfg.paths()).map(via).collect();
-                let mtu = probe_path_mtu(&paths).map_or(cfg.path_mtu, |m| m.min(cfg.path_mtu));
+                let mtu = probe_path_mtu(&routes).map_or(cfg.path_mtu, |m| m.min(cfg.path_mtu));
                 let payload = mtu.saturating_sub(28).min(u32::from(u16::MAX)) as u16;
                 let clock = driver.clock;
                 let engines = dcquic::client_shared(&cfg, clock.instant_epoch(), payload).map_err(invalid)?;

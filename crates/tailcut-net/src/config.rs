@@ -6,6 +6,7 @@ use crate::stream::HEADER_BYTES;
 use crate::tls::TlsConfig;
 use serde_json::{Map, Value};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::LazyLock;
 use tailcut_proto::cloudburst::{CloudBurstConfig, PathMode};
 use tailcut_proto::dcquic::DcquicConfig;
 use tailcut_proto::mptcp::MptcpConfig;
@@ -38,14 +39,15 @@ const TCP_UDP_MAX_HEADER: u32 = 28 + 4 * 8 + 16;
 /// (12), the largest TCP-in-UDP header (76) and 12 bytes to spare), so a 1,500-byte path keeps the
 /// 1,372-byte MSS the runtime always used there. The default, not the entry's own `header_bytes`:
 /// that one only sets the bytes the engine counts per segment, while a datagram's real headers stay
-/// the same, and a smaller value must not make segments outgrow the path.
-fn segment_overhead() -> u32 {
+/// the same, and a smaller value must not make segments outgrow the path. Read from the table once:
+/// a server sizes the segments of every association it opens by it.
+static SEGMENT_OVERHEAD: LazyLock<u32> = LazyLock::new(|| {
     SOCKET_DEFAULTS
         .iter()
         .find(|&&(family, key, ..)| family == DefaultFamily::Tcp && key == "header_bytes")
         .and_then(|&(_, _, value, _)| value.parse().ok())
         .expect("the TCP family's socket defaults give header_bytes as a number")
-}
+});
 
 /// The smallest path MTU the TCP family sizes its segments by: IPv4's minimum MTU.
 pub const MIN_PATH_MTU: u32 = 576;
@@ -235,9 +237,9 @@ impl NetConfig {
     }
 
     /// The TCP segment payload a packet of `mtu` bytes holds: `mtu` less the TCP family's socket
-    /// default `header_bytes` (see `segment_overhead`).
+    /// default `header_bytes` (see `SEGMENT_OVERHEAD`).
     pub fn mss_within(mtu: u32) -> u32 {
-        mtu.saturating_sub(segment_overhead())
+        mtu.saturating_sub(*SEGMENT_OVERHEAD)
     }
 
     /// The path MTU to size an association's segments by, given what the kernel knows of its route
