@@ -200,6 +200,18 @@ impl ClientSide {
             .map_err(|e| e.to_string())
     }
 
+    /// A new connection in place of the current one (ended, or closed for `Client::reconnect`): its
+    /// handshake starts with the next transmit, the old one's counters are kept, message ids go
+    /// on, and the host's delay so far is not the new connection's streams'.
+    fn replace_connection(&mut self, now: Time) -> Result<(), String> {
+        let mut e = Self::connect(&self.shared, self.paths, self.task_bytes, now)?;
+        e.note_host_delay(self.host_delay);
+        let old = std::mem::replace(&mut self.engine, e);
+        add_closed(&mut self.closed_counters, &old.counters());
+        self.reconnects += 1;
+        Ok(())
+    }
+
     /// The engine's counters over every connection this client opened.
     pub fn counters(&self) -> DcquicCounters {
         let mut c = self.engine.counters();
@@ -228,13 +240,7 @@ impl ClientScheme for ClientSide {
     /// replaced by a new one for the next call.
     fn start(&mut self, now: Time, data: &[u8]) -> Option<u64> {
         if self.engine.is_closed() {
-            if let Ok(mut e) = Self::connect(&self.shared, self.paths, self.task_bytes, now) {
-                // The delay so far is not the new connection's streams'.
-                e.note_host_delay(self.host_delay);
-                let old = std::mem::replace(&mut self.engine, e);
-                add_closed(&mut self.closed_counters, &old.counters());
-                self.reconnects += 1;
-            }
+            let _ = self.replace_connection(now);
         }
         let key = self.next;
         self.next += 2;
@@ -280,14 +286,9 @@ impl ClientScheme for ClientSide {
         self.engine.close(now, 0, "");
     }
 
-    /// A new connection (its handshake starts with the next transmit), the closed one's counters
-    /// kept; message ids go on, as on a connection that ended by itself.
+    /// A new connection, as for a connection that ended by itself ([`ClientSide::replace_connection`]).
     fn reopen(&mut self, _cfg: &NetConfig, _association: u64, now: Time) -> Result<(), String> {
-        let e = Self::connect(&self.shared, self.paths, self.task_bytes, now)?;
-        let old = std::mem::replace(&mut self.engine, e);
-        add_closed(&mut self.closed_counters, &old.counters());
-        self.reconnects += 1;
-        Ok(())
+        self.replace_connection(now)
     }
 
     fn publish(&self, stats: &mut ClientStats) {
