@@ -60,6 +60,8 @@ if on rpc; then
     for size in 100B 10KB 100KB 1MB; do
         row "$size" "kernel TCP" --scheme kernel-tcp
         row "$size" "kernel TCP + TLS 1.3" --scheme kernel-tls
+        # The runtime's sockets with no engine: what any stack over UDP pays (docs/net.md).
+        row "$size" "udp floor" --scheme udp-floor
         row "$size" "tcp over UDP" --scheme tcp
         row "$size" "mptcp, 4 sub-flows" --scheme mptcp
         row "$size" "fuso, 4 sub-flows" --scheme fuso
@@ -73,6 +75,7 @@ fi
 if on bulk; then
     row 16MB "kernel TCP" --scheme kernel-tcp --warmup 2
     row 16MB "kernel TCP + TLS 1.3" --scheme kernel-tls --warmup 2
+    row 16MB "udp floor" --scheme udp-floor --warmup 2
     row 16MB "tcp over UDP" --scheme tcp --warmup 2
     row 16MB "fuso, 4 sub-flows" --scheme fuso --warmup 2
     row 16MB "dcquic" --scheme dcquic --warmup 2

@@ -4,6 +4,7 @@
 
 use crate::kernel_tls;
 use crate::tls::TlsConfig;
+use crate::udp_floor;
 use crate::{Client, Family, NetConfig, SendLoss, Server};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -43,6 +44,10 @@ impl From<&str> for CliError {
 /// Baselines of `bench` that are the kernel's stacks, not schemes of the registry (the Python front
 /// reads this list through the extension: `tailcut.net.KERNEL_BASELINES`).
 pub const KERNEL_BASELINES: [&str; 2] = ["kernel-tcp", "kernel-tls"];
+
+/// `bench --scheme udp-floor`: the runtime's socket layer with no engine (`udp_floor`), what any
+/// stack over UDP sockets pays at least. A measurement of this binary's, not a baseline to deploy.
+pub const UDP_FLOOR: &str = "udp-floor";
 
 /// A `--param key=value`'s value as an experiment file would write it: TOML (`4`, `true`,
 /// `{ kind = "dctcp" }`, `"5ms"`), or else the bare text as a string (`5ms`, `2Gbps`).
@@ -238,7 +243,8 @@ pub fn serve(args: &[String]) -> Result<(), CliError> {
 }
 
 pub fn bench(args: &[String]) -> Result<(), CliError> {
-    let baseline = flag::<String>(args, "--scheme")?.filter(|s| KERNEL_BASELINES.contains(&s.as_str()));
+    let baseline = flag::<String>(args, "--scheme")?
+        .filter(|s| KERNEL_BASELINES.contains(&s.as_str()) || s == UDP_FLOOR);
     // A registry scheme, from --scheme or an experiment's entry; checked before anything runs.
     let resolved = match &baseline {
         Some(_) => None,
@@ -503,6 +509,38 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             println!(
                 "kernel TCP (loopback, TCP_NODELAY) {} x {}",
                 count,
+                format_bytes(size as u64)
+            );
+        }
+        UDP_FLOOR => {
+            if server.is_some() {
+                return Err(ConfigError::new("--server", "udp-floor runs its own echo server").into());
+            }
+            // The TCP family's segment at the default path MTU, so the datagrams match its rows.
+            let segment = NetConfig::default().path_mss() as usize;
+            let lo: SocketAddr = ([127, 0, 0, 1], 0).into();
+            let end = udp_floor::FloorEnd::bind(lo, segment).map_err(|e| e.to_string())?;
+            let to = end.local_addr().map_err(|e| e.to_string())?;
+            std::thread::spawn(move || udp_floor::serve_echo(end));
+            let mut c = udp_floor::FloorEnd::bind(lo, segment).map_err(|e| e.to_string())?;
+            let mut back = Vec::with_capacity(size);
+            for i in 0..warmup + count {
+                mark(i);
+                let t0 = monotonic_ns();
+                c.send(to, &req)
+                    .and_then(|()| c.receive(&mut back))
+                    .map_err(|e| format!("call {i}: {e}"))?;
+                let t1 = monotonic_ns();
+                if back != req {
+                    return Err(format!("call {i}: the echo differs from the request").into());
+                }
+                if i >= warmup {
+                    lat_ns.push(t1 - t0);
+                }
+                std::thread::sleep(think);
+            }
+            println!(
+                "udp floor (the runtime's sockets, no engine, {segment}-byte datagrams) {count} x {}",
                 format_bytes(size as u64)
             );
         }

@@ -13,6 +13,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixDatagram;
+use std::sync::Arc;
 use tailcut_proto::rng::Rng;
 use tailcut_proto::wire::tcp_udp;
 use tailcut_proto::{Dur, Ecn, Time};
@@ -24,6 +25,38 @@ pub const WAKE_TOKEN: u64 = TIMER_TOKEN - 1;
 pub const STOP_BYTE: u8 = 0;
 /// `recvmmsg` calls per socket per wake-up, so timers are not starved by a flood.
 pub const RX_BUDGET: usize = 64;
+/// How far away an armed timer must be to be left in place for a later deadline ([`Driver::arm`]).
+const KEEP_ARMED: Dur = Dur(1_000_000);
+
+/// A thread's way to sleep on a driver's fds while another thread may hold the driver (the
+/// poller is shared; `epoll_wait` from several threads is safe).
+pub struct Sleeper {
+    poller: Arc<Poller>,
+    spin: Dur,
+    clock: Clock,
+}
+
+impl Sleeper {
+    /// Waits until an fd is ready or the armed timer fires, polling first for `spin` (or until
+    /// `deadline`); the ready tokens go to `ready`.
+    pub fn sleep(&self, deadline: Option<Time>, ready: &mut Vec<u64>) -> io::Result<()> {
+        if self.spin > Dur::ZERO {
+            let until = self.clock.now() + self.spin;
+            loop {
+                self.poller.wait(ready, 0)?;
+                let now = self.clock.now();
+                if !ready.is_empty() || deadline.is_some_and(|d| d <= now) {
+                    return Ok(());
+                }
+                if now >= until {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        self.poller.wait(ready, -1)
+    }
+}
 
 /// A datagram built but not sent: (socket, destination, ECN, bytes).
 pub type HeldDatagram = (usize, SocketAddr, Ecn, Vec<u8>);
@@ -43,12 +76,14 @@ enum Fate {
 
 pub struct Driver {
     pub clock: Clock,
-    poller: Poller,
+    poller: Arc<Poller>,
     pub socks: Vec<PathSocket>,
     pub lanes: TxLanes,
     pub rx: RxBufs,
     wake: UnixDatagram,
     armed_ns: u64,
+    /// The deadline last armed, which a wake-up's lateness is counted against.
+    deadline: Option<Time>,
     /// How long [`Driver::wait`] polls before it sleeps (`NetConfig::spin`).
     spin: Dur,
     pub ready: Vec<u64>,
@@ -86,12 +121,13 @@ impl Driver {
         let max = cfg.max_datagram_bytes();
         Ok(Driver {
             clock: Clock::start(),
-            poller,
+            poller: Arc::new(poller),
             lanes: TxLanes::new(cfg.paths()),
             socks,
             rx: RxBufs::new()?,
             wake,
             armed_ns: 0,
+            deadline: None,
             spin: cfg.spin,
             ready: Vec::with_capacity(64),
             faults: cfg.send_loss.map(|l| (l, Rng::seed_from_u64(l.seed))),
@@ -112,9 +148,55 @@ impl Driver {
     /// datagram arriving meanwhile is taken without the wake-up's latency, at the price of a busy
     /// core.
     pub fn wait(&mut self, deadline: Option<Time>) -> io::Result<()> {
-        self.wait_for(deadline)?;
+        self.arm(deadline)?;
+        let sleeper = self.sleeper();
+        let mut ready = std::mem::take(&mut self.ready);
+        sleeper.sleep(deadline, &mut ready)?;
+        self.woke(ready);
+        Ok(())
+    }
+
+    /// Arms the timer for `deadline` and records it as the deadline the next wake-up is measured
+    /// against ([`Driver::woke`]). Any thread that holds the driver may call it: a client's caller
+    /// that starts a call arms the timer the sleeping runtime thread waits on.
+    pub fn arm(&mut self, deadline: Option<Time>) -> io::Result<()> {
+        self.deadline = deadline;
+        // A later deadline (an RTO pushed on by every ACK) or none leaves an armed timer that is at
+        // least `KEEP_ARMED` away: it then wakes the thread early once, to no effect (the loops act
+        // on their deadlines, not on the wake-up), at most once per `KEEP_ARMED`. That saved about
+        // four `timerfd_settime` calls per 100 KB TCP call. A nearer armed timer is moved, as an
+        // early wake-up costs more than the call (pacing and ACK timers move by microseconds).
+        let at = deadline.map_or(0, |t| self.clock.deadline_ns(t));
+        let keep = self.armed_ns != 0
+            && (at == 0 || at > self.armed_ns)
+            && self.armed_ns >= self.clock.deadline_ns(self.clock.now()) + KEEP_ARMED.0;
+        if at != 0 && at != self.armed_ns && !keep {
+            self.poller.set_deadline(at)?;
+            self.armed_ns = at;
+        }
+        Ok(())
+    }
+
+    /// What a thread needs to sleep on this driver's fds without holding the driver.
+    pub fn sleeper(&self) -> Sleeper {
+        Sleeper {
+            poller: self.poller.clone(),
+            spin: self.spin,
+            clock: self.clock,
+        }
+    }
+
+    /// Takes the readiness a [`Sleeper::sleep`] reported (`ready` gets the old list back, for its
+    /// capacity) and counts how late the thread woke past the deadline last armed.
+    pub fn woke(&mut self, ready: Vec<u64>) -> Vec<u64> {
+        let old = std::mem::replace(&mut self.ready, ready);
+        // A fired timer is disarmed (and read) by the wait that saw it, spinning or not: keeping
+        // `armed_ns` would leave the timer unarmed for a later deadline, and the thread asleep past it.
+        if self.ready.contains(&TIMER_TOKEN) {
+            self.armed_ns = 0;
+        }
         let now = self.clock.now();
-        if let Some(d) = deadline {
+        if let Some(d) = self.deadline {
             let from = d.max(self.late_until);
             if now > from {
                 self.late = self.late + (now - from);
@@ -122,35 +204,7 @@ impl Driver {
         }
         // Every wake-up: a deadline already past at an earlier one counts only from there.
         self.late_until = self.late_until.max(now);
-        Ok(())
-    }
-
-    fn wait_for(&mut self, deadline: Option<Time>) -> io::Result<()> {
-        if self.spin > Dur::ZERO {
-            let until = self.clock.now() + self.spin;
-            loop {
-                self.poller.wait(&mut self.ready, 0)?;
-                let now = self.clock.now();
-                if !self.ready.is_empty() || deadline.is_some_and(|d| d <= now) {
-                    return Ok(());
-                }
-                if now >= until {
-                    break;
-                }
-                std::hint::spin_loop();
-            }
-        }
-        let at = deadline.map_or(0, |t| self.clock.deadline_ns(t));
-        if at != self.armed_ns {
-            self.poller.set_deadline(at)?;
-            self.armed_ns = at;
-        }
-        self.poller.wait(&mut self.ready, -1)?;
-        if self.ready.contains(&TIMER_TOKEN) {
-            // The timerfd fired and is disarmed now; re-arm on the next wait even if equal.
-            self.armed_ns = 0;
-        }
-        Ok(())
+        old
     }
 
     /// Empties the wake-up socket (commands travel on a channel); true if a [`STOP_BYTE`] came.

@@ -53,6 +53,7 @@ pub mod stream;
 mod tcp;
 pub mod timers;
 pub mod tls;
+pub mod udp_floor;
 
 pub use client::{CallError, CallStats, Client, ClosedLoopReport, Reply};
 pub use config::{Family, NetConfig, PathAddrs, SendLoss};

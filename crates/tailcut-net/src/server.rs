@@ -24,7 +24,7 @@ use crate::codec::Codec;
 use crate::config::{AddressValidation, Family, NetConfig};
 use crate::driver::{Driver, HeldDatagram, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Control, Preamble, MAX_PATHS, PREAMBLE_BYTES, TOKEN_BYTES};
-use crate::io::PathSocket;
+use crate::io::{PathSocket, RX_SLOTS};
 use crate::runtime_thread::RuntimeThread;
 use crate::server_scheme::{route_by_preamble, AddressProof, Request, ServerScheme};
 pub use crate::stats::ServerStats;
@@ -351,7 +351,9 @@ impl<S: ServerScheme> ServerLoop<S> {
                 self.on_datagram(from, ecn, at, len);
             }
             self.d.batch = batch;
-            if n == 0 {
+            // Fewer slots than asked for: the socket was empty (epoll is level-triggered, so a
+            // datagram arriving since wakes the next wait). Another call would only say EAGAIN.
+            if n < RX_SLOTS {
                 self.backlogged = false;
                 break;
             }
