@@ -1,8 +1,11 @@
 //! The client: one association (several paths) to one server, request/response calls.
 //!
-//! `call` starts the request on the loop from the calling thread and blocks for the response, which
-//! the runtime thread (asleep on the sockets without holding the loop) takes and hands back over a
-//! channel. Commands (a closed loop, a reconnection, the shutdown) go to the runtime thread.
+//! The loop's state is shared by the runtime thread and the calling threads. `call` starts the
+//! request on the loop from the calling thread and, unless another caller has them, takes the
+//! sockets and the timer from the runtime thread (which does not hold the loop while it sleeps)
+//! until its response comes, so the response wakes the caller itself; otherwise the response comes
+//! over a channel from whichever thread received it. Commands (a closed loop, a reconnection, a
+//! request over [`CALLER_STARTS_MAX`], the shutdown) go to the runtime thread.
 //! The loop is the same for every scheme; what a call is to the engine is the scheme's
 //! ([`ClientScheme`]: `cloudburst.rs`, `tcp.rs`, `dcquic.rs`). CloudBurst names a message with 8 bits on the wire,
 //! so at most 256 of its calls are in flight per client and a finished call's id rests for
@@ -13,7 +16,7 @@
 use crate::client_scheme::{CallEvent, ClientScheme};
 use crate::codec::Codec;
 use crate::config::{Family, NetConfig};
-use crate::driver::{Driver, RX_BUDGET, WAKE_TOKEN};
+use crate::driver::{Driver, Sleeper, RX_BUDGET, WAKE_TOKEN};
 use crate::frame::{Control, Preamble};
 use crate::io::{PathSocket, RX_SLOTS};
 use crate::runtime_thread::RuntimeThread;
@@ -96,9 +99,11 @@ type LoopTx = SyncSender<Result<ClosedLoopReport, CallError>>;
 
 /// The largest request a calling thread starts itself ([`Client::call`]). A caller holds the loop
 /// while it sends what the engine lets out, and the runtime thread, woken meanwhile by the first
-/// ACKs, waits for the lock: on loopback (docs/net.md) starting calls on the caller cut the CPU
-/// per TCP call by 13-23% from 100 B to 256 KB, was even at 512 KB, and at 1 MB doubled the
-/// context switches per call (5.8 -> 10.4) and raised the p99 by a fifth.
+/// ACKs, waits for the lock: on loopback (docs/net.md) starting calls on the caller (before the
+/// caller also took the sockets) cut the CPU per TCP call by 13-23% from 100 B to 256 KB, was even
+/// at 512 KB, and at 1 MB doubled the context switches per call (5.8 -> 10.4) and raised the p99
+/// by a fifth. With the sockets taken too, 1 MB calls started by the caller still switched more
+/// (7.5-9.3 against 5.2-5.5 per call for TCP and MPTCP, 3 runs each) and were no faster.
 pub const CALLER_STARTS_MAX: usize = 256 << 10;
 
 enum Command {
@@ -144,6 +149,8 @@ struct ClosedLoop {
 pub struct Client {
     /// The loop itself, which `call` starts its request on from the calling thread.
     inbox: Arc<dyn CallIn>,
+    /// How a caller that has the sockets sleeps on them.
+    sleeper: Sleeper,
     commands: SyncSender<Command>,
     runtime: RuntimeThread,
     stats: Arc<Mutex<ClientStats>>,
@@ -218,6 +225,7 @@ impl Client {
             }
         };
         Ok(Client {
+            sleeper: inbox.sleeper(),
             inbox,
             commands,
             runtime,
@@ -235,17 +243,35 @@ impl Client {
     }
 
     /// Sends `request` and waits for the response. The calling thread starts the call on the loop
-    /// itself (its first datagrams leave from this thread); the runtime thread, asleep on the
-    /// sockets meanwhile, takes the response. A request over [`CALLER_STARTS_MAX`] is handed to
-    /// the runtime thread instead.
+    /// itself (its first datagrams leave from this thread) and waits on the sockets for the
+    /// response ([`CallIn`]). A request over [`CALLER_STARTS_MAX`] is handed to the runtime thread
+    /// instead.
     pub fn call(&self, request: &[u8]) -> Result<Reply, CallError> {
         self.check_size(request)?;
         if request.len() > CALLER_STARTS_MAX {
             return self.ask(request, |data, reply| Command::Call { data, reply });
         }
         let (reply, rx) = mpsc::sync_channel(1);
-        self.inbox.call_in(request.to_vec(), reply)?;
-        rx.recv().map_err(|_| CallError::Closed)?
+        if !self.inbox.call_in(request.to_vec(), reply)? {
+            return rx.recv().map_err(|_| CallError::Closed)?;
+        }
+        // This caller has the sockets until its response comes: it takes the response itself (and
+        // whatever else arrives meanwhile), so no thread has to wake it.
+        let _back = HandBack(&*self.inbox);
+        let mut ready = Vec::with_capacity(64);
+        loop {
+            match rx.try_recv() {
+                Ok(r) => return r,
+                Err(TryRecvError::Disconnected) => return Err(CallError::Closed),
+                Err(TryRecvError::Empty) => {}
+            }
+            self.sleeper
+                .sleep(None, &mut ready)
+                .map_err(|e| CallError::Connection {
+                    reason: format!("waiting on the sockets: {e}"),
+                })?;
+            ready = self.inbox.step_in(ready)?;
+        }
     }
 
     fn check_size(&self, request: &[u8]) -> Result<(), CallError> {
@@ -368,6 +394,7 @@ fn spawn<S: ClientScheme + 'static>(
         stats: ClientStats::default(),
         shared,
         closed: false,
+        caller_has_sockets: false,
     };
     // Before any caller can reach the loop: a call must find the association begun.
     l.begin();
@@ -387,12 +414,34 @@ fn lock<S: ClientScheme>(l: &Mutex<ClientLoop<S>>) -> std::sync::MutexGuard<'_, 
 /// A call started by the calling thread on the loop it shares with the runtime thread. Handing the
 /// call over a channel instead woke the runtime thread for every call: a context switch, the wake
 /// socket's write and reads, and 15-20 us of a 100 KB call's latency on loopback (docs/net.md).
+///
+/// The caller then waits for its response on the sockets itself, if no other caller has them: the
+/// runtime thread's poller stops listening to the sockets and the timer meanwhile
+/// ([`Driver::hand_sockets`]), so a datagram wakes one thread, the one whose call it answers, and
+/// the response needs no hand-back (a futex wake-up, ~18 us of a call on loopback). Another caller
+/// that starts a call meanwhile waits for its reply over the channel as before.
 trait CallIn: Send + Sync {
-    fn call_in(&self, data: Vec<u8>, reply: ReplyTx) -> Result<(), CallError>;
+    /// Starts the call; true if this caller now has the sockets (and must [`CallIn::step_in`] until
+    /// its reply comes, then [`CallIn::hand_back`]).
+    fn call_in(&self, data: Vec<u8>, reply: ReplyTx) -> Result<bool, CallError>;
+    /// What one wake-up of a caller that has the sockets does (the runtime thread's step).
+    fn step_in(&self, ready: Vec<u64>) -> Result<Vec<u64>, CallError>;
+    /// Gives the sockets back to the runtime thread.
+    fn hand_back(&self);
+    fn sleeper(&self) -> Sleeper;
+}
+
+/// Gives the sockets back however the caller leaves (its reply, an error, a panic).
+struct HandBack<'a>(&'a dyn CallIn);
+
+impl Drop for HandBack<'_> {
+    fn drop(&mut self) {
+        self.0.hand_back();
+    }
 }
 
 impl<S: ClientScheme + 'static> CallIn for Mutex<ClientLoop<S>> {
-    fn call_in(&self, data: Vec<u8>, reply: ReplyTx) -> Result<(), CallError> {
+    fn call_in(&self, data: Vec<u8>, reply: ReplyTx) -> Result<bool, CallError> {
         let mut l = lock(self);
         if l.closed {
             return Err(CallError::Closed);
@@ -404,9 +453,47 @@ impl<S: ClientScheme + 'static> CallIn for Mutex<ClientLoop<S>> {
         // The runtime thread sleeps on the timer armed before this call: move it if the call
         // brought a deadline nearer (its engine's retransmission timer, its own timeout).
         let deadline = l.next_deadline();
-        l.d.arm(deadline).map_err(|e| CallError::Connection {
-            reason: format!("arming the runtime's timer: {e}"),
-        })
+        l.d.arm(deadline).map_err(timer_error)?;
+        if l.caller_has_sockets {
+            return Ok(false);
+        }
+        l.d.hand_sockets(true).map_err(|e| CallError::Connection {
+            reason: format!("taking the sockets: {e}"),
+        })?;
+        l.caller_has_sockets = true;
+        Ok(true)
+    }
+
+    fn step_in(&self, ready: Vec<u64>) -> Result<Vec<u64>, CallError> {
+        let mut l = lock(self);
+        let old = l.d.woke(ready, true);
+        l.step(true).map_err(|e| CallError::Connection {
+            reason: format!("receiving: {e}"),
+        })?;
+        let deadline = l.next_deadline();
+        l.d.arm(deadline).map_err(timer_error)?;
+        Ok(old)
+    }
+
+    fn hand_back(&self) {
+        let mut l = lock(self);
+        l.caller_has_sockets = false;
+        // Cannot fail on fds the pollers hold. If it did, the runtime thread would not hear the
+        // sockets or the timer again: the client closes (every waiter told, later calls refused)
+        // rather than leave calls waiting for ever.
+        if l.d.hand_sockets(false).is_err() {
+            l.close_all();
+        }
+    }
+
+    fn sleeper(&self) -> Sleeper {
+        lock(self).d.caller_sleeper()
+    }
+}
+
+fn timer_error(e: io::Error) -> CallError {
+    CallError::Connection {
+        reason: format!("arming the runtime's timer: {e}"),
     }
 }
 
@@ -425,8 +512,9 @@ fn run<S: ClientScheme>(shared: Shared<S>) -> io::Result<()> {
         };
         sleeper.sleep(deadline, &mut ready)?;
         let mut l = lock(&shared);
-        ready = l.d.woke(ready);
-        if l.step()? {
+        let owns = !l.caller_has_sockets;
+        ready = l.d.woke(ready, owns);
+        if l.step(owns)? {
             return Ok(());
         }
     }
@@ -438,11 +526,7 @@ struct Closer<S: ClientScheme>(Shared<S>);
 
 impl<S: ClientScheme> Drop for Closer<S> {
     fn drop(&mut self) {
-        let mut l = lock(&self.0);
-        l.closed = true;
-        l.waiting.clear();
-        l.calls.clear();
-        l.closed_loop = None;
+        lock(&self.0).close_all();
     }
 }
 
@@ -480,9 +564,19 @@ struct ClientLoop<S: ClientScheme> {
     shared: Arc<Mutex<ClientStats>>,
     /// The runtime thread has ended: calls fail at once.
     closed: bool,
+    /// A caller has the sockets and the timer ([`CallIn`]).
+    caller_has_sockets: bool,
 }
 
 impl<S: ClientScheme> ClientLoop<S> {
+    /// Later calls fail at once, and every waiter is told (its reply channel goes with its call).
+    fn close_all(&mut self) {
+        self.closed = true;
+        self.waiting.clear();
+        self.calls.clear();
+        self.closed_loop = None;
+    }
+
     /// Opens the association (the scheme's first datagrams, such as a SYN or a QUIC Initial).
     fn begin(&mut self) {
         let now = self.d.clock.now();
@@ -492,9 +586,11 @@ impl<S: ClientScheme> ClientLoop<S> {
         self.drain(now);
     }
 
-    /// What one wake-up of the runtime thread does: datagrams, commands, timers, calls waiting to
-    /// start. True when the client is to stop (its close is sent).
-    fn step(&mut self) -> io::Result<bool> {
+    /// What one wake-up does: datagrams, commands, timers, calls waiting to start. True when the
+    /// client is to stop (its close is sent). `owns`: this thread has the sockets and the timer (the
+    /// runtime thread unless a caller has them, [`CallIn`]); the other one only takes commands and
+    /// starts calls, since a readiness it saw before the hand-over is the owner's to act on.
+    fn step(&mut self, owns: bool) -> io::Result<bool> {
         self.note_host_delay();
         let now = self.d.clock.now();
         for i in 0..self.d.ready.len() {
@@ -509,16 +605,18 @@ impl<S: ClientScheme> ClientLoop<S> {
                         return Ok(true);
                     }
                 }
-                k if (k as usize) < self.d.socks.len() => self.receive(k as usize)?,
+                k if owns && (k as usize) < self.d.socks.len() => self.receive(k as usize)?,
                 _ => {}
             }
         }
         let now = self.d.clock.now();
-        let engine = self.scheme.engine();
-        if engine.poll_timeout().is_some_and(|t| t <= now) {
-            engine.handle_timeout(now);
+        if owns {
+            let engine = self.scheme.engine();
+            if engine.poll_timeout().is_some_and(|t| t <= now) {
+                engine.handle_timeout(now);
+            }
+            self.expire_calls(now);
         }
-        self.expire_calls(now);
         self.start_calls(now);
         self.drain(now);
         self.publish();

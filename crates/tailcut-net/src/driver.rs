@@ -77,6 +77,12 @@ enum Fate {
 pub struct Driver {
     pub clock: Clock,
     poller: Arc<Poller>,
+    /// A second poller on the sockets and the same timer, for a client's caller that waits for its
+    /// own response ([`Driver::hand_sockets`]); the runtime thread's `poller` stops listening to
+    /// them meanwhile.
+    caller: Arc<Poller>,
+    /// The sockets and timer are the caller poller's.
+    handed: bool,
     pub socks: Vec<PathSocket>,
     pub lanes: TxLanes,
     pub rx: RxBufs,
@@ -115,13 +121,17 @@ impl Driver {
         let poller = Poller::new()?;
         wake.set_nonblocking(true)?;
         poller.add(wake.as_fd(), WAKE_TOKEN)?;
+        let caller = poller.sibling()?;
         for (k, s) in socks.iter().enumerate() {
             poller.add(s.socket.as_fd(), k as u64)?;
+            caller.add(s.socket.as_fd(), k as u64)?;
         }
         let max = cfg.max_datagram_bytes();
         Ok(Driver {
             clock: Clock::start(),
             poller: Arc::new(poller),
+            caller: Arc::new(caller),
+            handed: false,
             lanes: TxLanes::new(cfg.paths()),
             socks,
             rx: RxBufs::new()?,
@@ -152,7 +162,7 @@ impl Driver {
         let sleeper = self.sleeper();
         let mut ready = std::mem::take(&mut self.ready);
         sleeper.sleep(deadline, &mut ready)?;
-        self.woke(ready);
+        self.woke(ready, true);
         Ok(())
     }
 
@@ -186,9 +196,34 @@ impl Driver {
         }
     }
 
+    /// The same for a caller that waits on the sockets and the timer ([`Driver::hand_sockets`]).
+    pub fn caller_sleeper(&self) -> Sleeper {
+        Sleeper {
+            poller: self.caller.clone(),
+            ..self.sleeper()
+        }
+    }
+
+    /// Hands the sockets and the timer to the caller's poller (`to_caller`), or back to the runtime
+    /// thread's: the poller that does not have them does not listen to them, so one datagram wakes
+    /// one thread. Two `epoll_ctl` per socket and one for the timer, against a thread's wake-up.
+    pub fn hand_sockets(&mut self, to_caller: bool) -> io::Result<()> {
+        if self.handed == to_caller {
+            return Ok(());
+        }
+        for (k, s) in self.socks.iter().enumerate() {
+            self.poller.listen(s.socket.as_fd(), k as u64, !to_caller)?;
+        }
+        self.poller.listen(self.poller.timer(), TIMER_TOKEN, !to_caller)?;
+        self.handed = to_caller;
+        Ok(())
+    }
+
     /// Takes the readiness a [`Sleeper::sleep`] reported (`ready` gets the old list back, for its
-    /// capacity) and counts how late the thread woke past the deadline last armed.
-    pub fn woke(&mut self, ready: Vec<u64>) -> Vec<u64> {
+    /// capacity) and counts how late the thread woke past the deadline last armed, if it was the
+    /// thread listening to the timer (`timed`): a runtime thread woken by a command while a caller
+    /// had the timer ([`Driver::hand_sockets`]) was not late for a deadline the caller kept.
+    pub fn woke(&mut self, ready: Vec<u64>, timed: bool) -> Vec<u64> {
         let old = std::mem::replace(&mut self.ready, ready);
         // A fired timer is disarmed (and read) by the wait that saw it, spinning or not: keeping
         // `armed_ns` would leave the timer unarmed for a later deadline, and the thread asleep past it.
@@ -196,7 +231,7 @@ impl Driver {
             self.armed_ns = 0;
         }
         let now = self.clock.now();
-        if let Some(d) = self.deadline {
+        if let Some(d) = self.deadline.filter(|_| timed) {
             let from = d.max(self.late_until);
             if now > from {
                 self.late = self.late + (now - from);

@@ -176,6 +176,36 @@ fn pipelined_calls_from_several_threads_share_one_connection() {
     }
 }
 
+/// A caller takes the sockets for the time of its call (`Client::call`) and gives them back. The
+/// runtime thread's own closed loop, running meanwhile (its responses then taken by the callers)
+/// and after (by the runtime thread alone again), gets every response.
+#[test]
+fn callers_and_the_runtime_thread_take_turns_at_the_sockets() {
+    for scheme in SCHEMES {
+        let s = server(config_of(scheme));
+        let c = Client::connect(s.local_addr(), config_of(scheme)).unwrap();
+        std::thread::scope(|sc| {
+            let c = &c;
+            let in_loop = sc.spawn(move || c.closed_loop(&[5; 3_000], 300).unwrap());
+            for t in 0..2u64 {
+                sc.spawn(move || {
+                    for i in 0..100 {
+                        let req = request(10 + t, i);
+                        assert_eq!(c.call(&req).unwrap().bytes, expected(&req), "{scheme:?}");
+                    }
+                });
+            }
+            let report = in_loop.join().unwrap();
+            // The server reverses the bytes: no response is the echo the loop expects.
+            assert_eq!((report.calls.len(), report.not_echoed), (300, 300), "{scheme:?}");
+        });
+        let alone = c.closed_loop(&[6; 100], 50).unwrap();
+        assert_eq!(alone.calls.len(), 50, "{scheme:?}");
+        let st = settled(&s, |st| st.requests == 550);
+        assert_eq!(st.requests, 550, "{scheme:?}");
+    }
+}
+
 #[test]
 fn a_peer_announcing_a_message_over_the_limit_is_dropped() {
     let s = server(NetConfig {

@@ -28,22 +28,44 @@ impl Poller {
         Ok(p)
     }
 
+    /// A second poller on the same timer (a duplicate of its fd: arming either arms both) and none of
+    /// the other fds, for a second thread that takes turns with this poller's one at the same fds.
+    pub fn sibling(&self) -> io::Result<Poller> {
+        // SAFETY: as in `new`.
+        let epoll = unsafe { OwnedFd::from_raw_fd(crate::check(libc::epoll_create1(libc::EPOLL_CLOEXEC))?) };
+        let p = Poller {
+            epoll,
+            timer: self.timer.try_clone()?,
+        };
+        p.add(p.timer.as_fd(), TIMER_TOKEN)?;
+        Ok(p)
+    }
+
     /// Reports `token` while `fd` is readable (level-triggered: a reader may stop before draining it).
     pub fn add(&self, fd: BorrowedFd<'_>, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token, true)
+    }
+
+    /// Stops (`on` false) or resumes reporting `fd` (added before with `token`); the timer's fd is
+    /// [`Poller::timer`]. A thread asleep in [`Poller::wait`] is not woken by an fd it stopped
+    /// listening to; resumed, a still-readable fd is reported at once.
+    pub fn listen(&self, fd: BorrowedFd<'_>, token: u64, on: bool) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_MOD, fd, token, on)
+    }
+
+    /// The timer's fd, for [`Poller::listen`].
+    pub fn timer(&self) -> BorrowedFd<'_> {
+        self.timer.as_fd()
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: BorrowedFd<'_>, token: u64, on: bool) -> io::Result<()> {
         let mut ev = libc::epoll_event {
-            events: libc::EPOLLIN as u32,
+            events: if on { libc::EPOLLIN as u32 } else { 0 },
             u64: token,
         };
         // SAFETY: valid fds and a valid event record; the kernel copies the record.
-        crate::check(unsafe {
-            libc::epoll_ctl(
-                self.epoll.as_raw_fd(),
-                libc::EPOLL_CTL_ADD,
-                fd.as_raw_fd(),
-                &mut ev,
-            )
-        })
-        .map(drop)
+        crate::check(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd.as_raw_fd(), &mut ev) })
+            .map(drop)
     }
 
     /// Arms the deadline at `at_ns` on `CLOCK_MONOTONIC` (0 disarms it).
@@ -96,5 +118,38 @@ impl Poller {
             out.push(ev.u64);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixDatagram;
+
+    #[test]
+    fn a_sibling_shares_the_timer_and_an_fd_not_listened_to_is_not_reported() {
+        let p = Poller::new().unwrap();
+        let q = p.sibling().unwrap();
+        let (a, b) = UnixDatagram::pair().unwrap();
+        p.add(b.as_fd(), 7).unwrap();
+        q.add(b.as_fd(), 7).unwrap();
+        a.send(&[1]).unwrap();
+        let mut out = Vec::new();
+        p.listen(b.as_fd(), 7, false).unwrap();
+        p.wait(&mut out, 0).unwrap();
+        assert!(out.is_empty());
+        q.wait(&mut out, 0).unwrap();
+        assert_eq!(out, vec![7]);
+        p.listen(b.as_fd(), 7, true).unwrap();
+        p.wait(&mut out, 0).unwrap();
+        assert_eq!(out, vec![7], "readable when listened to again");
+        // Armed through one poller (at 1 ns: long past), the timer fires in the other.
+        p.listen(p.timer(), TIMER_TOKEN, false).unwrap();
+        p.set_deadline(1).unwrap();
+        q.wait(&mut out, 1_000).unwrap();
+        assert!(out.contains(&TIMER_TOKEN));
+        p.listen(p.timer(), TIMER_TOKEN, true).unwrap();
+        p.wait(&mut out, 0).unwrap();
+        assert!(!out.contains(&TIMER_TOKEN), "the sibling's wait read it");
     }
 }
