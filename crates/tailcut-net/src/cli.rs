@@ -493,19 +493,10 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             let mut s = TcpStream::connect(to).map_err(|e| e.to_string())?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
             let mut buf = vec![0u8; size];
-            for i in 0..warmup + count {
-                mark(i);
-                let t0 = monotonic_ns();
-                framed_call(&mut s, &req, &mut buf).map_err(|e| format!("call {i}: {e}"))?;
-                let t1 = monotonic_ns();
-                if buf != req {
-                    return Err(format!("call {i}: the echo differs from the request").into());
-                }
-                if i >= warmup {
-                    lat_ns.push(t1 - t0);
-                }
-                std::thread::sleep(think);
-            }
+            timed_calls((warmup, count, think), &mut mark, &mut lat_ns, &mut || {
+                framed_call(&mut s, &req, &mut buf).map_err(|e| e.to_string())?;
+                Ok(buf == req)
+            })?;
             println!(
                 "kernel TCP (loopback, TCP_NODELAY) {} x {}",
                 count,
@@ -524,21 +515,12 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
             std::thread::spawn(move || udp_floor::serve_echo(end));
             let mut c = udp_floor::FloorEnd::bind(lo, segment).map_err(|e| e.to_string())?;
             let mut back = Vec::with_capacity(size);
-            for i in 0..warmup + count {
-                mark(i);
-                let t0 = monotonic_ns();
+            timed_calls((warmup, count, think), &mut mark, &mut lat_ns, &mut || {
                 c.send(to, &req)
                     .and_then(|()| c.receive(&mut back))
-                    .map_err(|e| format!("call {i}: {e}"))?;
-                let t1 = monotonic_ns();
-                if back != req {
-                    return Err(format!("call {i}: the echo differs from the request").into());
-                }
-                if i >= warmup {
-                    lat_ns.push(t1 - t0);
-                }
-                std::thread::sleep(think);
-            }
+                    .map_err(|e| e.to_string())?;
+                Ok(back == req)
+            })?;
             println!(
                 "udp floor (the runtime's sockets, no engine, {segment}-byte datagrams) {count} x {}",
                 format_bytes(size as u64)
@@ -557,6 +539,31 @@ pub fn bench(args: &[String]) -> Result<(), CliError> {
     if !engine_ns.is_empty() {
         print_dist("engine (request sent -> response decoded)", &mut engine_ns);
         print_dist("wait for a free message id", &mut waited_ns);
+    }
+    Ok(())
+}
+
+/// `warmup + count` closed-loop calls of a baseline, `call` making one and saying whether the echo
+/// came back intact; `mark` is told each call's index first, and the measured calls' latencies go
+/// to `lat_ns`.
+fn timed_calls(
+    (warmup, count, think): (usize, usize, std::time::Duration),
+    mark: &mut dyn FnMut(usize),
+    lat_ns: &mut Vec<u64>,
+    call: &mut dyn FnMut() -> Result<bool, String>,
+) -> Result<(), CliError> {
+    for i in 0..warmup + count {
+        mark(i);
+        let t0 = monotonic_ns();
+        let intact = call().map_err(|e| format!("call {i}: {e}"))?;
+        let t1 = monotonic_ns();
+        if !intact {
+            return Err(format!("call {i}: the echo differs from the request").into());
+        }
+        if i >= warmup {
+            lat_ns.push(t1 - t0);
+        }
+        std::thread::sleep(think);
     }
     Ok(())
 }
