@@ -383,7 +383,7 @@ fn spawn<S: ClientScheme + 'static>(
         association,
         remotes,
         cfg,
-        commands,
+        commands: Some(commands),
         calls: BTreeMap::new(),
         waiting: VecDeque::new(),
         closed_loop: None,
@@ -457,15 +457,22 @@ impl<S: ClientScheme + 'static> CallIn for Mutex<ClientLoop<S>> {
         if l.caller_has_sockets {
             return Ok(false);
         }
-        l.d.hand_sockets(true).map_err(|e| CallError::Connection {
-            reason: format!("taking the sockets: {e}"),
-        })?;
+        if let Err(e) = l.d.hand_sockets(true) {
+            // Some of the runtime thread's fds may be off already: nobody would hear them.
+            l.close_all();
+            return Err(CallError::Connection {
+                reason: format!("taking the sockets: {e}"),
+            });
+        }
         l.caller_has_sockets = true;
         Ok(true)
     }
 
     fn step_in(&self, ready: Vec<u64>) -> Result<Vec<u64>, CallError> {
         let mut l = lock(self);
+        if l.closed {
+            return Err(CallError::Closed);
+        }
         let old = l.d.woke(ready, true);
         l.step(true).map_err(|e| CallError::Connection {
             reason: format!("receiving: {e}"),
@@ -504,16 +511,19 @@ fn run<S: ClientScheme>(shared: Shared<S>) -> io::Result<()> {
     let sleeper = lock(&shared).d.sleeper();
     let mut ready = Vec::with_capacity(64);
     loop {
-        let deadline = {
+        let (deadline, owned) = {
             let mut l = lock(&shared);
             let deadline = l.next_deadline();
             l.d.arm(deadline)?;
-            deadline
+            (deadline, !l.caller_has_sockets)
         };
-        sleeper.sleep(deadline, &mut ready)?;
+        // Without the sockets and the timer (a caller has them) the thread waits for commands
+        // only: no deadline of its own to spin up to or be late for.
+        sleeper.sleep(deadline.filter(|_| owned), &mut ready)?;
         let mut l = lock(&shared);
         let owns = !l.caller_has_sockets;
-        ready = l.d.woke(ready, owns);
+        // Late for the deadline only if it had the timer while it slept and still has it.
+        ready = l.d.woke(ready, owned && owns);
         if l.step(owns)? {
             return Ok(());
         }
@@ -547,7 +557,9 @@ struct ClientLoop<S: ClientScheme> {
     /// The server address each path (socket) sends to and accepts datagrams from.
     remotes: Vec<SocketAddr>,
     cfg: NetConfig,
-    commands: Receiver<Command>,
+    /// Taken (dropped) when the loop closes, so that later commands fail at once instead of
+    /// waiting in a queue nobody reads.
+    commands: Option<Receiver<Command>>,
     /// Calls started and not yet released, by key.
     calls: BTreeMap<u64, Pending>,
     waiting: VecDeque<(Vec<u8>, Waiter, Time)>,
@@ -572,9 +584,13 @@ impl<S: ClientScheme> ClientLoop<S> {
     /// Later calls fail at once, and every waiter is told (its reply channel goes with its call).
     fn close_all(&mut self) {
         self.closed = true;
+        self.commands = None;
         self.waiting.clear();
         self.calls.clear();
         self.closed_loop = None;
+        // A caller asleep on the sockets is woken (the timer fires on whichever poller listens
+        // to it) and finds its reply channel gone.
+        let _ = self.d.fire_timer_now();
     }
 
     /// Opens the association (the scheme's first datagrams, such as a SYN or a QUIC Initial).
@@ -626,7 +642,10 @@ impl<S: ClientScheme> ClientLoop<S> {
     /// Moves queued commands into the waiting list; false on shutdown.
     fn take_commands(&mut self, now: Time) -> bool {
         loop {
-            match self.commands.try_recv() {
+            let Some(next) = self.commands.as_ref().map(Receiver::try_recv) else {
+                return false;
+            };
+            match next {
                 Ok(Command::Call { data, reply }) => {
                     self.waiting.push_back((data, Waiter::Caller(reply), now))
                 }

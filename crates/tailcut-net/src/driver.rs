@@ -187,6 +187,15 @@ impl Driver {
         Ok(())
     }
 
+    /// Makes the timer fire at once, waking whichever thread listens to it (a closing client's
+    /// caller asleep on the sockets); the next [`Driver::arm`] sets it again.
+    pub fn fire_timer_now(&mut self) -> io::Result<()> {
+        // 1 ns after the clock's start: long past, so the timerfd is readable at once.
+        self.poller.set_deadline(1)?;
+        self.armed_ns = 1;
+        Ok(())
+    }
+
     /// What a thread needs to sleep on this driver's fds without holding the driver.
     pub fn sleeper(&self) -> Sleeper {
         Sleeper {
@@ -231,14 +240,18 @@ impl Driver {
             self.armed_ns = 0;
         }
         let now = self.clock.now();
-        if let Some(d) = self.deadline.filter(|_| timed) {
-            let from = d.max(self.late_until);
-            if now > from {
-                self.late = self.late + (now - from);
+        if timed {
+            if let Some(d) = self.deadline {
+                let from = d.max(self.late_until);
+                if now > from {
+                    self.late = self.late + (now - from);
+                }
             }
+            // Every timed wake-up: a deadline already past at an earlier one counts only from
+            // there. An untimed one (a runtime thread woken by a command) must not move it: the
+            // thread with the timer may still be late past it.
+            self.late_until = self.late_until.max(now);
         }
-        // Every wake-up: a deadline already past at an earlier one counts only from there.
-        self.late_until = self.late_until.max(now);
         old
     }
 

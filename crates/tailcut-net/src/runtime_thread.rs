@@ -20,6 +20,9 @@ impl RuntimeThread {
         wake: UnixDatagram,
         body: impl FnOnce() -> io::Result<()> + Send + 'static,
     ) -> io::Result<RuntimeThread> {
+        // Never blocks the owner: a full buffer means a wake-up is pending (see `wake`), and a
+        // loop that has died leaves its end open in the state callers still share.
+        wake.set_nonblocking(true)?;
         let thread = std::thread::Builder::new().name(name.into()).spawn(body)?;
         Ok(RuntimeThread {
             wake,

@@ -48,7 +48,9 @@ impl Poller {
 
     /// Stops (`on` false) or resumes reporting `fd` (added before with `token`); the timer's fd is
     /// [`Poller::timer`]. A thread asleep in [`Poller::wait`] is not woken by an fd it stopped
-    /// listening to; resumed, a still-readable fd is reported at once.
+    /// listening to; resumed, a still-readable fd is reported at once. The kernel still reports
+    /// EPOLLERR and EPOLLHUP of an fd not listened to (it always adds them): fine for the UDP
+    /// sockets here (unconnected, no `IP_RECVERR`), not for an fd that can be in error for long.
     pub fn listen(&self, fd: BorrowedFd<'_>, token: u64, on: bool) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_MOD, fd, token, on)
     }
