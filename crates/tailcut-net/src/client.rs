@@ -394,7 +394,6 @@ fn spawn<S: ClientScheme + 'static>(
         stats: ClientStats::default(),
         shared,
         closed: false,
-        caller_has_sockets: false,
     };
     // Before any caller can reach the loop: a call must find the association begun.
     l.begin();
@@ -454,7 +453,7 @@ impl<S: ClientScheme + 'static> CallIn for Mutex<ClientLoop<S>> {
         // brought a deadline nearer (its engine's retransmission timer, its own timeout).
         let deadline = l.next_deadline();
         l.d.arm(deadline).map_err(timer_error)?;
-        if l.caller_has_sockets {
+        if l.d.caller_has_sockets() {
             return Ok(false);
         }
         if let Err(e) = l.d.hand_sockets(true) {
@@ -464,7 +463,6 @@ impl<S: ClientScheme + 'static> CallIn for Mutex<ClientLoop<S>> {
                 reason: format!("taking the sockets: {e}"),
             });
         }
-        l.caller_has_sockets = true;
         Ok(true)
     }
 
@@ -484,7 +482,6 @@ impl<S: ClientScheme + 'static> CallIn for Mutex<ClientLoop<S>> {
 
     fn hand_back(&self) {
         let mut l = lock(self);
-        l.caller_has_sockets = false;
         // Cannot fail on fds the pollers hold. If it did, the runtime thread would not hear the
         // sockets or the timer again: the client closes (every waiter told, later calls refused)
         // rather than leave calls waiting for ever.
@@ -515,13 +512,13 @@ fn run<S: ClientScheme>(shared: Shared<S>) -> io::Result<()> {
             let mut l = lock(&shared);
             let deadline = l.next_deadline();
             l.d.arm(deadline)?;
-            (deadline, !l.caller_has_sockets)
+            (deadline, !l.d.caller_has_sockets())
         };
         // Without the sockets and the timer (a caller has them) the thread waits for commands
         // only: no deadline of its own to spin up to or be late for.
         sleeper.sleep(deadline.filter(|_| owned), &mut ready)?;
         let mut l = lock(&shared);
-        let owns = !l.caller_has_sockets;
+        let owns = !l.d.caller_has_sockets();
         // Late for the deadline only if it had the timer while it slept and still has it.
         ready = l.d.woke(ready, owned && owns);
         if l.step(owns)? {
@@ -576,8 +573,6 @@ struct ClientLoop<S: ClientScheme> {
     shared: Arc<Mutex<ClientStats>>,
     /// The runtime thread has ended: calls fail at once.
     closed: bool,
-    /// A caller has the sockets and the timer ([`CallIn`]).
-    caller_has_sockets: bool,
 }
 
 impl<S: ClientScheme> ClientLoop<S> {

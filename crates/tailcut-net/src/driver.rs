@@ -40,22 +40,33 @@ impl Sleeper {
     /// Waits until an fd is ready or the armed timer fires, polling first for `spin` (or until
     /// `deadline`); the ready tokens go to `ready`.
     pub fn sleep(&self, deadline: Option<Time>, ready: &mut Vec<u64>) -> io::Result<()> {
-        if self.spin > Dur::ZERO {
-            let until = self.clock.now() + self.spin;
-            loop {
-                self.poller.wait(ready, 0)?;
-                let now = self.clock.now();
-                if !ready.is_empty() || deadline.is_some_and(|d| d <= now) {
-                    return Ok(());
-                }
-                if now >= until {
-                    break;
-                }
-                std::hint::spin_loop();
-            }
-        }
-        self.poller.wait(ready, -1)
+        sleep_on(&self.poller, self.spin, self.clock, deadline, ready)
     }
+}
+
+/// [`Sleeper::sleep`] on `poller`; a driver's own wait calls it without making a `Sleeper`.
+fn sleep_on(
+    poller: &Poller,
+    spin: Dur,
+    clock: Clock,
+    deadline: Option<Time>,
+    ready: &mut Vec<u64>,
+) -> io::Result<()> {
+    if spin > Dur::ZERO {
+        let until = clock.now() + spin;
+        loop {
+            poller.wait(ready, 0)?;
+            let now = clock.now();
+            if !ready.is_empty() || deadline.is_some_and(|d| d <= now) {
+                return Ok(());
+            }
+            if now >= until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    poller.wait(ready, -1)
 }
 
 /// A datagram built but not sent: (socket, destination, ECN, bytes).
@@ -81,7 +92,7 @@ pub struct Driver {
     /// own response ([`Driver::hand_sockets`]); the runtime thread's `poller` stops listening to
     /// them meanwhile.
     caller: Arc<Poller>,
-    /// The sockets and timer are the caller poller's.
+    /// The sockets and timer are the caller poller's ([`Driver::caller_has_sockets`]).
     handed: bool,
     pub socks: Vec<PathSocket>,
     pub lanes: TxLanes,
@@ -159,9 +170,8 @@ impl Driver {
     /// core.
     pub fn wait(&mut self, deadline: Option<Time>) -> io::Result<()> {
         self.arm(deadline)?;
-        let sleeper = self.sleeper();
         let mut ready = std::mem::take(&mut self.ready);
-        sleeper.sleep(deadline, &mut ready)?;
+        sleep_on(&self.poller, self.spin, self.clock, deadline, &mut ready)?;
         self.woke(ready, true);
         Ok(())
     }
@@ -205,6 +215,12 @@ impl Driver {
         }
     }
 
+    /// A caller has the sockets and the timer ([`Driver::hand_sockets`]): the runtime thread leaves
+    /// datagrams and timers to it.
+    pub fn caller_has_sockets(&self) -> bool {
+        self.handed
+    }
+
     /// The same for a caller that waits on the sockets and the timer ([`Driver::hand_sockets`]).
     pub fn caller_sleeper(&self) -> Sleeper {
         Sleeper {
@@ -217,6 +233,8 @@ impl Driver {
     /// thread's: the poller that does not have them does not listen to them, so one datagram wakes
     /// one thread. Two `epoll_ctl` per socket and one for the timer, against a thread's wake-up.
     pub fn hand_sockets(&mut self, to_caller: bool) -> io::Result<()> {
+        // `handed` changes only once every fd is switched: after a failure part-way the sockets
+        // count as where they were, and the client closes (`ClientLoop::close_all`).
         if self.handed == to_caller {
             return Ok(());
         }
